@@ -1,0 +1,139 @@
+//! Throughput benchmark of `run` against real services (start them with `localstack/bench.sh`).
+//!
+//! Produces N records of about 1 KiB to a 4-partition topic, then measures, in the same run:
+//! 1. a plain rdkafka consumer that discards records (the ceiling the broker allows), and
+//! 2. the archiver binary archiving the topic to S3, from start until the archive holds every record,
+//!    and its peak RSS (VmHWM).
+//!
+//! Usage: cargo run --example throughput -- [records] [value-bytes]
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kafka_s3_archiver::check::archived_ends;
+use kafka_s3_archiver::core::object_key::Prefix;
+use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::store::{S3Settings, S3Store};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::Message;
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run this through localstack/bench.sh"))
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_string))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let records: usize = args.next().map_or(100_000, |a| a.parse().expect("records"));
+    let value_size: usize = args.next().map_or(1024, |a| a.parse().expect("value bytes"));
+    let brokers = env("KSA_TEST_BROKERS");
+    let endpoint = env("KSA_TEST_S3_ENDPOINT");
+    let topic = format!("bench-{}", std::process::id());
+    let bucket = format!("bench-{}", std::process::id());
+
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    admin
+        .create_topics(&[NewTopic::new(&topic, 4, TopicReplication::Fixed(1))], &AdminOptions::new())
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let produced = produce(&brokers, &topic, 4, 0..records, value_size).await.expect("produce");
+    let payload_bytes: u64 = produced
+        .values()
+        .flatten()
+        .map(|r| (r.value.as_ref().map_or(0, Vec::len) + r.key.as_ref().map_or(0, Vec::len)) as u64)
+        .sum();
+    let mb = payload_bytes as f64 / 1e6;
+    println!("produced {records} records ({mb:.1} MB of keys+values) in {:.1}s", started.elapsed().as_secs_f64());
+    let last: BTreeMap<i32, i64> = produced.iter().map(|(p, r)| (*p, r.last().unwrap().offset)).collect();
+
+    // 1. Plain consumer that discards records.
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .set("group.id", format!("bench-plain-{}", std::process::id()))
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", "3000")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[&topic]).unwrap();
+    let mut seen = 0usize;
+    let mut first_at = None;
+    let t0 = Instant::now();
+    while seen < records {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            first_at.get_or_insert_with(Instant::now);
+            std::hint::black_box(m.payload());
+            seen += 1;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(600), "plain consumer stalled at {seen}");
+    }
+    let plain = first_at.unwrap().elapsed().as_secs_f64();
+    drop(consumer);
+    println!(
+        "plain rdkafka consumer (discard): {:.0} records/s, {:.1} MB/s ({plain:.1}s from first record, join took {:.1}s)",
+        records as f64 / plain,
+        mb / plain,
+        t0.elapsed().as_secs_f64() - plain
+    );
+
+    // 2. The archiver, as a process, to S3.
+    let store = S3Store::connect(S3Settings {
+        bucket: bucket.clone(),
+        endpoint: Some(endpoint.clone()),
+        region: Some("us-east-1".into()),
+        multipart_threshold: 16 << 20,
+        part_size: 8 << 20,
+        part_concurrency: 4,
+        attempt_timeout: Duration::from_secs(60),
+    })
+    .await;
+    store.client().create_bucket().bucket(&bucket).send().await.unwrap();
+    let exe = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("kafka-s3-archiver");
+    let spool = tempfile::tempdir().unwrap();
+    let mut child = Command::new(&exe)
+        .args(["run", "--brokers", &brokers, "--group", &format!("bench-archiver-{}", std::process::id())])
+        .args(["--topic", &topic, "--dest", &format!("s3://{bucket}/bench"), "--s3-endpoint", &endpoint])
+        .args(["--roll-bytes", "16MiB", "--roll-age", "2s", "--kafka", "session.timeout.ms=3000"])
+        .arg("--spool-dir")
+        .arg(spool.path())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {}: {e} (build it first: cargo build)", exe.display()));
+    let t0 = Instant::now();
+    let prefix = Prefix::new("bench");
+    let mut peak = 0;
+    loop {
+        peak = peak.max(peak_rss_kib(child.id()));
+        let ends = archived_ends(&store, &prefix, &topic).await.unwrap();
+        if last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o)) {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let archived = t0.elapsed().as_secs_f64();
+    peak = peak.max(peak_rss_kib(child.id()));
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let status = child.wait().unwrap();
+    println!(
+        "archiver to S3: {:.0} records/s, {:.1} MB/s ({archived:.1}s from start incl. group join and last roll-age), \
+         peak RSS {:.0} MiB, exit {status}",
+        records as f64 / archived,
+        mb / archived,
+        peak as f64 / 1024.0
+    );
+}

@@ -1,0 +1,125 @@
+//! Wires a Kafka source, a pipeline and a store into a running archiver.
+
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+
+use thiserror::Error;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::config::ArchiverConfig;
+use crate::core::destination::Destination;
+use crate::core::spool::{SpoolConfig, SpoolUsage};
+use crate::kafka::{KafkaSource, SourceError, SourceSettings};
+use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
+use crate::stats::Stats;
+use crate::store::{LocalStore, ObjectStore, S3Settings, S3Store, StoreError};
+
+/// Records and control events waiting between the consumer thread and the pipeline.
+const EVENT_QUEUE: usize = 4096;
+
+#[derive(Debug, Error)]
+pub enum ArchiverError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("spool directory {dir}: {source}. Pass a writable --spool-dir")]
+    SpoolDir { dir: String, source: std::io::Error },
+    #[error("the pipeline task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+/// Opens the store a destination names.
+pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    Ok(match &config.dest {
+        Destination::S3 { bucket, .. } => Arc::new(
+            S3Store::connect(S3Settings {
+                bucket: bucket.clone(),
+                endpoint: config.s3_endpoint.clone(),
+                region: config.s3_region.clone(),
+                multipart_threshold: config.upload_part_size * 2,
+                part_size: config.upload_part_size,
+                part_concurrency: config.upload_concurrency,
+                attempt_timeout: config.s3_attempt_timeout,
+            })
+            .await,
+        ),
+        Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
+    })
+}
+
+/// A running archiver.
+pub struct Archiver {
+    source: KafkaSource,
+    pipeline: JoinHandle<Result<(), PipelineError>>,
+    stats: Arc<Stats>,
+}
+
+impl Archiver {
+    pub fn start(config: &ArchiverConfig, store: Arc<dyn ObjectStore>) -> Result<Self, ArchiverError> {
+        let spool = SpoolConfig {
+            memory_threshold: config.spool_memory_threshold,
+            dir: config.spool_dir.clone(),
+            usage: Arc::new(SpoolUsage::default()),
+        };
+        spool
+            .prepare_dir()
+            .map_err(|source| ArchiverError::SpoolDir { dir: config.spool_dir.display().to_string(), source })?;
+        let stats = Arc::new(Stats::default());
+        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+        let (commits_tx, commits_rx) = std_mpsc::channel();
+        let settings = PipelineSettings {
+            prefix: config.dest.prefix().clone(),
+            spec: config.spec,
+            roll: config.roll,
+            spool,
+            max_buffer_bytes: config.max_buffer_bytes,
+            max_spool_bytes: config.max_spool_bytes,
+            revoke_timeout: config.revoke_timeout,
+            start_from: config.start_from,
+        };
+        let pipeline = Pipeline::new(settings, store, commits_tx, stats.clone());
+        let pipeline = tokio::spawn(pipeline.run(events_rx));
+        let source = KafkaSource::spawn(
+            &SourceSettings {
+                brokers: config.brokers.clone(),
+                group: config.group.clone(),
+                subscription: config.subscription.clone(),
+                kafka_props: config.kafka_props.clone(),
+                revoke_wait: config.revoke_timeout + std::time::Duration::from_secs(5),
+            },
+            events_tx,
+            commits_rx,
+        )?;
+        Ok(Self { source, pipeline, stats })
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// True once the pipeline has ended (only a fatal error ends it before a stop is requested).
+    pub fn is_finished(&self) -> bool {
+        self.pipeline.is_finished()
+    }
+
+    /// Graceful stop: stop fetching, upload what is buffered, commit, leave the group.
+    pub async fn shutdown(self) -> Result<(), ArchiverError> {
+        self.source.request_stop();
+        let source = self.source;
+        let source_result = tokio::task::spawn_blocking(move || source.join()).await?;
+        self.pipeline.await??;
+        source_result?;
+        Ok(())
+    }
+
+    /// Simulated crash: nothing is flushed or committed (used by `demo`).
+    pub async fn crash(self) {
+        self.pipeline.abort();
+        let source = self.source;
+        let _ = tokio::task::spawn_blocking(move || source.crash()).await;
+    }
+}

@@ -1,0 +1,366 @@
+//! Encoders (records in, file bytes out) and decoders (file bytes in, records out) for the archive's
+//! formats. Decoding is used by `demo`, tests and checks; it reads exactly what encoding writes.
+
+mod jsonl;
+mod parquet;
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+use super::object_key::FileKind;
+use super::partition::{OffsetRange, TopicPartition};
+use super::record::Record;
+use super::spool::{SealedSpool, Spool};
+
+pub use self::jsonl::JsonlEncoder;
+pub use self::parquet::{read_metadata as read_parquet_metadata, ParquetEncoder};
+
+#[derive(Debug, Error)]
+pub enum EncodeError {
+    #[error("writing the file failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("encoding Parquet failed: {0}")]
+    Parquet(#[from] ::parquet::errors::ParquetError),
+    #[error("building Arrow arrays failed: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    #[error("JSON line {line} is not a valid archived record: {why}")]
+    BadJsonLine { line: usize, why: String },
+    #[error("Parquet file does not have the archive's schema: {0}")]
+    BadParquet(String),
+    #[error("format {format} does not support compression {compression}; {hint}")]
+    UnsupportedCompression { format: Format, compression: Compression, hint: &'static str },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Parquet,
+    Jsonl,
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "parquet" => Ok(Format::Parquet),
+            "jsonl" => Ok(Format::Jsonl),
+            _ => Err(format!("format {s:?} is not known: use parquet or jsonl")),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Parquet => "parquet",
+            Format::Jsonl => "jsonl",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Zstd,
+    Gzip,
+    Snappy,
+}
+
+impl FromStr for Compression {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" => Ok(Compression::None),
+            "zstd" => Ok(Compression::Zstd),
+            "gzip" => Ok(Compression::Gzip),
+            "snappy" => Ok(Compression::Snappy),
+            _ => Err(format!("compression {s:?} is not known: use zstd, gzip, snappy (Parquet only) or none")),
+        }
+    }
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Compression::None => "none",
+            Compression::Zstd => "zstd",
+            Compression::Gzip => "gzip",
+            Compression::Snappy => "snappy",
+        })
+    }
+}
+
+/// A validated format + compression pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileSpec {
+    format: Format,
+    compression: Compression,
+}
+
+impl FileSpec {
+    pub fn new(format: Format, compression: Compression) -> Result<Self, EncodeError> {
+        if format == Format::Jsonl && compression == Compression::Snappy {
+            return Err(EncodeError::UnsupportedCompression {
+                format,
+                compression,
+                hint: "use zstd, gzip or none for JSON lines",
+            });
+        }
+        Ok(Self { format, compression })
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    pub fn kind(&self) -> FileKind {
+        match (self.format, self.compression) {
+            (Format::Parquet, _) => FileKind::Parquet,
+            (Format::Jsonl, Compression::Gzip) => FileKind::JsonlGz,
+            (Format::Jsonl, Compression::Zstd) => FileKind::JsonlZst,
+            (Format::Jsonl, _) => FileKind::Jsonl,
+        }
+    }
+}
+
+/// What a sealed file says about itself (Parquet stores it in the footer's key-value metadata).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    pub tp: TopicPartition,
+    pub range: OffsetRange,
+    pub records: u64,
+}
+
+/// An open file of one partition.
+pub enum FileEncoder {
+    Parquet(Box<ParquetEncoder>),
+    Jsonl(JsonlEncoder),
+}
+
+impl FileEncoder {
+    pub fn new(spec: FileSpec, spool: Spool) -> Result<Self, EncodeError> {
+        Ok(match spec.format {
+            Format::Parquet => FileEncoder::Parquet(Box::new(ParquetEncoder::new(spec.compression, spool)?)),
+            Format::Jsonl => FileEncoder::Jsonl(JsonlEncoder::new(spec.compression, spool)?),
+        })
+    }
+
+    pub fn append(&mut self, record: &Record) -> Result<(), EncodeError> {
+        match self {
+            FileEncoder::Parquet(e) => e.append(record),
+            FileEncoder::Jsonl(e) => e.append(record),
+        }
+    }
+
+    /// About how large the file is so far, as it will be uploaded.
+    pub fn encoded_size(&self) -> u64 {
+        match self {
+            FileEncoder::Parquet(e) => e.encoded_size(),
+            FileEncoder::Jsonl(e) => e.encoded_size(),
+        }
+    }
+
+    /// Memory held by encoder buffers, beyond what the spool itself holds.
+    pub fn buffered_memory(&self) -> u64 {
+        match self {
+            FileEncoder::Parquet(e) => e.buffered_memory(),
+            FileEncoder::Jsonl(e) => e.buffered_memory(),
+        }
+    }
+
+    pub fn finish(self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
+        match self {
+            FileEncoder::Parquet(e) => e.finish(meta),
+            FileEncoder::Jsonl(e) => e.finish(),
+        }
+    }
+}
+
+/// Decodes a whole archived file.
+pub fn decode(kind: FileKind, data: bytes::Bytes) -> Result<Vec<Record>, EncodeError> {
+    match kind {
+        FileKind::Parquet => parquet::decode(data),
+        FileKind::Jsonl => jsonl::decode(&data[..]),
+        FileKind::JsonlGz => jsonl::decode(flate2::read::MultiGzDecoder::new(&data[..])),
+        FileKind::JsonlZst => jsonl::decode(zstd::stream::read::Decoder::new(&data[..])?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::core::record::{Header, TimestampKind};
+    use crate::core::spool::SpoolConfig;
+
+    fn sample_records() -> Vec<Record> {
+        vec![
+            Record {
+                offset: 5,
+                timestamp_ms: Some(1_700_000_000_123),
+                timestamp_kind: TimestampKind::CreateTime,
+                key: Some(b"user-1".to_vec()),
+                value: Some(br#"{"a":1}"#.to_vec()),
+                headers: vec![
+                    Header { key: "trace".into(), value: Some(b"abc".to_vec()) },
+                    Header { key: "bin".into(), value: Some(vec![0, 255, 128, 10]) },
+                    Header { key: "null".into(), value: None },
+                    Header { key: "trace".into(), value: Some(b"dup key".to_vec()) },
+                ],
+            },
+            Record {
+                offset: 6,
+                timestamp_ms: None,
+                timestamp_kind: TimestampKind::NotAvailable,
+                key: None,
+                value: None,
+                headers: vec![],
+            },
+            Record {
+                offset: 9,
+                timestamp_ms: Some(0),
+                timestamp_kind: TimestampKind::LogAppendTime,
+                key: Some(vec![]),
+                value: Some((0..=255u8).collect()),
+                headers: vec![Header { key: "".into(), value: Some(vec![]) }],
+            },
+        ]
+    }
+
+    fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record> {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc = FileEncoder::new(spec, spool).unwrap();
+        for r in records {
+            enc.append(r).unwrap();
+        }
+        let meta = FileMeta {
+            tp: TopicPartition::new("t", 1).unwrap(),
+            range: OffsetRange::new(records[0].offset, records.last().unwrap().offset).unwrap(),
+            records: records.len() as u64,
+        };
+        let sealed = enc.finish(&meta).unwrap();
+        decode(spec.kind(), sealed.read_all().unwrap()).unwrap()
+    }
+
+    fn all_specs() -> Vec<FileSpec> {
+        let mut specs = Vec::new();
+        for format in [Format::Parquet, Format::Jsonl] {
+            for c in [Compression::None, Compression::Zstd, Compression::Gzip, Compression::Snappy] {
+                if let Ok(s) = FileSpec::new(format, c) {
+                    specs.push(s);
+                }
+            }
+        }
+        specs
+    }
+
+    #[test]
+    fn every_format_round_trips_binary_null_and_headers() {
+        let records = sample_records();
+        for spec in all_specs() {
+            assert_eq!(round_trip(spec, &records, 1 << 20), records, "{spec:?}");
+            assert_eq!(round_trip(spec, &records, 16), records, "{spec:?} spooled to disk");
+        }
+    }
+
+    #[test]
+    fn jsonl_marks_base64_and_keeps_text_readable() {
+        let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc = FileEncoder::new(spec, spool).unwrap();
+        for r in sample_records() {
+            enc.append(&r).unwrap();
+        }
+        let meta = FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+        let text = String::from_utf8(enc.finish(&meta).unwrap().read_all().unwrap().to_vec()).unwrap();
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["key"], "user-1");
+        assert_eq!(first["value"], r#"{"a":1}"#);
+        assert!(first.get("key_encoding").is_none());
+        assert_eq!(first["headers"][1]["value_encoding"], "base64");
+        let third: serde_json::Value = serde_json::from_str(text.lines().nth(2).unwrap()).unwrap();
+        assert_eq!(third["value_encoding"], "base64");
+    }
+
+    #[test]
+    fn jsonl_rejects_snappy() {
+        assert!(FileSpec::new(Format::Jsonl, Compression::Snappy).is_err());
+        assert_eq!(FileSpec::new(Format::Jsonl, Compression::Zstd).unwrap().kind(), FileKind::JsonlZst);
+        assert_eq!(FileSpec::new(Format::Parquet, Compression::Gzip).unwrap().kind(), FileKind::Parquet);
+    }
+
+    #[test]
+    fn parquet_footer_carries_partition_and_range() {
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc = FileEncoder::new(spec, spool).unwrap();
+        let records = sample_records();
+        for r in &records {
+            enc.append(r).unwrap();
+        }
+        let meta = FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+        let data = enc.finish(&meta).unwrap().read_all().unwrap();
+        let kv = read_parquet_metadata(data).unwrap();
+        assert_eq!(kv.get("kafka.topic").map(String::as_str), Some("t"));
+        assert_eq!(kv.get("kafka.partition").map(String::as_str), Some("1"));
+        assert_eq!(kv.get("kafka.start_offset").map(String::as_str), Some("5"));
+        assert_eq!(kv.get("kafka.end_offset").map(String::as_str), Some("9"));
+        assert_eq!(kv.get("kafka.record_count").map(String::as_str), Some("3"));
+    }
+
+    #[test]
+    fn parquet_spans_many_batches() {
+        let records: Vec<Record> = (0..10_000)
+            .map(|i| Record {
+                offset: i,
+                timestamp_ms: Some(i),
+                timestamp_kind: TimestampKind::CreateTime,
+                key: Some(i.to_string().into_bytes()),
+                value: Some(vec![(i % 251) as u8; 300]),
+                headers: vec![],
+            })
+            .collect();
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        assert_eq!(round_trip(spec, &records, 64 * 1024), records);
+    }
+
+    fn arb_record() -> impl Strategy<Value = Record> {
+        let bytes = proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40));
+        let header = ("[a-z]{0,5}", proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)))
+            .prop_map(|(key, value)| Header { key, value });
+        (0i64..1000, proptest::option::of(0i64..4_000_000_000_000), bytes.clone(), bytes, proptest::collection::vec(header, 0..4))
+            .prop_map(|(offset, ts, key, value, headers)| Record {
+                offset,
+                timestamp_ms: ts,
+                timestamp_kind: if ts.is_some() { TimestampKind::CreateTime } else { TimestampKind::NotAvailable },
+                key,
+                value,
+                headers,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn arbitrary_records_round_trip(mut records in proptest::collection::vec(arb_record(), 1..30), idx in 0usize..7) {
+            for (i, r) in records.iter_mut().enumerate() {
+                r.offset = i as i64 * 3;
+            }
+            let spec = all_specs()[idx % all_specs().len()];
+            prop_assert_eq!(round_trip(spec, &records, 256), records);
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Parquet: one row per record. Columns: `offset` int64, `timestamp` timestamp(ms, UTC), `timestamp_type`
+//! utf8, `key` and `value` binary (nullable), `headers` list<struct<key: utf8, value: binary>>.
+//! Topic, partition, start/end offset and record count go in the footer's key-value metadata.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use arrow_array::builder::{
+    BinaryBuilder, Int64Builder, ListBuilder, StringBuilder, StructBuilder, TimestampMillisecondBuilder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampMillisecondType};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression as PqCompression, GzipLevel, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+
+use super::{Compression, EncodeError, FileMeta};
+use crate::core::record::{Header, Record, TimestampKind};
+use crate::core::spool::{SealedSpool, Spool};
+
+/// Rows buffered in Arrow builders before they are handed to the Parquet writer.
+const BATCH_ROWS: usize = 4096;
+/// Payload bytes buffered in Arrow builders before they are handed to the Parquet writer.
+const BATCH_BYTES: u64 = 4 << 20;
+/// Row groups are flushed to the spool at this estimated size, bounding the writer's memory.
+const ROW_GROUP_BYTES: usize = 16 << 20;
+
+/// The footer metadata keys, in the order written.
+const PARQUET_METADATA_KEYS: [&str; 5] =
+    ["kafka.topic", "kafka.partition", "kafka.start_offset", "kafka.end_offset", "kafka.record_count"];
+
+fn header_fields() -> Fields {
+    Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Binary, true)])
+}
+
+fn header_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Struct(header_fields()), false))
+}
+
+static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("offset", DataType::Int64, false),
+        Field::new("timestamp", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), true),
+        Field::new("timestamp_type", DataType::Utf8, false),
+        Field::new("key", DataType::Binary, true),
+        Field::new("value", DataType::Binary, true),
+        Field::new("headers", DataType::List(header_item()), false),
+    ]))
+});
+
+/// The Arrow schema of archived Parquet files.
+fn schema() -> SchemaRef {
+    SCHEMA.clone()
+}
+
+struct Builders {
+    offset: Int64Builder,
+    timestamp: TimestampMillisecondBuilder,
+    timestamp_type: StringBuilder,
+    key: BinaryBuilder,
+    value: BinaryBuilder,
+    headers: ListBuilder<StructBuilder>,
+    rows: usize,
+    bytes: u64,
+}
+
+impl Builders {
+    fn new() -> Self {
+        Self {
+            offset: Int64Builder::new(),
+            timestamp: TimestampMillisecondBuilder::new().with_timezone("UTC"),
+            timestamp_type: StringBuilder::new(),
+            key: BinaryBuilder::new(),
+            value: BinaryBuilder::new(),
+            headers: ListBuilder::new(StructBuilder::from_fields(header_fields(), 0)).with_field(header_item()),
+            rows: 0,
+            bytes: 0,
+        }
+    }
+
+    fn push(&mut self, r: &Record) {
+        self.offset.append_value(r.offset);
+        self.timestamp.append_option(r.timestamp_ms);
+        self.timestamp_type.append_value(r.timestamp_kind.as_str());
+        self.key.append_option(r.key.as_deref());
+        self.value.append_option(r.value.as_deref());
+        let entries = self.headers.values();
+        for h in &r.headers {
+            entries.field_builder::<StringBuilder>(0).expect("header key builder").append_value(&h.key);
+            entries.field_builder::<BinaryBuilder>(1).expect("header value builder").append_option(h.value.as_deref());
+            entries.append(true);
+        }
+        self.headers.append(true);
+        self.rows += 1;
+        self.bytes += r.payload_size();
+    }
+
+    fn take_batch(&mut self) -> Result<RecordBatch, EncodeError> {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(self.offset.finish()),
+            Arc::new(self.timestamp.finish()),
+            Arc::new(self.timestamp_type.finish()),
+            Arc::new(self.key.finish()),
+            Arc::new(self.value.finish()),
+            Arc::new(self.headers.finish()),
+        ];
+        self.rows = 0;
+        self.bytes = 0;
+        Ok(RecordBatch::try_new(schema(), columns)?)
+    }
+}
+
+pub struct ParquetEncoder {
+    writer: ArrowWriter<Spool>,
+    builders: Builders,
+}
+
+impl ParquetEncoder {
+    pub fn new(compression: Compression, spool: Spool) -> Result<Self, EncodeError> {
+        let compression = match compression {
+            Compression::None => PqCompression::UNCOMPRESSED,
+            Compression::Zstd => PqCompression::ZSTD(ZstdLevel::default()),
+            Compression::Gzip => PqCompression::GZIP(GzipLevel::default()),
+            Compression::Snappy => PqCompression::SNAPPY,
+        };
+        let props = WriterProperties::builder()
+            .set_compression(compression)
+            .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
+            .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let writer = ArrowWriter::try_new(spool, schema(), Some(props))?;
+        Ok(Self { writer, builders: Builders::new() })
+    }
+
+    pub fn append(&mut self, record: &Record) -> Result<(), EncodeError> {
+        self.builders.push(record);
+        if self.builders.rows >= BATCH_ROWS || self.builders.bytes >= BATCH_BYTES {
+            self.write_buffered()?;
+        }
+        Ok(())
+    }
+
+    fn write_buffered(&mut self) -> Result<(), EncodeError> {
+        if self.builders.rows > 0 {
+            let batch = self.builders.take_batch()?;
+            self.writer.write(&batch)?;
+        }
+        Ok(())
+    }
+
+    pub fn encoded_size(&self) -> u64 {
+        self.writer.inner().len() + self.writer.in_progress_size() as u64 + self.builders.bytes
+    }
+
+    pub fn buffered_memory(&self) -> u64 {
+        self.writer.memory_size() as u64 + self.builders.bytes
+    }
+
+    pub fn finish(mut self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
+        self.write_buffered()?;
+        let values = [
+            meta.tp.topic().to_string(),
+            meta.tp.partition().to_string(),
+            meta.range.start().to_string(),
+            meta.range.end().to_string(),
+            meta.records.to_string(),
+        ];
+        for (k, v) in PARQUET_METADATA_KEYS.iter().zip(values) {
+            self.writer.append_key_value_metadata(KeyValue::new(k.to_string(), v));
+        }
+        Ok(self.writer.into_inner()?.seal()?)
+    }
+}
+
+/// Reads the footer's key-value metadata.
+pub fn read_metadata(data: bytes::Bytes) -> Result<HashMap<String, String>, EncodeError> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(data)?;
+    Ok(builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .into_iter()
+        .flatten()
+        .filter_map(|kv| kv.value.clone().map(|v| (kv.key.clone(), v)))
+        .collect())
+}
+
+fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, EncodeError> {
+    batch.column_by_name(name).ok_or_else(|| EncodeError::BadParquet(format!("column {name:?} is missing")))
+}
+
+fn binary_at(a: &arrow_array::BinaryArray, i: usize) -> Option<Vec<u8>> {
+    (!a.is_null(i)).then(|| a.value(i).to_vec())
+}
+
+pub fn decode(data: bytes::Bytes) -> Result<Vec<Record>, EncodeError> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(data)?.build()?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch?;
+        let bad = |what: &str| EncodeError::BadParquet(format!("column {what} has the wrong type"));
+        let offset = column(&batch, "offset")?.as_primitive_opt::<Int64Type>().ok_or_else(|| bad("offset"))?;
+        let ts = column(&batch, "timestamp")?
+            .as_primitive_opt::<TimestampMillisecondType>()
+            .ok_or_else(|| bad("timestamp"))?;
+        let ts_type = column(&batch, "timestamp_type")?.as_string_opt::<i32>().ok_or_else(|| bad("timestamp_type"))?;
+        let key = column(&batch, "key")?.as_binary_opt::<i32>().ok_or_else(|| bad("key"))?;
+        let value = column(&batch, "value")?.as_binary_opt::<i32>().ok_or_else(|| bad("value"))?;
+        let headers = column(&batch, "headers")?.as_list_opt::<i32>().ok_or_else(|| bad("headers"))?;
+        for i in 0..batch.num_rows() {
+            let kind = TimestampKind::parse(ts_type.value(i))
+                .ok_or_else(|| EncodeError::BadParquet(format!("unknown timestamp_type {:?}", ts_type.value(i))))?;
+            let entries = headers.value(i);
+            let entries = entries.as_struct_opt().ok_or_else(|| bad("headers.item"))?;
+            let hk = entries.column(0).as_string_opt::<i32>().ok_or_else(|| bad("headers.key"))?;
+            let hv = entries.column(1).as_binary_opt::<i32>().ok_or_else(|| bad("headers.value"))?;
+            out.push(Record {
+                offset: offset.value(i),
+                timestamp_ms: (!ts.is_null(i)).then(|| ts.value(i)),
+                timestamp_kind: kind,
+                key: binary_at(key, i),
+                value: binary_at(value, i),
+                headers: (0..entries.len())
+                    .map(|j| Header { key: hk.value(j).to_string(), value: binary_at(hv, j) })
+                    .collect(),
+            });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,13 @@
+//! The pure core: no tokio, no AWS SDK, no rdkafka. Everything here is deterministic given its inputs
+//! (time is passed in), so it is tested exhaustively without services.
+
+pub mod backoff;
+pub mod destination;
+pub mod encode;
+pub mod object_key;
+pub mod partition;
+pub mod record;
+pub mod recovery;
+pub mod roll;
+pub mod spool;
+pub mod units;

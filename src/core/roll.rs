@@ -1,0 +1,129 @@
+//! When an open file is sealed and uploaded: by record count, by size, or by age. Age is a deadline
+//! measured from the file's first record, checked by a timer, so an idle partition's file still rolls.
+
+use std::time::{Duration, Instant};
+
+/// Why a file was rolled (also logged and counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollReason {
+    Records,
+    Bytes,
+    Age,
+    /// The global memory or spool budget was reached and this was one of the largest open files.
+    Budget,
+    /// The partition was revoked or the process is shutting down.
+    Flush,
+}
+
+impl RollReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RollReason::Records => "records",
+            RollReason::Bytes => "bytes",
+            RollReason::Age => "age",
+            RollReason::Budget => "budget",
+            RollReason::Flush => "flush",
+        }
+    }
+}
+
+/// The limits a file rolls on; whichever hits first wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollPolicy {
+    pub max_records: u64,
+    pub max_bytes: u64,
+    pub max_age: Duration,
+}
+
+/// What the policy needs to know about an open file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFileStats {
+    pub records: u64,
+    pub bytes: u64,
+    /// When the file's first record arrived.
+    pub opened_at: Instant,
+}
+
+impl RollPolicy {
+    /// Checked after every append.
+    pub fn after_append(&self, stats: &OpenFileStats) -> Option<RollReason> {
+        if stats.records >= self.max_records {
+            Some(RollReason::Records)
+        } else if stats.bytes >= self.max_bytes {
+            Some(RollReason::Bytes)
+        } else {
+            None
+        }
+    }
+
+    /// When the file must roll by age at the latest.
+    pub fn deadline(&self, stats: &OpenFileStats) -> Instant {
+        stats.opened_at + self.max_age
+    }
+
+    /// Checked by the timer.
+    pub fn due(&self, stats: &OpenFileStats, now: Instant) -> Option<RollReason> {
+        (stats.records > 0 && now >= self.deadline(stats)).then_some(RollReason::Age)
+    }
+}
+
+/// Which open files to roll early when the global budget is exceeded: the largest first, until the
+/// sum of what remains is within `budget`. `sizes` is (index, bytes); returns indexes.
+pub fn pick_largest_over_budget(sizes: &[(usize, u64)], budget: u64) -> Vec<usize> {
+    let mut total: u64 = sizes.iter().map(|(_, b)| b).sum();
+    if total <= budget {
+        return Vec::new();
+    }
+    let mut by_size: Vec<(usize, u64)> = sizes.to_vec();
+    by_size.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut picked = Vec::new();
+    for (idx, bytes) in by_size {
+        if total <= budget {
+            break;
+        }
+        total -= bytes;
+        picked.push(idx);
+    }
+    picked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> RollPolicy {
+        RollPolicy { max_records: 100, max_bytes: 1000, max_age: Duration::from_secs(30) }
+    }
+
+    #[test]
+    fn rolls_on_records_then_bytes() {
+        let t0 = Instant::now();
+        let p = policy();
+        let s = |records, bytes| OpenFileStats { records, bytes, opened_at: t0 };
+        assert_eq!(p.after_append(&s(99, 999)), None);
+        assert_eq!(p.after_append(&s(100, 0)), Some(RollReason::Records));
+        assert_eq!(p.after_append(&s(1, 1000)), Some(RollReason::Bytes));
+        assert_eq!(p.after_append(&s(100, 5000)), Some(RollReason::Records));
+    }
+
+    #[test]
+    fn age_uses_the_clock_passed_in() {
+        let t0 = Instant::now();
+        let p = policy();
+        let stats = OpenFileStats { records: 1, bytes: 10, opened_at: t0 };
+        assert_eq!(p.due(&stats, t0), None);
+        assert_eq!(p.due(&stats, t0 + Duration::from_millis(29_999)), None);
+        assert_eq!(p.due(&stats, t0 + Duration::from_secs(30)), Some(RollReason::Age));
+        assert_eq!(p.deadline(&stats), t0 + Duration::from_secs(30));
+        let empty = OpenFileStats { records: 0, ..stats };
+        assert_eq!(p.due(&empty, t0 + Duration::from_secs(3600)), None);
+    }
+
+    #[test]
+    fn budget_rolls_largest_first() {
+        assert!(pick_largest_over_budget(&[(0, 10), (1, 20)], 30).is_empty());
+        assert_eq!(pick_largest_over_budget(&[(0, 10), (1, 50), (2, 30)], 50), vec![1]);
+        assert_eq!(pick_largest_over_budget(&[(0, 10), (1, 50), (2, 30)], 5), vec![1, 2, 0]);
+        assert_eq!(pick_largest_over_budget(&[(3, 40), (7, 40)], 50), vec![3]);
+    }
+}

@@ -1,0 +1,286 @@
+//! Where an encoded file waits until it is sealed and uploaded: memory while small, a file in the spool
+//! directory beyond a threshold. The final object name holds the end offset, known only at roll, and S3
+//! has no rename, so the whole file is spooled and uploaded once under its final name.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Bytes held in memory and on disk by every spool of the process, against the global budgets.
+#[derive(Debug, Default)]
+pub struct SpoolUsage {
+    memory: AtomicU64,
+    disk: AtomicU64,
+}
+
+impl SpoolUsage {
+    pub fn memory(&self) -> u64 {
+        self.memory.load(Ordering::Relaxed)
+    }
+
+    pub fn disk(&self) -> u64 {
+        self.disk.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, on_disk: bool, n: u64) {
+        let counter = if on_disk { &self.disk } else { &self.memory };
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn sub(&self, on_disk: bool, n: u64) {
+        let counter = if on_disk { &self.disk } else { &self.memory };
+        counter.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
+/// How spools are made.
+#[derive(Debug, Clone)]
+pub struct SpoolConfig {
+    /// Beyond this many bytes a spool moves to a file in `dir`.
+    pub memory_threshold: u64,
+    pub dir: PathBuf,
+    pub usage: Arc<SpoolUsage>,
+}
+
+impl SpoolConfig {
+    /// Removes spool files left by processes that are gone (their data was never acknowledged, so the
+    /// records will be read again from Kafka), and makes sure the directory exists. Files of a live
+    /// process sharing the directory are left alone.
+    pub fn prepare_dir(&self) -> io::Result<()> {
+        fs::create_dir_all(&self.dir)?;
+        for entry in fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".spool") else { continue };
+            let owner_alive = stem
+                .split_once('-')
+                .and_then(|(pid, _)| pid.parse::<u32>().ok())
+                .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+            if !owner_alive {
+                fs::remove_file(entry.path())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+static SPOOL_SEQ: AtomicU64 = AtomicU64::new(0);
+
+enum Storage {
+    Memory(Vec<u8>),
+    Disk { path: PathBuf, file: BufWriter<File> },
+}
+
+/// An open spool: `Write` it, then [`Spool::seal`] it.
+pub struct Spool {
+    config: SpoolConfig,
+    storage: Storage,
+    len: u64,
+}
+
+impl Spool {
+    pub fn new(config: SpoolConfig) -> Self {
+        Self { config, storage: Storage::Memory(Vec::new()), len: 0 }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn on_disk(&self) -> bool {
+        matches!(self.storage, Storage::Disk { .. })
+    }
+
+    fn move_to_disk(&mut self) -> io::Result<()> {
+        let Storage::Memory(buf) = &mut self.storage else { return Ok(()) };
+        let name = format!("{}-{}.spool", std::process::id(), SPOOL_SEQ.fetch_add(1, Ordering::Relaxed));
+        let path = self.config.dir.join(name);
+        let mut file = BufWriter::with_capacity(
+            256 * 1024,
+            OpenOptions::new().create_new(true).read(true).write(true).open(&path)?,
+        );
+        file.write_all(buf)?;
+        let moved = std::mem::take(buf);
+        self.config.usage.sub(false, moved.len() as u64);
+        self.config.usage.add(true, moved.len() as u64);
+        self.storage = Storage::Disk { path, file };
+        Ok(())
+    }
+
+    /// Ends writing; the result is what gets uploaded.
+    pub fn seal(mut self) -> io::Result<SealedSpool> {
+        let len = self.len;
+        let usage = self.config.usage.clone();
+        let storage = std::mem::replace(&mut self.storage, Storage::Memory(Vec::new()));
+        self.len = 0;
+        let data = match storage {
+            Storage::Memory(buf) => SpoolData::Memory(bytes::Bytes::from(buf)),
+            Storage::Disk { path, file } => {
+                let file = file.into_inner().map_err(|e| e.into_error())?;
+                file.sync_data()?;
+                SpoolData::Disk(path)
+            }
+        };
+        Ok(SealedSpool { data, len, usage })
+    }
+}
+
+impl Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Storage::Memory(mem) = &self.storage {
+            if mem.len() as u64 + buf.len() as u64 > self.config.memory_threshold {
+                self.move_to_disk()?;
+            }
+        }
+        match &mut self.storage {
+            Storage::Memory(mem) => mem.extend_from_slice(buf),
+            Storage::Disk { file, .. } => file.write_all(buf)?,
+        }
+        self.len += buf.len() as u64;
+        self.config.usage.add(self.on_disk(), buf.len() as u64);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.storage {
+            Storage::Memory(_) => Ok(()),
+            Storage::Disk { file, .. } => file.flush(),
+        }
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        self.config.usage.sub(self.on_disk(), self.len);
+        if let Storage::Disk { path, .. } = &self.storage {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// The bytes of a sealed spool.
+#[derive(Debug, Clone)]
+pub enum SpoolData {
+    Memory(bytes::Bytes),
+    Disk(PathBuf),
+}
+
+/// A finished file waiting for upload. Dropping it frees its budget and deletes its spool file.
+#[derive(Debug)]
+pub struct SealedSpool {
+    data: SpoolData,
+    len: u64,
+    usage: Arc<SpoolUsage>,
+}
+
+impl SealedSpool {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn data(&self) -> &SpoolData {
+        &self.data
+    }
+
+    /// Reads the whole file into memory (for decoding in checks; uploads stream from disk).
+    pub fn read_all(&self) -> io::Result<bytes::Bytes> {
+        match &self.data {
+            SpoolData::Memory(b) => Ok(b.clone()),
+            SpoolData::Disk(path) => Ok(fs::read(path)?.into()),
+        }
+    }
+
+    pub fn disk_path(&self) -> Option<&Path> {
+        match &self.data {
+            SpoolData::Memory(_) => None,
+            SpoolData::Disk(p) => Some(p),
+        }
+    }
+}
+
+impl Drop for SealedSpool {
+    fn drop(&mut self) {
+        let on_disk = matches!(self.data, SpoolData::Disk(_));
+        self.usage.sub(on_disk, self.len);
+        if let SpoolData::Disk(path) = &self.data {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path, threshold: u64) -> SpoolConfig {
+        SpoolConfig { memory_threshold: threshold, dir: dir.to_path_buf(), usage: Arc::default() }
+    }
+
+    #[test]
+    fn small_spools_stay_in_memory_and_count_against_the_memory_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 100);
+        let mut s = Spool::new(cfg.clone());
+        s.write_all(&[1; 60]).unwrap();
+        assert!(!s.on_disk());
+        assert_eq!((cfg.usage.memory(), cfg.usage.disk()), (60, 0));
+        let sealed = s.seal().unwrap();
+        assert!(sealed.disk_path().is_none());
+        assert_eq!(sealed.read_all().unwrap().as_ref(), &[1; 60]);
+        assert_eq!(cfg.usage.memory(), 60);
+        drop(sealed);
+        assert_eq!(cfg.usage.memory(), 0);
+    }
+
+    #[test]
+    fn large_spools_move_to_disk_and_clean_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 100);
+        let mut s = Spool::new(cfg.clone());
+        s.write_all(&[7; 80]).unwrap();
+        s.write_all(&[8; 80]).unwrap();
+        assert!(s.on_disk());
+        assert_eq!((cfg.usage.memory(), cfg.usage.disk()), (0, 160));
+        let sealed = s.seal().unwrap();
+        let path = sealed.disk_path().unwrap().to_path_buf();
+        let data = sealed.read_all().unwrap();
+        assert_eq!(&data[..80], &[7; 80]);
+        assert_eq!(&data[80..], &[8; 80]);
+        drop(sealed);
+        assert!(!path.exists());
+        assert_eq!(cfg.usage.disk(), 0);
+    }
+
+    #[test]
+    fn dropping_an_open_spool_frees_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 10);
+        let mut s = Spool::new(cfg.clone());
+        s.write_all(&[0; 50]).unwrap();
+        drop(s);
+        assert_eq!((cfg.usage.memory(), cfg.usage.disk()), (0, 0));
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn prepare_dir_removes_only_spools_of_dead_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(format!("{}-4.spool", u32::MAX)), b"x").unwrap();
+        fs::write(dir.path().join("1-4.spool"), b"init is alive").unwrap();
+        fs::write(dir.path().join("keep.txt"), b"x").unwrap();
+        config(dir.path(), 10).prepare_dir().unwrap();
+        let mut names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, vec![std::ffi::OsString::from("1-4.spool"), std::ffi::OsString::from("keep.txt")]);
+    }
+}

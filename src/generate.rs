@@ -1,0 +1,106 @@
+//! Generated records with known content, produced to Kafka: for `demo`, the integration tests and the
+//! benchmark. Each mixes keyed and unkeyed records, text, binary and null values, and headers.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+use crate::core::record::{Header, Record, TimestampKind};
+
+/// Timestamps of generated records start here (2026-01-01T00:00:00Z) and grow by 1 ms per index.
+const BASE_TIMESTAMP_MS: i64 = 1_767_225_600_000;
+
+/// Record number `i`, with a value of about `value_size` bytes. Its offset is set once produced.
+pub fn generated(i: usize, value_size: usize) -> Record {
+    let key = (i % 7 != 0).then(|| format!("customer-{}", i % 101).into_bytes());
+    let value = match i % 10 {
+        0 => None,
+        1 => Some((0..value_size.max(1)).map(|b| ((i * 31 + b) % 256) as u8).collect()),
+        _ => {
+            let mut v = format!(r#"{{"order":{i},"amount":{},"note":""#, (i * 17) % 1000).into_bytes();
+            v.resize(value_size.saturating_sub(2).max(v.len()), b'x');
+            v.extend_from_slice(b"\"}");
+            Some(v)
+        }
+    };
+    let mut headers = vec![Header { key: "seq".into(), value: Some(i.to_string().into_bytes()) }];
+    if i % 3 == 0 {
+        headers.push(Header { key: "trace".into(), value: Some(vec![0, 159, 146, 150]) });
+    }
+    Record {
+        offset: -1,
+        timestamp_ms: Some(BASE_TIMESTAMP_MS + i as i64),
+        timestamp_kind: TimestampKind::CreateTime,
+        key,
+        value,
+        headers,
+    }
+}
+
+/// Produces records `indexes` round-robin over `partitions` partitions of `topic`; returns them per
+/// partition with the offsets the broker gave them, in offset order.
+pub async fn produce(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    indexes: Range<usize>,
+    value_size: usize,
+) -> Result<BTreeMap<i32, Vec<Record>>, KafkaError> {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "60000")
+        .create()?;
+    let mut pending = Vec::with_capacity(indexes.len());
+    for i in indexes {
+        let rec = generated(i, value_size);
+        let mut headers = OwnedHeaders::new();
+        for h in &rec.headers {
+            headers = headers.insert(KafkaHeader { key: &h.key, value: h.value.as_deref() });
+        }
+        let mut fr: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
+            .partition((i % partitions as usize) as i32)
+            .timestamp(rec.timestamp_ms.unwrap_or(0))
+            .headers(headers);
+        if let Some(k) = rec.key.as_deref() {
+            fr = fr.key(k);
+        }
+        if let Some(v) = rec.value.as_deref() {
+            fr = fr.payload(v);
+        }
+        let delivery = loop {
+            match producer.send_result(fr) {
+                Ok(d) => break d,
+                Err((KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), back)) => {
+                    fr = back;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                Err((e, _)) => return Err(e),
+            }
+        };
+        pending.push((rec, delivery));
+    }
+    let mut produced: BTreeMap<i32, Vec<Record>> = BTreeMap::new();
+    for (mut rec, delivery) in pending {
+        let delivered = delivery.await.map_err(|_| KafkaError::Canceled)?.map_err(|(e, _)| e)?;
+        rec.offset = delivered.offset;
+        produced.entry(delivered.partition).or_default().push(rec);
+    }
+    for records in produced.values_mut() {
+        records.sort_by_key(|r| r.offset);
+    }
+    Ok(produced)
+}
+
+/// Adds `more` to `all`, per partition, keeping offset order.
+pub fn merge(all: &mut BTreeMap<i32, Vec<Record>>, more: BTreeMap<i32, Vec<Record>>) {
+    for (p, records) in more {
+        let v = all.entry(p).or_default();
+        v.extend(records);
+        v.sort_by_key(|r| r.offset);
+    }
+}

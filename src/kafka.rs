@@ -1,0 +1,489 @@
+//! The Kafka side: an rdkafka consumer polled on its own thread, so rebalance callbacks can block while
+//! the async pipeline recovers positions from the archive (on assign) or flushes open files (on revoke).
+//!
+//! Positions are set at assignment time from the archive; the committed offset is only a listing hint.
+//! Records, assignments and revocations reach the pipeline in order over one bounded channel; when it is
+//! full the consumer pauses fetching and keeps polling, so the group session stays alive.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{BorrowedMessage, Headers, Message, Timestamp};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::ClientContext;
+use thiserror::Error;
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tracing::{debug, error, info, warn};
+
+use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::core::record::{Header, Record, TimestampKind};
+use crate::core::recovery::CommitHint;
+
+const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Error)]
+pub enum SourceError {
+    #[error("cannot create the Kafka consumer: {0}. Check --brokers and the --kafka settings")]
+    Create(KafkaError),
+    #[error("cannot subscribe to {topics:?}: {source}")]
+    Subscribe { topics: Vec<String>, source: KafkaError },
+    #[error("fatal Kafka consumer error: {0}. The archiver stops; restart it once the cause is fixed")]
+    Fatal(KafkaError),
+}
+
+/// What the consumer settles for a newly assigned partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartPosition {
+    Offset(i64),
+    Earliest,
+    Latest,
+    /// Do not consume this partition; the reason was logged.
+    Stop,
+}
+
+#[derive(Debug, Clone)]
+pub struct AssignedPartition {
+    pub tp: TopicPartition,
+    pub hint: Option<CommitHint>,
+    /// The partition's log start offset (low watermark), when the broker told it.
+    pub log_start: Option<i64>,
+}
+
+/// What the source tells the pipeline, in order.
+#[derive(Debug)]
+pub enum SourceEvent {
+    Record(TopicPartition, Record),
+    /// Recover these partitions and answer with where each starts.
+    Assigned { partitions: Vec<AssignedPartition>, reply: std_mpsc::SyncSender<Vec<(TopicPartition, StartPosition)>> },
+    /// Flush (or, when `lost`, drop) these partitions and answer once nothing of them will be uploaded.
+    Revoked { partitions: Vec<TopicPartition>, lost: bool, reply: std_mpsc::SyncSender<()> },
+    /// Retention removed `missing` before it was archived; consumption resumed after it.
+    RetentionGap { tp: TopicPartition, missing: OffsetRange },
+}
+
+/// A durable object's end, to be committed to Kafka as a hint.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub tp: TopicPartition,
+    pub next_offset: i64,
+    pub object_start: i64,
+}
+
+/// Consumer settings the source needs.
+#[derive(Debug, Clone)]
+pub struct SourceSettings {
+    pub brokers: String,
+    pub group: String,
+    pub subscription: Vec<String>,
+    pub kafka_props: Vec<(String, String)>,
+    /// How long a revoke callback waits for the pipeline before giving up on it.
+    pub revoke_wait: Duration,
+}
+
+#[derive(Default)]
+struct SourceState {
+    assigned: HashSet<TopicPartition>,
+    stopped: HashSet<TopicPartition>,
+    /// Where each partition was assigned to start, until its first record arrives.
+    awaiting_first: HashMap<TopicPartition, i64>,
+    /// Events polled while the pipeline's channel was full.
+    pending: VecDeque<SourceEvent>,
+    paused_for_backpressure: bool,
+}
+
+struct ArchiverContext {
+    events: mpsc::Sender<SourceEvent>,
+    commits: Mutex<std_mpsc::Receiver<Commit>>,
+    state: Mutex<SourceState>,
+    revoke_wait: Duration,
+    /// Set when the process is crashing on purpose (demo): nothing more is flushed or committed.
+    crashed: Arc<AtomicBool>,
+}
+
+impl ClientContext for ArchiverContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
+                error!(target: "librdkafka", "{fac}: {message}")
+            }
+            RDKafkaLogLevel::Warning => warn!(target: "librdkafka", "{fac}: {message}"),
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => info!(target: "librdkafka", "{fac}: {message}"),
+            RDKafkaLogLevel::Debug => debug!(target: "librdkafka", "{fac}: {message}"),
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        warn!(target: "librdkafka", "{error}: {reason}");
+    }
+}
+
+fn to_tps(tpl: &TopicPartitionList) -> Vec<TopicPartition> {
+    tpl.elements()
+        .iter()
+        .filter_map(|e| match TopicPartition::new(e.topic(), e.partition()) {
+            Ok(tp) => Some(tp),
+            Err(err) => {
+                error!("ignoring assigned partition {}/{}: {err}", e.topic(), e.partition());
+                None
+            }
+        })
+        .collect()
+}
+
+fn tpl_of<'a>(tps: impl IntoIterator<Item = &'a TopicPartition>) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    for tp in tps {
+        tpl.add_partition(tp.topic(), tp.partition());
+    }
+    tpl
+}
+
+impl ArchiverContext {
+    fn on_assign(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) -> Vec<TopicPartition> {
+        let tps = to_tps(tpl);
+        let committed = consumer.committed_offsets(tpl.clone(), METADATA_TIMEOUT).unwrap_or_else(|e| {
+            warn!("could not read committed offsets ({e}); recovering from full archive listings");
+            TopicPartitionList::new()
+        });
+        let partitions: Vec<AssignedPartition> = tps
+            .iter()
+            .map(|tp| {
+                let hint = committed
+                    .find_partition(tp.topic(), tp.partition())
+                    .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
+                let log_start = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok().map(|w| w.0);
+                AssignedPartition { tp: tp.clone(), hint, log_start }
+            })
+            .collect();
+        info!(partitions = ?tps.iter().map(ToString::to_string).collect::<Vec<_>>(), "partitions assigned; recovering positions from the archive");
+        let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
+        let positions = if self.events.blocking_send(SourceEvent::Assigned { partitions, reply: reply_tx }).is_ok() {
+            reply_rx.recv().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let positions: HashMap<TopicPartition, StartPosition> = positions.into_iter().collect();
+        let mut state = self.state.lock().expect("source state");
+        let mut stopped = Vec::new();
+        for tp in &tps {
+            let pos = positions.get(tp).cloned().unwrap_or(StartPosition::Stop);
+            let offset = match pos {
+                StartPosition::Offset(o) => {
+                    state.awaiting_first.insert(tp.clone(), o);
+                    Offset::Offset(o)
+                }
+                StartPosition::Earliest => Offset::Beginning,
+                StartPosition::Latest => Offset::End,
+                StartPosition::Stop => {
+                    stopped.push(tp.clone());
+                    Offset::Beginning
+                }
+            };
+            if let Err(e) = tpl.set_partition_offset(tp.topic(), tp.partition(), offset) {
+                error!("cannot set the start offset of {tp}: {e}");
+            }
+            state.assigned.insert(tp.clone());
+        }
+        state.stopped.extend(stopped.iter().cloned());
+        stopped
+    }
+
+    fn on_revoke(&self, consumer: &BaseConsumer<Self>, tps: &[TopicPartition], lost: bool) {
+        {
+            let mut state = self.state.lock().expect("source state");
+            for tp in tps {
+                state.assigned.remove(tp);
+                state.stopped.remove(tp);
+                state.awaiting_first.remove(tp);
+            }
+            // Polled but not yet handed over: never archived, so the next owner reads them again.
+            state.pending.retain(|ev| !matches!(ev, SourceEvent::Record(tp, _) if tps.contains(tp)));
+        }
+        if self.crashed.load(Ordering::SeqCst) || tps.is_empty() {
+            return;
+        }
+        info!(partitions = ?tps.iter().map(ToString::to_string).collect::<Vec<_>>(), lost, "partitions revoked; flushing");
+        let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
+        let sent = self.events.blocking_send(SourceEvent::Revoked { partitions: tps.to_vec(), lost, reply: reply_tx });
+        if sent.is_ok() && reply_rx.recv_timeout(self.revoke_wait).is_err() {
+            error!("the pipeline did not finish revoking within {:?}", self.revoke_wait);
+        }
+        // Commit what became durable before the partitions go, so the next owner's hint is fresh.
+        if !lost {
+            self.commit_pending(consumer, CommitMode::Sync);
+        }
+    }
+
+    fn commit_pending(&self, consumer: &BaseConsumer<Self>, mode: CommitMode) {
+        let latest: HashMap<TopicPartition, Commit> = {
+            let rx = self.commits.lock().expect("commit queue");
+            rx.try_iter().map(|c| (c.tp.clone(), c)).collect()
+        };
+        if latest.is_empty() || self.crashed.load(Ordering::SeqCst) {
+            return;
+        }
+        let assigned = self.state.lock().expect("source state").assigned.clone();
+        let mut tpl = TopicPartitionList::new();
+        for c in latest.values().filter(|c| assigned.contains(&c.tp)) {
+            let mut e = tpl.add_partition(c.tp.topic(), c.tp.partition());
+            if e.set_offset(Offset::Offset(c.next_offset)).is_ok() {
+                e.set_metadata(CommitHint::metadata_for(c.object_start));
+            }
+        }
+        if tpl.count() > 0 {
+            if let Err(e) = consumer.commit(&tpl, mode) {
+                // Commits are hints: the archive is the source of truth, so a failed commit costs a
+                // longer listing on the next recovery, nothing more.
+                warn!("committing offsets failed: {e}");
+            }
+        }
+    }
+
+    /// The broker said a fetch position is out of range. The error does not say which partition, so
+    /// check the partitions that have not delivered a record since they were assigned.
+    fn on_out_of_range(&self, consumer: &BaseConsumer<Self>) {
+        let candidates: Vec<(TopicPartition, i64)> = {
+            let state = self.state.lock().expect("source state");
+            state.awaiting_first.iter().filter(|(tp, _)| !state.stopped.contains(*tp)).map(|(tp, o)| (tp.clone(), *o)).collect()
+        };
+        for (tp, start) in candidates {
+            let Ok((low, high)) = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT) else { continue };
+            if start < low {
+                let missing = OffsetRange::new(start, low - 1).expect("start < low");
+                error!(%tp, %missing, "RETENTION GAP: offsets {missing} were deleted by retention before they were archived; resuming at {low}");
+                if let Err(e) = consumer.seek(tp.topic(), tp.partition(), Offset::Offset(low), METADATA_TIMEOUT) {
+                    error!(%tp, "cannot seek to the log start {low}: {e}");
+                }
+                let mut state = self.state.lock().expect("source state");
+                state.awaiting_first.insert(tp.clone(), low);
+                state.pending.push_back(SourceEvent::RetentionGap { tp, missing });
+            } else if start > high {
+                error!(
+                    %tp,
+                    "the archive of {tp} already holds offsets up to {}, but the partition's log ends at {high}: \
+                     the topic was probably deleted and re-created. This partition is stopped so that nothing is \
+                     skipped silently; archive the new topic under another --dest prefix (or move the old archive \
+                     away) and restart",
+                    start - 1
+                );
+                let _ = consumer.pause(&tpl_of([&tp]));
+                self.state.lock().expect("source state").stopped.insert(tp);
+            }
+        }
+    }
+}
+
+impl ConsumerContext for ArchiverContext {
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                let stopped = self.on_assign(consumer, tpl);
+                let result = if cooperative { consumer.incremental_assign(tpl) } else { consumer.assign(tpl) };
+                if let Err(e) = result {
+                    error!("assigning partitions failed: {e}");
+                }
+                if !stopped.is_empty() {
+                    let _ = consumer.pause(&tpl_of(&stopped));
+                }
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let tps = to_tps(tpl);
+                self.on_revoke(consumer, &tps, consumer.assignment_lost());
+                let result = if cooperative { consumer.incremental_unassign(tpl) } else { consumer.unassign() };
+                if let Err(e) = result {
+                    error!("unassigning partitions failed: {e}");
+                }
+            }
+            other => {
+                error!("rebalance failed ({:?}); dropping every assigned partition", RDKafkaErrorCode::from(other));
+                let all: Vec<TopicPartition> = self.state.lock().expect("source state").assigned.iter().cloned().collect();
+                self.on_revoke(consumer, &all, true);
+                let _ = consumer.unassign();
+            }
+        }
+    }
+}
+
+fn to_record(msg: &BorrowedMessage<'_>) -> Record {
+    let (timestamp_ms, timestamp_kind) = match msg.timestamp() {
+        Timestamp::NotAvailable => (None, TimestampKind::NotAvailable),
+        Timestamp::CreateTime(t) => (Some(t), TimestampKind::CreateTime),
+        Timestamp::LogAppendTime(t) => (Some(t), TimestampKind::LogAppendTime),
+    };
+    let headers = msg
+        .headers()
+        .map(|hs| hs.iter().map(|h| Header { key: h.key.to_string(), value: h.value.map(<[u8]>::to_vec) }).collect())
+        .unwrap_or_default();
+    Record {
+        offset: msg.offset(),
+        timestamp_ms,
+        timestamp_kind,
+        key: msg.key().map(<[u8]>::to_vec),
+        value: msg.payload().map(<[u8]>::to_vec),
+        headers,
+    }
+}
+
+/// The running consumer thread.
+pub struct KafkaSource {
+    thread: JoinHandle<Result<(), SourceError>>,
+    stop: Arc<AtomicBool>,
+    crashed: Arc<AtomicBool>,
+}
+
+impl KafkaSource {
+    /// Creates the consumer, subscribes, and starts polling on a new thread.
+    pub fn spawn(
+        settings: &SourceSettings,
+        events: mpsc::Sender<SourceEvent>,
+        commits: std_mpsc::Receiver<Commit>,
+    ) -> Result<Self, SourceError> {
+        let crashed = Arc::new(AtomicBool::new(false));
+        let context = ArchiverContext {
+            events,
+            commits: Mutex::new(commits),
+            state: Mutex::new(SourceState::default()),
+            revoke_wait: settings.revoke_wait,
+            crashed: crashed.clone(),
+        };
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &settings.brokers)
+            .set("group.id", &settings.group)
+            .set("client.id", format!("kafka-s3-archiver-{}", std::process::id()))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            // An out-of-range position must surface as an error we handle, never as a silent jump.
+            .set("auto.offset.reset", "error")
+            .set("enable.partition.eof", "false")
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("queued.max.messages.kbytes", "16384");
+        for (k, v) in &settings.kafka_props {
+            config.set(k, v);
+        }
+        let consumer: BaseConsumer<ArchiverContext> = config.create_with_context(context).map_err(SourceError::Create)?;
+        let topics: Vec<&str> = settings.subscription.iter().map(String::as_str).collect();
+        consumer
+            .subscribe(&topics)
+            .map_err(|source| SourceError::Subscribe { topics: settings.subscription.clone(), source })?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = stop.clone();
+        let shutdown_wait = settings.revoke_wait + Duration::from_secs(10);
+        let thread = std::thread::Builder::new()
+            .name("kafka-source".into())
+            .spawn(move || poll_loop(consumer, thread_stop, shutdown_wait))
+            .expect("spawn kafka-source thread");
+        Ok(Self { thread, stop, crashed })
+    }
+
+    /// Graceful stop: leave the group (revoking, so every open file is flushed and committed), then end.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits for the polling thread to end.
+    pub fn join(self) -> Result<(), SourceError> {
+        self.thread.join().unwrap_or_else(|_| Err(SourceError::Fatal(KafkaError::Canceled)))
+    }
+
+    /// Simulates a crash (demo): no flush, no commit, consumer dropped.
+    pub fn crash(self) {
+        self.crashed.store(true, Ordering::SeqCst);
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+    }
+}
+
+fn poll_loop(consumer: BaseConsumer<ArchiverContext>, stop: Arc<AtomicBool>, shutdown_wait: Duration) -> Result<(), SourceError> {
+    let ctx = consumer.context().clone();
+    let mut leaving: Option<Instant> = None;
+    let mut last_tp: Option<TopicPartition> = None;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            if ctx.crashed.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            match leaving {
+                None => {
+                    info!("leaving the consumer group");
+                    consumer.unsubscribe();
+                    leaving = Some(Instant::now());
+                }
+                Some(since) => {
+                    let done = ctx.state.lock().expect("source state").assigned.is_empty();
+                    if done || since.elapsed() > shutdown_wait {
+                        if !done {
+                            warn!("gave up waiting for the group to revoke partitions after {shutdown_wait:?}");
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        match consumer.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Ok(msg)) => {
+                let tp = match &last_tp {
+                    Some(tp) if tp.partition() == msg.partition() && tp.topic() == msg.topic() => tp.clone(),
+                    _ => match TopicPartition::new(msg.topic(), msg.partition()) {
+                        Ok(tp) => tp,
+                        Err(e) => {
+                            error!("skipping a record of an unusable partition: {e}");
+                            continue;
+                        }
+                    },
+                };
+                last_tp = Some(tp.clone());
+                let mut state = ctx.state.lock().expect("source state");
+                if !state.assigned.contains(&tp) || state.stopped.contains(&tp) {
+                    continue;
+                }
+                state.awaiting_first.remove(&tp);
+                state.pending.push_back(SourceEvent::Record(tp, to_record(&msg)));
+            }
+            Some(Err(KafkaError::MessageConsumption(
+                RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange,
+            ))) => ctx.on_out_of_range(&consumer),
+            Some(Err(e @ KafkaError::MessageConsumptionFatal(_))) => return Err(SourceError::Fatal(e)),
+            Some(Err(e)) => warn!("Kafka consumer error (librdkafka retries): {e}"),
+        }
+        hand_over(&consumer, &ctx);
+        ctx.commit_pending(&consumer, CommitMode::Async);
+    }
+}
+
+/// Moves pending events into the pipeline's channel; pauses fetching while it is full.
+fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
+    let mut state = ctx.state.lock().expect("source state");
+    while let Some(ev) = state.pending.pop_front() {
+        match ctx.events.try_send(ev) {
+            Ok(()) => {}
+            Err(TrySendError::Full(ev)) => {
+                state.pending.push_front(ev);
+                break;
+            }
+            Err(TrySendError::Closed(_)) => {
+                state.pending.clear();
+                break;
+            }
+        }
+    }
+    let active: Vec<TopicPartition> = state.assigned.difference(&state.stopped).cloned().collect();
+    if !state.pending.is_empty() && !state.paused_for_backpressure {
+        debug!("pipeline is busy: pausing fetch");
+        let _ = consumer.pause(&tpl_of(&active));
+        state.paused_for_backpressure = true;
+    } else if state.pending.is_empty() && state.paused_for_backpressure {
+        debug!("pipeline caught up: resuming fetch");
+        let _ = consumer.resume(&tpl_of(&active));
+        state.paused_for_backpressure = false;
+    }
+}

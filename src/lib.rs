@@ -1,0 +1,13 @@
+//! kafka-s3-archiver: archives Kafka topics to S3-compatible object storage, exactly once, named by
+//! offset range, recovered by listing the archive.
+
+pub mod archiver;
+pub mod check;
+pub mod config;
+pub mod core;
+pub mod demo;
+pub mod generate;
+pub mod kafka;
+pub mod pipeline;
+pub mod stats;
+pub mod store;

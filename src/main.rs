@@ -1,0 +1,121 @@
+//! Command line: `run` (the service) and `demo` (the whole loop with no services).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use kafka_s3_archiver::archiver::{open_store, Archiver};
+use kafka_s3_archiver::config::Settings;
+use kafka_s3_archiver::demo;
+use tokio::signal::unix::{signal, SignalKind};
+use tracing::{error, info, warn};
+
+#[derive(Parser)]
+#[command(name = "kafka-s3-archiver", version, about = "Archives Kafka topics to S3-compatible storage, exactly once, and recovers its position from the archive itself.")]
+struct Cli {
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, env = "KSA_LOG_FORMAT")]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Archive topics until SIGTERM/SIGINT (a second signal exits at once).
+    Run {
+        /// TOML file with the same settings (environment and flags override it).
+        #[arg(long, env = "KSA_CONFIG")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Runs the whole loop with no services: mock Kafka, local archive, a crash, a restart, a check.
+    Demo {
+        /// Records to produce.
+        #[arg(long, default_value_t = 30_000)]
+        records: usize,
+        /// Where to keep the demo's archive [default: a new temporary directory].
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// File format: parquet or jsonl.
+        #[arg(long, default_value = "parquet")]
+        format: String,
+    },
+}
+
+fn init_logging(format: LogFormat, default_filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
+    let file = match &config_file {
+        Some(path) => Settings::from_file(path)?,
+        None => Settings::default(),
+    };
+    let config = flags.over(file).validate()?;
+    let store = open_store(&config).await?;
+    info!(dest = %config.dest, group = %config.group, topics = ?config.subscription, "starting");
+    let archiver = Archiver::start(&config, store)?;
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    loop {
+        tokio::select! {
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = tokio::time::sleep(Duration::from_millis(500)) => if archiver.is_finished() { break },
+        }
+    }
+    if !archiver.is_finished() {
+        info!("signal received: stopping fetch, uploading buffered data, committing (signal again to exit at once)");
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
+            }
+            warn!("second signal: exiting now without flushing");
+            std::process::exit(130);
+        });
+    }
+    let stats = archiver.stats();
+    let result = archiver.shutdown().await;
+    info!("{}", stats.summary());
+    result.map_err(Into::into)
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let result = match cli.command {
+        Command::Run { config, settings } => {
+            init_logging(cli.log_format, "info");
+            runtime.block_on(run(config, settings))
+        }
+        Command::Demo { records, dir, format } => {
+            init_logging(cli.log_format, "warn");
+            let dir = dir.unwrap_or_else(|| std::env::temp_dir().join(format!("kafka-s3-archiver-demo-{}", std::process::id())));
+            runtime.block_on(demo::run(demo::DemoOptions { records, dir, format })).map(|_| ()).map_err(Into::into)
+        }
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e:#}");
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! A local directory as an object store: for the embedded demo and for users who archive to disk.
+//! Objects appear atomically: written to a temporary file, synced, then hard-linked under the final
+//! name (which fails if the name exists, giving put-if-absent without a race).
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::{ObjectStore, PutOutcome, StoreError};
+use crate::core::recovery::{ListPage, ListRequest};
+use crate::core::spool::SpoolData;
+
+const TMP_DIR: &str = ".ksa-tmp";
+static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug, Clone)]
+pub struct LocalStore {
+    root: PathBuf,
+}
+
+impl LocalStore {
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let root = root.into();
+        fs::create_dir_all(root.join(TMP_DIR)).map_err(|e| StoreError::Permanent {
+            what: format!("cannot create archive directory {}: {e}", root.display()),
+            fix: "check that the path is writable by this user".into(),
+        })?;
+        Ok(Self { root })
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf, StoreError> {
+        let bad = key.is_empty()
+            || key.starts_with('/')
+            || key.split('/').any(|seg| seg.is_empty() || seg == "." || seg == ".." || seg == TMP_DIR);
+        if bad {
+            return Err(StoreError::Permanent {
+                what: format!("key {key:?} cannot be stored in a directory"),
+                fix: "keys must be relative paths without empty, '.' or '..' segments".into(),
+            });
+        }
+        Ok(self.root.join(key))
+    }
+}
+
+fn io_err(op: &str, path: &Path, e: io::Error) -> StoreError {
+    match e.kind() {
+        io::ErrorKind::NotFound => StoreError::NotFound(path.display().to_string()),
+        io::ErrorKind::PermissionDenied => StoreError::Permanent {
+            what: format!("{op} {}: permission denied", path.display()),
+            fix: "check the archive directory's permissions".into(),
+        },
+        _ => StoreError::Transient(format!("{op} {}: {e}", path.display())),
+    }
+}
+
+fn put_blocking(root: &Path, path: &Path, data: &SpoolData) -> Result<PutOutcome, StoreError> {
+    if path.exists() {
+        return Ok(PutOutcome::AlreadyExists);
+    }
+    let parent = path.parent().expect("keys have a parent folder");
+    fs::create_dir_all(parent).map_err(|e| io_err("create folder", parent, e))?;
+    let tmp = root.join(TMP_DIR).join(format!("{}-{}.tmp", std::process::id(), TMP_SEQ.fetch_add(1, Ordering::Relaxed)));
+    let result = (|| {
+        match data {
+            SpoolData::Memory(bytes) => {
+                let mut f = fs::File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
+                f.write_all(bytes).map_err(|e| io_err("write", &tmp, e))?;
+                f.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
+            }
+            SpoolData::Disk(src) => {
+                fs::copy(src, &tmp).map_err(|e| io_err("copy to", &tmp, e))?;
+                fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(|e| io_err("sync", &tmp, e))?;
+            }
+        }
+        match fs::hard_link(&tmp, path) {
+            Ok(()) => {
+                fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err("sync", parent, e))?;
+                Ok(PutOutcome::Created)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(PutOutcome::AlreadyExists),
+            Err(e) => Err(io_err("link", path, e)),
+        }
+    })();
+    let _ = fs::remove_file(&tmp);
+    result
+}
+
+/// Every file below `dir`, as keys relative to `root`.
+fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> io::Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            if path != root.join(TMP_DIR) {
+                walk(root, &path, out)?;
+            }
+        } else if let Ok(rel) = path.strip_prefix(root) {
+            if let Some(s) = rel.to_str() {
+                out.push(s.to_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn list_blocking(root: &Path, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+    // Walk only the deepest folder the prefix names; filter the rest by string comparison.
+    let base = match req.prefix.rfind('/') {
+        Some(i) => root.join(&req.prefix[..i]),
+        None => root.to_path_buf(),
+    };
+    let mut keys = Vec::new();
+    walk(root, &base, &mut keys).map_err(|e| io_err("list", &base, e))?;
+    keys.retain(|k| k.starts_with(&req.prefix) && req.start_after.as_ref().is_none_or(|sa| k > sa));
+    keys.sort_unstable();
+    let truncated = keys.len() > max_keys;
+    keys.truncate(max_keys);
+    Ok(ListPage { keys, truncated })
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> + Send + 'static) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| StoreError::Transient(format!("local store task failed: {e}")))?
+}
+
+#[async_trait]
+impl ObjectStore for LocalStore {
+    fn describe(&self) -> String {
+        format!("file://{}", self.root.display())
+    }
+
+    async fn put_if_absent(&self, key: &str, data: &SpoolData, _len: u64) -> Result<PutOutcome, StoreError> {
+        let path = self.path_of(key)?;
+        let root = self.root.clone();
+        let data = data.clone();
+        blocking(move || put_blocking(&root, &path, &data)).await
+    }
+
+    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+        let root = self.root.clone();
+        let req = req.clone();
+        blocking(move || list_blocking(&root, &req, max_keys)).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+        let path = self.path_of(key)?;
+        let key = key.to_string();
+        blocking(move || match fs::read(&path) {
+            Ok(b) => Ok(Bytes::from(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::NotFound(key)),
+            Err(e) => Err(io_err("read", &path, e)),
+        })
+        .await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let path = self.path_of(key)?;
+        blocking(move || match fs::metadata(&path) {
+            Ok(m) if m.is_file() => Ok(Some(m.len())),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err("stat", &path, e)),
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let path = self.path_of(key)?;
+        blocking(move || match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err("delete", &path, e)),
+        })
+        .await
+    }
+}

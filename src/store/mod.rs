@@ -1,0 +1,76 @@
+//! Object stores: the small surface the archiver needs (put-if-absent, list, get, head, delete), with
+//! an S3 implementation and a local-directory one that behave the same (one conformance suite runs
+//! against both).
+
+mod local;
+mod s3;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use thiserror::Error;
+
+pub use self::local::LocalStore;
+pub use self::s3::{S3Settings, S3Store};
+use crate::core::recovery::{ListPage, ListRequest};
+use crate::core::spool::SpoolData;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("object {0:?} does not exist")]
+    NotFound(String),
+    /// Retrying will not help: the operator must fix something (bucket, credentials, permissions).
+    #[error("{what}. {fix}")]
+    Permanent { what: String, fix: String },
+    /// A retry may succeed: network errors, timeouts, throttling, 5xx.
+    #[error("{0}")]
+    Transient(String),
+}
+
+impl StoreError {
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Transient(_))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    Created,
+    /// An object already has this key (a 412 on `If-None-Match: *`). Keys name exact offset ranges,
+    /// so it holds the same records: for the archiver this is success.
+    AlreadyExists,
+}
+
+#[async_trait]
+pub trait ObjectStore: Send + Sync {
+    /// Where this store writes, for messages (`s3://bucket`, `file:///dir`).
+    fn describe(&self) -> String;
+
+    /// Creates `key` with `data` unless an object with that key exists. Atomic: readers see the whole
+    /// object or nothing.
+    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError>;
+
+    /// One page (at most `max_keys`) of keys under `req.prefix`, after `req.start_after`, in key order.
+    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError>;
+
+    async fn get(&self, key: &str) -> Result<Bytes, StoreError>;
+
+    /// The object's size, or `None` when it does not exist.
+    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError>;
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError>;
+}
+
+/// Lists every key under `prefix`, following pages.
+pub async fn list_all(store: &dyn ObjectStore, prefix: &str) -> Result<Vec<String>, StoreError> {
+    let mut req = ListRequest { prefix: prefix.to_string(), start_after: None };
+    let mut out = Vec::new();
+    loop {
+        let page = store.list(&req, 1000).await?;
+        let last = page.keys.last().cloned();
+        out.extend(page.keys);
+        match (page.truncated, last) {
+            (true, Some(last)) => req.start_after = Some(last),
+            _ => return Ok(out),
+        }
+    }
+}

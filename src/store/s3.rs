@@ -1,0 +1,281 @@
+//! S3 (and S3-compatible) object store on aws-sdk-s3. Uploads use `If-None-Match: *` so nothing is ever
+//! overwritten; large files go up as multipart uploads with parts sent in parallel, and only
+//! CompleteMultipartUpload makes them visible.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::{ByteStream, Length};
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::Client;
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use super::{ObjectStore, PutOutcome, StoreError};
+use crate::core::recovery::{ListPage, ListRequest};
+use crate::core::spool::SpoolData;
+
+/// How to reach S3 and how to upload.
+#[derive(Debug, Clone)]
+pub struct S3Settings {
+    pub bucket: String,
+    /// A custom endpoint (LocalStack, MinIO, ...); implies path-style addressing.
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    /// Files at least this large go up as multipart uploads.
+    pub multipart_threshold: u64,
+    pub part_size: u64,
+    /// Parts of one multipart upload sent at once.
+    pub part_concurrency: usize,
+    /// Upper bound for one HTTP attempt.
+    pub attempt_timeout: Duration,
+}
+
+pub struct S3Store {
+    client: Client,
+    settings: S3Settings,
+}
+
+impl S3Store {
+    /// Builds the client from aws-config's standard chains (credentials, region, `AWS_ENDPOINT_URL`).
+    pub async fn connect(settings: S3Settings) -> Self {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest());
+        if let Some(ep) = &settings.endpoint {
+            loader = loader.endpoint_url(ep);
+        }
+        if let Some(region) = &settings.region {
+            loader = loader.region(Region::new(region.clone()));
+        }
+        let shared = loader.load().await;
+        let region = shared.region().cloned().unwrap_or_else(|| Region::new("us-east-1"));
+        // A custom endpoint (flag or AWS_ENDPOINT_URL) is almost always an S3-compatible server that
+        // does not serve virtual-hosted bucket names.
+        let path_style = shared.endpoint_url().is_some();
+        let config = aws_sdk_s3::config::Builder::from(&shared)
+            .region(region)
+            .force_path_style(path_style)
+            .retry_config(RetryConfig::standard().with_max_attempts(3))
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_secs(5))
+                    .operation_attempt_timeout(settings.attempt_timeout)
+                    .build(),
+            )
+            .build();
+        Self { client: Client::from_conf(config), settings }
+    }
+
+    /// The underlying client, for tests that need bucket-level calls.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn classify<E>(&self, op: &str, key: &str, err: SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> StoreError
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let status = err.raw_response().map(|r| r.status().as_u16());
+        let code = err.code().map(str::to_string);
+        let bucket = &self.settings.bucket;
+        let detail = DisplayErrorContext(&err).to_string();
+        match (status, code.as_deref()) {
+            (_, Some("NoSuchBucket")) => StoreError::Permanent {
+                what: format!("bucket {bucket:?} does not exist ({op} {key})"),
+                fix: "create the bucket, or check --dest and --s3-endpoint".into(),
+            },
+            (Some(403), _) | (_, Some("AccessDenied" | "InvalidAccessKeyId" | "SignatureDoesNotMatch")) => {
+                StoreError::Permanent {
+                    what: format!("access to bucket {bucket:?} was denied ({op} {key}): {}", code.unwrap_or_default()),
+                    fix: "check the credentials (AWS_ACCESS_KEY_ID/AWS_PROFILE) and that they may read, write and list the bucket".into(),
+                }
+            }
+            (Some(404), _) | (_, Some("NoSuchKey" | "NotFound")) => StoreError::NotFound(key.to_string()),
+            _ if matches!(err, SdkError::ConstructionFailure(_)) => StoreError::Permanent {
+                what: format!("could not build the S3 request ({op} {key}): {detail}"),
+                fix: "check the AWS credentials and region configuration".into(),
+            },
+            _ => StoreError::Transient(format!("S3 {op} {key} in bucket {bucket:?} failed: {detail}")),
+        }
+    }
+
+    fn is_precondition_failed<E: ProvideErrorMetadata>(
+        err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+    ) -> bool {
+        err.raw_response().map(|r| r.status().as_u16()) == Some(412) || err.code() == Some("PreconditionFailed")
+    }
+
+    async fn body(data: &SpoolData, offset: u64, len: u64) -> Result<ByteStream, StoreError> {
+        match data {
+            SpoolData::Memory(b) => Ok(ByteStream::from(b.slice(offset as usize..(offset + len) as usize))),
+            SpoolData::Disk(path) => ByteStream::read_from()
+                .path(path)
+                .offset(offset)
+                .length(Length::Exact(len))
+                .build()
+                .await
+                .map_err(|e| StoreError::Transient(format!("reading spool file {}: {e}", path.display()))),
+        }
+    }
+
+    async fn put_single(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+        let result = self
+            .client
+            .put_object()
+            .bucket(&self.settings.bucket)
+            .key(key)
+            .if_none_match("*")
+            .content_length(len as i64)
+            .body(Self::body(data, 0, len).await?)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(PutOutcome::Created),
+            Err(e) if Self::is_precondition_failed(&e) => Ok(PutOutcome::AlreadyExists),
+            Err(e) => Err(self.classify("PutObject", key, e)),
+        }
+    }
+
+    async fn put_multipart(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+        let bucket = &self.settings.bucket;
+        let created = self
+            .client
+            .create_multipart_upload()
+            .bucket(bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| self.classify("CreateMultipartUpload", key, e))?;
+        let upload_id = created
+            .upload_id()
+            .ok_or_else(|| StoreError::Transient(format!("CreateMultipartUpload for {key} returned no upload id")))?
+            .to_string();
+        let result = self.send_parts_and_complete(key, &upload_id, data, len).await;
+        if !matches!(result, Ok(PutOutcome::Created)) {
+            // Nothing became visible; free the parts. Failing to abort leaves an invisible upload that
+            // a lifecycle rule or the stale-upload cleanup removes.
+            let _ = self.client.abort_multipart_upload().bucket(bucket).key(key).upload_id(&upload_id).send().await;
+        }
+        result
+    }
+
+    async fn send_parts_and_complete(
+        &self,
+        key: &str,
+        upload_id: &str,
+        data: &SpoolData,
+        len: u64,
+    ) -> Result<PutOutcome, StoreError> {
+        let part_size = self.settings.part_size;
+        let parts = len.div_ceil(part_size);
+        let mut completed: Vec<CompletedPart> = futures::stream::iter(0..parts)
+            .map(|i| async move {
+                let offset = i * part_size;
+                let size = part_size.min(len - offset);
+                let number = i as i32 + 1;
+                let out = self
+                    .client
+                    .upload_part()
+                    .bucket(&self.settings.bucket)
+                    .key(key)
+                    .upload_id(upload_id)
+                    .part_number(number)
+                    .content_length(size as i64)
+                    .body(Self::body(data, offset, size).await?)
+                    .send()
+                    .await
+                    .map_err(|e| self.classify("UploadPart", key, e))?;
+                Ok::<_, StoreError>(CompletedPart::builder().part_number(number).set_e_tag(out.e_tag).build())
+            })
+            .buffer_unordered(self.settings.part_concurrency.max(1))
+            .try_collect()
+            .await?;
+        completed.sort_by_key(|p| p.part_number());
+        let result = self
+            .client
+            .complete_multipart_upload()
+            .bucket(&self.settings.bucket)
+            .key(key)
+            .upload_id(upload_id)
+            .if_none_match("*")
+            .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(completed)).build())
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(PutOutcome::Created),
+            Err(e) if Self::is_precondition_failed(&e) => Ok(PutOutcome::AlreadyExists),
+            Err(e) => Err(self.classify("CompleteMultipartUpload", key, e)),
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for S3Store {
+    fn describe(&self) -> String {
+        format!("s3://{}", self.settings.bucket)
+    }
+
+    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+        if len >= self.settings.multipart_threshold && len > self.settings.part_size {
+            self.put_multipart(key, data, len).await
+        } else {
+            self.put_single(key, data, len).await
+        }
+    }
+
+    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+        let out = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.settings.bucket)
+            .prefix(&req.prefix)
+            .set_start_after(req.start_after.clone())
+            .max_keys(max_keys.min(1000) as i32)
+            .send()
+            .await
+            .map_err(|e| self.classify("ListObjectsV2", &req.prefix, e))?;
+        let keys = out.contents().iter().filter_map(|o| o.key().map(str::to_string)).collect();
+        Ok(ListPage { keys, truncated: out.is_truncated().unwrap_or(false) })
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.settings.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| self.classify("GetObject", key, e))?;
+        let body = out
+            .body
+            .collect()
+            .await
+            .map_err(|e| StoreError::Transient(format!("reading GetObject {key} body: {e}")))?;
+        Ok(body.into_bytes())
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        match self.client.head_object().bucket(&self.settings.bucket).key(key).send().await {
+            Ok(out) => Ok(Some(out.content_length().unwrap_or(0).max(0) as u64)),
+            Err(e) => match self.classify("HeadObject", key, e) {
+                StoreError::NotFound(_) => Ok(None),
+                other => Err(other),
+            },
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_object()
+            .bucket(&self.settings.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| self.classify("DeleteObject", key, e))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,259 @@
+//! Helpers for the integration tests: the services started by `localstack/test.sh`, topics, stores,
+//! and archiver processes.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kafka_s3_archiver::check::archived_ends;
+use kafka_s3_archiver::core::object_key::Prefix;
+use kafka_s3_archiver::store::{list_all, LocalStore, ObjectStore, S3Settings, S3Store};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+pub fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run the tests with ./localstack/test.sh, which starts tansu and LocalStack S3 and sets it")
+    })
+}
+
+pub fn brokers() -> String {
+    env("KSA_TEST_BROKERS")
+}
+
+pub fn s3_endpoint() -> String {
+    env("KSA_TEST_S3_ENDPOINT")
+}
+
+/// A name no other test (or earlier run against the same services) uses.
+pub fn unique(name: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{name}-{}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed), nanos % 100_000)
+}
+
+pub async fn create_topic(topic: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("admin client");
+    let results = admin
+        .create_topics(&[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))], &AdminOptions::new())
+        .await
+        .expect("create_topics");
+    for r in results {
+        r.unwrap_or_else(|(t, e)| panic!("creating topic {t} failed: {e}"));
+    }
+    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("consumer");
+    let started = Instant::now();
+    loop {
+        let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(5)).expect("metadata");
+        if md.topics().first().is_some_and(|t| t.partitions().len() == partitions as usize) {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "topic {topic} did not show {partitions} partitions");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+pub async fn s3_store_with(bucket: &str, part_size: u64) -> S3Store {
+    let store = S3Store::connect(S3Settings {
+        bucket: bucket.to_string(),
+        endpoint: Some(s3_endpoint()),
+        region: Some("us-east-1".into()),
+        multipart_threshold: part_size * 2,
+        part_size,
+        part_concurrency: 3,
+        attempt_timeout: Duration::from_secs(30),
+    })
+    .await;
+    store.client().create_bucket().bucket(bucket).send().await.expect("create bucket");
+    store
+}
+
+/// An archive destination for a test: a fresh bucket or a fresh directory.
+pub enum TestDest {
+    S3 { bucket: String },
+    File { dir: tempfile::TempDir },
+}
+
+impl TestDest {
+    pub async fn s3() -> Self {
+        let bucket = unique("ksa").to_lowercase();
+        s3_store_with(&bucket, 8 << 20).await;
+        TestDest::S3 { bucket }
+    }
+
+    pub fn file() -> Self {
+        TestDest::File { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    pub fn url(&self) -> String {
+        match self {
+            TestDest::S3 { bucket } => format!("s3://{bucket}/archive"),
+            TestDest::File { dir } => format!("file://{}", dir.path().display()),
+        }
+    }
+
+    pub fn prefix(&self) -> Prefix {
+        match self {
+            TestDest::S3 { .. } => Prefix::new("archive"),
+            TestDest::File { .. } => Prefix::default(),
+        }
+    }
+
+    pub async fn store(&self) -> Arc<dyn ObjectStore> {
+        match self {
+            TestDest::S3 { bucket } => Arc::new(
+                S3Store::connect(S3Settings {
+                    bucket: bucket.clone(),
+                    endpoint: Some(s3_endpoint()),
+                    region: Some("us-east-1".into()),
+                    multipart_threshold: 16 << 20,
+                    part_size: 8 << 20,
+                    part_concurrency: 3,
+                    attempt_timeout: Duration::from_secs(30),
+                })
+                .await,
+            ),
+            TestDest::File { dir } => Arc::new(LocalStore::new(dir.path()).expect("local store")),
+        }
+    }
+}
+
+/// An archiver running as its own process, as users run it.
+pub struct ArchiverProcess {
+    child: Child,
+    pub log: PathBuf,
+    name: String,
+}
+
+/// The usual flags of a test archiver: fast group joins on tansu, small files, quick age rolls.
+pub fn archiver_args(dest: &TestDest, group: &str, topic: &str, roll_records: u64, spool: &Path) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        "--brokers".into(),
+        brokers(),
+        "--group".into(),
+        group.into(),
+        "--topic".into(),
+        topic.into(),
+        "--dest".into(),
+        dest.url(),
+        "--roll-records".into(),
+        roll_records.to_string(),
+        "--roll-age".into(),
+        "1s".into(),
+        "--revoke-timeout".into(),
+        "10s".into(),
+        "--spool-dir".into(),
+        spool.display().to_string(),
+        "--kafka".into(),
+        "session.timeout.ms=3000".into(),
+        "--kafka".into(),
+        "heartbeat.interval.ms=500".into(),
+    ];
+    if matches!(dest, TestDest::S3 { .. }) {
+        args.extend(["--s3-endpoint".into(), s3_endpoint()]);
+    }
+    args
+}
+
+impl ArchiverProcess {
+    pub fn spawn(name: &str, args: &[String]) -> Self {
+        let log = std::env::temp_dir().join(format!("{}.log", unique(name)));
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+            .args(args)
+            .env("RUST_LOG", "info,librdkafka=warn")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file)
+            .spawn()
+            .expect("spawn archiver");
+        Self { child, log, name: name.to_string() }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL: no flush, no commit.
+    pub fn kill_hard(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits for a graceful exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("kill");
+        assert!(status.success(), "could not signal {}", self.name);
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = self.child.kill();
+                panic!("{} did not exit within 60 s of SIGTERM; log:\n{}", self.name, self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().expect("wait") {
+            panic!("{} exited early with {status}; log:\n{}", self.name, self.log_text());
+        }
+    }
+}
+
+impl Drop for ArchiverProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until every partition's archive reaches the given last offsets.
+pub async fn wait_archived(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    topic: &str,
+    last: &BTreeMap<i32, i64>,
+    procs: &mut [&mut ArchiverProcess],
+) {
+    let started = Instant::now();
+    loop {
+        let ends = archived_ends(store, prefix, topic).await.expect("listing");
+        if last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o)) {
+            return;
+        }
+        for p in procs.iter_mut() {
+            p.assert_running();
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let logs: Vec<String> = procs.iter().map(|p| p.log_text()).collect();
+            panic!("archive did not reach {last:?} (has {ends:?}) within 120 s; logs:\n{}", logs.join("\n-----\n"));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits until the topic folder holds at least `n` objects.
+pub async fn wait_objects(store: &dyn ObjectStore, prefix: &Prefix, topic: &str, n: usize, proc_: &mut ArchiverProcess) {
+    let started = Instant::now();
+    while list_all(store, &prefix.topic_folder(topic)).await.expect("listing").len() < n {
+        proc_.assert_running();
+        assert!(started.elapsed() < Duration::from_secs(90), "fewer than {n} objects after 90 s; log:\n{}", proc_.log_text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub fn last_offsets(produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) -> BTreeMap<i32, i64> {
+    produced.iter().filter_map(|(p, r)| r.last().map(|r| (*p, r.offset))).collect()
+}

@@ -1,0 +1,16 @@
+//! The embedded demo must pass on its own: mock Kafka, local archive, crash, restart, exact check.
+
+#[test]
+fn demo_crashes_restarts_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+        .args(["demo", "--records", "9000", "--dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "demo failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("CRASHED"), "{stdout}");
+    assert!(stdout.contains("RESULT: OK"), "{stdout}");
+    assert!(stdout.contains("missing 0, duplicates 0, different 0"), "{stdout}");
+}

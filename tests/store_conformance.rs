@@ -1,0 +1,100 @@
+//! One conformance suite for every ObjectStore: the local directory and S3 (LocalStack).
+
+mod common;
+
+use std::io::Write;
+
+use bytes::Bytes;
+use common::*;
+use kafka_s3_archiver::core::recovery::ListRequest;
+use kafka_s3_archiver::core::spool::SpoolData;
+use kafka_s3_archiver::store::{list_all, ObjectStore, PutOutcome, StoreError};
+
+fn mem(b: &[u8]) -> SpoolData {
+    SpoolData::Memory(Bytes::copy_from_slice(b))
+}
+
+async fn conformance(store: &dyn ObjectStore, large: usize) {
+    // put-if-absent creates once and never overwrites.
+    assert_eq!(store.put_if_absent("a/b/one", &mem(b"first"), 5).await.unwrap(), PutOutcome::Created);
+    assert_eq!(store.put_if_absent("a/b/one", &mem(b"second"), 6).await.unwrap(), PutOutcome::AlreadyExists);
+    assert_eq!(store.get("a/b/one").await.unwrap(), Bytes::from_static(b"first"));
+    assert_eq!(store.head("a/b/one").await.unwrap(), Some(5));
+    assert_eq!(store.head("a/b/missing").await.unwrap(), None);
+    assert!(matches!(store.get("a/b/missing").await, Err(StoreError::NotFound(_))));
+    assert_eq!(store.put_if_absent("a/b/empty", &mem(b""), 0).await.unwrap(), PutOutcome::Created);
+    assert_eq!(store.get("a/b/empty").await.unwrap().len(), 0);
+
+    // Listing: prefix, key order, StartAfter, pages.
+    for i in (0..25).rev() {
+        let key = format!("list/p/{i:03}");
+        store.put_if_absent(&key, &mem(key.as_bytes()), key.len() as u64).await.unwrap();
+    }
+    store.put_if_absent("list/pq/x", &mem(b"x"), 1).await.unwrap();
+    store.put_if_absent("lisT/p/x", &mem(b"x"), 1).await.unwrap();
+    let page = store.list(&ListRequest { prefix: "list/p/".into(), start_after: None }, 10).await.unwrap();
+    assert!(page.truncated);
+    assert_eq!(page.keys, (0..10).map(|i| format!("list/p/{i:03}")).collect::<Vec<_>>());
+    let page = store
+        .list(&ListRequest { prefix: "list/p/".into(), start_after: Some("list/p/019".into()) }, 10)
+        .await
+        .unwrap();
+    assert!(!page.truncated);
+    assert_eq!(page.keys, (20..25).map(|i| format!("list/p/{i:03}")).collect::<Vec<_>>());
+    let page = store
+        .list(&ListRequest { prefix: "list/p/".into(), start_after: Some("list/p/01".into()) }, 2)
+        .await
+        .unwrap();
+    assert_eq!(page.keys, vec!["list/p/010".to_string(), "list/p/011".to_string()]);
+    assert_eq!(list_all(store, "list/p/").await.unwrap().len(), 25);
+    assert_eq!(list_all(store, "list/p").await.unwrap().len(), 26);
+    assert!(list_all(store, "nothing/").await.unwrap().is_empty());
+
+    // A large object from a spool file (multipart on S3) arrives whole, and is not overwritten either.
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    let data: Vec<u8> = (0..large).map(|i| (i * 7 % 251) as u8).collect();
+    file.write_all(&data).unwrap();
+    let spooled = SpoolData::Disk(file.path().to_path_buf());
+    assert_eq!(store.put_if_absent("big/object", &spooled, large as u64).await.unwrap(), PutOutcome::Created);
+    assert_eq!(store.put_if_absent("big/object", &spooled, large as u64).await.unwrap(), PutOutcome::AlreadyExists);
+    assert_eq!(store.get("big/object").await.unwrap().as_ref(), &data[..]);
+
+    // Delete is idempotent.
+    store.delete("a/b/one").await.unwrap();
+    store.delete("a/b/one").await.unwrap();
+    assert_eq!(store.head("a/b/one").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn local_store_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = kafka_s3_archiver::store::LocalStore::new(dir.path()).unwrap();
+    conformance(&store, 3 << 20).await;
+    // Temporary files never show up as objects.
+    assert!(list_all(&store, "").await.unwrap().iter().all(|k| !k.contains(".ksa-tmp")));
+}
+
+#[tokio::test]
+async fn s3_store_conforms() {
+    let bucket = unique("conf").to_lowercase();
+    let store = s3_store_with(&bucket, 5 << 20).await;
+    // 12 MiB with 5 MiB parts: a three-part multipart upload.
+    conformance(&store, 12 << 20).await;
+}
+
+#[tokio::test]
+async fn s3_missing_bucket_is_a_permanent_error_naming_the_bucket() {
+    let store = kafka_s3_archiver::store::S3Store::connect(kafka_s3_archiver::store::S3Settings {
+        bucket: "no-such-bucket-here".into(),
+        endpoint: Some(s3_endpoint()),
+        region: Some("us-east-1".into()),
+        multipart_threshold: 16 << 20,
+        part_size: 8 << 20,
+        part_concurrency: 2,
+        attempt_timeout: std::time::Duration::from_secs(10),
+    })
+    .await;
+    let err = store.put_if_absent("k", &mem(b"x"), 1).await.unwrap_err();
+    assert!(!err.is_transient(), "{err}");
+    assert!(err.to_string().contains("no-such-bucket-here"), "{err}");
+}
