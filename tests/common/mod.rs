@@ -254,6 +254,16 @@ pub async fn wait_objects(store: &dyn ObjectStore, prefix: &Prefix, topic: &str,
     }
 }
 
+/// Waits until the process's log contains `text`.
+pub async fn wait_log(proc_: &mut ArchiverProcess, text: &str) {
+    let started = Instant::now();
+    while !proc_.log_text().contains(text) {
+        proc_.assert_running();
+        assert!(started.elapsed() < Duration::from_secs(60), "{text:?} not logged within 60 s; log:\n{}", proc_.log_text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub fn last_offsets(produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) -> BTreeMap<i32, i64> {
     produced.iter().filter_map(|(p, r)| r.last().map(|r| (*p, r.offset))).collect()
 }
