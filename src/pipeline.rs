@@ -431,3 +431,268 @@ async fn upload_loop(
         freed.notify_one();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::core::encode::{Compression, Format};
+    use crate::core::object_key::FileKind;
+    use crate::core::record::TimestampKind;
+    use crate::core::recovery::{ListPage, ListRequest};
+    use crate::core::spool::{SpoolData, SpoolUsage};
+    use crate::store::{list_all, LocalStore};
+
+    /// A local store that logs put starts and ends, and can be slowed down or made to fail.
+    struct TestStore {
+        inner: LocalStore,
+        log: Mutex<Vec<String>>,
+        put_delay: Mutex<Duration>,
+        transient_failures: AtomicU32,
+    }
+
+    #[async_trait]
+    impl ObjectStore for TestStore {
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+
+        async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+            self.log.lock().unwrap().push(format!("start {key}"));
+            let delay = *self.put_delay.lock().unwrap();
+            tokio::time::sleep(delay).await;
+            if self.transient_failures.load(Ordering::SeqCst) > 0 {
+                self.transient_failures.fetch_sub(1, Ordering::SeqCst);
+                return Err(StoreError::Transient("injected 503 SlowDown".into()));
+            }
+            let out = self.inner.put_if_absent(key, data, len).await;
+            self.log.lock().unwrap().push(format!("done {key}"));
+            out
+        }
+
+        async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+            self.inner.list(req, max_keys).await
+        }
+
+        async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+            self.inner.get(key).await
+        }
+
+        async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+            self.inner.head(key).await
+        }
+
+        async fn delete(&self, key: &str) -> Result<(), StoreError> {
+            self.inner.delete(key).await
+        }
+    }
+
+    struct Harness {
+        _dir: tempfile::TempDir,
+        store: Arc<TestStore>,
+        events: mpsc::Sender<SourceEvent>,
+        commits: std_mpsc::Receiver<Commit>,
+        stats: Arc<Stats>,
+        task: JoinHandle<Result<(), PipelineError>>,
+    }
+
+    fn tp(p: i32) -> TopicPartition {
+        TopicPartition::new("t", p).unwrap()
+    }
+
+    fn rec(offset: i64, size: usize) -> Record {
+        Record {
+            offset,
+            timestamp_ms: Some(offset),
+            timestamp_kind: TimestampKind::CreateTime,
+            key: None,
+            value: Some(vec![b'v'; size]),
+            headers: vec![],
+        }
+    }
+
+    fn harness(roll: RollPolicy, max_buffer_bytes: u64, revoke_timeout: Duration) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(TestStore {
+            inner: LocalStore::new(dir.path().join("archive")).unwrap(),
+            log: Mutex::default(),
+            put_delay: Mutex::new(Duration::ZERO),
+            transient_failures: AtomicU32::new(0),
+        });
+        let settings = PipelineSettings {
+            prefix: Prefix::default(),
+            spec: FileSpec::new(Format::Jsonl, Compression::None).unwrap(),
+            roll,
+            spool: SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().join("spool"), usage: Arc::new(SpoolUsage::default()) },
+            max_buffer_bytes,
+            max_spool_bytes: 1 << 30,
+            revoke_timeout,
+            start_from: StartFrom::Earliest,
+        };
+        std::fs::create_dir_all(dir.path().join("spool")).unwrap();
+        let (events, rx) = mpsc::channel(64);
+        let (commit_tx, commits) = std_mpsc::channel();
+        let stats = Arc::new(Stats::default());
+        let task = tokio::spawn(Pipeline::new(settings, store.clone(), commit_tx, stats.clone()).run(rx));
+        Harness { _dir: dir, store, events, commits, stats, task }
+    }
+
+    fn policy(records: u64) -> RollPolicy {
+        RollPolicy { max_records: records, max_bytes: 1 << 30, max_age: Duration::from_secs(3600) }
+    }
+
+    impl Harness {
+        async fn assign(&self, p: i32, log_start: Option<i64>) -> StartPosition {
+            let (reply, rx) = std_mpsc::sync_channel(1);
+            let partitions = vec![AssignedPartition { tp: tp(p), hint: None, log_start }];
+            self.events.send(SourceEvent::Assigned { partitions, reply }).await.unwrap();
+            let mut positions = tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
+            positions.pop().unwrap().1
+        }
+
+        async fn revoke(&self, p: i32, lost: bool) {
+            let (reply, rx) = std_mpsc::sync_channel(1);
+            self.events.send(SourceEvent::Revoked { partitions: vec![tp(p)], lost, reply }).await.unwrap();
+            tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
+        }
+
+        async fn send(&self, p: i32, offsets: std::ops::Range<i64>, size: usize) {
+            for o in offsets {
+                self.events.send(SourceEvent::Record(tp(p), rec(o, size))).await.unwrap();
+            }
+        }
+
+        async fn keys(&self) -> Vec<String> {
+            list_all(self.store.as_ref(), "").await.unwrap()
+        }
+
+        async fn wait_keys(&self, n: usize) -> Vec<String> {
+            for _ in 0..100 {
+                let keys = self.keys().await;
+                if keys.len() >= n {
+                    return keys;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("fewer than {n} objects: {:?}", self.keys().await);
+        }
+    }
+
+    fn key(p: i32, s: i64, e: i64) -> String {
+        ObjectKey::new(Prefix::default(), tp(p), OffsetRange::new(s, e).unwrap(), FileKind::Jsonl).to_string()
+    }
+
+    #[tokio::test]
+    async fn uploads_of_one_partition_complete_in_order() {
+        let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+        *h.store.put_delay.lock().unwrap() = Duration::from_millis(150);
+        h.assign(0, Some(0)).await;
+        h.send(0, 0..9, 10).await;
+        h.wait_keys(3).await;
+        let log = h.store.log.lock().unwrap().clone();
+        let expected: Vec<String> = [(0, 2), (3, 5), (6, 8)]
+            .iter()
+            .flat_map(|(s, e)| [format!("start {}", key(0, *s, *e)), format!("done {}", key(0, *s, *e))])
+            .collect();
+        assert_eq!(log, expected);
+        let commits: Vec<i64> = (0..3).map(|_| h.commits.recv_timeout(Duration::from_secs(5)).unwrap().next_offset).collect();
+        assert_eq!(commits, vec![3, 6, 9]);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_revoke_flushes_the_open_file_before_it_answers() {
+        let h = harness(policy(1000), 1 << 30, Duration::from_secs(10));
+        h.assign(0, Some(0)).await;
+        h.send(0, 0..5, 10).await;
+        h.revoke(0, false).await;
+        assert_eq!(h.keys().await, vec![key(0, 0, 4)]);
+        let c = h.commits.try_recv().expect("the commit is queued before the revoke answers");
+        assert_eq!((c.next_offset, c.object_start), (5, 0));
+        // Records of a partition no longer assigned are ignored.
+        h.send(0, 5..8, 10).await;
+        h.assign(1, Some(0)).await;
+        h.revoke(1, false).await;
+        assert_eq!(h.keys().await, vec![key(0, 0, 4)]);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn nothing_of_a_revoked_partition_is_uploaded_after_the_answer() {
+        let h = harness(policy(1000), 1 << 30, Duration::from_millis(300));
+        h.assign(0, Some(0)).await;
+        h.send(0, 0..5, 10).await;
+        *h.store.put_delay.lock().unwrap() = Duration::from_secs(3);
+        let started = Instant::now();
+        h.revoke(0, false).await;
+        assert!(started.elapsed() < Duration::from_secs(2), "the revoke waited for the stuck upload");
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(h.keys().await.is_empty(), "an upload landed after the revoke answered");
+        assert_eq!(Stats::get(&h.stats.files_dropped), 1);
+
+        // A lost partition's buffer is dropped at once.
+        *h.store.put_delay.lock().unwrap() = Duration::ZERO;
+        h.assign(0, Some(0)).await;
+        h.send(0, 0..5, 10).await;
+        h.revoke(0, true).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(h.keys().await.is_empty());
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn recovery_resumes_after_the_archive_and_skips_replayed_offsets() {
+        let h = harness(policy(1000), 1 << 30, Duration::from_secs(10));
+        assert_eq!(h.assign(0, Some(0)).await, StartPosition::Earliest);
+        h.send(0, 0..5, 10).await;
+        h.revoke(0, false).await;
+        assert_eq!(h.assign(0, Some(0)).await, StartPosition::Offset(5));
+        h.send(0, 3..8, 10).await;
+        h.revoke(0, false).await;
+        assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 5, 7)]);
+        assert_eq!(Stats::get(&h.stats.duplicates_skipped), 2);
+        // Retention deleted 8..=19 before it was archived: resume at the log start and count the gap.
+        assert_eq!(h.assign(0, Some(20)).await, StartPosition::Offset(20));
+        assert_eq!(Stats::get(&h.stats.retention_gaps), 1);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn transient_store_errors_are_retried_until_the_upload_lands() {
+        let h = harness(policy(2), 1 << 30, Duration::from_secs(10));
+        h.store.transient_failures.store(3, Ordering::SeqCst);
+        h.assign(0, Some(0)).await;
+        h.send(0, 0..2, 10).await;
+        assert_eq!(h.wait_keys(1).await, vec![key(0, 0, 1)]);
+        assert_eq!(Stats::get(&h.stats.upload_retries), 3);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn an_idle_partition_rolls_by_age_without_new_records() {
+        let roll = RollPolicy { max_records: 1000, max_bytes: 1 << 30, max_age: Duration::from_millis(300) };
+        let h = harness(roll, 1 << 30, Duration::from_secs(10));
+        h.assign(0, Some(0)).await;
+        h.send(0, 0..2, 10).await;
+        assert_eq!(h.wait_keys(1).await, vec![key(0, 0, 1)]);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn the_memory_budget_rolls_the_largest_open_file_early() {
+        let h = harness(policy(1_000_000), 64 << 10, Duration::from_secs(10));
+        h.assign(0, Some(0)).await;
+        h.assign(1, Some(0)).await;
+        h.send(1, 0..10, 1000).await;
+        h.send(0, 0..60, 1000).await;
+        let keys = h.wait_keys(1).await;
+        assert_eq!(keys.len(), 1);
+        assert!(keys[0].starts_with("topic=t/partition=0/"), "{keys:?}");
+        h.task.abort();
+    }
+}
