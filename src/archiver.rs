@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::ArchiverConfig;
 use crate::core::destination::Destination;
+use crate::core::recovery::ListRequest;
 use crate::core::spool::{SpoolConfig, SpoolUsage};
 use crate::kafka::{KafkaSource, SourceError, SourceSettings};
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
@@ -49,6 +50,13 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
         ),
         Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
     })
+}
+
+/// Checks, before anything consumes, that the archive can be listed: a missing bucket or wrong
+/// credentials fail here with a message that says what to fix.
+pub async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
+    let req = ListRequest { prefix: config.dest.prefix().as_str().to_string(), start_after: None };
+    store.list(&req, 1).await.map(|_| ())
 }
 
 /// A running archiver.

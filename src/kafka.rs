@@ -27,6 +27,11 @@ use crate::core::record::{Header, Record, TimestampKind};
 use crate::core::recovery::CommitHint;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one hand-over waits for room in the pipeline's channel before polling again (which keeps
+/// rebalance callbacks served).
+const HAND_OVER_WAIT: Duration = Duration::from_millis(100);
+/// Pending (polled, not yet handed over) record bytes above which fetching is paused.
+const PAUSE_ABOVE_BYTES: u64 = 32 << 20;
 
 #[derive(Debug, Error)]
 pub enum SourceError {
@@ -95,6 +100,8 @@ struct SourceState {
     awaiting_first: HashMap<TopicPartition, i64>,
     /// Events polled while the pipeline's channel was full.
     pending: VecDeque<SourceEvent>,
+    /// Payload bytes of the pending records.
+    pending_bytes: u64,
     paused_for_backpressure: bool,
 }
 
@@ -205,6 +212,7 @@ impl ArchiverContext {
             }
             // Polled but not yet handed over: never archived, so the next owner reads them again.
             state.pending.retain(|ev| !matches!(ev, SourceEvent::Record(tp, _) if tps.contains(tp)));
+            state.pending_bytes = state.pending.iter().map(event_size).sum();
         }
         if self.crashed.load(Ordering::SeqCst) || tps.is_empty() {
             return;
@@ -447,7 +455,9 @@ fn poll_loop(consumer: BaseConsumer<ArchiverContext>, stop: Arc<AtomicBool>, shu
                     continue;
                 }
                 state.awaiting_first.remove(&tp);
-                state.pending.push_back(SourceEvent::Record(tp, to_record(&msg)));
+                let record = to_record(&msg);
+                state.pending_bytes += record.payload_size();
+                state.pending.push_back(SourceEvent::Record(tp, record));
             }
             Some(Err(KafkaError::MessageConsumption(
                 RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange,
@@ -460,30 +470,54 @@ fn poll_loop(consumer: BaseConsumer<ArchiverContext>, stop: Arc<AtomicBool>, shu
     }
 }
 
-/// Moves pending events into the pipeline's channel; pauses fetching while it is full.
+/// Moves pending events into the pipeline's channel, waiting up to `HAND_OVER_WAIT` for room: while
+/// this thread waits, librdkafka's bounded prefetch queue fills and fetching slows down by itself.
+/// Only when the pipeline stays behind (the pending events exceed `PAUSE_ABOVE_BYTES`, e.g. uploads
+/// are failing) is fetching paused outright; pausing drops librdkafka's prefetched data, so it is
+/// kept for that case.
 fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
+    let deadline = Instant::now() + HAND_OVER_WAIT;
     let mut state = ctx.state.lock().expect("source state");
-    while let Some(ev) = state.pending.pop_front() {
-        match ctx.events.try_send(ev) {
-            Ok(()) => {}
-            Err(TrySendError::Full(ev)) => {
-                state.pending.push_front(ev);
-                break;
-            }
-            Err(TrySendError::Closed(_)) => {
-                state.pending.clear();
-                break;
+    loop {
+        while let Some(ev) = state.pending.pop_front() {
+            let size = event_size(&ev);
+            match ctx.events.try_send(ev) {
+                Ok(()) => state.pending_bytes -= size,
+                Err(TrySendError::Full(ev)) => {
+                    state.pending.push_front(ev);
+                    break;
+                }
+                Err(TrySendError::Closed(_)) => {
+                    state.pending.clear();
+                    state.pending_bytes = 0;
+                    break;
+                }
             }
         }
+        if state.pending.is_empty() || Instant::now() >= deadline {
+            break;
+        }
+        drop(state);
+        std::thread::sleep(Duration::from_millis(1));
+        state = ctx.state.lock().expect("source state");
     }
-    let active: Vec<TopicPartition> = state.assigned.difference(&state.stopped).cloned().collect();
-    if !state.pending.is_empty() && !state.paused_for_backpressure {
-        debug!("pipeline is busy: pausing fetch");
-        let _ = consumer.pause(&tpl_of(&active));
-        state.paused_for_backpressure = true;
-    } else if state.pending.is_empty() && state.paused_for_backpressure {
-        debug!("pipeline caught up: resuming fetch");
-        let _ = consumer.resume(&tpl_of(&active));
-        state.paused_for_backpressure = false;
+    let pause = state.pending_bytes > PAUSE_ABOVE_BYTES;
+    if pause != state.paused_for_backpressure && (pause || state.pending.is_empty()) {
+        let active = tpl_of(state.assigned.difference(&state.stopped));
+        if pause {
+            warn!(pending_bytes = state.pending_bytes, "the pipeline is behind (uploads slow or failing?): pausing fetch");
+            let _ = consumer.pause(&active);
+        } else {
+            info!("the pipeline caught up: resuming fetch");
+            let _ = consumer.resume(&active);
+        }
+        state.paused_for_backpressure = pause;
+    }
+}
+
+fn event_size(ev: &SourceEvent) -> u64 {
+    match ev {
+        SourceEvent::Record(_, r) => r.payload_size(),
+        _ => 0,
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use kafka_s3_archiver::archiver::{open_store, Archiver};
+use kafka_s3_archiver::archiver::{open_store, preflight, Archiver};
 use kafka_s3_archiver::config::Settings;
 use kafka_s3_archiver::demo;
 use tokio::signal::unix::{signal, SignalKind};
@@ -68,6 +68,7 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     };
     let config = flags.over(file).validate()?;
     let store = open_store(&config).await?;
+    preflight(&config, store.as_ref()).await.with_context(|| format!("cannot use the archive at {}", config.dest))?;
     info!(dest = %config.dest, group = %config.group, topics = ?config.subscription, "starting");
     let archiver = Archiver::start(&config, store)?;
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;

@@ -155,3 +155,23 @@ for r in rows: print("|".join(str(x) for x in r))
         .collect();
     assert_eq!(text.lines().collect::<Vec<_>>(), expected);
 }
+
+/// A bucket that does not exist stops the archiver before it consumes anything, naming the bucket.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_bucket_fails_fast_with_its_name() {
+    let dest = TestDest::S3 { bucket: "ksa-no-such-bucket".into() };
+    let spool = tempfile::tempdir().unwrap();
+    let mut archiver = ArchiverProcess::spawn("nobucket", &archiver_args(&dest, &unique("g"), "whatever", 10, spool.path()));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = archiver.try_wait() {
+            break status;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "still running:\n{}", archiver.log_text());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(!status.success());
+    let log = archiver.log_text();
+    assert!(log.contains("bucket \"ksa-no-such-bucket\" does not exist"), "{log}");
+    assert!(log.contains("create the bucket"), "{log}");
+}

@@ -205,6 +205,10 @@ impl ArchiverProcess {
         }
     }
 
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("wait")
+    }
+
     pub fn assert_running(&mut self) {
         if let Some(status) = self.child.try_wait().expect("wait") {
             panic!("{} exited early with {status}; log:\n{}", self.name, self.log_text());
