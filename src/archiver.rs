@@ -101,6 +101,7 @@ impl Archiver {
             },
             events_tx,
             commits_rx,
+            stats.clone(),
         )?;
         Ok(Self { source, pipeline, stats })
     }

@@ -25,6 +25,7 @@ use tracing::{debug, error, info, warn};
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::record::{Header, Record, TimestampKind};
 use crate::core::recovery::CommitHint;
+use crate::stats::Stats;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one hand-over waits for room in the pipeline's channel before polling again (which keeps
@@ -112,6 +113,7 @@ struct ArchiverContext {
     revoke_wait: Duration,
     /// Set when the process is crashing on purpose (demo): nothing more is flushed or committed.
     crashed: Arc<AtomicBool>,
+    stats: Arc<Stats>,
 }
 
 impl ClientContext for ArchiverContext {
@@ -282,6 +284,7 @@ impl ArchiverContext {
                     start - 1
                 );
                 let _ = consumer.pause(&tpl_of([&tp]));
+                Stats::add(&self.stats.partitions_stopped, 1);
                 self.state.lock().expect("source state").stopped.insert(tp);
             }
         }
@@ -353,6 +356,7 @@ impl KafkaSource {
         settings: &SourceSettings,
         events: mpsc::Sender<SourceEvent>,
         commits: std_mpsc::Receiver<Commit>,
+        stats: Arc<Stats>,
     ) -> Result<Self, SourceError> {
         let crashed = Arc::new(AtomicBool::new(false));
         let context = ArchiverContext {
@@ -361,6 +365,7 @@ impl KafkaSource {
             state: Mutex::new(SourceState::default()),
             revoke_wait: settings.revoke_wait,
             crashed: crashed.clone(),
+            stats,
         };
         let mut config = ClientConfig::new();
         config

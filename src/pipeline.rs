@@ -353,7 +353,7 @@ async fn recover(
         position = ?position,
         objects_seen = recovered.objects_seen,
         list_requests = recovered.list_requests,
-        hint = ?recovered.hint,
+        hinted = recovered.hinted,
         ms = started.elapsed().as_millis() as u64,
         "recovered position from the archive"
     );

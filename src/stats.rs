@@ -13,6 +13,8 @@ pub struct Stats {
     pub upload_retries: AtomicU64,
     pub files_dropped: AtomicU64,
     pub retention_gaps: AtomicU64,
+    /// Partitions stopped because the archive is ahead of the log (topic re-created?).
+    pub partitions_stopped: AtomicU64,
     pub recoveries: AtomicU64,
     pub recovery_list_requests: AtomicU64,
 }
@@ -30,7 +32,7 @@ impl Stats {
     pub fn summary(&self) -> String {
         format!(
             "records received {}, archived {}, duplicates skipped {}; objects uploaded {} ({} bytes), already present {}, \
-             upload retries {}, files dropped on revoke {}; recoveries {} ({} list requests); retention gaps {}",
+             upload retries {}, files dropped on revoke {}; recoveries {} ({} list requests); retention gaps {}, partitions stopped {}",
             Self::get(&self.records_received),
             Self::get(&self.records_archived),
             Self::get(&self.duplicates_skipped),
@@ -42,6 +44,7 @@ impl Stats {
             Self::get(&self.recoveries),
             Self::get(&self.recovery_list_requests),
             Self::get(&self.retention_gaps),
+            Self::get(&self.partitions_stopped),
         )
     }
 }

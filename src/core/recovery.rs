@@ -1,23 +1,27 @@
 //! Recovery planning: where a partition's archive ends, computed from listings alone.
 //!
 //! The planner is a state machine that asks for listing pages and is fed them, so it never touches the
-//! network. With a commit hint (the Kafka committed offset plus, in the commit metadata, the start
-//! offset of the object that commit was for) the first page usually settles it: listing from that
-//! object's key returns the object itself (confirming the hint) and anything written after it. Without
-//! a hint, or with a hint the archive does not confirm, the whole partition folder is listed.
+//! network. It rests on one property of the archive: objects of a partition do not overlap and their
+//! keys sort by start offset, so listing from any key at or before the last object's start returns
+//! the last object, whose end is the archive's end. The Kafka commit says where to list from: its
+//! metadata names the start offset of the object it was made for (one request then settles it); a
+//! commit without metadata (reset, or a broker that drops metadata) only gives the committed offset,
+//! and the planner probes backwards from it in doubling steps (O(log distance) requests) until a
+//! listing is not empty. Without any commit, the whole partition folder is listed (objects / 1000
+//! requests). The commit is never trusted for the position itself: that always comes from the keys.
 
 use super::object_key::{ObjectKey, Prefix};
 use super::partition::{OffsetRange, TopicPartition};
 
 const HINT_METADATA_TAG: &str = "ksa1:";
 
-/// What the archiver commits to Kafka alongside the offset: enough to list from the right key.
+/// What the archiver finds committed in Kafka: where to start listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommitHint {
     /// The committed offset: the archive should hold everything below it.
     pub next_offset: i64,
-    /// Start offset of the object whose end is `next_offset - 1`.
-    pub object_start: i64,
+    /// From the commit metadata: start offset of the object whose end is `next_offset - 1`.
+    pub object_start: Option<i64>,
 }
 
 impl CommitHint {
@@ -26,10 +30,16 @@ impl CommitHint {
         format!("{HINT_METADATA_TAG}{object_start}")
     }
 
-    /// Reads a committed offset and its metadata back; `None` if either is unusable.
+    /// Reads a committed offset and its metadata back; `None` when no offset is committed.
     pub fn parse(next_offset: i64, metadata: &str) -> Option<Self> {
-        let object_start: i64 = metadata.strip_prefix(HINT_METADATA_TAG)?.parse().ok()?;
-        (0 <= object_start && object_start < next_offset).then_some(Self { next_offset, object_start })
+        if next_offset <= 0 {
+            return None;
+        }
+        let object_start = metadata
+            .strip_prefix(HINT_METADATA_TAG)
+            .and_then(|s| s.parse::<i64>().ok())
+            .filter(|s| (0..next_offset).contains(s));
+        Some(Self { next_offset, object_start })
     }
 }
 
@@ -47,15 +57,6 @@ pub struct ListPage {
     pub truncated: bool,
 }
 
-/// What happened to the commit hint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HintUse {
-    Absent,
-    Confirmed,
-    /// The archive does not hold the object the hint names: the hint was ignored.
-    Rejected,
-}
-
 /// Two objects of one partition whose offset ranges overlap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Overlap {
@@ -69,10 +70,11 @@ pub struct Recovered {
     pub next_offset: Option<i64>,
     /// The object holding the highest offset.
     pub last_object: Option<ObjectKey>,
-    /// Objects seen (all of them on a full listing; those from the hint on otherwise).
+    /// Objects seen (all of them on a full listing; those from the listing's start on otherwise).
     pub objects_seen: u64,
     pub list_requests: u32,
-    pub hint: HintUse,
+    /// Whether a commit hint chose where the listing started.
+    pub hinted: bool,
     /// Keys in the partition folder that are not archive objects (ignored, to be warned about).
     pub ignored_keys: Vec<String>,
     pub overlaps: Vec<Overlap>,
@@ -89,9 +91,11 @@ pub struct RecoveryPlan {
     prefix: Prefix,
     tp: TopicPartition,
     folder: String,
-    /// `Some` while the hint is being checked on the first page(s).
-    pending_hint: Option<CommitHint>,
-    hint: HintUse,
+    /// While probing backwards: the offset probed from and how far below the hint it is.
+    probe: Option<(i64, i64)>,
+    /// The offset the backward probes count down from.
+    probe_base: i64,
+    hinted: bool,
     list_requests: u32,
     last_object: Option<ObjectKey>,
     objects_seen: u64,
@@ -103,58 +107,65 @@ impl RecoveryPlan {
     /// Starts a plan; returns it with the first request to make.
     pub fn start(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>) -> (Self, ListRequest) {
         let folder = prefix.partition_folder(tp);
-        let start_after = hint.map(|h| prefix.start_after_for(tp, h.object_start));
+        let base = hint.map(|h| h.object_start.unwrap_or(h.next_offset - 1));
         let plan = Self {
             prefix: prefix.clone(),
             tp: tp.clone(),
             folder: folder.clone(),
-            pending_hint: hint,
-            hint: if hint.is_some() { HintUse::Confirmed } else { HintUse::Absent },
+            probe: base.map(|b| (b, 0)),
+            probe_base: base.unwrap_or(0),
+            hinted: hint.is_some(),
             list_requests: 1,
             last_object: None,
             objects_seen: 0,
             ignored_keys: Vec::new(),
             overlaps: Vec::new(),
         };
+        let start_after = base.map(|b| prefix.start_after_for(tp, b));
         (plan, ListRequest { prefix: folder, start_after })
     }
 
     /// Feeds the page answering the last request; returns the next request or the result.
     pub fn feed(&mut self, page: ListPage) -> Step {
         for raw in &page.keys {
-            let key = match ObjectKey::parse(&self.prefix, raw) {
-                Ok(k) if k.tp == self.tp => k,
-                _ => {
-                    self.ignored_keys.push(raw.clone());
-                    continue;
+            match ObjectKey::parse(&self.prefix, raw) {
+                Ok(k) if k.tp == self.tp => {
+                    // Found an object at or after the probe: from here on, just page forward.
+                    self.probe = None;
+                    self.observe(k);
                 }
-            };
-            if let Some(hint) = self.pending_hint.take() {
-                if key.range.start() != hint.object_start || key.range.next() != hint.next_offset {
-                    return self.restart_without_hint();
-                }
+                _ => self.ignored_keys.push(raw.clone()),
             }
-            self.observe(key);
         }
         if page.truncated {
             if let Some(last) = page.keys.last() {
-                self.list_requests += 1;
-                return Step::List(ListRequest { prefix: self.folder.clone(), start_after: Some(last.clone()) });
+                return self.request(Some(last.clone()));
             }
         }
-        if self.pending_hint.is_some() {
-            // Listing from the hint found nothing of ours: the named object does not exist.
-            return self.restart_without_hint();
+        if let Some((at, distance)) = self.probe {
+            if at > 0 {
+                // Nothing at or after `at`: the archive ends lower. Probe twice as far back.
+                let distance = distance.saturating_mul(2).max(1);
+                let next = (self.probe_base - distance).max(0);
+                self.probe = Some((next, distance));
+                self.ignored_keys.clear();
+                return self.request(Some(self.prefix.start_after_for(&self.tp, next)));
+            }
         }
         Step::Done(Recovered {
             next_offset: self.last_object.as_ref().map(|k| k.range.next()),
             last_object: self.last_object.take(),
             objects_seen: self.objects_seen,
             list_requests: self.list_requests,
-            hint: self.hint,
+            hinted: self.hinted,
             ignored_keys: std::mem::take(&mut self.ignored_keys),
             overlaps: std::mem::take(&mut self.overlaps),
         })
+    }
+
+    fn request(&mut self, start_after: Option<String>) -> Step {
+        self.list_requests += 1;
+        Step::List(ListRequest { prefix: self.folder.clone(), start_after })
     }
 
     fn observe(&mut self, key: ObjectKey) {
@@ -168,17 +179,6 @@ impl RecoveryPlan {
             }
             _ => self.last_object = Some(key),
         }
-    }
-
-    fn restart_without_hint(&mut self) -> Step {
-        self.pending_hint = None;
-        self.hint = HintUse::Rejected;
-        self.last_object = None;
-        self.objects_seen = 0;
-        self.ignored_keys.clear();
-        self.overlaps.clear();
-        self.list_requests += 1;
-        Step::List(ListRequest { prefix: self.folder.clone(), start_after: None })
     }
 }
 
@@ -266,40 +266,57 @@ mod tests {
         assert!(r.overlaps.is_empty());
     }
 
+    fn hint(next_offset: i64, object_start: Option<i64>) -> Option<CommitHint> {
+        Some(CommitHint { next_offset, object_start })
+    }
+
     #[test]
-    fn a_correct_hint_takes_one_request() {
+    fn a_hint_with_the_object_start_takes_one_request() {
         let all = chain(3500, 10);
-        let hint = CommitHint { next_offset: 35_000, object_start: 34_990 };
-        let r = run(&all, Some(hint));
-        assert_eq!((r.next_offset, r.list_requests, r.hint), (Some(35_000), 1, HintUse::Confirmed));
+        let r = run(&all, hint(35_000, Some(34_990)));
+        assert_eq!((r.next_offset, r.list_requests, r.hinted), (Some(35_000), 1, true));
     }
 
     #[test]
     fn a_lagging_hint_still_finds_later_objects() {
         let all = chain(3500, 10);
-        let hint = CommitHint { next_offset: 30_000, object_start: 29_990 };
-        let r = run(&all, Some(hint));
-        assert_eq!((r.next_offset, r.list_requests, r.hint), (Some(35_000), 1, HintUse::Confirmed));
+        let r = run(&all, hint(30_000, Some(29_990)));
+        assert_eq!((r.next_offset, r.list_requests), (Some(35_000), 1));
     }
 
     #[test]
-    fn a_wrong_hint_falls_back_to_a_full_listing() {
+    fn a_commit_without_metadata_probes_back_in_doubling_steps() {
+        let all = chain(3500, 1000);
+        let r = run(&all, hint(3_500_000, None));
+        assert_eq!(r.next_offset, Some(3_500_000));
+        // Probes at 3_499_999 - {0, 1, 2, 4, ..., 1024}: 12 requests, whatever the object count.
+        assert_eq!(r.list_requests, 12);
+    }
+
+    #[test]
+    fn wrong_hints_never_decide_the_position() {
         let all = chain(2500, 10);
-        for hint in [
-            CommitHint { next_offset: 99_999, object_start: 99_000 },
-            CommitHint { next_offset: 1_005, object_start: 1_000 },
-            CommitHint { next_offset: 35, object_start: 25 },
+        for h in [
+            hint(99_999, Some(99_000)),
+            hint(99_999, None),
+            hint(i64::MAX, None),
+            hint(1_005, Some(1_000)),
+            hint(35, Some(25)),
+            hint(1, None),
         ] {
-            let r = run(&all, Some(hint));
-            assert_eq!((r.next_offset, r.hint), (Some(25_000), HintUse::Rejected), "{hint:?}");
-            assert_eq!(r.objects_seen, 2500);
+            let r = run(&all, h);
+            assert_eq!(r.next_offset, Some(25_000), "{h:?}");
+            assert!(r.list_requests <= 70, "{h:?}: {} requests", r.list_requests);
         }
     }
 
     #[test]
-    fn a_hint_on_an_empty_archive_is_rejected() {
-        let r = run(&[], Some(CommitHint { next_offset: 50, object_start: 0 }));
-        assert_eq!((r.next_offset, r.hint, r.list_requests), (None, HintUse::Rejected, 2));
+    fn a_hint_on_an_empty_archive_finds_nothing() {
+        let r = run(&[], hint(50, Some(0)));
+        assert_eq!((r.next_offset, r.list_requests), (None, 1));
+        let r = run(&[], hint(1 << 40, None));
+        assert_eq!(r.next_offset, None);
+        assert_eq!(r.list_requests, 42);
     }
 
     #[test]
@@ -343,10 +360,34 @@ mod tests {
     #[test]
     fn hint_metadata_round_trips() {
         let md = CommitHint::metadata_for(1234);
-        assert_eq!(CommitHint::parse(2000, &md), Some(CommitHint { next_offset: 2000, object_start: 1234 }));
-        assert_eq!(CommitHint::parse(1234, &md), None);
-        assert_eq!(CommitHint::parse(2000, ""), None);
-        assert_eq!(CommitHint::parse(2000, "ksa1:x"), None);
+        assert_eq!(CommitHint::parse(2000, &md), hint(2000, Some(1234)));
+        assert_eq!(CommitHint::parse(1234, &md), hint(1234, None));
+        assert_eq!(CommitHint::parse(2000, ""), hint(2000, None));
+        assert_eq!(CommitHint::parse(2000, "ksa1:x"), hint(2000, None));
+        assert_eq!(CommitHint::parse(0, &md), None);
+        assert_eq!(CommitHint::parse(-1001, ""), None);
+    }
+
+    proptest::proptest! {
+        /// Whatever the commit says (right, stale, ahead, reset, metadata or not), the position is the
+        /// archive's end + 1.
+        #[test]
+        fn any_hint_yields_the_archive_end(
+            sizes in proptest::collection::vec((1i64..500, 0i64..3), 0..300),
+            next in 0i64..200_000,
+            object_start in proptest::option::of(0i64..200_000),
+        ) {
+            let mut all = Vec::new();
+            let mut at = 0;
+            for (len, hole) in sizes {
+                at += hole;
+                all.push(k(0, at, at + len - 1));
+                at += len;
+            }
+            let expected = (!all.is_empty()).then_some(at);
+            let r = run(&all, CommitHint::parse(next, &object_start.map(CommitHint::metadata_for).unwrap_or_default()));
+            proptest::prop_assert_eq!(r.next_offset, expected);
+        }
     }
 
     #[test]

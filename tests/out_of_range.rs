@@ -1,0 +1,66 @@
+//! An archive AHEAD of the partition's log (the topic was deleted and re-created) must stop that
+//! partition, never silently skip the new records; other partitions go on. Uses librdkafka's mock
+//! cluster so the broker's out-of-range answer is exact.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_s3_archiver::archiver::{open_store, Archiver};
+use kafka_s3_archiver::check::archived_ends;
+use kafka_s3_archiver::config::Settings;
+use kafka_s3_archiver::core::object_key::{FileKind, ObjectKey, Prefix};
+use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
+use kafka_s3_archiver::core::spool::SpoolData;
+use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::stats::Stats;
+use kafka_s3_archiver::store::{list_all, ObjectStore};
+use rdkafka::mocking::MockCluster;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("recreated", 2, 1).unwrap();
+    produce(&bootstrap, "recreated", 2, 0..40, 50).await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = Settings {
+        brokers: Some(bootstrap.clone()),
+        group: Some("g".into()),
+        topics: vec!["recreated".into()],
+        dest: Some(format!("file://{}", dir.path().join("archive").display())),
+        roll_age: Some("300ms".parse().unwrap()),
+        spool_dir: Some(dir.path().join("spool")),
+        ..Settings::default()
+    }
+    .validate()
+    .unwrap();
+    let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
+    // The old topic's archive of partition 0 reaches offset 999; the new partition holds 20 records.
+    let old = ObjectKey::new(
+        Prefix::default(),
+        TopicPartition::new("recreated", 0).unwrap(),
+        OffsetRange::new(0, 999).unwrap(),
+        FileKind::Parquet,
+    )
+    .to_string();
+    store.put_if_absent(&old, &SpoolData::Memory(Bytes::from_static(b"old")), 3).await.unwrap();
+
+    let archiver = Archiver::start(&config, store.clone()).unwrap();
+    let stats = archiver.stats();
+    let started = Instant::now();
+    loop {
+        let ends = archived_ends(store.as_ref(), &Prefix::default(), "recreated").await.unwrap();
+        if ends.get(&1) == Some(&19) && Stats::get(&stats.partitions_stopped) == 1 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "ends {ends:?}, stopped {}", Stats::get(&stats.partitions_stopped));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    archiver.shutdown().await.unwrap();
+    let p0 = list_all(store.as_ref(), &Prefix::default().partition_folder(&TopicPartition::new("recreated", 0).unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(p0, vec![old], "nothing may be archived for the stopped partition");
+}
