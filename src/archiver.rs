@@ -16,8 +16,8 @@ use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
 use crate::stats::Stats;
 use crate::store::{LocalStore, ObjectStore, S3Settings, S3Store, StoreError};
 
-/// Records and control events waiting between the consumer thread and the pipeline.
-const EVENT_QUEUE: usize = 4096;
+/// Records waiting between the consumer thread and the pipeline.
+const RECORD_QUEUE: usize = 4096;
 
 #[derive(Debug, Error)]
 pub enum ArchiverError {
@@ -77,7 +77,8 @@ impl Archiver {
             .prepare_dir()
             .map_err(|source| ArchiverError::SpoolDir { dir: config.spool_dir.display().to_string(), source })?;
         let stats = Arc::new(Stats::default());
-        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+        let (records_tx, records_rx) = mpsc::channel(RECORD_QUEUE);
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
         let (commits_tx, commits_rx) = std_mpsc::channel();
         let settings = PipelineSettings {
             prefix: config.dest.prefix().clone(),
@@ -90,7 +91,7 @@ impl Archiver {
             start_from: config.start_from,
         };
         let pipeline = Pipeline::new(settings, store, commits_tx, stats.clone());
-        let pipeline = tokio::spawn(pipeline.run(events_rx));
+        let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));
         let source = KafkaSource::spawn(
             &SourceSettings {
                 brokers: config.brokers.clone(),
@@ -99,7 +100,8 @@ impl Archiver {
                 kafka_props: config.kafka_props.clone(),
                 revoke_wait: config.revoke_timeout + std::time::Duration::from_secs(5),
             },
-            events_tx,
+            records_tx,
+            control_tx,
             commits_rx,
             stats.clone(),
         )?;

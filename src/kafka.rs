@@ -2,10 +2,12 @@
 //! the async pipeline recovers positions from the archive (on assign) or flushes open files (on revoke).
 //!
 //! Positions are set at assignment time from the archive; the committed offset is only a listing hint.
-//! Records, assignments and revocations reach the pipeline in order over one bounded channel; when it is
-//! full the consumer pauses fetching and keeps polling, so the group session stays alive.
+//! Records reach the pipeline over a bounded channel; assignments and revocations over a separate
+//! control channel, so a rebalance is handled even while the pipeline holds records back (memory budget
+//! reached, uploads failing). Every assignment of a partition gets a new epoch, carried by its records:
+//! records still queued from an earlier assignment are recognised and ignored.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
@@ -57,15 +59,24 @@ pub enum StartPosition {
 #[derive(Debug, Clone)]
 pub struct AssignedPartition {
     pub tp: TopicPartition,
+    /// Identifies this assignment of the partition; its records carry it.
+    pub epoch: u64,
     pub hint: Option<CommitHint>,
     /// The partition's log start offset (low watermark), when the broker told it.
     pub log_start: Option<i64>,
 }
 
-/// What the source tells the pipeline, in order.
+/// One consumed record.
 #[derive(Debug)]
-pub enum SourceEvent {
-    Record(TopicPartition, Record),
+pub struct Fetched {
+    pub tp: TopicPartition,
+    pub epoch: u64,
+    pub record: Record,
+}
+
+/// Rebalance and position news for the pipeline.
+#[derive(Debug)]
+pub enum Control {
     /// Recover these partitions and answer with where each starts.
     Assigned { partitions: Vec<AssignedPartition>, reply: std_mpsc::SyncSender<Vec<(TopicPartition, StartPosition)>> },
     /// Flush (or, when `lost`, drop) these partitions and answer once nothing of them will be uploaded.
@@ -93,21 +104,35 @@ pub struct SourceSettings {
     pub revoke_wait: Duration,
 }
 
+/// What the consumer thread knows of one assigned partition.
+struct Assigned {
+    epoch: u64,
+    /// Not consumed (the archive is ahead of the log, or recovery failed).
+    stopped: bool,
+    /// Where the partition was assigned to start, until its first record arrives.
+    awaiting_first: Option<i64>,
+}
+
 #[derive(Default)]
 struct SourceState {
-    assigned: HashSet<TopicPartition>,
-    stopped: HashSet<TopicPartition>,
-    /// Where each partition was assigned to start, until its first record arrives.
-    awaiting_first: HashMap<TopicPartition, i64>,
-    /// Events polled while the pipeline's channel was full.
-    pending: VecDeque<SourceEvent>,
+    assigned: HashMap<TopicPartition, Assigned>,
+    next_epoch: u64,
+    /// Records polled while the pipeline's channel was full.
+    pending: VecDeque<Fetched>,
     /// Payload bytes of the pending records.
     pending_bytes: u64,
     paused_for_backpressure: bool,
 }
 
+impl SourceState {
+    fn active(&self) -> TopicPartitionList {
+        tpl_of(self.assigned.iter().filter(|(_, a)| !a.stopped).map(|(tp, _)| tp))
+    }
+}
+
 struct ArchiverContext {
-    events: mpsc::Sender<SourceEvent>,
+    records: mpsc::Sender<Fetched>,
+    control: mpsc::UnboundedSender<Control>,
     commits: Mutex<std_mpsc::Receiver<Commit>>,
     state: Mutex<SourceState>,
     revoke_wait: Duration,
@@ -161,19 +186,25 @@ impl ArchiverContext {
             warn!("could not read committed offsets ({e}); recovering from full archive listings");
             TopicPartitionList::new()
         });
+        let first_epoch = {
+            let mut state = self.state.lock().expect("source state");
+            state.next_epoch += tps.len() as u64;
+            state.next_epoch - tps.len() as u64
+        };
         let partitions: Vec<AssignedPartition> = tps
             .iter()
-            .map(|tp| {
+            .zip(first_epoch..)
+            .map(|(tp, epoch)| {
                 let hint = committed
                     .find_partition(tp.topic(), tp.partition())
                     .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
                 let log_start = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok().map(|w| w.0);
-                AssignedPartition { tp: tp.clone(), hint, log_start }
+                AssignedPartition { tp: tp.clone(), epoch, hint, log_start }
             })
             .collect();
         info!(partitions = ?tps.iter().map(ToString::to_string).collect::<Vec<_>>(), "partitions assigned; recovering positions from the archive");
         let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
-        let positions = if self.events.blocking_send(SourceEvent::Assigned { partitions, reply: reply_tx }).is_ok() {
+        let positions = if self.control.send(Control::Assigned { partitions, reply: reply_tx }).is_ok() {
             reply_rx.recv().unwrap_or_default()
         } else {
             Vec::new()
@@ -181,26 +212,23 @@ impl ArchiverContext {
         let positions: HashMap<TopicPartition, StartPosition> = positions.into_iter().collect();
         let mut state = self.state.lock().expect("source state");
         let mut stopped = Vec::new();
-        for tp in &tps {
+        for (tp, epoch) in tps.iter().zip(first_epoch..) {
             let pos = positions.get(tp).cloned().unwrap_or(StartPosition::Stop);
-            let offset = match pos {
-                StartPosition::Offset(o) => {
-                    state.awaiting_first.insert(tp.clone(), o);
-                    Offset::Offset(o)
-                }
-                StartPosition::Earliest => Offset::Beginning,
-                StartPosition::Latest => Offset::End,
+            let (offset, awaiting_first) = match pos {
+                StartPosition::Offset(o) => (Offset::Offset(o), Some(o)),
+                StartPosition::Earliest => (Offset::Beginning, None),
+                StartPosition::Latest => (Offset::End, None),
                 StartPosition::Stop => {
                     stopped.push(tp.clone());
-                    Offset::Beginning
+                    (Offset::Beginning, None)
                 }
             };
             if let Err(e) = tpl.set_partition_offset(tp.topic(), tp.partition(), offset) {
                 error!("cannot set the start offset of {tp}: {e}");
             }
-            state.assigned.insert(tp.clone());
+            let stopped = matches!(pos, StartPosition::Stop);
+            state.assigned.insert(tp.clone(), Assigned { epoch, stopped, awaiting_first });
         }
-        state.stopped.extend(stopped.iter().cloned());
         stopped
     }
 
@@ -209,19 +237,17 @@ impl ArchiverContext {
             let mut state = self.state.lock().expect("source state");
             for tp in tps {
                 state.assigned.remove(tp);
-                state.stopped.remove(tp);
-                state.awaiting_first.remove(tp);
             }
             // Polled but not yet handed over: never archived, so the next owner reads them again.
-            state.pending.retain(|ev| !matches!(ev, SourceEvent::Record(tp, _) if tps.contains(tp)));
-            state.pending_bytes = state.pending.iter().map(event_size).sum();
+            state.pending.retain(|f| !tps.contains(&f.tp));
+            state.pending_bytes = state.pending.iter().map(|f| f.record.payload_size()).sum();
         }
         if self.crashed.load(Ordering::SeqCst) || tps.is_empty() {
             return;
         }
         info!(partitions = ?tps.iter().map(ToString::to_string).collect::<Vec<_>>(), lost, "partitions revoked; flushing");
         let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
-        let sent = self.events.blocking_send(SourceEvent::Revoked { partitions: tps.to_vec(), lost, reply: reply_tx });
+        let sent = self.control.send(Control::Revoked { partitions: tps.to_vec(), lost, reply: reply_tx });
         if sent.is_ok() && reply_rx.recv_timeout(self.revoke_wait).is_err() {
             error!("the pipeline did not finish revoking within {:?}", self.revoke_wait);
         }
@@ -239,14 +265,15 @@ impl ArchiverContext {
         if latest.is_empty() || self.crashed.load(Ordering::SeqCst) {
             return;
         }
-        let assigned = self.state.lock().expect("source state").assigned.clone();
         let mut tpl = TopicPartitionList::new();
-        for c in latest.values().filter(|c| assigned.contains(&c.tp)) {
+        let state = self.state.lock().expect("source state");
+        for c in latest.values().filter(|c| state.assigned.contains_key(&c.tp)) {
             let mut e = tpl.add_partition(c.tp.topic(), c.tp.partition());
             if e.set_offset(Offset::Offset(c.next_offset)).is_ok() {
                 e.set_metadata(CommitHint::metadata_for(c.object_start));
             }
         }
+        drop(state);
         if tpl.count() > 0 {
             if let Err(e) = consumer.commit(&tpl, mode) {
                 // Commits are hints: the archive is the source of truth, so a failed commit costs a
@@ -261,7 +288,12 @@ impl ArchiverContext {
     fn on_out_of_range(&self, consumer: &BaseConsumer<Self>) {
         let candidates: Vec<(TopicPartition, i64)> = {
             let state = self.state.lock().expect("source state");
-            state.awaiting_first.iter().filter(|(tp, _)| !state.stopped.contains(*tp)).map(|(tp, o)| (tp.clone(), *o)).collect()
+            state
+                .assigned
+                .iter()
+                .filter(|(_, a)| !a.stopped)
+                .filter_map(|(tp, a)| a.awaiting_first.map(|o| (tp.clone(), o)))
+                .collect()
         };
         for (tp, start) in candidates {
             let Ok((low, high)) = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT) else { continue };
@@ -271,9 +303,10 @@ impl ArchiverContext {
                 if let Err(e) = consumer.seek(tp.topic(), tp.partition(), Offset::Offset(low), METADATA_TIMEOUT) {
                     error!(%tp, "cannot seek to the log start {low}: {e}");
                 }
-                let mut state = self.state.lock().expect("source state");
-                state.awaiting_first.insert(tp.clone(), low);
-                state.pending.push_back(SourceEvent::RetentionGap { tp, missing });
+                if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
+                    a.awaiting_first = Some(low);
+                }
+                let _ = self.control.send(Control::RetentionGap { tp, missing });
             } else if start > high {
                 error!(
                     %tp,
@@ -285,7 +318,9 @@ impl ArchiverContext {
                 );
                 let _ = consumer.pause(&tpl_of([&tp]));
                 Stats::add(&self.stats.partitions_stopped, 1);
-                self.state.lock().expect("source state").stopped.insert(tp);
+                if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
+                    a.stopped = true;
+                }
             }
         }
     }
@@ -315,7 +350,7 @@ impl ConsumerContext for ArchiverContext {
             }
             other => {
                 error!("rebalance failed ({:?}); dropping every assigned partition", RDKafkaErrorCode::from(other));
-                let all: Vec<TopicPartition> = self.state.lock().expect("source state").assigned.iter().cloned().collect();
+                let all: Vec<TopicPartition> = self.state.lock().expect("source state").assigned.keys().cloned().collect();
                 self.on_revoke(consumer, &all, true);
                 let _ = consumer.unassign();
             }
@@ -354,13 +389,15 @@ impl KafkaSource {
     /// Creates the consumer, subscribes, and starts polling on a new thread.
     pub fn spawn(
         settings: &SourceSettings,
-        events: mpsc::Sender<SourceEvent>,
+        records: mpsc::Sender<Fetched>,
+        control: mpsc::UnboundedSender<Control>,
         commits: std_mpsc::Receiver<Commit>,
         stats: Arc<Stats>,
     ) -> Result<Self, SourceError> {
         let crashed = Arc::new(AtomicBool::new(false));
         let context = ArchiverContext {
-            events,
+            records,
+            control,
             commits: Mutex::new(commits),
             state: Mutex::new(SourceState::default()),
             revoke_wait: settings.revoke_wait,
@@ -456,13 +493,16 @@ fn poll_loop(consumer: BaseConsumer<ArchiverContext>, stop: Arc<AtomicBool>, shu
                 };
                 last_tp = Some(tp.clone());
                 let mut state = ctx.state.lock().expect("source state");
-                if !state.assigned.contains(&tp) || state.stopped.contains(&tp) {
-                    continue;
-                }
-                state.awaiting_first.remove(&tp);
+                let epoch = match state.assigned.get_mut(&tp) {
+                    Some(a) if !a.stopped => {
+                        a.awaiting_first = None;
+                        a.epoch
+                    }
+                    _ => continue,
+                };
                 let record = to_record(&msg);
                 state.pending_bytes += record.payload_size();
-                state.pending.push_back(SourceEvent::Record(tp, record));
+                state.pending.push_back(Fetched { tp, epoch, record });
             }
             Some(Err(KafkaError::MessageConsumption(
                 RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange,
@@ -484,12 +524,12 @@ fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
     let deadline = Instant::now() + HAND_OVER_WAIT;
     let mut state = ctx.state.lock().expect("source state");
     loop {
-        while let Some(ev) = state.pending.pop_front() {
-            let size = event_size(&ev);
-            match ctx.events.try_send(ev) {
+        while let Some(fetched) = state.pending.pop_front() {
+            let size = fetched.record.payload_size();
+            match ctx.records.try_send(fetched) {
                 Ok(()) => state.pending_bytes -= size,
-                Err(TrySendError::Full(ev)) => {
-                    state.pending.push_front(ev);
+                Err(TrySendError::Full(fetched)) => {
+                    state.pending.push_front(fetched);
                     break;
                 }
                 Err(TrySendError::Closed(_)) => {
@@ -508,7 +548,7 @@ fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
     }
     let pause = state.pending_bytes > PAUSE_ABOVE_BYTES;
     if pause != state.paused_for_backpressure && (pause || state.pending.is_empty()) {
-        let active = tpl_of(state.assigned.difference(&state.stopped));
+        let active = state.active();
         if pause {
             warn!(pending_bytes = state.pending_bytes, "the pipeline is behind (uploads slow or failing?): pausing fetch");
             let _ = consumer.pause(&active);
@@ -517,12 +557,5 @@ fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
             let _ = consumer.resume(&active);
         }
         state.paused_for_backpressure = pause;
-    }
-}
-
-fn event_size(ev: &SourceEvent) -> u64 {
-    match ev {
-        SourceEvent::Record(_, r) => r.payload_size(),
-        _ => 0,
     }
 }

@@ -17,11 +17,10 @@ use crate::core::backoff::Backoff;
 use crate::core::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::{OffsetRange, TopicPartition};
-use crate::core::record::Record;
 use crate::core::recovery::{decide_start, RecoveryPlan, StartDecision, Step};
 use crate::core::roll::{pick_largest_over_budget, OpenFileStats, RollPolicy, RollReason};
 use crate::core::spool::{SealedSpool, Spool, SpoolConfig};
-use crate::kafka::{AssignedPartition, Commit, SourceEvent, StartPosition};
+use crate::kafka::{AssignedPartition, Commit, Control, Fetched, StartPosition};
 use crate::stats::Stats;
 use crate::store::{ObjectStore, PutOutcome, StoreError};
 
@@ -68,6 +67,8 @@ struct SealedFile {
 }
 
 struct PartitionWriter {
+    /// The assignment this writer belongs to; records of other assignments are ignored.
+    epoch: u64,
     /// The lowest offset still acceptable: records below it were already taken (a seek replayed them).
     next_expected: Option<i64>,
     open: Option<OpenFile>,
@@ -118,8 +119,13 @@ impl Pipeline {
             || self.settings.spool.usage.disk() > self.settings.max_spool_bytes
     }
 
-    /// Runs until the source closes its channel (then flushes what is left) or a fatal error.
-    pub async fn run(mut self, mut events: mpsc::Receiver<SourceEvent>) -> Result<(), PipelineError> {
+    /// Runs until the source closes its channels (then flushes what is left) or a fatal error. Control
+    /// events are handled even while the budget holds records back.
+    pub async fn run(
+        mut self,
+        mut control: mpsc::UnboundedReceiver<Control>,
+        mut records: mpsc::Receiver<Fetched>,
+    ) -> Result<(), PipelineError> {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -128,8 +134,9 @@ impl Pipeline {
             tokio::select! {
                 biased;
                 Some(err) = self.fatal_rx.recv() => return Err(err.into()),
-                ev = events.recv(), if !over_budget => match ev {
-                    Some(ev) => self.handle(ev).await?,
+                Some(ev) = control.recv() => self.handle(ev).await?,
+                fetched = records.recv(), if !over_budget => match fetched {
+                    Some(fetched) => self.append(fetched)?,
                     None => break,
                 },
                 _ = freed.notified(), if over_budget => {}
@@ -144,20 +151,19 @@ impl Pipeline {
         }
     }
 
-    async fn handle(&mut self, ev: SourceEvent) -> Result<(), PipelineError> {
+    async fn handle(&mut self, ev: Control) -> Result<(), PipelineError> {
         match ev {
-            SourceEvent::Record(tp, record) => self.append(tp, record),
-            SourceEvent::Assigned { partitions, reply } => {
+            Control::Assigned { partitions, reply } => {
                 let positions = self.assign(partitions).await?;
                 let _ = reply.send(positions);
                 Ok(())
             }
-            SourceEvent::Revoked { partitions, lost, reply } => {
+            Control::Revoked { partitions, lost, reply } => {
                 self.revoke(&partitions, lost).await?;
                 let _ = reply.send(());
                 Ok(())
             }
-            SourceEvent::RetentionGap { tp, missing } => {
+            Control::RetentionGap { tp, missing } => {
                 Stats::add(&self.stats.retention_gaps, 1);
                 warn!(%tp, %missing, "retention gap recorded");
                 Ok(())
@@ -165,8 +171,9 @@ impl Pipeline {
         }
     }
 
-    fn append(&mut self, tp: TopicPartition, record: Record) -> Result<(), PipelineError> {
-        let Some(writer) = self.partitions.get_mut(&tp) else { return Ok(()) };
+    fn append(&mut self, fetched: Fetched) -> Result<(), PipelineError> {
+        let Fetched { tp, epoch, record } = fetched;
+        let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) else { return Ok(()) };
         Stats::add(&self.stats.records_received, 1);
         if writer.next_expected.is_some_and(|next| record.offset < next) {
             Stats::add(&self.stats.duplicates_skipped, 1);
@@ -265,7 +272,7 @@ impl Pipeline {
                 self.freed.clone(),
                 self.stats.clone(),
             ));
-            self.partitions.insert(p.tp.clone(), PartitionWriter { next_expected, open: None, uploads, uploader });
+            self.partitions.insert(p.tp.clone(), PartitionWriter { epoch: p.epoch, next_expected, open: None, uploads, uploader });
             positions.push((p.tp, position));
         }
         Ok(positions)
@@ -443,7 +450,7 @@ mod tests {
     use super::*;
     use crate::core::encode::{Compression, Format};
     use crate::core::object_key::FileKind;
-    use crate::core::record::TimestampKind;
+    use crate::core::record::{Record, TimestampKind};
     use crate::core::recovery::{ListPage, ListRequest};
     use crate::core::spool::{SpoolData, SpoolUsage};
     use crate::store::{list_all, LocalStore};
@@ -495,8 +502,10 @@ mod tests {
     struct Harness {
         _dir: tempfile::TempDir,
         store: Arc<TestStore>,
-        events: mpsc::Sender<SourceEvent>,
+        control: mpsc::UnboundedSender<Control>,
+        records: mpsc::Sender<Fetched>,
         commits: std_mpsc::Receiver<Commit>,
+        epochs: Mutex<HashMap<i32, u64>>,
         stats: Arc<Stats>,
         task: JoinHandle<Result<(), PipelineError>>,
     }
@@ -535,11 +544,12 @@ mod tests {
             start_from: StartFrom::Earliest,
         };
         std::fs::create_dir_all(dir.path().join("spool")).unwrap();
-        let (events, rx) = mpsc::channel(64);
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let (records, records_rx) = mpsc::channel(64);
         let (commit_tx, commits) = std_mpsc::channel();
         let stats = Arc::new(Stats::default());
-        let task = tokio::spawn(Pipeline::new(settings, store.clone(), commit_tx, stats.clone()).run(rx));
-        Harness { _dir: dir, store, events, commits, stats, task }
+        let task = tokio::spawn(Pipeline::new(settings, store.clone(), commit_tx, stats.clone()).run(control_rx, records_rx));
+        Harness { _dir: dir, store, control, records, commits, epochs: Mutex::default(), stats, task }
     }
 
     fn policy(records: u64) -> RollPolicy {
@@ -549,21 +559,40 @@ mod tests {
     impl Harness {
         async fn assign(&self, p: i32, log_start: Option<i64>) -> StartPosition {
             let (reply, rx) = std_mpsc::sync_channel(1);
-            let partitions = vec![AssignedPartition { tp: tp(p), hint: None, log_start }];
-            self.events.send(SourceEvent::Assigned { partitions, reply }).await.unwrap();
+            let epoch = {
+                let mut epochs = self.epochs.lock().unwrap();
+                let e = epochs.entry(p).or_insert(0);
+                *e += 1;
+                *e
+            };
+            let partitions = vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start }];
+            self.control.send(Control::Assigned { partitions, reply }).unwrap();
             let mut positions = tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
             positions.pop().unwrap().1
         }
 
         async fn revoke(&self, p: i32, lost: bool) {
             let (reply, rx) = std_mpsc::sync_channel(1);
-            self.events.send(SourceEvent::Revoked { partitions: vec![tp(p)], lost, reply }).await.unwrap();
+            self.control.send(Control::Revoked { partitions: vec![tp(p)], lost, reply }).unwrap();
             tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
         }
 
+        /// Sends records of the partition's current assignment.
         async fn send(&self, p: i32, offsets: std::ops::Range<i64>, size: usize) {
+            let epoch = self.epochs.lock().unwrap().get(&p).copied().unwrap_or(0);
+            self.send_epoch(p, epoch, offsets, size).await;
+        }
+
+        async fn send_epoch(&self, p: i32, epoch: u64, offsets: std::ops::Range<i64>, size: usize) {
             for o in offsets {
-                self.events.send(SourceEvent::Record(tp(p), rec(o, size))).await.unwrap();
+                self.records.send(Fetched { tp: tp(p), epoch, record: rec(o, size) }).await.unwrap();
+            }
+        }
+
+        /// Waits until the pipeline has taken every record sent so far.
+        async fn drained(&self) {
+            while self.records.capacity() < self.records.max_capacity() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
 
@@ -610,6 +639,7 @@ mod tests {
         let h = harness(policy(1000), 1 << 30, Duration::from_secs(10));
         h.assign(0, Some(0)).await;
         h.send(0, 0..5, 10).await;
+        h.drained().await;
         h.revoke(0, false).await;
         assert_eq!(h.keys().await, vec![key(0, 0, 4)]);
         let c = h.commits.try_recv().expect("the commit is queued before the revoke answers");
@@ -627,6 +657,7 @@ mod tests {
         let h = harness(policy(1000), 1 << 30, Duration::from_millis(300));
         h.assign(0, Some(0)).await;
         h.send(0, 0..5, 10).await;
+        h.drained().await;
         *h.store.put_delay.lock().unwrap() = Duration::from_secs(3);
         let started = Instant::now();
         h.revoke(0, false).await;
@@ -639,6 +670,7 @@ mod tests {
         *h.store.put_delay.lock().unwrap() = Duration::ZERO;
         h.assign(0, Some(0)).await;
         h.send(0, 0..5, 10).await;
+        h.drained().await;
         h.revoke(0, true).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(h.keys().await.is_empty());
@@ -650,15 +682,32 @@ mod tests {
         let h = harness(policy(1000), 1 << 30, Duration::from_secs(10));
         assert_eq!(h.assign(0, Some(0)).await, StartPosition::Earliest);
         h.send(0, 0..5, 10).await;
+        h.drained().await;
         h.revoke(0, false).await;
         assert_eq!(h.assign(0, Some(0)).await, StartPosition::Offset(5));
         h.send(0, 3..8, 10).await;
+        h.drained().await;
         h.revoke(0, false).await;
         assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 5, 7)]);
         assert_eq!(Stats::get(&h.stats.duplicates_skipped), 2);
         // Retention deleted 8..=19 before it was archived: resume at the log start and count the gap.
         assert_eq!(h.assign(0, Some(20)).await, StartPosition::Offset(20));
         assert_eq!(Stats::get(&h.stats.retention_gaps), 1);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn records_of_an_earlier_assignment_are_ignored() {
+        let h = harness(policy(1000), 1 << 30, Duration::from_secs(10));
+        h.assign(0, Some(0)).await;
+        h.revoke(0, true).await;
+        h.assign(0, Some(0)).await;
+        // Still queued from the first assignment, which was lost before they were taken.
+        h.send_epoch(0, 1, 50..60, 10).await;
+        h.send(0, 0..5, 10).await;
+        h.drained().await;
+        h.revoke(0, false).await;
+        assert_eq!(h.keys().await, vec![key(0, 0, 4)]);
         h.task.abort();
     }
 

@@ -84,16 +84,7 @@ async fn s3_store_conforms() {
 
 #[tokio::test]
 async fn s3_missing_bucket_is_a_permanent_error_naming_the_bucket() {
-    let store = kafka_s3_archiver::store::S3Store::connect(kafka_s3_archiver::store::S3Settings {
-        bucket: "no-such-bucket-here".into(),
-        endpoint: Some(s3_endpoint()),
-        region: Some("us-east-1".into()),
-        multipart_threshold: 16 << 20,
-        part_size: 8 << 20,
-        part_concurrency: 2,
-        attempt_timeout: std::time::Duration::from_secs(10),
-    })
-    .await;
+    let store = kafka_s3_archiver::store::S3Store::connect(s3_settings("no-such-bucket-here", 8 << 20)).await;
     let err = store.put_if_absent("k", &mem(b"x"), 1).await.unwrap_err();
     assert!(!err.is_transient(), "{err}");
     assert!(err.to_string().contains("no-such-bucket-here"), "{err}");

@@ -60,8 +60,8 @@ pub async fn create_topic(topic: &str, partitions: i32) {
     }
 }
 
-pub async fn s3_store_with(bucket: &str, part_size: u64) -> S3Store {
-    let store = S3Store::connect(S3Settings {
+pub fn s3_settings(bucket: &str, part_size: u64) -> S3Settings {
+    S3Settings {
         bucket: bucket.to_string(),
         endpoint: Some(s3_endpoint()),
         region: Some("us-east-1".into()),
@@ -69,8 +69,12 @@ pub async fn s3_store_with(bucket: &str, part_size: u64) -> S3Store {
         part_size,
         part_concurrency: 3,
         attempt_timeout: Duration::from_secs(30),
-    })
-    .await;
+    }
+}
+
+/// A store on a new bucket.
+pub async fn s3_store_with(bucket: &str, part_size: u64) -> S3Store {
+    let store = S3Store::connect(s3_settings(bucket, part_size)).await;
     store.client().create_bucket().bucket(bucket).send().await.expect("create bucket");
     store
 }
@@ -108,18 +112,7 @@ impl TestDest {
 
     pub async fn store(&self) -> Arc<dyn ObjectStore> {
         match self {
-            TestDest::S3 { bucket } => Arc::new(
-                S3Store::connect(S3Settings {
-                    bucket: bucket.clone(),
-                    endpoint: Some(s3_endpoint()),
-                    region: Some("us-east-1".into()),
-                    multipart_threshold: 16 << 20,
-                    part_size: 8 << 20,
-                    part_concurrency: 3,
-                    attempt_timeout: Duration::from_secs(30),
-                })
-                .await,
-            ),
+            TestDest::S3 { bucket } => Arc::new(S3Store::connect(s3_settings(bucket, 8 << 20)).await),
             TestDest::File { dir } => Arc::new(LocalStore::new(dir.path()).expect("local store")),
         }
     }
