@@ -9,7 +9,7 @@ use kafka_s3_archiver::archiver::{open_store, preflight, Archiver};
 use kafka_s3_archiver::config::Settings;
 use kafka_s3_archiver::demo;
 use tokio::signal::unix::{signal, SignalKind};
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 #[derive(Parser)]
 #[command(name = "kafka-s3-archiver", version, about = "Archives Kafka topics to S3-compatible storage, exactly once, and recovers its position from the archive itself.")]
@@ -114,7 +114,6 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            error!("{e:#}");
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }

@@ -1,0 +1,51 @@
+//! `--topic-regex` archives every matching topic (and only those). Uses librdkafka's mock cluster.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kafka_s3_archiver::archiver::{open_store, Archiver};
+use kafka_s3_archiver::check::{compare, read_topic};
+use kafka_s3_archiver::config::Settings;
+use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::store::{list_all, ObjectStore};
+use rdkafka::mocking::MockCluster;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_regex_subscription_archives_every_matching_topic() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    for topic in ["orders-eu", "orders-us", "payments"] {
+        cluster.create_topic(topic, 2, 1).unwrap();
+    }
+    let eu = produce(&bootstrap, "orders-eu", 2, 0..300, 40).await.unwrap();
+    let us = produce(&bootstrap, "orders-us", 2, 300..500, 40).await.unwrap();
+    produce(&bootstrap, "payments", 2, 0..100, 40).await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = Settings {
+        brokers: Some(bootstrap),
+        group: Some("g".into()),
+        topic_regex: Some("orders-.*".into()),
+        dest: Some(format!("file://{}", dir.path().join("archive").display())),
+        roll_age: Some("300ms".parse().unwrap()),
+        spool_dir: Some(dir.path().join("spool")),
+        ..Settings::default()
+    }
+    .validate()
+    .unwrap();
+    let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
+    let archiver = Archiver::start(&config, store.clone()).unwrap();
+    let prefix = config.dest.prefix().clone();
+    let started = Instant::now();
+    loop {
+        let a = compare(&eu, &read_topic(store.as_ref(), &prefix, "orders-eu").await.unwrap());
+        let b = compare(&us, &read_topic(store.as_ref(), &prefix, "orders-us").await.unwrap());
+        if a.is_exact() && b.is_exact() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{a:?} {b:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    archiver.shutdown().await.unwrap();
+    assert!(list_all(store.as_ref(), &prefix.topic_folder("payments")).await.unwrap().is_empty());
+}
