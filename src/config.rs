@@ -36,8 +36,9 @@ const RESERVED_KAFKA_KEYS: [&str; 6] = [
     "enable.partition.eof",
 ];
 
-/// Every setting of `run`. Each is a flag, an environment variable (KSA_*) and a key in the TOML file
-/// (the flag's name without dashes' prefix, e.g. `roll-bytes = "64MiB"`).
+/// Every setting of `run`. Each is a flag, an environment variable (KSA_*) and a key of the TOML file
+/// named like the flag without its leading dashes (`roll-bytes = "64MiB"`; `topics = [...]` for
+/// `--topic`, a `[kafka]` table for `--kafka`).
 #[derive(Debug, Default, Clone, Args, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Settings {

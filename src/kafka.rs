@@ -182,6 +182,10 @@ fn tpl_of<'a>(tps: impl IntoIterator<Item = &'a TopicPartition>) -> TopicPartiti
 impl ArchiverContext {
     fn on_assign(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) -> Vec<TopicPartition> {
         let tps = to_tps(tpl);
+        if tps.is_empty() {
+            // A cooperative rebalance that gives this member nothing new.
+            return Vec::new();
+        }
         let committed = consumer.committed_offsets(tpl.clone(), METADATA_TIMEOUT).unwrap_or_else(|e| {
             warn!("could not read committed offsets ({e}); recovering from full archive listings");
             TopicPartitionList::new()
@@ -235,25 +239,26 @@ impl ArchiverContext {
     fn on_revoke(&self, consumer: &BaseConsumer<Self>, tps: &[TopicPartition], lost: bool) {
         {
             let mut state = self.state.lock().expect("source state");
-            for tp in tps {
-                state.assigned.remove(tp);
-            }
             // Polled but not yet handed over: never archived, so the next owner reads them again.
             state.pending.retain(|f| !tps.contains(&f.tp));
             state.pending_bytes = state.pending.iter().map(|f| f.record.payload_size()).sum();
         }
-        if self.crashed.load(Ordering::SeqCst) || tps.is_empty() {
-            return;
+        if !self.crashed.load(Ordering::SeqCst) && !tps.is_empty() {
+            info!(partitions = ?tps.iter().map(ToString::to_string).collect::<Vec<_>>(), lost, "partitions revoked; flushing");
+            let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
+            let sent = self.control.send(Control::Revoked { partitions: tps.to_vec(), lost, reply: reply_tx });
+            if sent.is_ok() && reply_rx.recv_timeout(self.revoke_wait).is_err() {
+                error!("the pipeline did not finish revoking within {:?}", self.revoke_wait);
+            }
+            // Commit what became durable while the partitions are still ours, so the next owner's
+            // listing starts at the right key.
+            if !lost {
+                self.commit_pending(consumer, CommitMode::Sync);
+            }
         }
-        info!(partitions = ?tps.iter().map(ToString::to_string).collect::<Vec<_>>(), lost, "partitions revoked; flushing");
-        let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
-        let sent = self.control.send(Control::Revoked { partitions: tps.to_vec(), lost, reply: reply_tx });
-        if sent.is_ok() && reply_rx.recv_timeout(self.revoke_wait).is_err() {
-            error!("the pipeline did not finish revoking within {:?}", self.revoke_wait);
-        }
-        // Commit what became durable before the partitions go, so the next owner's hint is fresh.
-        if !lost {
-            self.commit_pending(consumer, CommitMode::Sync);
+        let mut state = self.state.lock().expect("source state");
+        for tp in tps {
+            state.assigned.remove(tp);
         }
     }
 

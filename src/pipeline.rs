@@ -589,6 +589,16 @@ mod tests {
             }
         }
 
+        async fn next_commit(&self) -> Commit {
+            for _ in 0..200 {
+                if let Ok(c) = self.commits.try_recv() {
+                    return c;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            panic!("no commit within 5 s");
+        }
+
         /// Waits until the pipeline has taken every record sent so far.
         async fn drained(&self) {
             while self.records.capacity() < self.records.max_capacity() {
@@ -622,15 +632,18 @@ mod tests {
         *h.store.put_delay.lock().unwrap() = Duration::from_millis(150);
         h.assign(0, Some(0)).await;
         h.send(0, 0..9, 10).await;
-        h.wait_keys(3).await;
+        // Each commit is queued once its upload returned, so after three the log is complete.
+        let mut commits = Vec::new();
+        for _ in 0..3 {
+            commits.push(h.next_commit().await.next_offset);
+        }
+        assert_eq!(commits, vec![3, 6, 9]);
         let log = h.store.log.lock().unwrap().clone();
         let expected: Vec<String> = [(0, 2), (3, 5), (6, 8)]
             .iter()
             .flat_map(|(s, e)| [format!("start {}", key(0, *s, *e)), format!("done {}", key(0, *s, *e))])
             .collect();
         assert_eq!(log, expected);
-        let commits: Vec<i64> = (0..3).map(|_| h.commits.recv_timeout(Duration::from_secs(5)).unwrap().next_offset).collect();
-        assert_eq!(commits, vec![3, 6, 9]);
         h.task.abort();
     }
 
