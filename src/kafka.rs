@@ -419,8 +419,7 @@ impl KafkaSource {
             // An out-of-range position must surface as an error we handle, never as a silent jump.
             .set("auto.offset.reset", "error")
             .set("enable.partition.eof", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky")
-            .set("queued.max.messages.kbytes", "16384");
+            .set("partition.assignment.strategy", "cooperative-sticky");
         for (k, v) in &settings.kafka_props {
             config.set(k, v);
         }

@@ -331,6 +331,7 @@ async fn recover(
     };
     Stats::add(&stats.recoveries, 1);
     Stats::add(&stats.recovery_list_requests, u64::from(recovered.list_requests));
+    Stats::add(&stats.recovery_objects_seen, recovered.objects_seen);
     for key in &recovered.ignored_keys {
         warn!(tp = %p.tp, key, "ignoring an object in the partition folder that is not an archive object");
     }

@@ -17,6 +17,8 @@ pub struct Stats {
     pub partitions_stopped: AtomicU64,
     pub recoveries: AtomicU64,
     pub recovery_list_requests: AtomicU64,
+    /// Objects listed by recoveries (one per partition when the commit hint is exact).
+    pub recovery_objects_seen: AtomicU64,
 }
 
 impl Stats {

@@ -32,6 +32,7 @@ async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
         dest: Some(format!("file://{}", dir.path().join("archive").display())),
         roll_age: Some("300ms".parse().unwrap()),
         spool_dir: Some(dir.path().join("spool")),
+        kafka_flags: vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()],
         ..Settings::default()
     }
     .validate()
