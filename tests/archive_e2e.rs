@@ -175,3 +175,60 @@ async fn a_missing_bucket_fails_fast_with_its_name() {
     assert!(log.contains("bucket \"ksa-no-such-bucket\" does not exist"), "{log}");
     assert!(log.contains("create the bucket"), "{log}");
 }
+
+/// Files larger than the spool memory threshold wait on disk, and files past the multipart threshold
+/// go up as parallel multipart uploads; the archive is still exact and the spool is emptied.
+#[tokio::test(flavor = "multi_thread")]
+async fn s3_large_files_spool_to_disk_and_upload_in_parts() {
+    let dest = TestDest::s3().await;
+    let topic = unique("large");
+    create_topic(&topic, 2).await;
+    let produced = produce(&brokers(), &topic, 2, 0..30_000, 1024).await.expect("produce");
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = archiver_args(&dest, &unique("g"), &topic, 1_000_000, spool.path());
+    args.extend(
+        ["--compression", "none", "--roll-bytes", "12MiB", "--spool-memory-threshold", "1MiB", "--upload-part-size", "5MiB"]
+            .map(String::from),
+    );
+    let mut archiver = ArchiverProcess::spawn("large", &args);
+    let store = dest.store().await;
+    wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "log:\n{}", archiver.log_text());
+    let keys = kafka_s3_archiver::store::list_all(store.as_ref(), &dest.prefix().topic_folder(&topic)).await.unwrap();
+    let mut multipart_sized = 0;
+    for k in &keys {
+        if store.head(k).await.unwrap().unwrap() > 10 << 20 {
+            multipart_sized += 1;
+        }
+    }
+    assert!(multipart_sized >= 2, "expected files over the 10 MiB multipart threshold: {keys:?}");
+    assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0, "spool files left behind");
+    assert_exact(&dest, &topic, &produced).await;
+}
+
+/// A second SIGTERM exits at once, without waiting for the flush.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_signal_exits_at_once() {
+    let dest = TestDest::file();
+    let topic = unique("twice");
+    create_topic(&topic, 1).await;
+    produce(&brokers(), &topic, 1, 0..100, 100).await.expect("produce");
+    let spool = tempfile::tempdir().unwrap();
+    let mut archiver = ArchiverProcess::spawn("twice", &archiver_args(&dest, &unique("g"), &topic, 1_000_000, spool.path()));
+    wait_log(&mut archiver, "recovered position from the archive").await;
+    let pid = archiver.pid().to_string();
+    for _ in 0..2 {
+        std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = archiver.try_wait() {
+            break status;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "still running:\n{}", archiver.log_text());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(status.code(), Some(130), "log:\n{}", archiver.log_text());
+    assert!(archiver.log_text().contains("second signal"));
+}

@@ -198,6 +198,10 @@ impl ArchiverProcess {
         }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().expect("wait")
     }
