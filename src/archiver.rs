@@ -6,6 +6,7 @@ use std::sync::Arc;
 use thiserror::Error;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tracing::warn;
 
 use crate::config::ArchiverConfig;
 use crate::core::destination::Destination;
@@ -33,11 +34,12 @@ pub enum ArchiverError {
     Join(#[from] tokio::task::JoinError),
 }
 
-/// Opens the store a destination names.
+/// Opens the store a destination names. On S3, first aborts our multipart uploads that crashes left
+/// behind (older than `--abort-stale-uploads-after`).
 pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
     Ok(match &config.dest {
-        Destination::S3 { bucket, .. } => Arc::new(
-            S3Store::connect(S3Settings {
+        Destination::S3 { bucket, prefix } => {
+            let store = S3Store::connect(S3Settings {
                 bucket: bucket.clone(),
                 endpoint: config.s3_endpoint.clone(),
                 region: config.s3_region.clone(),
@@ -46,8 +48,13 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
                 part_concurrency: config.upload_concurrency,
                 attempt_timeout: config.s3_attempt_timeout,
             })
-            .await,
-        ),
+            .await;
+            let aborted = store.abort_stale_uploads(prefix, config.abort_stale_uploads_after).await?;
+            if !aborted.is_empty() {
+                warn!(count = aborted.len(), keys = ?aborted, "aborted stale multipart uploads left by earlier crashes");
+            }
+            Arc::new(store)
+        }
         Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
     })
 }

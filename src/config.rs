@@ -115,6 +115,9 @@ pub struct Settings {
     /// How long a revoked partition may take to upload its open file before it is dropped. [default: 20s]
     #[arg(long, env = "KSA_REVOKE_TIMEOUT")]
     pub revoke_timeout: Option<HumanDuration>,
+    /// On start, abort our multipart uploads older than this (left by crashes). [default: 24h]
+    #[arg(long, env = "KSA_ABORT_STALE_UPLOADS_AFTER")]
+    pub abort_stale_uploads_after: Option<HumanDuration>,
 }
 
 macro_rules! prefer {
@@ -138,7 +141,8 @@ impl Settings {
         let mut merged = prefer!(
             self, file, brokers, group, topic_regex, dest, s3_endpoint, s3_region, format, compression,
             roll_records, roll_bytes, roll_age, start_from, spool_dir, spool_memory_threshold, max_buffer_bytes,
-            max_spool_bytes, upload_part_size, upload_concurrency, s3_attempt_timeout, revoke_timeout
+            max_spool_bytes, upload_part_size, upload_concurrency, s3_attempt_timeout, revoke_timeout,
+            abort_stale_uploads_after
         );
         merged.topics = topics;
         merged.kafka = kafka;
@@ -225,6 +229,7 @@ impl Settings {
             upload_concurrency: self.upload_concurrency.unwrap_or(4).max(1),
             s3_attempt_timeout: self.s3_attempt_timeout.map_or(Duration::from_secs(60), |d| d.0),
             revoke_timeout: self.revoke_timeout.map_or(Duration::from_secs(20), |d| d.0),
+            abort_stale_uploads_after: self.abort_stale_uploads_after.map_or(Duration::from_secs(24 * 3600), |d| d.0),
         })
     }
 }
@@ -280,6 +285,7 @@ pub struct ArchiverConfig {
     pub upload_concurrency: usize,
     pub s3_attempt_timeout: Duration,
     pub revoke_timeout: Duration,
+    pub abort_stale_uploads_after: Duration,
 }
 
 #[cfg(test)]

@@ -67,8 +67,9 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
         None => Settings::default(),
     };
     let config = flags.over(file).validate()?;
-    let store = open_store(&config).await?;
-    preflight(&config, store.as_ref()).await.with_context(|| format!("cannot use the archive at {}", config.dest))?;
+    let cannot_use = || format!("cannot use the archive at {}", config.dest);
+    let store = open_store(&config).await.with_context(cannot_use)?;
+    preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
     info!(dest = %config.dest, group = %config.group, topics = ?config.subscription, "starting");
     let archiver = Archiver::start(&config, store)?;
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;

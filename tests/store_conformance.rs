@@ -70,8 +70,12 @@ async fn local_store_conforms() {
     let dir = tempfile::tempdir().unwrap();
     let store = kafka_s3_archiver::store::LocalStore::new(dir.path()).unwrap();
     conformance(&store, 3 << 20).await;
-    // Temporary files never show up as objects.
+    // Temporary files never show up as objects, and those of crashed processes are removed on open.
     assert!(list_all(&store, "").await.unwrap().iter().all(|k| !k.contains(".ksa-tmp")));
+    let leftover = dir.path().join(".ksa-tmp").join(format!("{}-7.tmp", u32::MAX));
+    std::fs::write(&leftover, b"half an object").unwrap();
+    kafka_s3_archiver::store::LocalStore::new(dir.path()).unwrap();
+    assert!(!leftover.exists());
 }
 
 #[tokio::test]
@@ -88,4 +92,30 @@ async fn s3_missing_bucket_is_a_permanent_error_naming_the_bucket() {
     let err = store.put_if_absent("k", &mem(b"x"), 1).await.unwrap_err();
     assert!(!err.is_transient(), "{err}");
     assert!(err.to_string().contains("no-such-bucket-here"), "{err}");
+}
+
+/// Multipart uploads left by a crash are invisible; on start ours (and only ours) are aborted once old.
+#[tokio::test]
+async fn s3_stale_multipart_uploads_of_ours_are_aborted() {
+    use kafka_s3_archiver::core::object_key::Prefix;
+    let bucket = unique("stale").to_lowercase();
+    let store = s3_store_with(&bucket, 5 << 20).await;
+    let ours = "arch/topic=t/partition=0/t+0+00000000000000000000+00000000000000000009.parquet";
+    let foreign = "arch/exports/report.csv";
+    for key in [ours, foreign] {
+        store.client().create_multipart_upload().bucket(&bucket).key(key).send().await.unwrap();
+    }
+    let pending = || async {
+        let out = store.client().list_multipart_uploads().bucket(&bucket).send().await.unwrap();
+        let mut keys: Vec<String> = out.uploads().iter().filter_map(|u| u.key().map(str::to_string)).collect();
+        keys.sort();
+        keys
+    };
+    let prefix = Prefix::new("arch");
+    let aborted = store.abort_stale_uploads(&prefix, std::time::Duration::from_secs(3600)).await.unwrap();
+    assert!(aborted.is_empty(), "fresh uploads may still be completing: {aborted:?}");
+    assert_eq!(pending().await.len(), 2);
+    let aborted = store.abort_stale_uploads(&prefix, std::time::Duration::ZERO).await.unwrap();
+    assert_eq!(aborted, vec![ours.to_string()]);
+    assert_eq!(pending().await, vec![foreign.to_string()]);
 }

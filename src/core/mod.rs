@@ -10,4 +10,5 @@ pub mod record;
 pub mod recovery;
 pub mod roll;
 pub mod spool;
+pub mod stale;
 pub mod units;

@@ -50,20 +50,26 @@ impl SpoolConfig {
     /// process sharing the directory are left alone.
     pub fn prepare_dir(&self) -> io::Result<()> {
         fs::create_dir_all(&self.dir)?;
-        for entry in fs::read_dir(&self.dir)? {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(stem) = name.strip_suffix(".spool") else { continue };
-            let owner_alive = stem
-                .split_once('-')
-                .and_then(|(pid, _)| pid.parse::<u32>().ok())
-                .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
-            if !owner_alive {
-                fs::remove_file(entry.path())?;
-            }
-        }
-        Ok(())
+        remove_files_of_dead_processes(&self.dir, ".spool")
     }
+}
+
+/// Removes the files in `dir` named `<pid>-<anything><suffix>` whose process is gone. Temporary files
+/// are named this way so that processes sharing a directory never remove each other's live files.
+pub fn remove_files_of_dead_processes(dir: &Path, suffix: &str) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(suffix) else { continue };
+        let owner_alive = stem
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        if !owner_alive {
+            fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 static SPOOL_SEQ: AtomicU64 = AtomicU64::new(0);

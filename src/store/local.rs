@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::{ObjectStore, PutOutcome, StoreError};
 use crate::core::recovery::{ListPage, ListRequest};
-use crate::core::spool::SpoolData;
+use crate::core::spool::{remove_files_of_dead_processes, SpoolData};
 
 const TMP_DIR: &str = ".ksa-tmp";
 static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -23,12 +23,17 @@ pub struct LocalStore {
 }
 
 impl LocalStore {
+    /// Opens (creating it if needed) an archive directory, removing temporary files that crashed
+    /// processes left behind (the local counterpart of stale multipart uploads).
     pub fn new(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let root = root.into();
-        fs::create_dir_all(root.join(TMP_DIR)).map_err(|e| StoreError::Permanent {
-            what: format!("cannot create archive directory {}: {e}", root.display()),
-            fix: "check that the path is writable by this user".into(),
-        })?;
+        let tmp = root.join(TMP_DIR);
+        fs::create_dir_all(&tmp)
+            .and_then(|()| remove_files_of_dead_processes(&tmp, ".tmp"))
+            .map_err(|e| StoreError::Permanent {
+                what: format!("cannot prepare archive directory {}: {e}", root.display()),
+                fix: "check that the path is writable by this user".into(),
+            })?;
         Ok(Self { root })
     }
 

@@ -2,7 +2,7 @@
 //! overwritten; large files go up as multipart uploads with parts sent in parallel, and only
 //! CompleteMultipartUpload makes them visible.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use aws_config::retry::RetryConfig;
@@ -16,7 +16,9 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use super::{ObjectStore, PutOutcome, StoreError};
+use crate::core::object_key::Prefix;
 use crate::core::recovery::{ListPage, ListRequest};
+use crate::core::stale::{stale_uploads, PendingUpload};
 use crate::core::spool::SpoolData;
 
 /// How to reach S3 and how to upload.
@@ -67,6 +69,53 @@ impl S3Store {
             )
             .build();
         Self { client: Client::from_conf(config), settings }
+    }
+
+    /// Aborts our multipart uploads under `prefix` that were started more than `older_than` ago and
+    /// never completed (left by crashes). Returns the keys aborted.
+    pub async fn abort_stale_uploads(&self, prefix: &Prefix, older_than: Duration) -> Result<Vec<String>, StoreError> {
+        let bucket = &self.settings.bucket;
+        let mut pending = Vec::new();
+        let (mut key_marker, mut id_marker) = (None::<String>, None::<String>);
+        loop {
+            let out = self
+                .client
+                .list_multipart_uploads()
+                .bucket(bucket)
+                .prefix(prefix.as_str())
+                .set_key_marker(key_marker.clone())
+                .set_upload_id_marker(id_marker.clone())
+                .send()
+                .await
+                .map_err(|e| self.classify("ListMultipartUploads", prefix.as_str(), e))?;
+            for u in out.uploads() {
+                if let (Some(key), Some(id), Some(started)) = (u.key(), u.upload_id(), u.initiated()) {
+                    let started = SystemTime::try_from(*started).unwrap_or(SystemTime::UNIX_EPOCH);
+                    pending.push(PendingUpload { key: key.to_string(), id: id.to_string(), started });
+                }
+            }
+            if !out.is_truncated().unwrap_or(false) {
+                break;
+            }
+            key_marker = out.next_key_marker().map(str::to_string);
+            id_marker = out.next_upload_id_marker().map(str::to_string);
+            if key_marker.is_none() && id_marker.is_none() {
+                break;
+            }
+        }
+        let mut aborted = Vec::new();
+        for u in stale_uploads(&pending, prefix, SystemTime::now(), older_than) {
+            self.client
+                .abort_multipart_upload()
+                .bucket(bucket)
+                .key(&u.key)
+                .upload_id(&u.id)
+                .send()
+                .await
+                .map_err(|e| self.classify("AbortMultipartUpload", &u.key, e))?;
+            aborted.push(u.key.clone());
+        }
+        Ok(aborted)
     }
 
     /// The underlying client, for tests that need bucket-level calls.
