@@ -2,6 +2,8 @@
 //! partition, never silently skip the new records; other partitions go on. Uses librdkafka's mock
 //! cluster so the broker's out-of-range answer is exact.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,6 +17,7 @@ use kafka_s3_archiver::core::spool::SpoolData;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::stats::Stats;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
+use common::mock_settings;
 use rdkafka::mocking::MockCluster;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -25,16 +28,7 @@ async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
     produce(&bootstrap, "recreated", 2, 0..40, 50).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let config = Settings {
-        brokers: Some(bootstrap.clone()),
-        group: Some("g".into()),
-        topics: vec!["recreated".into()],
-        dest: Some(format!("file://{}", dir.path().join("archive").display())),
-        roll_age: Some("300ms".parse().unwrap()),
-        spool_dir: Some(dir.path().join("spool")),
-        kafka_flags: vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()],
-        ..Settings::default()
-    }
+    let config = Settings { topics: vec!["recreated".into()], ..mock_settings(&bootstrap, dir.path()) }
     .validate()
     .unwrap();
     let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();

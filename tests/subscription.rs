@@ -1,5 +1,7 @@
 //! `--topic-regex` archives every matching topic (and only those). Uses librdkafka's mock cluster.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -8,6 +10,7 @@ use kafka_s3_archiver::check::{compare, read_topic};
 use kafka_s3_archiver::config::Settings;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
+use common::mock_settings;
 use rdkafka::mocking::MockCluster;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -22,16 +25,7 @@ async fn a_regex_subscription_archives_every_matching_topic() {
     produce(&bootstrap, "payments", 2, 0..100, 40).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let config = Settings {
-        brokers: Some(bootstrap),
-        group: Some("g".into()),
-        topic_regex: Some("orders-.*".into()),
-        dest: Some(format!("file://{}", dir.path().join("archive").display())),
-        roll_age: Some("300ms".parse().unwrap()),
-        spool_dir: Some(dir.path().join("spool")),
-        kafka_flags: vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()],
-        ..Settings::default()
-    }
+    let config = Settings { topic_regex: Some("orders-.*".into()), ..mock_settings(&bootstrap, dir.path()) }
     .validate()
     .unwrap();
     let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
@@ -62,15 +56,9 @@ async fn a_restart_in_the_same_group_lists_once_per_partition() {
 
     let dir = tempfile::tempdir().unwrap();
     let config = Settings {
-        brokers: Some(bootstrap.clone()),
-        group: Some("same-group".into()),
         topics: vec!["hinted".into()],
-        dest: Some(format!("file://{}", dir.path().join("archive").display())),
         roll_records: Some(100),
-        roll_age: Some("300ms".parse().unwrap()),
-        spool_dir: Some(dir.path().join("spool")),
-        kafka_flags: vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()],
-        ..Settings::default()
+        ..mock_settings(&bootstrap, dir.path())
     }
     .validate()
     .unwrap();

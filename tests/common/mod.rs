@@ -265,6 +265,19 @@ pub async fn wait_log(proc_: &mut ArchiverProcess, text: &str) {
     }
 }
 
+/// Settings for an in-process archiver on librdkafka's mock cluster, archiving into `dir/archive`.
+pub fn mock_settings(bootstrap: &str, dir: &Path) -> kafka_s3_archiver::config::Settings {
+    kafka_s3_archiver::config::Settings {
+        brokers: Some(bootstrap.to_string()),
+        group: Some("g".into()),
+        dest: Some(format!("file://{}", dir.join("archive").display())),
+        roll_age: Some("300ms".parse().unwrap()),
+        spool_dir: Some(dir.join("spool")),
+        kafka_flags: vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()],
+        ..Default::default()
+    }
+}
+
 pub fn last_offsets(produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) -> BTreeMap<i32, i64> {
     produced.iter().filter_map(|(p, r)| r.last().map(|r| (*p, r.offset))).collect()
 }
