@@ -117,6 +117,10 @@ impl Builders {
 pub struct ParquetEncoder {
     writer: ArrowWriter<Spool>,
     builders: Builders,
+    /// The writer's in-progress row group size and memory, measured when a batch is written (they
+    /// change only then), so the per-record size checks stay O(1).
+    writer_in_progress: u64,
+    writer_memory: u64,
 }
 
 impl ParquetEncoder {
@@ -133,7 +137,7 @@ impl ParquetEncoder {
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
         let writer = ArrowWriter::try_new(spool, schema(), Some(props))?;
-        Ok(Self { writer, builders: Builders::new() })
+        Ok(Self { writer, builders: Builders::new(), writer_in_progress: 0, writer_memory: 0 })
     }
 
     pub fn append(&mut self, record: &Record) -> Result<(), EncodeError> {
@@ -148,16 +152,18 @@ impl ParquetEncoder {
         if self.builders.rows > 0 {
             let batch = self.builders.take_batch()?;
             self.writer.write(&batch)?;
+            self.writer_in_progress = self.writer.in_progress_size() as u64;
+            self.writer_memory = self.writer.memory_size() as u64;
         }
         Ok(())
     }
 
     pub fn encoded_size(&self) -> u64 {
-        self.writer.inner().len() + self.writer.in_progress_size() as u64 + self.builders.bytes
+        self.writer.inner().len() + self.writer_in_progress + self.builders.bytes
     }
 
     pub fn buffered_memory(&self) -> u64 {
-        self.writer.memory_size() as u64 + self.builders.bytes
+        self.writer_memory + self.builders.bytes
     }
 
     pub fn finish(mut self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
