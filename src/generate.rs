@@ -16,7 +16,7 @@ const BASE_TIMESTAMP_MS: i64 = 1_767_225_600_000;
 
 /// Record number `i`, with a value of about `value_size` bytes. Its offset is set once produced.
 pub fn generated(i: usize, value_size: usize) -> Record {
-    let key = (i % 7 != 0).then(|| format!("customer-{}", i % 101).into_bytes());
+    let key = (!i.is_multiple_of(7)).then(|| format!("customer-{}", i % 101).into_bytes());
     let value = match i % 10 {
         0 => None,
         1 => Some((0..value_size.max(1)).map(|b| ((i * 31 + b) % 256) as u8).collect()),
@@ -28,7 +28,7 @@ pub fn generated(i: usize, value_size: usize) -> Record {
         }
     };
     let mut headers = vec![Header { key: "seq".into(), value: Some(i.to_string().into_bytes()) }];
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         headers.push(Header { key: "trace".into(), value: Some(vec![0, 159, 146, 150]) });
     }
     Record {

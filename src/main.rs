@@ -28,6 +28,7 @@ enum LogFormat {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once
 enum Command {
     /// Archive topics until SIGTERM/SIGINT (a second signal exits at once).
     Run {

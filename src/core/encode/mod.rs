@@ -141,14 +141,14 @@ pub struct FileMeta {
 /// An open file of one partition.
 pub enum FileEncoder {
     Parquet(Box<ParquetEncoder>),
-    Jsonl(JsonlEncoder),
+    Jsonl(Box<JsonlEncoder>),
 }
 
 impl FileEncoder {
     pub fn new(spec: FileSpec, spool: Spool) -> Result<Self, EncodeError> {
         Ok(match spec.format {
             Format::Parquet => FileEncoder::Parquet(Box::new(ParquetEncoder::new(spec.compression, spool)?)),
-            Format::Jsonl => FileEncoder::Jsonl(JsonlEncoder::new(spec.compression, spool)?),
+            Format::Jsonl => FileEncoder::Jsonl(Box::new(JsonlEncoder::new(spec.compression, spool)?)),
         })
     }
 
