@@ -30,6 +30,8 @@ use crate::core::recovery::CommitHint;
 use crate::stats::Stats;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long start-up waits for the brokers to answer before giving up with a clear error.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long one hand-over waits for room in the pipeline's channel before polling again (which keeps
 /// rebalance callbacks served).
 const HAND_OVER_WAIT: Duration = Duration::from_millis(100);
@@ -44,6 +46,10 @@ pub enum SourceError {
     Subscribe { topics: Vec<String>, source: KafkaError },
     #[error("fatal Kafka consumer error: {0}. The archiver stops; restart it once the cause is fixed")]
     Fatal(KafkaError),
+    #[error("cannot reach the Kafka brokers {brokers} within {timeout:?} ({source}). Check --brokers, the network, and the TLS/SASL settings (--kafka)")]
+    Unreachable { brokers: String, timeout: Duration, source: KafkaError },
+    #[error("topic {topic:?} does not exist on {brokers}: create it, or correct --topic")]
+    UnknownTopic { topic: String, brokers: String },
 }
 
 /// What the consumer settles for a newly assigned partition.
@@ -424,6 +430,7 @@ impl KafkaSource {
             config.set(k, v);
         }
         let consumer: BaseConsumer<ArchiverContext> = config.create_with_context(context).map_err(SourceError::Create)?;
+        check_topics(&consumer, settings)?;
         let topics: Vec<&str> = settings.subscription.iter().map(String::as_str).collect();
         consumer
             .subscribe(&topics)
@@ -454,6 +461,23 @@ impl KafkaSource {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.thread.join();
     }
+}
+
+/// Before subscribing: the brokers answer, and every topic named (not matched by a regex) exists.
+/// Blocks for up to `STARTUP_TIMEOUT`.
+fn check_topics(consumer: &BaseConsumer<ArchiverContext>, settings: &SourceSettings) -> Result<(), SourceError> {
+    let metadata = consumer.fetch_metadata(None, STARTUP_TIMEOUT).map_err(|source| SourceError::Unreachable {
+        brokers: settings.brokers.clone(),
+        timeout: STARTUP_TIMEOUT,
+        source,
+    })?;
+    for name in settings.subscription.iter().filter(|t| !t.starts_with('^')) {
+        let exists = metadata.topics().iter().any(|t| t.name() == name && t.error().is_none() && !t.partitions().is_empty());
+        if !exists {
+            return Err(SourceError::UnknownTopic { topic: name.clone(), brokers: settings.brokers.clone() });
+        }
+    }
+    Ok(())
 }
 
 fn poll_loop(consumer: BaseConsumer<ArchiverContext>, stop: Arc<AtomicBool>, shutdown_wait: Duration) -> Result<(), SourceError> {

@@ -72,7 +72,8 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     let store = open_store(&config).await.with_context(cannot_use)?;
     preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
     info!(dest = %config.dest, group = %config.group, topics = ?config.subscription, "starting");
-    let archiver = Archiver::start(&config, store)?;
+    // Start-up waits (bounded) for the brokers to answer: keep that off the async workers.
+    let archiver = tokio::task::block_in_place(|| Archiver::start(&config, store))?;
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     loop {

@@ -180,6 +180,13 @@ impl Pipeline {
             return Ok(());
         }
         writer.next_expected = Some(record.offset + 1);
+        if let Some(file) = &writer.open {
+            let stats = OpenFileStats { records: file.records, bytes: file.encoder.encoded_size(), opened_at: file.opened_at };
+            if let Some(reason) = self.settings.roll.before_append(&stats, record.payload_size()) {
+                self.roll(&tp, reason)?;
+            }
+        }
+        let writer = self.partitions.get_mut(&tp).expect("checked above");
         let encode_err = |source| PipelineError::Encode { tp: tp.clone(), source };
         if writer.open.is_none() {
             let encoder = FileEncoder::new(self.settings.spec, Spool::new(self.settings.spool.clone())).map_err(encode_err)?;
@@ -722,6 +729,20 @@ mod tests {
         h.drained().await;
         h.revoke(0, false).await;
         assert_eq!(h.keys().await, vec![key(0, 0, 4)]);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_record_larger_than_the_roll_size_gets_its_own_file() {
+        let roll = RollPolicy { max_records: 1000, max_bytes: 2000, max_age: Duration::from_secs(3600) };
+        let h = harness(roll, 1 << 30, Duration::from_secs(10));
+        h.assign(0, Some(0)).await;
+        h.send(0, 0..2, 10).await;
+        h.send(0, 2..3, 5000).await;
+        h.send(0, 3..4, 10).await;
+        h.drained().await;
+        h.revoke(0, false).await;
+        assert_eq!(h.keys().await, vec![key(0, 0, 1), key(0, 2, 2), key(0, 3, 3)]);
         h.task.abort();
     }
 

@@ -232,3 +232,36 @@ async fn a_second_signal_exits_at_once() {
     assert_eq!(status.code(), Some(130), "log:\n{}", archiver.log_text());
     assert!(archiver.log_text().contains("second signal"));
 }
+
+/// A topic that does not exist, or brokers that do not answer, stop the archiver at start with a
+/// one-line error that names the input.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_topic_or_unreachable_brokers_fail_clearly() {
+    let dest = TestDest::file();
+    let spool = tempfile::tempdir().unwrap();
+    let missing = unique("no-such-topic");
+    let closed_port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut unreachable = archiver_args(&dest, &unique("g"), "anything", 10, spool.path());
+    let at = unreachable.iter().position(|a| a == "--brokers").unwrap() + 1;
+    unreachable[at] = format!("127.0.0.1:{closed_port}");
+    let cases = [
+        (archiver_args(&dest, &unique("g"), &missing, 10, spool.path()), format!("topic \"{missing}\" does not exist")),
+        (unreachable, format!("cannot reach the Kafka brokers 127.0.0.1:{closed_port}")),
+    ];
+    for (args, expected) in cases {
+        let mut archiver = ArchiverProcess::spawn("badinput", &args);
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = archiver.try_wait() {
+                break status;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(40), "still running:\n{}", archiver.log_text());
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        assert!(!status.success());
+        assert!(archiver.log_text().contains(&expected), "expected {expected:?} in:\n{}", archiver.log_text());
+    }
+}

@@ -45,6 +45,12 @@ pub struct OpenFileStats {
 }
 
 impl RollPolicy {
+    /// Checked before an append of a record of `record_bytes`: a record that would push a non-empty file
+    /// past the size limit goes into the next file (so one larger than the limit gets a file of its own).
+    pub fn before_append(&self, stats: &OpenFileStats, record_bytes: u64) -> Option<RollReason> {
+        (stats.records > 0 && stats.bytes.saturating_add(record_bytes) > self.max_bytes).then_some(RollReason::Bytes)
+    }
+
     /// Checked after every append.
     pub fn after_append(&self, stats: &OpenFileStats) -> Option<RollReason> {
         if stats.records >= self.max_records {
@@ -104,6 +110,17 @@ mod tests {
         assert_eq!(p.after_append(&s(100, 0)), Some(RollReason::Records));
         assert_eq!(p.after_append(&s(1, 1000)), Some(RollReason::Bytes));
         assert_eq!(p.after_append(&s(100, 5000)), Some(RollReason::Records));
+    }
+
+    #[test]
+    fn a_record_that_does_not_fit_starts_the_next_file() {
+        let t0 = Instant::now();
+        let p = policy();
+        let s = |records, bytes| OpenFileStats { records, bytes, opened_at: t0 };
+        assert_eq!(p.before_append(&s(0, 0), 5000), None, "an empty file takes any record");
+        assert_eq!(p.before_append(&s(3, 900), 100), None);
+        assert_eq!(p.before_append(&s(3, 900), 101), Some(RollReason::Bytes));
+        assert_eq!(p.before_append(&s(1, 10), u64::MAX), Some(RollReason::Bytes));
     }
 
     #[test]
