@@ -162,14 +162,7 @@ async fn a_missing_bucket_fails_fast_with_its_name() {
     let dest = TestDest::S3 { bucket: "ksa-no-such-bucket".into() };
     let spool = tempfile::tempdir().unwrap();
     let mut archiver = ArchiverProcess::spawn("nobucket", &archiver_args(&dest, &unique("g"), "whatever", 10, spool.path()));
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = archiver.try_wait() {
-            break status;
-        }
-        assert!(started.elapsed() < std::time::Duration::from_secs(30), "still running:\n{}", archiver.log_text());
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let status = archiver.wait_exit(std::time::Duration::from_secs(30)).await;
     assert!(!status.success());
     let log = archiver.log_text();
     assert!(log.contains("bucket \"ksa-no-such-bucket\" does not exist"), "{log}");
@@ -221,14 +214,7 @@ async fn a_second_signal_exits_at_once() {
         std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = archiver.try_wait() {
-            break status;
-        }
-        assert!(started.elapsed() < std::time::Duration::from_secs(5), "still running:\n{}", archiver.log_text());
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let status = archiver.wait_exit(std::time::Duration::from_secs(5)).await;
     assert_eq!(status.code(), Some(130), "log:\n{}", archiver.log_text());
     assert!(archiver.log_text().contains("second signal"));
 }
@@ -253,14 +239,7 @@ async fn an_unknown_topic_or_unreachable_brokers_fail_clearly() {
     ];
     for (args, expected) in cases {
         let mut archiver = ArchiverProcess::spawn("badinput", &args);
-        let started = std::time::Instant::now();
-        let status = loop {
-            if let Some(status) = archiver.try_wait() {
-                break status;
-            }
-            assert!(started.elapsed() < std::time::Duration::from_secs(40), "still running:\n{}", archiver.log_text());
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        };
+        let status = archiver.wait_exit(std::time::Duration::from_secs(40)).await;
         assert!(!status.success());
         assert!(archiver.log_text().contains(&expected), "expected {expected:?} in:\n{}", archiver.log_text());
     }

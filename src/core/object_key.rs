@@ -33,15 +33,6 @@ impl FileKind {
     pub fn from_extension(ext: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.extension() == ext)
     }
-
-    pub fn content_type(self) -> &'static str {
-        match self {
-            FileKind::Parquet => "application/vnd.apache.parquet",
-            FileKind::Jsonl => "application/x-ndjson",
-            FileKind::JsonlGz => "application/gzip",
-            FileKind::JsonlZst => "application/zstd",
-        }
-    }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]

@@ -87,10 +87,6 @@ impl OffsetRange {
     pub fn next(&self) -> i64 {
         self.end + 1
     }
-
-    pub fn contains(&self, offset: i64) -> bool {
-        self.start <= offset && offset <= self.end
-    }
 }
 
 impl fmt::Display for OffsetRange {
@@ -126,6 +122,5 @@ mod tests {
         assert!(OffsetRange::new(-1, 4).is_err());
         let r = OffsetRange::new(10, 19).unwrap();
         assert_eq!(r.next(), 20);
-        assert!(r.contains(10) && r.contains(19) && !r.contains(20) && !r.contains(9));
     }
 }

@@ -205,13 +205,6 @@ impl SealedSpool {
             SpoolData::Disk(path) => Ok(fs::read(path)?.into()),
         }
     }
-
-    pub fn disk_path(&self) -> Option<&Path> {
-        match &self.data {
-            SpoolData::Memory(_) => None,
-            SpoolData::Disk(p) => Some(p),
-        }
-    }
 }
 
 impl Drop for SealedSpool {
@@ -241,7 +234,7 @@ mod tests {
         assert!(!s.on_disk());
         assert_eq!((cfg.usage.memory(), cfg.usage.disk()), (60, 0));
         let sealed = s.seal().unwrap();
-        assert!(sealed.disk_path().is_none());
+        assert!(matches!(sealed.data(), SpoolData::Memory(_)));
         assert_eq!(sealed.read_all().unwrap().as_ref(), &[1; 60]);
         assert_eq!(cfg.usage.memory(), 60);
         drop(sealed);
@@ -258,7 +251,7 @@ mod tests {
         assert!(s.on_disk());
         assert_eq!((cfg.usage.memory(), cfg.usage.disk()), (0, 160));
         let sealed = s.seal().unwrap();
-        let path = sealed.disk_path().unwrap().to_path_buf();
+        let SpoolData::Disk(path) = sealed.data().clone() else { panic!("expected a spool file") };
         let data = sealed.read_all().unwrap();
         assert_eq!(&data[..80], &[7; 80]);
         assert_eq!(&data[80..], &[8; 80]);

@@ -202,8 +202,16 @@ impl ArchiverProcess {
         self.child.id()
     }
 
-    pub fn try_wait(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().expect("wait")
+    /// Waits for the process to exit on its own within `within`.
+    pub async fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(started.elapsed() < within, "{} still running after {within:?}; log:\n{}", self.name, self.log_text());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     pub fn assert_running(&mut self) {
