@@ -1,6 +1,5 @@
 //! Wires a Kafka source, a pipeline and a store into a running archiver.
 
-use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 
 use thiserror::Error;
@@ -12,7 +11,7 @@ use crate::config::ArchiverConfig;
 use crate::core::destination::Destination;
 use crate::core::recovery::ListRequest;
 use crate::core::spool::{SpoolConfig, SpoolUsage};
-use crate::kafka::{KafkaSource, SourceError, SourceSettings};
+use crate::kafka::{KafkaSource, SourceError, SourceLink, SourceSettings};
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
 use crate::stats::Stats;
 use crate::store::{LocalStore, ObjectStore, S3Settings, S3Store, StoreError};
@@ -59,11 +58,36 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
     })
 }
 
+/// Opens a destination for reading (`verify`): no uploads, no clean-up.
+pub async fn open_reader(dest: &Destination, endpoint: Option<String>, region: Option<String>) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    Ok(match dest {
+        Destination::S3 { bucket, .. } => Arc::new(
+            S3Store::connect(S3Settings {
+                bucket: bucket.clone(),
+                endpoint,
+                region,
+                multipart_threshold: 16 << 20,
+                part_size: 8 << 20,
+                part_concurrency: 1,
+                attempt_timeout: std::time::Duration::from_secs(60),
+            })
+            .await,
+        ),
+        Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
+    })
+}
+
 /// Checks, before anything consumes, that the archive can be listed: a missing bucket or wrong
 /// credentials fail here with a message that says what to fix.
 pub async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
     let req = ListRequest { prefix: config.dest.prefix().as_str().to_string(), start_after: None };
     store.list(&req, 1).await.map(|_| ())
+}
+
+/// Names this process in claims: host and pid.
+fn writer_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    format!("{}:{}", if host.is_empty() { "unknown-host" } else { &host }, std::process::id())
 }
 
 /// A running archiver.
@@ -86,7 +110,7 @@ impl Archiver {
         let stats = Arc::new(Stats::default());
         let (records_tx, records_rx) = mpsc::channel(RECORD_QUEUE);
         let (control_tx, control_rx) = mpsc::unbounded_channel();
-        let (commits_tx, commits_rx) = std_mpsc::channel();
+        let (link, commands) = SourceLink::new();
         let settings = PipelineSettings {
             prefix: config.dest.prefix().clone(),
             spec: config.spec,
@@ -96,8 +120,10 @@ impl Archiver {
             max_spool_bytes: config.max_spool_bytes,
             revoke_timeout: config.revoke_timeout,
             start_from: config.start_from,
+            claims: config.claims,
+            writer_id: writer_id(),
         };
-        let pipeline = Pipeline::new(settings, store, commits_tx, stats.clone());
+        let pipeline = Pipeline::new(settings, store, link.clone(), stats.clone());
         let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));
         let source = KafkaSource::spawn(
             &SourceSettings {
@@ -109,7 +135,8 @@ impl Archiver {
             },
             records_tx,
             control_tx,
-            commits_rx,
+            &link,
+            commands,
             stats.clone(),
         )?;
         Ok(Self { source, pipeline, stats })

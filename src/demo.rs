@@ -16,6 +16,7 @@ use crate::check::{archived_ends, compare, read_topic, CheckError, Comparison};
 use crate::config::{ConfigError, Settings};
 use crate::generate::produce;
 use crate::stats::Stats;
+use crate::verify::{verify, VerifyOptions};
 use crate::store::{list_all, ObjectStore, StoreError};
 
 const TOPIC: &str = "demo-orders";
@@ -33,10 +34,14 @@ pub enum DemoError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Check(#[from] CheckError),
+    #[error(transparent)]
+    Verify(#[from] crate::verify::VerifyError),
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, &'static str),
     #[error("the archive does not match what was produced: {0:?}")]
     Mismatch(Comparison),
+    #[error("verify found {0} problems in the archive")]
+    Problems(usize),
 }
 
 pub struct DemoOptions {
@@ -137,12 +142,28 @@ pub async fn run(opts: DemoOptions) -> Result<Comparison, DemoError> {
         comparison.unexpected,
         comparison.mislabelled_objects
     );
+    let options = VerifyOptions {
+        prefix: prefix.clone(),
+        topics: vec![TOPIC.to_string()],
+        partitions: vec![],
+        deep: true,
+        brokers: Some((bootstrap.clone(), vec![])),
+        concurrency: 8,
+    };
+    let report = verify(store.as_ref(), &options).await?;
+    println!("8. verify --deep --brokers (the same check an operator runs):");
+    for line in report.table().lines() {
+        println!("   {line}");
+    }
     println!("   archive: {}/archive ({:.1}s in all)", opts.dir.display(), started.elapsed().as_secs_f64());
-    if comparison.is_exact() {
-        println!("RESULT: OK: every produced record is in the archive exactly once, bytes equal");
-        Ok(comparison)
-    } else {
+    if !comparison.is_exact() {
         println!("RESULT: FAILED");
         Err(DemoError::Mismatch(comparison))
+    } else if !report.is_clean() {
+        println!("RESULT: FAILED");
+        Err(DemoError::Problems(report.problem_count()))
+    } else {
+        println!("RESULT: OK: every produced record is in the archive exactly once, bytes equal");
+        Ok(comparison)
     }
 }

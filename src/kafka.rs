@@ -7,8 +7,8 @@
 //! reached, uploads failing). Every assignment of a partition gets a new epoch, carried by its records:
 //! records still queued from an earlier assignment are recognised and ignored.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -24,6 +24,7 @@ use thiserror::Error;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use tracing::{debug, error, info, warn};
 
+use crate::core::audit::LogOffsets;
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::record::{Header, Record, TimestampKind};
 use crate::core::recovery::CommitHint;
@@ -96,7 +97,38 @@ pub enum Control {
 pub struct Commit {
     pub tp: TopicPartition,
     pub next_offset: i64,
-    pub object_start: i64,
+    pub chain_start: i64,
+}
+
+/// What the pipeline asks of the consumer thread.
+#[derive(Debug)]
+pub enum SourceCommand {
+    Commit(Commit),
+    /// Move a partition whose records carry `from_epoch` to `position`; records from then on carry
+    /// `epoch`. Sent when the pipeline re-recovered the partition (it lost a claim).
+    Seek { tp: TopicPartition, from_epoch: u64, epoch: u64, position: StartPosition },
+}
+
+/// What the pipeline holds of the source.
+#[derive(Debug, Clone)]
+pub struct SourceLink {
+    pub commands: std_mpsc::Sender<SourceCommand>,
+    /// Epochs are drawn from one counter by the consumer (assignments) and the pipeline (seeks).
+    pub epochs: Arc<AtomicU64>,
+    /// The consumer's last word on whether its assignment was lost (e.g. it stalled past the session
+    /// timeout): checked before claiming, to narrow a zombie's window (claims close it).
+    pub assignment_lost: Arc<AtomicBool>,
+}
+
+impl SourceLink {
+    pub fn new() -> (Self, std_mpsc::Receiver<SourceCommand>) {
+        let (commands, rx) = std_mpsc::channel();
+        (Self { commands, epochs: Arc::new(AtomicU64::new(1)), assignment_lost: Arc::new(AtomicBool::new(false)) }, rx)
+    }
+
+    pub fn next_epoch(&self) -> u64 {
+        self.epochs.fetch_add(1, Ordering::SeqCst)
+    }
 }
 
 /// Consumer settings the source needs.
@@ -122,7 +154,6 @@ struct Assigned {
 #[derive(Default)]
 struct SourceState {
     assigned: HashMap<TopicPartition, Assigned>,
-    next_epoch: u64,
     /// Records polled while the pipeline's channel was full.
     pending: VecDeque<Fetched>,
     /// Payload bytes of the pending records.
@@ -139,7 +170,11 @@ impl SourceState {
 struct ArchiverContext {
     records: mpsc::Sender<Fetched>,
     control: mpsc::UnboundedSender<Control>,
-    commits: Mutex<std_mpsc::Receiver<Commit>>,
+    commands: Mutex<std_mpsc::Receiver<SourceCommand>>,
+    /// Seeks that failed (the partition's fetch had not started yet), tried again on the next poll.
+    seeks_to_retry: Mutex<Vec<(SourceCommand, u32)>>,
+    epochs: Arc<AtomicU64>,
+    assignment_lost: Arc<AtomicBool>,
     state: Mutex<SourceState>,
     revoke_wait: Duration,
     /// Set when the process is crashing on purpose (demo): nothing more is flushed or committed.
@@ -196,11 +231,7 @@ impl ArchiverContext {
             warn!("could not read committed offsets ({e}); recovering from full archive listings");
             TopicPartitionList::new()
         });
-        let first_epoch = {
-            let mut state = self.state.lock().expect("source state");
-            state.next_epoch += tps.len() as u64;
-            state.next_epoch - tps.len() as u64
-        };
+        let first_epoch = self.epochs.fetch_add(tps.len() as u64, Ordering::SeqCst);
         let partitions: Vec<AssignedPartition> = tps
             .iter()
             .zip(first_epoch..)
@@ -259,7 +290,7 @@ impl ArchiverContext {
             // Commit what became durable while the partitions are still ours, so the next owner's
             // listing starts at the right key.
             if !lost {
-                self.commit_pending(consumer, CommitMode::Sync);
+                self.apply_commands(consumer, CommitMode::Sync);
             }
         }
         let mut state = self.state.lock().expect("source state");
@@ -268,11 +299,21 @@ impl ArchiverContext {
         }
     }
 
-    fn commit_pending(&self, consumer: &BaseConsumer<Self>, mode: CommitMode) {
-        let latest: HashMap<TopicPartition, Commit> = {
-            let rx = self.commits.lock().expect("commit queue");
-            rx.try_iter().map(|c| (c.tp.clone(), c)).collect()
-        };
+    /// Applies the pipeline's seeks and commits the latest durable position of each partition.
+    fn apply_commands(&self, consumer: &BaseConsumer<Self>, mode: CommitMode) {
+        let mut latest: HashMap<TopicPartition, Commit> = HashMap::new();
+        let mut seeks: Vec<(SourceCommand, u32)> = std::mem::take(&mut *self.seeks_to_retry.lock().expect("seek queue"));
+        for command in self.commands.lock().expect("command queue").try_iter() {
+            match command {
+                SourceCommand::Commit(c) => {
+                    latest.insert(c.tp.clone(), c);
+                }
+                seek @ SourceCommand::Seek { .. } => seeks.push((seek, 0)),
+            }
+        }
+        for (seek, attempts) in seeks {
+            self.seek(consumer, seek, attempts);
+        }
         if latest.is_empty() || self.crashed.load(Ordering::SeqCst) {
             return;
         }
@@ -281,7 +322,7 @@ impl ArchiverContext {
         for c in latest.values().filter(|c| state.assigned.contains_key(&c.tp)) {
             let mut e = tpl.add_partition(c.tp.topic(), c.tp.partition());
             if e.set_offset(Offset::Offset(c.next_offset)).is_ok() {
-                e.set_metadata(CommitHint::metadata_for(c.object_start));
+                e.set_metadata(CommitHint::metadata_for(c.chain_start));
             }
         }
         drop(state);
@@ -290,6 +331,44 @@ impl ArchiverContext {
                 // Commits are hints: the archive is the source of truth, so a failed commit costs a
                 // longer listing on the next recovery, nothing more.
                 warn!("committing offsets failed: {e}");
+            }
+        }
+    }
+
+    fn seek(&self, consumer: &BaseConsumer<Self>, command: SourceCommand, attempts: u32) {
+        let SourceCommand::Seek { tp, from_epoch, epoch, position } = &command else { return };
+        let mut state = self.state.lock().expect("source state");
+        let Some(a) = state.assigned.get_mut(tp).filter(|a| a.epoch == *from_epoch && !a.stopped) else {
+            return; // Revoked or re-assigned since: the new assignment recovered by itself.
+        };
+        let offset = match position {
+            StartPosition::Offset(o) => Offset::Offset(*o),
+            StartPosition::Earliest => Offset::Beginning,
+            StartPosition::Latest => Offset::End,
+            StartPosition::Stop => {
+                a.stopped = true;
+                let _ = consumer.pause(&tpl_of([tp]));
+                return;
+            }
+        };
+        match consumer.seek(tp.topic(), tp.partition(), offset, METADATA_TIMEOUT) {
+            Ok(()) => {
+                info!(%tp, ?position, "re-positioned after re-recovering from the archive");
+                a.epoch = *epoch;
+                a.awaiting_first = offset.to_raw().filter(|o| *o >= 0);
+                state.pending.retain(|f| &f.tp != tp);
+                state.pending_bytes = state.pending.iter().map(|f| f.record.payload_size()).sum();
+            }
+            Err(e) if attempts < 50 => {
+                debug!(%tp, "seek failed ({e}); trying again");
+                drop(state);
+                self.seeks_to_retry.lock().expect("seek queue").push((command, attempts + 1));
+            }
+            Err(e) => {
+                error!(%tp, "cannot seek to {position:?} ({e}); this partition is stopped. Restart the archiver");
+                a.stopped = true;
+                let _ = consumer.pause(&tpl_of([tp]));
+                Stats::add(&self.stats.partitions_stopped, 1);
             }
         }
     }
@@ -402,14 +481,18 @@ impl KafkaSource {
         settings: &SourceSettings,
         records: mpsc::Sender<Fetched>,
         control: mpsc::UnboundedSender<Control>,
-        commits: std_mpsc::Receiver<Commit>,
+        link: &SourceLink,
+        commands: std_mpsc::Receiver<SourceCommand>,
         stats: Arc<Stats>,
     ) -> Result<Self, SourceError> {
         let crashed = Arc::new(AtomicBool::new(false));
         let context = ArchiverContext {
             records,
             control,
-            commits: Mutex::new(commits),
+            commands: Mutex::new(commands),
+            seeks_to_retry: Mutex::default(),
+            epochs: link.epochs.clone(),
+            assignment_lost: link.assignment_lost.clone(),
             state: Mutex::new(SourceState::default()),
             revoke_wait: settings.revoke_wait,
             crashed: crashed.clone(),
@@ -461,6 +544,35 @@ impl KafkaSource {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.thread.join();
     }
+}
+
+/// The log start and end offsets of every partition of `topics` (for `verify --brokers`). Blocks.
+pub fn log_offsets(
+    brokers: &str,
+    props: &[(String, String)],
+    topics: &[String],
+) -> Result<BTreeMap<TopicPartition, LogOffsets>, SourceError> {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", brokers);
+    for (k, v) in props {
+        config.set(k, v);
+    }
+    let consumer: BaseConsumer = config.create().map_err(SourceError::Create)?;
+    let unreachable = |source| SourceError::Unreachable { brokers: brokers.to_string(), timeout: STARTUP_TIMEOUT, source };
+    let mut out = BTreeMap::new();
+    for topic in topics {
+        let metadata = consumer.fetch_metadata(Some(topic), STARTUP_TIMEOUT).map_err(unreachable)?;
+        let partitions = metadata.topics().first().filter(|t| t.error().is_none()).map(|t| t.partitions().len()).unwrap_or(0);
+        if partitions == 0 {
+            return Err(SourceError::UnknownTopic { topic: topic.clone(), brokers: brokers.to_string() });
+        }
+        for p in 0..partitions as i32 {
+            let (log_start, log_end) = consumer.fetch_watermarks(topic, p, METADATA_TIMEOUT).map_err(unreachable)?;
+            let tp = TopicPartition::new(topic.as_str(), p).map_err(|_| SourceError::UnknownTopic { topic: topic.clone(), brokers: brokers.to_string() })?;
+            out.insert(tp, LogOffsets { log_start, log_end });
+        }
+    }
+    Ok(out)
 }
 
 /// Before subscribing: the brokers answer, and every topic named (not matched by a regex) exists.
@@ -538,8 +650,9 @@ fn poll_loop(consumer: BaseConsumer<ArchiverContext>, stop: Arc<AtomicBool>, shu
             Some(Err(e @ KafkaError::MessageConsumptionFatal(_))) => return Err(SourceError::Fatal(e)),
             Some(Err(e)) => warn!("Kafka consumer error (librdkafka retries): {e}"),
         }
+        ctx.assignment_lost.store(consumer.assignment_lost(), Ordering::SeqCst);
         hand_over(&consumer, &ctx);
-        ctx.commit_pending(&consumer, CommitMode::Async);
+        ctx.apply_commands(&consumer, CommitMode::Async);
     }
 }
 

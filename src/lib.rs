@@ -11,3 +11,4 @@ pub mod kafka;
 pub mod pipeline;
 pub mod stats;
 pub mod store;
+pub mod verify;

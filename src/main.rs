@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use kafka_s3_archiver::archiver::{open_store, preflight, Archiver};
+use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, Archiver};
+use kafka_s3_archiver::core::destination::Destination;
+use kafka_s3_archiver::verify::VerifyOptions;
 use kafka_s3_archiver::config::Settings;
 use kafka_s3_archiver::demo;
 use tokio::signal::unix::{signal, SignalKind};
@@ -37,6 +39,39 @@ enum Command {
         config: Option<PathBuf>,
         #[command(flatten)]
         settings: Settings,
+    },
+    /// Audits an archive: gaps, overlaps, claims without data, foreign keys; with --deep also every
+    /// object's contents; with --brokers also the partitions' logs. Exit 0 clean, 1 problems, 2 error.
+    Verify {
+        /// The archive: s3://bucket/prefix or file:///absolute/dir.
+        #[arg(long, env = "KSA_DEST")]
+        dest: String,
+        /// Custom S3 endpoint URL (LocalStack, MinIO...).
+        #[arg(long, env = "KSA_S3_ENDPOINT")]
+        s3_endpoint: Option<String>,
+        #[arg(long, env = "KSA_S3_REGION")]
+        s3_region: Option<String>,
+        /// Only this topic (repeatable) [default: every topic in the archive].
+        #[arg(long = "topic")]
+        topics: Vec<String>,
+        /// Only this partition (repeatable).
+        #[arg(long = "partition")]
+        partitions: Vec<i32>,
+        /// Read every object: readable, offsets ordered, first/last offset as named.
+        #[arg(long)]
+        deep: bool,
+        /// Also compare with the partitions' logs in Kafka (retention gaps, archive ahead of the log).
+        #[arg(long)]
+        brokers: Option<String>,
+        /// Extra librdkafka setting KEY=VALUE for --brokers (repeatable).
+        #[arg(long = "kafka", value_name = "KEY=VALUE")]
+        kafka: Vec<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Concurrent reads.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
     },
     /// Runs the whole loop with no services: mock Kafka, local archive, a crash, a restart, a check.
     Demo {
@@ -100,6 +135,49 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     result.map_err(Into::into)
 }
 
+/// Runs `verify`; `Ok(true)` when the archive is clean.
+#[allow(clippy::too_many_arguments)]
+async fn verify(
+    dest: String,
+    s3_endpoint: Option<String>,
+    s3_region: Option<String>,
+    topics: Vec<String>,
+    partitions: Vec<i32>,
+    deep: bool,
+    brokers: Option<String>,
+    kafka: Vec<String>,
+    json: bool,
+    concurrency: usize,
+) -> anyhow::Result<bool> {
+    let dest: Destination = dest.parse()?;
+    let props = kafka
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .with_context(|| format!("--kafka {kv:?} is not KEY=VALUE"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let store = open_reader(&dest, s3_endpoint, s3_region).await?;
+    let options = VerifyOptions {
+        prefix: dest.prefix().clone(),
+        topics,
+        partitions,
+        deep,
+        brokers: brokers.map(|b| (b, props)),
+        concurrency,
+    };
+    let report = kafka_s3_archiver::verify::verify(store.as_ref(), &options)
+        .await
+        .with_context(|| format!("cannot verify the archive at {}", store.describe()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", report.table());
+    }
+    Ok(report.is_clean())
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
@@ -107,6 +185,19 @@ fn main() -> std::process::ExitCode {
         Command::Run { config, settings } => {
             init_logging(cli.log_format, "info");
             runtime.block_on(run(config, settings))
+        }
+        Command::Verify { dest, s3_endpoint, s3_region, topics, partitions, deep, brokers, kafka, json, concurrency } => {
+            init_logging(cli.log_format, "warn");
+            let outcome =
+                runtime.block_on(verify(dest, s3_endpoint, s3_region, topics, partitions, deep, brokers, kafka, json, concurrency));
+            return match outcome {
+                Ok(true) => std::process::ExitCode::SUCCESS,
+                Ok(false) => std::process::ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    std::process::ExitCode::from(2)
+                }
+            };
         }
         Command::Demo { records, dir, format } => {
             init_logging(cli.log_format, "warn");

@@ -1,11 +1,16 @@
 //! The pipeline: per assigned partition, an open file that records are encoded into and that rolls by
 //! the roll policy, and an uploader task that uploads the partition's sealed files one at a time, in
 //! order, then hands the commit back to the consumer. Different partitions upload concurrently.
+//!
+//! With claims (the default), each file is first claimed (see `core::claim`); an uploader that loses a
+//! claim stops, and the pipeline recovers that partition again from the archive and re-positions the
+//! consumer. Recovery may find a claim whose data object is missing: the partition's first file then
+//! re-writes exactly that claim's range.
 
 use std::collections::HashMap;
-use std::sync::mpsc as std_mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use thiserror::Error;
 use tokio::sync::{mpsc, Notify};
@@ -14,13 +19,14 @@ use tracing::{error, info, warn};
 
 use crate::config::StartFrom;
 use crate::core::backoff::Backoff;
+use crate::core::claim::{Claim, ClaimError, ClaimKey};
 use crate::core::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::{OffsetRange, TopicPartition};
-use crate::core::recovery::{decide_start, RecoveryPlan, StartDecision, Step};
+use crate::core::recovery::{assess_tail, plan_start, CommitHint, ListRequest, RecoveryPlan, StartPlan, Step, Tail};
 use crate::core::roll::{pick_largest_over_budget, OpenFileStats, RollPolicy, RollReason};
-use crate::core::spool::{SealedSpool, Spool, SpoolConfig};
-use crate::kafka::{AssignedPartition, Commit, Control, Fetched, StartPosition};
+use crate::core::spool::{SealedSpool, Spool, SpoolConfig, SpoolData};
+use crate::kafka::{AssignedPartition, Commit, Control, Fetched, SourceCommand, SourceLink, StartPosition};
 use crate::stats::Stats;
 use crate::store::{ObjectStore, PutOutcome, StoreError};
 
@@ -47,6 +53,10 @@ pub struct PipelineSettings {
     pub max_spool_bytes: u64,
     pub revoke_timeout: Duration,
     pub start_from: StartFrom,
+    /// Claim each file's start offset before uploading it (see `core::claim`).
+    pub claims: bool,
+    /// Names this process in its claims (host:pid).
+    pub writer_id: String,
 }
 
 struct OpenFile {
@@ -64,22 +74,40 @@ struct SealedFile {
     records: u64,
     spool: SealedSpool,
     reason: RollReason,
+    /// The file's chain position (its claim's start).
+    chain_start: i64,
+    /// The claim to create before uploading; `None` without claims, or when re-writing a claim.
+    claim: Option<Claim>,
 }
 
 struct PartitionWriter {
-    /// The assignment this writer belongs to; records of other assignments are ignored.
+    /// The assignment (or re-positioning) this writer belongs to; records of others are ignored.
     epoch: u64,
     /// The lowest offset still acceptable: records below it were already taken (a seek replayed them).
     next_expected: Option<i64>,
+    /// The chain position (claim start) of the next file.
+    chain_next: i64,
+    /// The open file re-writes this claim's range and must end exactly at its end.
+    rewrite: Option<Claim>,
+    /// The next claim records that retention deleted offsets before its first one.
+    retention_gap_pending: bool,
     open: Option<OpenFile>,
     uploads: mpsc::UnboundedSender<SealedFile>,
     uploader: JoinHandle<()>,
 }
 
+/// An uploader gave up on its partition's chain (lost a claim, or the assignment was lost): the
+/// partition must be recovered again from `chain_start` on.
+struct Restart {
+    tp: TopicPartition,
+    epoch: u64,
+    chain_start: i64,
+}
+
 pub struct Pipeline {
     settings: PipelineSettings,
     store: Arc<dyn ObjectStore>,
-    commits: std_mpsc::Sender<Commit>,
+    link: SourceLink,
     stats: Arc<Stats>,
     partitions: HashMap<TopicPartition, PartitionWriter>,
     /// Sum of the open encoders' buffered memory (spool memory is counted by the spool usage).
@@ -87,26 +115,26 @@ pub struct Pipeline {
     freed: Arc<Notify>,
     fatal_tx: mpsc::UnboundedSender<StoreError>,
     fatal_rx: mpsc::UnboundedReceiver<StoreError>,
+    restart_tx: mpsc::UnboundedSender<Restart>,
+    restart_rx: mpsc::UnboundedReceiver<Restart>,
 }
 
 impl Pipeline {
-    pub fn new(
-        settings: PipelineSettings,
-        store: Arc<dyn ObjectStore>,
-        commits: std_mpsc::Sender<Commit>,
-        stats: Arc<Stats>,
-    ) -> Self {
+    pub fn new(settings: PipelineSettings, store: Arc<dyn ObjectStore>, link: SourceLink, stats: Arc<Stats>) -> Self {
         let (fatal_tx, fatal_rx) = mpsc::unbounded_channel();
+        let (restart_tx, restart_rx) = mpsc::unbounded_channel();
         Self {
             settings,
             store,
-            commits,
+            link,
             stats,
             partitions: HashMap::new(),
             buffered_total: 0,
             freed: Arc::new(Notify::new()),
             fatal_tx,
             fatal_rx,
+            restart_tx,
+            restart_rx,
         }
     }
 
@@ -119,6 +147,13 @@ impl Pipeline {
             || self.settings.spool.usage.disk() > self.settings.max_spool_bytes
     }
 
+    /// Records are held back while over budget, except while a partition re-writes a claimed range:
+    /// that file cannot roll early, so holding back could wait forever (re-writes are rare and bounded
+    /// by the claim's size).
+    fn holding_back(&self) -> bool {
+        self.over_budget() && !self.partitions.values().any(|w| w.rewrite.is_some() && w.open.is_some())
+    }
+
     /// Runs until the source closes its channels (then flushes what is left) or a fatal error. Control
     /// events are handled even while the budget holds records back.
     pub async fn run(
@@ -129,17 +164,18 @@ impl Pipeline {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let over_budget = self.over_budget();
+            let holding_back = self.holding_back();
             let freed = self.freed.clone();
             tokio::select! {
                 biased;
                 Some(err) = self.fatal_rx.recv() => return Err(err.into()),
                 Some(ev) = control.recv() => self.handle(ev).await?,
-                fetched = records.recv(), if !over_budget => match fetched {
+                Some(restart) = self.restart_rx.recv() => self.restart(restart).await?,
+                fetched = records.recv(), if !holding_back => match fetched {
                     Some(fetched) => self.append(fetched)?,
                     None => break,
                 },
-                _ = freed.notified(), if over_budget => {}
+                _ = freed.notified(), if holding_back => {}
                 _ = tick.tick() => self.roll_due(Instant::now())?,
             }
         }
@@ -166,6 +202,9 @@ impl Pipeline {
             Control::RetentionGap { tp, missing } => {
                 Stats::add(&self.stats.retention_gaps, 1);
                 warn!(%tp, %missing, "retention gap recorded");
+                if let Some(w) = self.partitions.get_mut(&tp) {
+                    w.retention_gap_pending = true;
+                }
                 Ok(())
             }
         }
@@ -180,6 +219,17 @@ impl Pipeline {
             return Ok(());
         }
         writer.next_expected = Some(record.offset + 1);
+        if let Some(end) = writer.rewrite.as_ref().map(|c| c.end).filter(|end| record.offset > *end) {
+            // Past the end of the claimed range being re-written.
+            if writer.open.is_some() {
+                self.roll(&tp, RollReason::Rewrite)?;
+            } else {
+                warn!(%tp, end, "no records left of the claimed range being re-written (compacted or deleted); going on after it");
+                writer.rewrite = None;
+                writer.chain_next = end + 1;
+            }
+        }
+        let writer = self.partitions.get_mut(&tp).expect("checked above");
         if let Some(file) = &writer.open {
             let stats = OpenFileStats { records: file.records, bytes: file.encoder.encoded_size(), opened_at: file.opened_at };
             if let Some(reason) = self.settings.roll.before_append(&stats, record.payload_size()) {
@@ -201,7 +251,11 @@ impl Pipeline {
         self.buffered_total = self.buffered_total + buffered - file.buffered;
         file.buffered = buffered;
         let stats = OpenFileStats { records: file.records, bytes: file.encoder.encoded_size(), opened_at: file.opened_at };
-        if let Some(reason) = self.settings.roll.after_append(&stats) {
+        let reason = match &writer.rewrite {
+            Some(claim) => (record.offset == claim.end).then_some(RollReason::Rewrite),
+            None => self.settings.roll.after_append(&stats),
+        };
+        if let Some(reason) = reason {
             self.roll(&tp, reason)?;
         }
         if self.over_budget() {
@@ -215,6 +269,7 @@ impl Pipeline {
         let open: Vec<(TopicPartition, u64)> = self
             .partitions
             .iter()
+            .filter(|(_, w)| w.rewrite.is_none())
             .filter_map(|(tp, w)| w.open.as_ref().map(|f| (tp.clone(), f.encoder.encoded_size())))
             .collect();
         let sizes: Vec<(usize, u64)> = open.iter().enumerate().map(|(i, (_, size))| (i, *size)).collect();
@@ -229,6 +284,7 @@ impl Pipeline {
         let due: Vec<TopicPartition> = self
             .partitions
             .iter()
+            .filter(|(_, w)| w.rewrite.is_none())
             .filter(|(_, w)| {
                 w.open.as_ref().is_some_and(|f| {
                     let stats = OpenFileStats { records: f.records, bytes: 0, opened_at: f.opened_at };
@@ -243,56 +299,137 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Seals the partition's open file and queues it for upload.
+    /// Seals the partition's open file and queues it for upload. A file re-writing a claim only rolls
+    /// at the claim's end (`RollReason::Rewrite`).
     fn roll(&mut self, tp: &TopicPartition, reason: RollReason) -> Result<(), PipelineError> {
         let Some(writer) = self.partitions.get_mut(tp) else { return Ok(()) };
+        if writer.rewrite.is_some() != (reason == RollReason::Rewrite) {
+            return Ok(());
+        }
         let Some(file) = writer.open.take() else { return Ok(()) };
         self.buffered_total -= file.buffered;
         let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");
         let meta = FileMeta { tp: tp.clone(), range, records: file.records };
         let spool = file.encoder.finish(&meta).map_err(|source| PipelineError::Encode { tp: tp.clone(), source })?;
         let key = ObjectKey::new(self.settings.prefix.clone(), tp.clone(), range, self.settings.spec.kind());
-        // The uploader only ends when this writer is removed, so the send cannot fail here.
-        let _ = writer.uploads.send(SealedFile { key, records: file.records, spool, reason });
+        let chain_start = writer.chain_next;
+        let claim = match writer.rewrite.take() {
+            Some(existing) => {
+                writer.chain_next = existing.end + 1;
+                None
+            }
+            None => {
+                writer.chain_next = range.next();
+                let retention_gap = std::mem::take(&mut writer.retention_gap_pending);
+                self.settings.claims.then(|| Claim {
+                    start: chain_start,
+                    first: range.start(),
+                    end: range.end(),
+                    records: file.records,
+                    retention_gap,
+                    writer: self.settings.writer_id.clone(),
+                    time_ms: unix_ms(),
+                })
+            }
+        };
+        // The uploader only ends when this writer is removed or it gave up the chain (a restart is
+        // then on its way), so a failed send loses nothing.
+        let _ = writer.uploads.send(SealedFile { key, records: file.records, spool, reason, chain_start, claim });
         Ok(())
     }
 
+    fn new_writer(&self, tp: &TopicPartition, epoch: u64, plan: &StartPlan) -> PartitionWriter {
+        let (uploads, rx) = mpsc::unbounded_channel();
+        let uploader = Uploader {
+            store: self.store.clone(),
+            prefix: self.settings.prefix.clone(),
+            tp: tp.clone(),
+            epoch,
+            link: self.link.clone(),
+            fatal: self.fatal_tx.clone(),
+            restarts: self.restart_tx.clone(),
+            freed: self.freed.clone(),
+            stats: self.stats.clone(),
+        };
+        PartitionWriter {
+            epoch,
+            next_expected: plan.consume_from,
+            chain_next: plan.chain_next,
+            rewrite: plan.rewrite.clone(),
+            retention_gap_pending: plan.retention_gap.is_some() && plan.rewrite.is_none(),
+            open: None,
+            uploads,
+            uploader: tokio::spawn(uploader.run(rx)),
+        }
+    }
+
+    fn position(&self, plan: &StartPlan) -> StartPosition {
+        match (plan.consume_from, self.settings.start_from) {
+            (Some(at), _) => StartPosition::Offset(at),
+            (None, StartFrom::Earliest) => StartPosition::Earliest,
+            (None, StartFrom::Latest) => StartPosition::Latest,
+        }
+    }
+
     async fn assign(&mut self, partitions: Vec<AssignedPartition>) -> Result<Vec<(TopicPartition, StartPosition)>, PipelineError> {
-        let store = self.store.clone();
-        let prefix = self.settings.prefix.clone();
-        let start_from = self.settings.start_from;
-        let stats = self.stats.clone();
-        let recoveries = partitions.iter().map(|p| recover(store.as_ref(), &prefix, p, start_from, &stats));
+        let recoverer = self.recoverer();
+        let recoveries = partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, p.log_start));
         let results = futures::future::join_all(recoveries).await;
         let mut positions = Vec::new();
         for (p, result) in partitions.into_iter().zip(results) {
-            let (position, next_expected) = result?;
             if let Some(old) = self.partitions.remove(&p.tp) {
                 old.uploader.abort();
             }
-            let (uploads, rx) = mpsc::unbounded_channel();
-            let uploader = tokio::spawn(upload_loop(
-                self.store.clone(),
-                rx,
-                self.commits.clone(),
-                self.fatal_tx.clone(),
-                self.freed.clone(),
-                self.stats.clone(),
-            ));
-            self.partitions.insert(p.tp.clone(), PartitionWriter { epoch: p.epoch, next_expected, open: None, uploads, uploader });
+            let position = match result? {
+                Some(plan) => {
+                    let writer = self.new_writer(&p.tp, p.epoch, &plan);
+                    self.partitions.insert(p.tp.clone(), writer);
+                    self.position(&plan)
+                }
+                None => StartPosition::Stop,
+            };
             positions.push((p.tp, position));
         }
         Ok(positions)
     }
 
+    /// An uploader gave up its partition's chain: drop what is buffered, recover from the archive again
+    /// and move the consumer to the new position.
+    async fn restart(&mut self, r: Restart) -> Result<(), PipelineError> {
+        if self.partitions.get(&r.tp).is_none_or(|w| w.epoch != r.epoch) {
+            return Ok(()); // Revoked or re-assigned since.
+        }
+        let old = self.partitions.remove(&r.tp).expect("checked above");
+        old.uploader.abort();
+        if let Some(file) = old.open {
+            self.buffered_total -= file.buffered;
+            Stats::add(&self.stats.files_dropped, 1);
+        }
+        self.freed.notify_one();
+        let hint = CommitHint { next_offset: r.chain_start + 1, chain_start: Some(r.chain_start) };
+        let epoch = self.link.next_epoch();
+        let position = match self.recoverer().recover(&r.tp, Some(hint), None).await? {
+            Some(plan) => {
+                let writer = self.new_writer(&r.tp, epoch, &plan);
+                self.partitions.insert(r.tp.clone(), writer);
+                self.position(&plan)
+            }
+            None => StartPosition::Stop,
+        };
+        let _ = self.link.commands.send(SourceCommand::Seek { tp: r.tp, from_epoch: r.epoch, epoch, position });
+        Ok(())
+    }
+
     /// Flushes (or drops, when `lost`) the partitions' open files and waits, within the revoke
     /// timeout, for their uploads; uploads still running then are aborted. When this returns, nothing
-    /// of these partitions is uploaded any more.
+    /// of these partitions is uploaded any more. A file re-writing a claim is dropped unless complete:
+    /// a part of it would hide the rest of the claimed range from the next owner.
     async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) -> Result<(), PipelineError> {
         let deadline = tokio::time::Instant::now() + self.settings.revoke_timeout;
         let mut waiting = Vec::new();
         for tp in partitions {
-            if lost {
+            let rewriting = self.partitions.get(tp).is_some_and(|w| w.rewrite.is_some());
+            if lost || rewriting {
                 if let Some(file) = self.partitions.get_mut(tp).and_then(|w| w.open.take()) {
                     self.buffered_total -= file.buffered;
                     Stats::add(&self.stats.files_dropped, 1);
@@ -317,139 +454,279 @@ impl Pipeline {
         }
         Ok(())
     }
+
+    fn recoverer(&self) -> Recoverer {
+        Recoverer {
+            store: self.store.clone(),
+            prefix: self.settings.prefix.clone(),
+            claims: self.settings.claims,
+            stats: self.stats.clone(),
+        }
+    }
 }
 
-/// Recovers one partition's position from the archive.
-async fn recover(
-    store: &dyn ObjectStore,
-    prefix: &Prefix,
-    p: &AssignedPartition,
-    start_from: StartFrom,
-    stats: &Stats,
-) -> Result<(StartPosition, Option<i64>), PipelineError> {
-    let started = Instant::now();
-    let (mut plan, mut req) = RecoveryPlan::start(prefix, &p.tp, p.hint);
-    let recovered = loop {
-        let page = with_retries(RECOVERY_ATTEMPTS, "listing the archive", || store.list(&req, 1000)).await?;
+/// What recovering a partition needs (owned, so recoveries run concurrently off the pipeline).
+struct Recoverer {
+    store: Arc<dyn ObjectStore>,
+    prefix: Prefix,
+    claims: bool,
+    stats: Arc<Stats>,
+}
+
+impl Recoverer {
+    /// Recovers one partition's position from the archive: from the claims chain when there are
+    /// claims, else from the data objects. `None`: the partition cannot be archived (logged).
+    async fn recover(&self, tp: &TopicPartition, hint: Option<CommitHint>, log_start: Option<i64>) -> Result<Option<StartPlan>, PipelineError> {
+        let started = Instant::now();
+        let store = self.store.as_ref();
+        let prefix = &self.prefix;
+        let mut list_requests = 0;
+        let mut keys_seen = 0;
+        let mut tail = None;
+        if self.claims {
+            let found = run_plan(store, RecoveryPlan::claims(prefix, tp, hint)).await?;
+            list_requests += found.list_requests;
+            keys_seen += found.objects_seen;
+            warn_ignored(tp, &found.ignored_keys);
+            if let Some(start) = found.last_claim {
+                let key = ClaimKey::new(prefix.clone(), tp.clone(), start).to_string();
+                let claim = match read_claim(store, &key).await? {
+                    Ok(claim) => claim,
+                    Err(e) => {
+                        Stats::add(&self.stats.partitions_stopped, 1);
+                        error!(%tp, "{e}. This partition is stopped: the claims chain cannot be followed. Inspect the claim (`verify`), then restart");
+                        return Ok(None);
+                    }
+                };
+                let (data, requests) = data_from(store, prefix, tp, start).await?;
+                list_requests += requests;
+                keys_seen += data.len() as u64;
+                tail = Some(assess_tail(&claim, &data));
+            }
+        }
+        let tail = match tail {
+            Some(tail) => tail,
+            None => {
+                let found = run_plan(store, RecoveryPlan::start(prefix, tp, hint)).await?;
+                list_requests += found.list_requests;
+                keys_seen += found.objects_seen;
+                warn_ignored(tp, &found.ignored_keys);
+                for o in &found.overlaps {
+                    warn!(%tp, earlier = %o.earlier, later = %o.later, "archive holds overlapping objects");
+                }
+                found.next_offset.map_or(Tail::Empty, |next| Tail::Complete { next })
+            }
+        };
+        let plan = plan_start(&tail, log_start);
+        Stats::add(&self.stats.recoveries, 1);
+        Stats::add(&self.stats.recovery_list_requests, u64::from(list_requests));
+        Stats::add(&self.stats.recovery_objects_seen, keys_seen);
+        if let Some(missing) = plan.retention_gap {
+            Stats::add(&self.stats.retention_gaps, 1);
+            error!(%tp, %missing, "RETENTION GAP: offsets {missing} were deleted by Kafka retention before they were archived; resuming at {:?}", plan.consume_from);
+        }
+        if let Some(claim) = &plan.rewrite {
+            Stats::add(&self.stats.claims_rewritten, 1);
+            warn!(%tp, range = %claim.data(), writer = claim.writer, "the last claim's data object is missing (its writer stopped between claim and upload); re-writing exactly that range");
+        }
+        info!(
+            %tp,
+            consume_from = ?plan.consume_from,
+            chain_next = plan.chain_next,
+            list_requests,
+            keys_seen,
+            hinted = hint.is_some(),
+            ms = started.elapsed().as_millis() as u64,
+            "recovered position from the archive"
+        );
+        Ok(Some(plan))
+    }
+}
+
+fn warn_ignored(tp: &TopicPartition, keys: &[String]) {
+    for key in keys {
+        warn!(%tp, key, "ignoring an object in the archive folder that is not ours");
+    }
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+async fn run_plan(store: &dyn ObjectStore, (mut plan, mut req): (RecoveryPlan, ListRequest)) -> Result<crate::core::recovery::Recovered, StoreError> {
+    loop {
+        let page = with_retries(RECOVERY_ATTEMPTS, "listing the archive", None, || store.list(&req, 1000)).await?;
         match plan.feed(page) {
             Step::List(next) => req = next,
-            Step::Done(r) => break r,
+            Step::Done(r) => return Ok(r),
         }
-    };
-    Stats::add(&stats.recoveries, 1);
-    Stats::add(&stats.recovery_list_requests, u64::from(recovered.list_requests));
-    Stats::add(&stats.recovery_objects_seen, recovered.objects_seen);
-    for key in &recovered.ignored_keys {
-        warn!(tp = %p.tp, key, "ignoring an object in the partition folder that is not an archive object");
     }
-    for o in &recovered.overlaps {
-        warn!(tp = %p.tp, earlier = %o.earlier, later = %o.later, "archive holds overlapping objects");
-    }
-    let (position, next_expected) = match recovered.next_offset {
-        None => match start_from {
-            StartFrom::Earliest => (StartPosition::Earliest, None),
-            StartFrom::Latest => (StartPosition::Latest, None),
-        },
-        Some(next) => match p.log_start.map(|low| decide_start(next, low)) {
-            Some(StartDecision::RetentionGap { missing, resume_at }) => {
-                Stats::add(&stats.retention_gaps, 1);
-                error!(
-                    tp = %p.tp, %missing,
-                    "RETENTION GAP: offsets {missing} were deleted by Kafka retention before they were archived; resuming at {resume_at}"
-                );
-                (StartPosition::Offset(resume_at), Some(resume_at))
-            }
-            Some(StartDecision::Resume(at)) => (StartPosition::Offset(at), Some(at)),
-            None => (StartPosition::Offset(next), Some(next)),
-        },
-    };
-    info!(
-        tp = %p.tp,
-        position = ?position,
-        objects_seen = recovered.objects_seen,
-        list_requests = recovered.list_requests,
-        hinted = recovered.hinted,
-        ms = started.elapsed().as_millis() as u64,
-        "recovered position from the archive"
-    );
-    Ok((position, next_expected))
 }
 
-async fn with_retries<T, F, Fut>(attempts: u32, what: &str, mut op: F) -> Result<T, StoreError>
+/// The data objects of `tp` that start at `start` or later, and the list requests it took.
+async fn data_from(store: &dyn ObjectStore, prefix: &Prefix, tp: &TopicPartition, start: i64) -> Result<(Vec<OffsetRange>, u32), StoreError> {
+    let mut req = ListRequest { prefix: prefix.partition_folder(tp), start_after: Some(prefix.start_after_for(tp, start)) };
+    let mut ranges = Vec::new();
+    let mut requests = 0;
+    loop {
+        let page = with_retries(RECOVERY_ATTEMPTS, "listing the archive", None, || store.list(&req, 1000)).await?;
+        requests += 1;
+        ranges.extend(page.keys.iter().filter_map(|k| ObjectKey::parse(prefix, k).ok()).filter(|k| &k.tp == tp).map(|k| k.range));
+        match (page.truncated, page.keys.last()) {
+            (true, Some(last)) => req.start_after = Some(last.clone()),
+            _ => return Ok((ranges, requests)),
+        }
+    }
+}
+
+/// Reads a claim: a store error is an `Err`, a claim that does not parse an `Ok(Err)`.
+async fn read_claim(store: &dyn ObjectStore, key: &str) -> Result<Result<Claim, ClaimError>, StoreError> {
+    let body = with_retries(RECOVERY_ATTEMPTS, "reading a claim", None, || store.get(key)).await?;
+    Ok(Claim::from_json(key, &body))
+}
+
+/// Runs `op` until it succeeds, fails permanently, or failed transiently `attempts` times.
+async fn with_retries<T, F, Fut>(attempts: u32, what: &str, counter: Option<&AtomicU64>, mut op: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
 {
     let backoff = Backoff::default();
-    let mut attempt = 0;
+    let mut attempt: u32 = 0;
     loop {
         match op().await {
-            Err(e) if e.is_transient() && attempt + 1 < attempts => {
-                warn!("{what} failed (attempt {}): {e}; retrying", attempt + 1);
+            Err(e) if e.is_transient() && attempt.saturating_add(1) < attempts => {
+                if let Some(counter) = counter {
+                    Stats::add(counter, 1);
+                }
+                warn!("{what}: request failed (attempt {}): {e}; retrying", attempt + 1);
                 tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
-                attempt += 1;
+                attempt = attempt.saturating_add(1);
             }
             other => return other,
         }
     }
 }
 
-/// Uploads one partition's sealed files in order. Transient errors retry forever with backoff (the
-/// files keep their budget, so fetching pauses); permanent ones end the process.
-async fn upload_loop(
+/// What claiming a file's start ended in.
+enum ClaimOutcome {
+    /// Ours (created now, or by an earlier attempt whose answer was lost).
+    Won,
+    /// Another writer holds it for another range.
+    Lost(Claim),
+}
+
+/// Uploads one partition's sealed files in order: claim (with claims), then data, then commit.
+/// Transient errors retry forever with backoff (the files keep their budget, so fetching pauses);
+/// permanent ones end the process. Losing a claim ends this uploader and asks for a restart.
+struct Uploader {
     store: Arc<dyn ObjectStore>,
-    mut files: mpsc::UnboundedReceiver<SealedFile>,
-    commits: std_mpsc::Sender<Commit>,
+    prefix: Prefix,
+    tp: TopicPartition,
+    epoch: u64,
+    link: SourceLink,
     fatal: mpsc::UnboundedSender<StoreError>,
+    restarts: mpsc::UnboundedSender<Restart>,
     freed: Arc<Notify>,
     stats: Arc<Stats>,
-) {
-    let backoff = Backoff::default();
-    while let Some(file) = files.recv().await {
-        let key = file.key.to_string();
-        let started = Instant::now();
-        let mut attempt = 0;
-        let outcome = loop {
-            match store.put_if_absent(&key, file.spool.data(), file.spool.len()).await {
-                Ok(outcome) => break outcome,
-                Err(e) if e.is_transient() => {
-                    Stats::add(&stats.upload_retries, 1);
-                    warn!(key, attempt = attempt + 1, "upload failed: {e}; retrying");
-                    tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
-                    attempt += 1;
+}
+
+impl Uploader {
+    async fn run(self, mut files: mpsc::UnboundedReceiver<SealedFile>) {
+        while let Some(file) = files.recv().await {
+            if let Some(claim) = &file.claim {
+                if self.link.assignment_lost.load(Ordering::SeqCst) {
+                    warn!(tp = %self.tp, "the consumer lost its assignment: not claiming; recovering again");
+                    return self.give_up(file.chain_start);
                 }
-                Err(e) => {
-                    error!(key, "upload failed permanently: {e}");
-                    let _ = fatal.send(e);
-                    return;
+                let key = ClaimKey::new(self.prefix.clone(), self.tp.clone(), claim.start).to_string();
+                match self.claim(&key, claim).await {
+                    Ok(ClaimOutcome::Won) => Stats::add(&self.stats.claims_created, 1),
+                    Ok(ClaimOutcome::Lost(other)) => {
+                        Stats::add(&self.stats.claims_lost, 1);
+                        warn!(
+                            key, ours = %claim.data(), theirs = %other.data(), writer = other.writer,
+                            "another writer claimed this start for another range; dropping our files and recovering again"
+                        );
+                        return self.give_up(file.chain_start);
+                    }
+                    Err(e) => {
+                        error!(key, "claiming failed permanently: {e}");
+                        let _ = self.fatal.send(e);
+                        return;
+                    }
                 }
             }
-        };
-        match outcome {
-            PutOutcome::Created => Stats::add(&stats.objects_uploaded, 1),
-            PutOutcome::AlreadyExists => Stats::add(&stats.objects_already_present, 1),
+            let key = file.key.to_string();
+            let started = Instant::now();
+            let outcome = match self.retry_transient(&key, || self.store.put_if_absent(&key, file.spool.data(), file.spool.len())).await {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    error!(key, "upload failed permanently: {e}");
+                    let _ = self.fatal.send(e);
+                    return;
+                }
+            };
+            match outcome {
+                PutOutcome::Created => Stats::add(&self.stats.objects_uploaded, 1),
+                PutOutcome::AlreadyExists => Stats::add(&self.stats.objects_already_present, 1),
+            }
+            Stats::add(&self.stats.records_archived, file.records);
+            Stats::add(&self.stats.bytes_uploaded, file.spool.len());
+            info!(
+                key,
+                records = file.records,
+                bytes = file.spool.len(),
+                ms = started.elapsed().as_millis() as u64,
+                reason = file.reason.as_str(),
+                outcome = ?outcome,
+                "object uploaded"
+            );
+            let commit = Commit { tp: self.tp.clone(), next_offset: file.key.range.next(), chain_start: file.chain_start };
+            let _ = self.link.commands.send(SourceCommand::Commit(commit));
+            drop(file);
+            self.freed.notify_one();
         }
-        Stats::add(&stats.records_archived, file.records);
-        Stats::add(&stats.bytes_uploaded, file.spool.len());
-        info!(
-            key,
-            records = file.records,
-            bytes = file.spool.len(),
-            ms = started.elapsed().as_millis() as u64,
-            reason = file.reason.as_str(),
-            outcome = ?outcome,
-            "object uploaded"
-        );
-        let range = file.key.range;
-        let _ = commits.send(Commit { tp: file.key.tp.clone(), next_offset: range.next(), object_start: range.start() });
-        drop(file);
-        freed.notify_one();
+    }
+
+    fn give_up(&self, chain_start: i64) {
+        let _ = self.restarts.send(Restart { tp: self.tp.clone(), epoch: self.epoch, chain_start });
+    }
+
+    async fn claim(&self, key: &str, claim: &Claim) -> Result<ClaimOutcome, StoreError> {
+        let json = bytes::Bytes::from(claim.to_json());
+        let len = json.len() as u64;
+        let body = SpoolData::Memory(json);
+        match self.retry_transient(key, || self.store.put_if_absent(key, &body, len)).await? {
+            PutOutcome::Created => Ok(ClaimOutcome::Won),
+            PutOutcome::AlreadyExists => {
+                let existing = self.retry_transient(key, || self.store.get(key)).await?;
+                match Claim::from_json(key, &existing) {
+                    Ok(other) if other.same_range(claim) => Ok(ClaimOutcome::Won),
+                    Ok(other) => Ok(ClaimOutcome::Lost(other)),
+                    Err(e) => Err(StoreError::Permanent {
+                        what: e.to_string(),
+                        fix: "a claim this archiver cannot read blocks this partition: inspect it with `verify`".into(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Retries transient errors forever, counting them.
+    async fn retry_transient<T, F, Fut>(&self, key: &str, op: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
+        with_retries(u32::MAX, key, Some(&self.stats.upload_retries), op).await
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::AtomicU32;
+    use std::sync::mpsc as std_mpsc;
     use std::sync::Mutex;
 
     use async_trait::async_trait;
@@ -460,7 +737,7 @@ mod tests {
     use crate::core::object_key::FileKind;
     use crate::core::record::{Record, TimestampKind};
     use crate::core::recovery::{ListPage, ListRequest};
-    use crate::core::spool::{SpoolData, SpoolUsage};
+    use crate::core::spool::SpoolUsage;
     use crate::store::{list_all, LocalStore};
 
     /// A local store that logs put starts and ends, and can be slowed down or made to fail.
@@ -512,7 +789,8 @@ mod tests {
         store: Arc<TestStore>,
         control: mpsc::UnboundedSender<Control>,
         records: mpsc::Sender<Fetched>,
-        commits: std_mpsc::Receiver<Commit>,
+        commands: std_mpsc::Receiver<SourceCommand>,
+        link: SourceLink,
         epochs: Mutex<HashMap<i32, u64>>,
         stats: Arc<Stats>,
         task: JoinHandle<Result<(), PipelineError>>,
@@ -550,14 +828,16 @@ mod tests {
             max_spool_bytes: 1 << 30,
             revoke_timeout,
             start_from: StartFrom::Earliest,
+            claims: true,
+            writer_id: "test:1".into(),
         };
         std::fs::create_dir_all(dir.path().join("spool")).unwrap();
         let (control, control_rx) = mpsc::unbounded_channel();
         let (records, records_rx) = mpsc::channel(64);
-        let (commit_tx, commits) = std_mpsc::channel();
+        let (link, commands) = SourceLink::new();
         let stats = Arc::new(Stats::default());
-        let task = tokio::spawn(Pipeline::new(settings, store.clone(), commit_tx, stats.clone()).run(control_rx, records_rx));
-        Harness { _dir: dir, store, control, records, commits, epochs: Mutex::default(), stats, task }
+        let task = tokio::spawn(Pipeline::new(settings, store.clone(), link.clone(), stats.clone()).run(control_rx, records_rx));
+        Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), stats, task }
     }
 
     fn policy(records: u64) -> RollPolicy {
@@ -567,12 +847,8 @@ mod tests {
     impl Harness {
         async fn assign(&self, p: i32, log_start: Option<i64>) -> StartPosition {
             let (reply, rx) = std_mpsc::sync_channel(1);
-            let epoch = {
-                let mut epochs = self.epochs.lock().unwrap();
-                let e = epochs.entry(p).or_insert(0);
-                *e += 1;
-                *e
-            };
+            let epoch = self.link.next_epoch();
+            self.epochs.lock().unwrap().insert(p, epoch);
             let partitions = vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start }];
             self.control.send(Control::Assigned { partitions, reply }).unwrap();
             let mut positions = tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
@@ -597,14 +873,32 @@ mod tests {
             }
         }
 
-        async fn next_commit(&self) -> Commit {
+        async fn next_command(&self) -> SourceCommand {
             for _ in 0..200 {
-                if let Ok(c) = self.commits.try_recv() {
+                if let Ok(c) = self.commands.try_recv() {
                     return c;
                 }
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }
-            panic!("no commit within 5 s");
+            panic!("no command for the source within 5 s");
+        }
+
+        async fn next_commit(&self) -> Commit {
+            match self.next_command().await {
+                SourceCommand::Commit(c) => c,
+                other => panic!("expected a commit, got {other:?}"),
+            }
+        }
+
+        /// Waits for the pipeline to re-position partition `p`, and applies it as the consumer would.
+        async fn next_seek(&self, p: i32) -> StartPosition {
+            loop {
+                if let SourceCommand::Seek { tp: seek_tp, epoch, position, .. } = self.next_command().await {
+                    assert_eq!(seek_tp, tp(p));
+                    self.epochs.lock().unwrap().insert(p, epoch);
+                    return position;
+                }
+            }
         }
 
         /// Waits until the pipeline has taken every record sent so far.
@@ -614,8 +908,26 @@ mod tests {
             }
         }
 
+        /// The data objects' keys.
         async fn keys(&self) -> Vec<String> {
-            list_all(self.store.as_ref(), "").await.unwrap()
+            list_all(self.store.as_ref(), "topic=").await.unwrap()
+        }
+
+        async fn claims(&self, p: i32) -> Vec<Claim> {
+            let mut out = Vec::new();
+            for key in list_all(self.store.as_ref(), &Prefix::default().claims_folder(&tp(p))).await.unwrap() {
+                out.push(Claim::from_json(&key, &self.store.get(&key).await.unwrap()).unwrap());
+            }
+            out
+        }
+
+        /// Plants a claim as another writer would have made it.
+        async fn plant_claim(&self, p: i32, start: i64, first: i64, end: i64) {
+            let claim = Claim { start, first, end, records: 1, retention_gap: false, writer: "other:2".into(), time_ms: 0 };
+            let key = ClaimKey::new(Prefix::default(), tp(p), start).to_string();
+            let body = SpoolData::Memory(claim.to_json().into());
+            let len = claim.to_json().len() as u64;
+            assert_eq!(self.store.inner.put_if_absent(&key, &body, len).await.unwrap(), PutOutcome::Created);
         }
 
         async fn wait_keys(&self, n: usize) -> Vec<String> {
@@ -646,12 +958,105 @@ mod tests {
             commits.push(h.next_commit().await.next_offset);
         }
         assert_eq!(commits, vec![3, 6, 9]);
+        // Each file: its claim, then its data; the next claim only once the data is durable.
         let log = h.store.log.lock().unwrap().clone();
         let expected: Vec<String> = [(0, 2), (3, 5), (6, 8)]
             .iter()
-            .flat_map(|(s, e)| [format!("start {}", key(0, *s, *e)), format!("done {}", key(0, *s, *e))])
+            .flat_map(|(s, e)| {
+                let claim = ClaimKey::new(Prefix::default(), tp(0), *s).to_string();
+                let data = key(0, *s, *e);
+                [format!("start {claim}"), format!("done {claim}"), format!("start {data}"), format!("done {data}")]
+            })
             .collect();
         assert_eq!(log, expected);
+        h.task.abort();
+    }
+
+    fn claim_ranges(claims: &[Claim]) -> Vec<(i64, i64, i64)> {
+        claims.iter().map(|c| (c.start, c.first, c.end)).collect()
+    }
+
+    #[tokio::test]
+    async fn a_lost_claim_drops_the_files_and_repositions_the_consumer() {
+        let h = harness(policy(10), 1 << 30, Duration::from_secs(10));
+        assert_eq!(h.assign(0, Some(0)).await, StartPosition::Earliest);
+        // Meanwhile another instance (this one is the zombie) archived 0..=4 under its claim.
+        h.plant_claim(0, 0, 0, 4).await;
+        let other = SpoolData::Memory(Bytes::from_static(b"theirs"));
+        h.store.inner.put_if_absent(&key(0, 0, 4), &other, 6).await.unwrap();
+        h.send(0, 0..10, 10).await;
+        // Our file 0..=9 loses the claim for 0: dropped, recovered again, consumer moved after 4.
+        assert_eq!(h.next_seek(0).await, StartPosition::Offset(5));
+        assert_eq!(Stats::get(&h.stats.claims_lost), 1);
+        h.send(0, 5..10, 10).await;
+        h.drained().await;
+        h.revoke(0, false).await;
+        assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 5, 9)]);
+        assert_eq!(claim_ranges(&h.claims(0).await), vec![(0, 0, 4), (5, 5, 9)]);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_claim_without_its_data_object_is_rewritten_exactly() {
+        let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+        // A writer claimed 0..=6 and died before its upload.
+        h.plant_claim(0, 0, 0, 6).await;
+        assert_eq!(h.assign(0, Some(0)).await, StartPosition::Offset(0));
+        h.send(0, 0..12, 10).await;
+        // The first file holds exactly the claimed range, whatever the roll policy says.
+        assert_eq!(h.wait_keys(2).await, vec![key(0, 0, 6), key(0, 7, 9)]);
+        assert_eq!(Stats::get(&h.stats.claims_rewritten), 1);
+        h.revoke(0, false).await;
+        assert_eq!(h.keys().await, vec![key(0, 0, 6), key(0, 7, 9), key(0, 10, 11)]);
+        assert_eq!(claim_ranges(&h.claims(0).await), vec![(0, 0, 6), (7, 7, 9), (10, 10, 11)]);
+        // The dead writer's upload landing late changes nothing.
+        let late = SpoolData::Memory(Bytes::from_static(b"late"));
+        assert_eq!(h.store.inner.put_if_absent(&key(0, 0, 6), &late, 4).await.unwrap(), PutOutcome::AlreadyExists);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_partial_rewrite_is_dropped_on_revoke() {
+        let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+        h.plant_claim(0, 0, 0, 6).await;
+        h.assign(0, Some(0)).await;
+        h.send(0, 0..4, 10).await;
+        h.drained().await;
+        h.revoke(0, false).await;
+        // Uploading 0..=3 would make the claim look fulfilled and hide 4..=6 from the next owner.
+        assert!(h.keys().await.is_empty());
+        assert_eq!(h.assign(0, Some(0)).await, StartPosition::Offset(0));
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn claims_chain_over_holes_and_record_retention_gaps() {
+        let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+        h.assign(0, Some(0)).await;
+        // Offsets 3 and 4 do not exist (compaction, transaction markers).
+        h.send(0, 0..3, 10).await;
+        h.send(0, 5..8, 10).await;
+        h.wait_keys(2).await;
+        h.revoke(0, false).await;
+        // Retention deleted 8..=19 before it was archived.
+        assert_eq!(h.assign(0, Some(20)).await, StartPosition::Offset(20));
+        h.send(0, 20..23, 10).await;
+        h.wait_keys(3).await;
+        let claims = h.claims(0).await;
+        assert_eq!(claim_ranges(&claims), vec![(0, 0, 2), (3, 5, 7), (8, 20, 22)]);
+        assert_eq!(claims.iter().map(|c| c.retention_gap).collect::<Vec<_>>(), vec![false, false, true]);
+        h.task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_lost_assignment_stops_claiming() {
+        let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+        h.assign(0, Some(0)).await;
+        h.link.assignment_lost.store(true, Ordering::SeqCst);
+        h.send(0, 0..3, 10).await;
+        assert_eq!(h.next_seek(0).await, StartPosition::Earliest);
+        assert!(h.keys().await.is_empty());
+        assert!(h.claims(0).await.is_empty());
         h.task.abort();
     }
 
@@ -663,8 +1068,10 @@ mod tests {
         h.drained().await;
         h.revoke(0, false).await;
         assert_eq!(h.keys().await, vec![key(0, 0, 4)]);
-        let c = h.commits.try_recv().expect("the commit is queued before the revoke answers");
-        assert_eq!((c.next_offset, c.object_start), (5, 0));
+        let SourceCommand::Commit(c) = h.commands.try_recv().expect("the commit is queued before the revoke answers") else {
+            panic!("expected a commit")
+        };
+        assert_eq!((c.next_offset, c.chain_start), (5, 0));
         // Records of a partition no longer assigned are ignored.
         h.send(0, 5..8, 10).await;
         h.assign(1, Some(0)).await;

@@ -16,6 +16,11 @@ pub struct Stats {
     /// Partitions stopped because the archive is ahead of the log (topic re-created?).
     pub partitions_stopped: AtomicU64,
     pub recoveries: AtomicU64,
+    pub claims_created: AtomicU64,
+    /// Claims another writer held for another range (this instance was a zombie, or raced one).
+    pub claims_lost: AtomicU64,
+    /// Claimed ranges whose data object was missing at recovery, re-written.
+    pub claims_rewritten: AtomicU64,
     pub recovery_list_requests: AtomicU64,
     /// Objects listed by recoveries (one per partition when the commit hint is exact).
     pub recovery_objects_seen: AtomicU64,
@@ -34,7 +39,8 @@ impl Stats {
     pub fn summary(&self) -> String {
         format!(
             "records received {}, archived {}, duplicates skipped {}; objects uploaded {} ({} bytes), already present {}, \
-             upload retries {}, files dropped on revoke {}; recoveries {} ({} list requests); retention gaps {}, partitions stopped {}",
+             upload retries {}, files dropped {}; claims created {}, lost {}, re-written {}; recoveries {} ({} list requests); \
+             retention gaps {}, partitions stopped {}",
             Self::get(&self.records_received),
             Self::get(&self.records_archived),
             Self::get(&self.duplicates_skipped),
@@ -43,6 +49,9 @@ impl Stats {
             Self::get(&self.objects_already_present),
             Self::get(&self.upload_retries),
             Self::get(&self.files_dropped),
+            Self::get(&self.claims_created),
+            Self::get(&self.claims_lost),
+            Self::get(&self.claims_rewritten),
             Self::get(&self.recoveries),
             Self::get(&self.recovery_list_requests),
             Self::get(&self.retention_gaps),

@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use kafka_s3_archiver::check::{compare, read_topic};
 use kafka_s3_archiver::generate::{merge, produce};
+use kafka_s3_archiver::verify::{verify, VerifyOptions};
 
 async fn assert_exact(dest: &TestDest, topic: &str, produced: &std::collections::BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) {
     let store = dest.store().await;
@@ -14,6 +15,18 @@ async fn assert_exact(dest: &TestDest, topic: &str, produced: &std::collections:
     let c = compare(produced, &contents);
     assert!(c.is_exact(), "archive differs from what was produced: {c:?}");
     assert!(contents.ignored_keys.is_empty(), "unexpected keys: {:?}", contents.ignored_keys);
+    // `verify --deep` agrees: no gap, overlap, claim without data, or mislabelled object.
+    let options = VerifyOptions {
+        prefix: dest.prefix(),
+        topics: vec![topic.to_string()],
+        partitions: vec![],
+        deep: true,
+        brokers: None,
+        concurrency: 8,
+    };
+    let report = verify(store.as_ref(), &options).await.expect("verify");
+    assert!(report.is_clean(), "{}", report.table());
+    assert!(report.partitions.iter().all(|p| p.claims == p.objects), "{}", report.table());
 }
 
 /// Four partitions archived and shut down gracefully (SIGTERM uploads what is buffered, exit 0).

@@ -13,4 +13,5 @@ fn demo_crashes_restarts_and_verifies() {
     assert!(stdout.contains("CRASHED"), "{stdout}");
     assert!(stdout.contains("RESULT: OK"), "{stdout}");
     assert!(stdout.contains("missing 0, duplicates 0, different 0"), "{stdout}");
+    assert!(stdout.contains("3 partitions, 0 problems"), "verify must find the archive clean:\n{stdout}");
 }

@@ -80,8 +80,8 @@ async fn a_restart_in_the_same_group_lists_once_per_partition() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     again.shutdown().await.unwrap();
-    // 30 objects per partition: a full listing would also take one request each, so compare with
-    // what a listing from the hint returns: only the last object of each partition.
-    assert_eq!(kafka_s3_archiver::stats::Stats::get(&stats.recovery_list_requests), 3);
-    assert_eq!(kafka_s3_archiver::stats::Stats::get(&stats.recovery_objects_seen), 3);
+    // 30 objects and claims per partition: a full listing would also take one request each, so compare
+    // with what listings from the hint return: the last claim, then its data object, per partition.
+    assert_eq!(kafka_s3_archiver::stats::Stats::get(&stats.recovery_list_requests), 6);
+    assert_eq!(kafka_s3_archiver::stats::Stats::get(&stats.recovery_objects_seen), 6);
 }

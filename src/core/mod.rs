@@ -1,7 +1,9 @@
 //! The pure core: no tokio, no AWS SDK, no rdkafka. Everything here is deterministic given its inputs
 //! (time is passed in), so it is tested exhaustively without services.
 
+pub mod audit;
 pub mod backoff;
+pub mod claim;
 pub mod destination;
 pub mod encode;
 pub mod object_key;

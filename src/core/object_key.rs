@@ -57,7 +57,7 @@ impl Prefix {
     }
 
     /// `<prefix>/` or the empty string, ready to have a relative key appended.
-    fn root(&self) -> String {
+    pub(crate) fn root(&self) -> String {
         if self.0.is_empty() {
             String::new()
         } else {
@@ -68,6 +68,12 @@ impl Prefix {
     /// The folder (ending in `/`) that holds every data object of a partition.
     pub fn partition_folder(&self, tp: &TopicPartition) -> String {
         format!("{}topic={}/partition={}/", self.root(), tp.topic(), tp.partition())
+    }
+
+    /// The folder (ending in `/`) that holds a partition's claims (see `claim`); outside the data
+    /// folders, so lake readers never see claims.
+    pub fn claims_folder(&self, tp: &TopicPartition) -> String {
+        format!("{}_claims/topic={}/partition={}/", self.root(), tp.topic(), tp.partition())
     }
 
     /// The folder (ending in `/`) that holds every partition of a topic.
@@ -151,14 +157,14 @@ impl fmt::Display for ObjectKey {
 }
 
 /// Partition numbers in keys are plain decimal without sign or leading zeros.
-fn parse_partition(s: &str) -> Option<i32> {
+pub(crate) fn parse_partition(s: &str) -> Option<i32> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) {
         return None;
     }
     s.parse().ok()
 }
 
-fn parse_padded_offset(s: &str) -> Option<i64> {
+pub(crate) fn parse_padded_offset(s: &str) -> Option<i64> {
     if s.len() != 20 || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

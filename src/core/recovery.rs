@@ -9,7 +9,12 @@
 //! and the planner probes backwards from it in doubling steps (O(log distance) requests) until a
 //! listing is not empty. Without any commit, the whole partition folder is listed (objects / 1000
 //! requests). The commit is never trusted for the position itself: that always comes from the keys.
+//!
+//! The same search finds a partition's last claim (see `claim`), whose keys also sort by start
+//! offset; [`assess_tail`] and [`plan_start`] then turn the last claim and the data objects after it
+//! into where consumption resumes, including re-writing a claimed range whose data object is missing.
 
+use super::claim::{Claim, ClaimKey};
 use super::object_key::{ObjectKey, Prefix};
 use super::partition::{OffsetRange, TopicPartition};
 
@@ -20,14 +25,15 @@ const HINT_METADATA_TAG: &str = "ksa1:";
 pub struct CommitHint {
     /// The committed offset: the archive should hold everything below it.
     pub next_offset: i64,
-    /// From the commit metadata: start offset of the object whose end is `next_offset - 1`.
-    pub object_start: Option<i64>,
+    /// From the commit metadata: chain position (claim start, at or below the data object's first
+    /// offset) of the file whose end is `next_offset - 1`.
+    pub chain_start: Option<i64>,
 }
 
 impl CommitHint {
-    /// The commit metadata string for an object starting at `object_start`.
-    pub fn metadata_for(object_start: i64) -> String {
-        format!("{HINT_METADATA_TAG}{object_start}")
+    /// The commit metadata string for a file at chain position `chain_start`.
+    pub fn metadata_for(chain_start: i64) -> String {
+        format!("{HINT_METADATA_TAG}{chain_start}")
     }
 
     /// Reads a committed offset and its metadata back; `None` when no offset is committed.
@@ -35,11 +41,11 @@ impl CommitHint {
         if next_offset <= 0 {
             return None;
         }
-        let object_start = metadata
+        let chain_start = metadata
             .strip_prefix(HINT_METADATA_TAG)
             .and_then(|s| s.parse::<i64>().ok())
             .filter(|s| (0..next_offset).contains(s));
-        Some(Self { next_offset, object_start })
+        Some(Self { next_offset, chain_start })
     }
 }
 
@@ -66,10 +72,13 @@ pub struct Overlap {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recovered {
-    /// The first offset not yet in the archive; `None` when the partition has no objects.
+    /// The first offset not yet in the archive; `None` when the partition has no objects (or when
+    /// claims were listed: then the last claim's body tells it).
     pub next_offset: Option<i64>,
     /// The object holding the highest offset.
     pub last_object: Option<ObjectKey>,
+    /// When claims were listed: the highest claim start.
+    pub last_claim: Option<i64>,
     /// Objects seen (all of them on a full listing; those from the listing's start on otherwise).
     pub objects_seen: u64,
     pub list_requests: u32,
@@ -86,10 +95,18 @@ pub enum Step {
     Done(Recovered),
 }
 
+/// What a plan lists: the data objects or the claims of a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    Data,
+    Claims,
+}
+
 #[derive(Debug)]
 pub struct RecoveryPlan {
     prefix: Prefix,
     tp: TopicPartition,
+    listing: Listing,
     folder: String,
     /// While probing backwards: the offset probed from and how far below the hint it is.
     probe: Option<(i64, i64)>,
@@ -98,43 +115,76 @@ pub struct RecoveryPlan {
     hinted: bool,
     list_requests: u32,
     last_object: Option<ObjectKey>,
+    last_claim: Option<i64>,
     objects_seen: u64,
     ignored_keys: Vec<String>,
     overlaps: Vec<Overlap>,
 }
 
 impl RecoveryPlan {
-    /// Starts a plan; returns it with the first request to make.
+    /// Starts a search for the partition's last data object; returns it with the first request to make.
     pub fn start(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>) -> (Self, ListRequest) {
-        let folder = prefix.partition_folder(tp);
-        let base = hint.map(|h| h.object_start.unwrap_or(h.next_offset - 1));
+        Self::new(prefix, tp, hint, Listing::Data)
+    }
+
+    /// Starts a search for the partition's last claim.
+    pub fn claims(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>) -> (Self, ListRequest) {
+        Self::new(prefix, tp, hint, Listing::Claims)
+    }
+
+    fn new(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>, listing: Listing) -> (Self, ListRequest) {
+        let folder = match listing {
+            Listing::Data => prefix.partition_folder(tp),
+            Listing::Claims => prefix.claims_folder(tp),
+        };
+        let base = hint.map(|h| h.chain_start.unwrap_or(h.next_offset - 1));
         let plan = Self {
             prefix: prefix.clone(),
             tp: tp.clone(),
+            listing,
             folder: folder.clone(),
             probe: base.map(|b| (b, 0)),
             probe_base: base.unwrap_or(0),
             hinted: hint.is_some(),
             list_requests: 1,
             last_object: None,
+            last_claim: None,
             objects_seen: 0,
             ignored_keys: Vec::new(),
             overlaps: Vec::new(),
         };
-        let start_after = base.map(|b| prefix.start_after_for(tp, b));
+        let start_after = base.map(|b| plan.start_after(b));
         (plan, ListRequest { prefix: folder, start_after })
+    }
+
+    /// The key to list after so that the first key returned starts at `start` or later.
+    fn start_after(&self, start: i64) -> String {
+        match self.listing {
+            Listing::Data => self.prefix.start_after_for(&self.tp, start),
+            Listing::Claims => ClaimKey::start_after(&self.prefix, &self.tp, start),
+        }
     }
 
     /// Feeds the page answering the last request; returns the next request or the result.
     pub fn feed(&mut self, page: ListPage) -> Step {
         for raw in &page.keys {
-            match ObjectKey::parse(&self.prefix, raw) {
-                Ok(k) if k.tp == self.tp => {
-                    // Found an object at or after the probe: from here on, just page forward.
-                    self.probe = None;
-                    self.observe(k);
-                }
-                _ => self.ignored_keys.push(raw.clone()),
+            // Found a key at or after the probe: from here on, just page forward.
+            match self.listing {
+                Listing::Data => match ObjectKey::parse(&self.prefix, raw) {
+                    Ok(k) if k.tp == self.tp => {
+                        self.probe = None;
+                        self.observe(k);
+                    }
+                    _ => self.ignored_keys.push(raw.clone()),
+                },
+                Listing::Claims => match ClaimKey::parse(&self.prefix, raw) {
+                    Ok(k) if k.tp == self.tp => {
+                        self.probe = None;
+                        self.objects_seen += 1;
+                        self.last_claim = Some(self.last_claim.map_or(k.start, |s| s.max(k.start)));
+                    }
+                    _ => self.ignored_keys.push(raw.clone()),
+                },
             }
         }
         if page.truncated {
@@ -149,12 +199,13 @@ impl RecoveryPlan {
                 let next = (self.probe_base - distance).max(0);
                 self.probe = Some((next, distance));
                 self.ignored_keys.clear();
-                return self.request(Some(self.prefix.start_after_for(&self.tp, next)));
+                return self.request(Some(self.start_after(next)));
             }
         }
         Step::Done(Recovered {
             next_offset: self.last_object.as_ref().map(|k| k.range.next()),
             last_object: self.last_object.take(),
+            last_claim: self.last_claim,
             objects_seen: self.objects_seen,
             list_requests: self.list_requests,
             hinted: self.hinted,
@@ -179,6 +230,69 @@ impl RecoveryPlan {
             }
             _ => self.last_object = Some(key),
         }
+    }
+}
+
+/// How a partition's archive ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tail {
+    /// Nothing archived yet.
+    Empty,
+    /// Everything below `next` is archived (or was claimed and written).
+    Complete { next: i64 },
+    /// The last claim's data object is missing (its writer died or stalled between claim and upload):
+    /// exactly that claim's range must be written before anything else.
+    Unfulfilled(Claim),
+}
+
+/// The tail of an archive with claims, from its last claim and the data objects of the partition that
+/// start at or after the claim's start. A claim is fulfilled by a data object inside its range; data
+/// objects beyond the last claim (written without claims) move the position past them.
+pub fn assess_tail(last: &Claim, data_from_start: &[OffsetRange]) -> Tail {
+    let covers = last.covers();
+    let fulfilled = data_from_start.iter().any(|r| r.start() >= covers.start() && r.end() <= covers.end());
+    let data_end = data_from_start.iter().map(|r| r.end()).max();
+    match data_end {
+        Some(end) if end > covers.end() => Tail::Complete { next: end + 1 },
+        _ if fulfilled => Tail::Complete { next: covers.next() },
+        _ => Tail::Unfulfilled(last.clone()),
+    }
+}
+
+/// Where a partition resumes, decided from its tail and its log start offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartPlan {
+    /// The offset to consume from; `None`: nothing archived, use the configured start (earliest/latest).
+    pub consume_from: Option<i64>,
+    /// The chain position (claim start) of the next file.
+    pub chain_next: i64,
+    /// The first file re-writes this claim's range (its claim exists; only its data is written).
+    pub rewrite: Option<Claim>,
+    /// Offsets deleted by retention before they were archived.
+    pub retention_gap: Option<OffsetRange>,
+}
+
+pub fn plan_start(tail: &Tail, log_start: Option<i64>) -> StartPlan {
+    let low = log_start.unwrap_or(0);
+    let resume = |next: i64, chain_next: i64, lost_from: i64| {
+        let (consume_from, retention_gap) = match decide_start(next, low) {
+            StartDecision::Resume(at) => (at, None),
+            StartDecision::RetentionGap { missing, resume_at } => {
+                (resume_at, Some(OffsetRange::new(lost_from.min(missing.start()), missing.end()).expect("ordered")))
+            }
+        };
+        StartPlan { consume_from: Some(consume_from), chain_next, rewrite: None, retention_gap }
+    };
+    match tail {
+        Tail::Empty => StartPlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None },
+        Tail::Complete { next } => resume(*next, *next, *next),
+        Tail::Unfulfilled(claim) if low <= claim.end => {
+            let from = claim.first.max(low);
+            let retention_gap = (from > claim.first).then(|| OffsetRange::new(claim.first, from - 1).expect("ordered"));
+            StartPlan { consume_from: Some(from), chain_next: claim.start, rewrite: Some(claim.clone()), retention_gap }
+        }
+        // Retention deleted the whole claimed range before it was written: it is lost.
+        Tail::Unfulfilled(claim) => resume(claim.end + 1, claim.end + 1, claim.first),
     }
 }
 
@@ -266,12 +380,12 @@ mod tests {
         assert!(r.overlaps.is_empty());
     }
 
-    fn hint(next_offset: i64, object_start: Option<i64>) -> Option<CommitHint> {
-        Some(CommitHint { next_offset, object_start })
+    fn hint(next_offset: i64, chain_start: Option<i64>) -> Option<CommitHint> {
+        Some(CommitHint { next_offset, chain_start })
     }
 
     #[test]
-    fn a_hint_with_the_object_start_takes_one_request() {
+    fn a_hint_with_the_chain_start_takes_one_request() {
         let all = chain(3500, 10);
         let r = run(&all, hint(35_000, Some(34_990)));
         assert_eq!((r.next_offset, r.list_requests, r.hinted), (Some(35_000), 1, true));
@@ -375,7 +489,7 @@ mod tests {
         fn any_hint_yields_the_archive_end(
             sizes in proptest::collection::vec((1i64..500, 0i64..3), 0..300),
             next in 0i64..200_000,
-            object_start in proptest::option::of(0i64..200_000),
+            chain_start in proptest::option::of(0i64..200_000),
         ) {
             let mut all = Vec::new();
             let mut at = 0;
@@ -385,9 +499,91 @@ mod tests {
                 at += len;
             }
             let expected = (!all.is_empty()).then_some(at);
-            let r = run(&all, CommitHint::parse(next, &object_start.map(CommitHint::metadata_for).unwrap_or_default()));
+            let r = run(&all, CommitHint::parse(next, &chain_start.map(CommitHint::metadata_for).unwrap_or_default()));
             proptest::prop_assert_eq!(r.next_offset, expected);
         }
+    }
+
+    fn claim_key(s: i64) -> String {
+        ClaimKey::new(Prefix::new("arch"), TopicPartition::new("t", 0).unwrap(), s).to_string()
+    }
+
+    fn run_claims(all: &[String], hint: Option<CommitHint>) -> Recovered {
+        let prefix = Prefix::new("arch");
+        let tp = TopicPartition::new("t", 0).unwrap();
+        let (mut plan, mut req) = RecoveryPlan::claims(&prefix, &tp, hint);
+        for _ in 0..10_000 {
+            match plan.feed(list(all, &req, 1000)) {
+                Step::List(next) => req = next,
+                Step::Done(r) => return r,
+            }
+        }
+        panic!("planner did not finish");
+    }
+
+    #[test]
+    fn the_last_claim_is_found_like_the_last_object() {
+        let mut all: Vec<String> = (0..2500).map(|i| claim_key(i * 10)).collect();
+        all.extend(chain(2500, 10));
+        all.push(ClaimKey::new(Prefix::new("arch"), TopicPartition::new("t", 1).unwrap(), 1 << 40).to_string());
+        let r = run_claims(&all, None);
+        assert_eq!((r.last_claim, r.objects_seen, r.list_requests), (Some(24_990), 2500, 3));
+        assert!(r.ignored_keys.is_empty(), "data objects live in another folder");
+        let r = run_claims(&all, hint(25_000, Some(24_990)));
+        assert_eq!((r.last_claim, r.list_requests), (Some(24_990), 1));
+        let r = run_claims(&all, hint(99_999, None));
+        assert_eq!(r.last_claim, Some(24_990));
+        assert!(r.list_requests <= 25, "{} requests", r.list_requests);
+        assert_eq!(run_claims(&[], None).last_claim, None);
+    }
+
+    fn claim(start: i64, first: i64, end: i64) -> Claim {
+        Claim { start, first, end, records: 1, retention_gap: false, writer: "w".into(), time_ms: 0 }
+    }
+
+    fn r(s: i64, e: i64) -> OffsetRange {
+        OffsetRange::new(s, e).unwrap()
+    }
+
+    #[test]
+    fn a_claim_is_fulfilled_by_a_data_object_inside_it() {
+        let c = claim(100, 102, 199);
+        assert_eq!(assess_tail(&c, &[r(102, 199)]), Tail::Complete { next: 200 });
+        // Compaction removed records before a re-write: a smaller object inside the claim still counts.
+        assert_eq!(assess_tail(&c, &[r(105, 190)]), Tail::Complete { next: 200 });
+        assert_eq!(assess_tail(&c, &[]), Tail::Unfulfilled(c.clone()));
+        // An object that is not inside the claim (another writer's, overlapping) does not fulfil it.
+        assert_eq!(assess_tail(&c, &[r(99, 150)]), Tail::Unfulfilled(c.clone()));
+        // Data beyond the last claim (written without claims) moves the position past it.
+        assert_eq!(assess_tail(&c, &[r(102, 199), r(200, 260)]), Tail::Complete { next: 261 });
+        assert_eq!(assess_tail(&c, &[r(150, 260)]), Tail::Complete { next: 261 });
+    }
+
+    #[test]
+    fn start_plans() {
+        let plan = |tail: &Tail, low| plan_start(tail, low);
+        assert_eq!(plan(&Tail::Empty, Some(40)), StartPlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None });
+        assert_eq!(
+            plan(&Tail::Complete { next: 200 }, Some(40)),
+            StartPlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
+        );
+        assert_eq!(
+            plan(&Tail::Complete { next: 200 }, Some(250)),
+            StartPlan { consume_from: Some(250), chain_next: 200, rewrite: None, retention_gap: Some(r(200, 249)) }
+        );
+        let c = claim(100, 102, 199);
+        let tail = Tail::Unfulfilled(c.clone());
+        assert_eq!(plan(&tail, None), StartPlan { consume_from: Some(102), chain_next: 100, rewrite: Some(c.clone()), retention_gap: None });
+        // Retention took the start of the claimed range: re-write what is left of it.
+        assert_eq!(
+            plan(&tail, Some(150)),
+            StartPlan { consume_from: Some(150), chain_next: 100, rewrite: Some(c.clone()), retention_gap: Some(r(102, 149)) }
+        );
+        // ... or all of it: the claimed range is lost, and so is what retention took after it.
+        assert_eq!(
+            plan(&tail, Some(300)),
+            StartPlan { consume_from: Some(300), chain_next: 200, rewrite: None, retention_gap: Some(r(102, 299)) }
+        );
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub enum RollReason {
     Budget,
     /// The partition was revoked or the process is shutting down.
     Flush,
+    /// The file re-writes a claimed range whose data object was missing, and reached the claim's end.
+    Rewrite,
 }
 
 impl RollReason {
@@ -23,6 +25,7 @@ impl RollReason {
             RollReason::Age => "age",
             RollReason::Budget => "budget",
             RollReason::Flush => "flush",
+            RollReason::Rewrite => "rewrite",
         }
     }
 }

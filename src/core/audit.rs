@@ -1,0 +1,394 @@
+//! What `verify` concludes about one partition's archive, from its listing (data keys and claim keys),
+//! the claim bodies it asked for, optional deep reads of the objects, and optionally the partition's
+//! log offsets in Kafka. Pure: the shell lists, reads and asks Kafka.
+//!
+//! Holes between data objects are harmless when the claims chain explains them (offsets that had no
+//! records: compaction, transaction markers); they are a retention gap when the claim says retention
+//! deleted them, and a gap otherwise. Only the claims around holes and claims without data are read, so
+//! the cost stays one listing plus a GET per hole.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::claim::Claim;
+use super::object_key::ObjectKey;
+use super::partition::{OffsetRange, TopicPartition};
+
+/// One partition as listed.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionListing {
+    pub objects: Vec<ObjectKey>,
+    /// Start offsets of the claims.
+    pub claims: BTreeSet<i64>,
+}
+
+/// What reading one object found (`--deep`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectContents {
+    Read { first: Option<i64>, last: Option<i64>, records: u64, ordered: bool },
+    Unreadable(String),
+}
+
+/// The partition's offsets in Kafka (`--brokers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LogOffsets {
+    pub log_start: i64,
+    pub log_end: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Problem {
+    /// Offsets no object holds and nothing explains.
+    Gap { from: i64, to: i64 },
+    /// Offsets Kafka's retention deleted before they were archived.
+    RetentionGap { from: i64, to: i64 },
+    Overlap { earlier: String, later: String },
+    /// A claimed range whose data object is missing (not the last claim: that one may be in flight).
+    MissingData { claim: String, from: i64, to: i64 },
+    /// A claim whose body cannot be read, or disagrees with the chain.
+    BadClaim { claim: String, why: String },
+    /// Contents disagree with the object's name (`--deep`).
+    Mislabelled { key: String, why: String },
+    Unreadable { key: String, why: String },
+    /// The archive holds offsets the partition's log no longer has (topic deleted and re-created?).
+    AheadOfLog { archive_next: i64, log_end: i64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionReport {
+    pub topic: String,
+    pub partition: i32,
+    pub objects: usize,
+    pub claims: usize,
+    /// Records in the objects, counted when they are read (`--deep`).
+    pub records: Option<u64>,
+    pub first_offset: Option<i64>,
+    pub last_offset: Option<i64>,
+    /// The last claim has no data object yet: written right now, or its writer died (the next
+    /// recovery re-writes it). Not a problem by itself.
+    pub pending_claim: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<LogOffsets>,
+    /// Offsets in the log not archived yet (`--brokers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_yet_archived: Option<i64>,
+    pub problems: Vec<Problem>,
+}
+
+/// The claim ranges as the chain defines them: claim k covers [start_k, start_k+1 - 1]; the last one
+/// reaches to the end of the offsets.
+fn chain_ranges(claims: &BTreeSet<i64>) -> Vec<OffsetRange> {
+    let starts: Vec<i64> = claims.iter().copied().collect();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(i, s)| OffsetRange::new(*s, starts.get(i + 1).map_or(i64::MAX, |next| next - 1)).expect("sorted, distinct"))
+        .collect()
+}
+
+fn sorted_objects(listing: &PartitionListing) -> Vec<&ObjectKey> {
+    let mut objects: Vec<&ObjectKey> = listing.objects.iter().collect();
+    objects.sort_by_key(|k| (k.range.start(), k.range.end()));
+    objects
+}
+
+/// Holes between consecutive objects (after the first object; what precedes it was never archived).
+fn holes(objects: &[&ObjectKey]) -> Vec<OffsetRange> {
+    let mut out = Vec::new();
+    let mut end: Option<i64> = None;
+    for k in objects {
+        if let Some(e) = end {
+            if k.range.start() > e + 1 {
+                out.push(OffsetRange::new(e + 1, k.range.start() - 1).expect("ordered"));
+            }
+        }
+        end = Some(end.map_or(k.range.end(), |e| e.max(k.range.end())));
+    }
+    out
+}
+
+fn intersects(a: OffsetRange, b: OffsetRange) -> bool {
+    a.start() <= b.end() && b.start() <= a.end()
+}
+
+fn fulfilled(range: OffsetRange, objects: &[&ObjectKey]) -> bool {
+    objects.iter().any(|k| k.range.start() >= range.start() && k.range.start() <= range.end())
+}
+
+/// The claims whose bodies the audit needs: those around holes, and those without data.
+pub fn claims_to_read(listing: &PartitionListing) -> Vec<i64> {
+    let objects = sorted_objects(listing);
+    let holes = holes(&objects);
+    chain_ranges(&listing.claims)
+        .into_iter()
+        .filter(|c| !fulfilled(*c, &objects) || holes.iter().any(|h| intersects(*h, *c)))
+        .map(|c| c.start())
+        .collect()
+}
+
+/// Audits one partition.
+pub fn audit(
+    tp: &TopicPartition,
+    listing: &PartitionListing,
+    bodies: &BTreeMap<i64, Result<Claim, String>>,
+    contents: &BTreeMap<String, ObjectContents>,
+    log: Option<LogOffsets>,
+) -> PartitionReport {
+    let objects = sorted_objects(listing);
+    let mut problems = Vec::new();
+    let claim_name = |start: i64| format!("{tp}@{start}");
+
+    // Overlaps: each object against the furthest-reaching one before it.
+    let mut reach: Option<&ObjectKey> = None;
+    for k in &objects {
+        if let Some(r) = reach {
+            if k.range.start() <= r.range.end() {
+                problems.push(Problem::Overlap { earlier: r.to_string(), later: k.to_string() });
+            }
+        }
+        if reach.is_none_or(|r| k.range.end() > r.range.end()) {
+            reach = Some(k);
+        }
+    }
+
+    // Claims: bodies that cannot be read or break the chain, and claimed ranges without data.
+    let chain = chain_ranges(&listing.claims);
+    let mut pending_claim = None;
+    for (i, c) in chain.iter().enumerate() {
+        let last = i + 1 == chain.len();
+        match bodies.get(&c.start()) {
+            Some(Err(why)) => problems.push(Problem::BadClaim { claim: claim_name(c.start()), why: why.clone() }),
+            Some(Ok(body)) if !last && body.end != c.end() => problems.push(Problem::BadClaim {
+                claim: claim_name(c.start()),
+                why: format!("it ends at {} but the next claim starts at {}", body.end, c.end() + 1),
+            }),
+            _ => {}
+        }
+        if !fulfilled(*c, &objects) {
+            if last {
+                pending_claim = Some(c.start());
+            } else {
+                let (from, to) = match bodies.get(&c.start()) {
+                    Some(Ok(body)) => (body.first, body.end),
+                    _ => (c.start(), c.end()),
+                };
+                problems.push(Problem::MissingData { claim: claim_name(c.start()), from, to });
+            }
+        }
+    }
+
+    // Holes: explained by a fulfilled claim (no records there), a retention gap, or a gap.
+    for hole in holes(&objects) {
+        let mut at = hole.start();
+        for c in chain.iter().filter(|c| intersects(**c, hole)) {
+            // The chain bounds a claim by the next one; its body bounds the last one.
+            let body = bodies.get(&c.start()).and_then(|b| b.as_ref().ok());
+            let claim_end = body.map_or(c.end(), |b| b.end.min(c.end()));
+            if claim_end < at {
+                continue;
+            }
+            if c.start() > at {
+                problems.push(Problem::Gap { from: at, to: c.start() - 1 });
+            }
+            let part_end = claim_end.min(hole.end());
+            if let Some(body) = body.filter(|b| b.retention_gap && at < b.first) {
+                problems.push(Problem::RetentionGap { from: at, to: (body.first - 1).min(part_end) });
+            }
+            // A claim without data is reported once above; other offsets of a claim had no records.
+            at = part_end + 1;
+        }
+        if at <= hole.end() {
+            problems.push(Problem::Gap { from: at, to: hole.end() });
+        }
+    }
+
+    // Contents (`--deep`).
+    let mut counted: Option<u64> = (!contents.is_empty()).then_some(0);
+    for k in &objects {
+        let key = k.to_string();
+        match contents.get(&key) {
+            Some(ObjectContents::Unreadable(why)) => problems.push(Problem::Unreadable { key, why: why.clone() }),
+            Some(ObjectContents::Read { first, last, records, ordered }) => {
+                counted = counted.map(|n| n + records);
+                let why = if !ordered {
+                    Some("offsets are not strictly increasing".to_string())
+                } else if (*first, *last) != (Some(k.range.start()), Some(k.range.end())) {
+                    Some(format!("it holds offsets {first:?}..={last:?}, its name says {}", k.range))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    problems.push(Problem::Mislabelled { key, why });
+                }
+            }
+            None => {}
+        }
+    }
+
+    let first_offset = objects.first().map(|k| k.range.start());
+    let last_offset = objects.iter().map(|k| k.range.end()).max();
+    let mut not_yet_archived = None;
+    if let Some(log) = log {
+        let archive_next = last_offset.map_or(log.log_start, |e| e + 1);
+        if archive_next > log.log_end {
+            problems.push(Problem::AheadOfLog { archive_next, log_end: log.log_end });
+        } else if archive_next < log.log_start {
+            problems.push(Problem::RetentionGap { from: archive_next, to: log.log_start - 1 });
+            not_yet_archived = Some(log.log_end - log.log_start);
+        } else {
+            not_yet_archived = Some(log.log_end - archive_next);
+        }
+    }
+    PartitionReport {
+        topic: tp.topic().to_string(),
+        partition: tp.partition(),
+        objects: objects.len(),
+        claims: listing.claims.len(),
+        records: counted,
+        first_offset,
+        last_offset,
+        pending_claim,
+        log,
+        not_yet_archived,
+        problems,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::object_key::{FileKind, Prefix};
+
+    fn tp() -> TopicPartition {
+        TopicPartition::new("t", 0).unwrap()
+    }
+
+    fn obj(s: i64, e: i64) -> ObjectKey {
+        ObjectKey::new(Prefix::default(), tp(), OffsetRange::new(s, e).unwrap(), FileKind::Parquet)
+    }
+
+    fn claim(start: i64, first: i64, end: i64, retention_gap: bool) -> Claim {
+        Claim { start, first, end, records: (end - first + 1) as u64, retention_gap, writer: "w".into(), time_ms: 0 }
+    }
+
+    /// Lists, reads the claims the audit asks for, audits.
+    fn run(objects: &[(i64, i64)], claims: &[Claim], log: Option<LogOffsets>) -> PartitionReport {
+        let listing = PartitionListing {
+            objects: objects.iter().map(|(s, e)| obj(*s, *e)).collect(),
+            claims: claims.iter().map(|c| c.start).collect(),
+        };
+        let bodies = claims_to_read(&listing)
+            .into_iter()
+            .map(|s| (s, Ok(claims.iter().find(|c| c.start == s).unwrap().clone())))
+            .collect();
+        audit(&tp(), &listing, &bodies, &BTreeMap::new(), log)
+    }
+
+    #[test]
+    fn a_contiguous_archive_is_clean() {
+        let r = run(&[(0, 9), (10, 19), (20, 29)], &[], None);
+        assert!(r.problems.is_empty());
+        assert_eq!((r.objects, r.first_offset, r.last_offset, r.records), (3, Some(0), Some(29), None));
+        let claims = [claim(0, 0, 9, false), claim(10, 10, 19, false), claim(20, 20, 29, false)];
+        let r = run(&[(0, 9), (10, 19), (20, 29)], &claims, None);
+        assert!(r.problems.is_empty());
+        assert_eq!(r.pending_claim, None);
+        // Nothing to explain: no claim body is read.
+        let listing = PartitionListing { objects: vec![obj(0, 9), obj(10, 19)], claims: [0, 10].into() };
+        assert!(claims_to_read(&listing).is_empty());
+    }
+
+    #[test]
+    fn holes_are_gaps_unless_claims_explain_them() {
+        let r = run(&[(0, 9), (15, 19)], &[], None);
+        assert_eq!(r.problems, vec![Problem::Gap { from: 10, to: 14 }]);
+        // Compaction or transaction markers: the claim for 10 says its first record was 15.
+        let claims = [claim(0, 0, 9, false), claim(10, 15, 19, false)];
+        assert!(run(&[(0, 9), (15, 19)], &claims, None).problems.is_empty());
+        // Retention deleted 10..=14 before it was archived.
+        let claims = [claim(0, 0, 9, false), claim(10, 15, 19, true)];
+        assert_eq!(run(&[(0, 9), (15, 19)], &claims, None).problems, vec![Problem::RetentionGap { from: 10, to: 14 }]);
+        // The last claim explains nothing beyond its end.
+        let claims = [claim(0, 0, 9, false), claim(10, 15, 19, false)];
+        assert_eq!(run(&[(0, 9), (15, 19), (30, 39)], &claims, None).problems, vec![Problem::Gap { from: 20, to: 29 }]);
+        // Claims that start after the hole do not explain it.
+        let claims = [claim(0, 0, 9, false), claim(12, 15, 19, false)];
+        assert_eq!(
+            run(&[(0, 9), (15, 19)], &claims, None).problems,
+            vec![
+                Problem::BadClaim { claim: "t/0@0".into(), why: "it ends at 9 but the next claim starts at 12".into() },
+                Problem::Gap { from: 10, to: 11 }
+            ]
+        );
+    }
+
+    #[test]
+    fn overlaps_are_reported_once_per_object() {
+        let r = run(&[(0, 100), (50, 60), (70, 120), (121, 130)], &[], None);
+        assert_eq!(
+            r.problems,
+            vec![
+                Problem::Overlap { earlier: obj(0, 100).to_string(), later: obj(50, 60).to_string() },
+                Problem::Overlap { earlier: obj(0, 100).to_string(), later: obj(70, 120).to_string() },
+            ]
+        );
+    }
+
+    #[test]
+    fn claims_without_data() {
+        // The last claim may be in flight: noted, not a problem.
+        let claims = [claim(0, 0, 9, false), claim(10, 10, 19, false)];
+        let r = run(&[(0, 9)], &claims, None);
+        assert!(r.problems.is_empty());
+        assert_eq!(r.pending_claim, Some(10));
+        // An earlier one lost its data.
+        let claims = [claim(0, 0, 9, false), claim(10, 10, 19, false), claim(20, 20, 29, false)];
+        let r = run(&[(0, 9), (20, 29)], &claims, None);
+        assert_eq!(r.problems, vec![Problem::MissingData { claim: "t/0@10".into(), from: 10, to: 19 }]);
+    }
+
+    #[test]
+    fn bad_claims() {
+        let listing = PartitionListing { objects: vec![obj(0, 9), obj(15, 19)], claims: [0, 10].into() };
+        let bodies = BTreeMap::from([(10, Err("not JSON".to_string()))]);
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), None);
+        assert_eq!(r.problems, vec![Problem::BadClaim { claim: "t/0@10".into(), why: "not JSON".into() }]);
+        let bodies = BTreeMap::from([(0, Ok(claim(0, 0, 7, false))), (10, Ok(claim(10, 15, 19, false)))]);
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), None);
+        assert!(matches!(&r.problems[..], [Problem::BadClaim { why, .. }] if why.contains("ends at 7")), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn deep_reads_check_contents_against_names() {
+        let listing = PartitionListing { objects: vec![obj(0, 9), obj(10, 19), obj(20, 29), obj(30, 39)], claims: BTreeSet::new() };
+        let read = |first, last, ordered| ObjectContents::Read { first: Some(first), last: Some(last), records: 10, ordered };
+        let contents = BTreeMap::from([
+            (obj(0, 9).to_string(), read(0, 9, true)),
+            (obj(10, 19).to_string(), read(10, 18, true)),
+            (obj(20, 29).to_string(), read(20, 29, false)),
+            (obj(30, 39).to_string(), ObjectContents::Unreadable("truncated".into())),
+        ]);
+        let r = audit(&tp(), &listing, &BTreeMap::new(), &contents, None);
+        assert_eq!(r.records, Some(30));
+        assert!(matches!(&r.problems[0], Problem::Mislabelled { key, .. } if *key == obj(10, 19).to_string()));
+        assert!(matches!(&r.problems[1], Problem::Mislabelled { why, .. } if why.contains("increasing")));
+        assert_eq!(r.problems[2], Problem::Unreadable { key: obj(30, 39).to_string(), why: "truncated".into() });
+        assert_eq!(r.problems.len(), 3);
+    }
+
+    #[test]
+    fn compared_with_the_log() {
+        let log = |log_start, log_end| Some(LogOffsets { log_start, log_end });
+        let r = run(&[(0, 9)], &[], log(0, 25));
+        assert!(r.problems.is_empty());
+        assert_eq!(r.not_yet_archived, Some(15));
+        let r = run(&[(0, 9)], &[], log(14, 25));
+        assert_eq!(r.problems, vec![Problem::RetentionGap { from: 10, to: 13 }]);
+        let r = run(&[(0, 9)], &[], log(0, 5));
+        assert_eq!(r.problems, vec![Problem::AheadOfLog { archive_next: 10, log_end: 5 }]);
+        let r = run(&[], &[], log(3, 5));
+        assert_eq!(r.not_yet_archived, Some(2));
+    }
+}
