@@ -134,7 +134,15 @@ impl Settings {
     /// Reads a TOML file of settings.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
-        toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })
+        toml::from_str(&text).map_err(|e| {
+            // One line: where, then what (the TOML error's own text spans several lines).
+            let line = e.span().map(|span| text[..span.start].matches('\n').count() + 1);
+            let message = match line {
+                Some(line) => format!("line {line}: {}", e.message()),
+                None => e.message().to_string(),
+            };
+            ConfigError::Parse { path: path.into(), message }
+        })
     }
 
     /// These settings (flags and environment) over `file`'s.

@@ -5,29 +5,7 @@
 mod common;
 
 use common::*;
-use kafka_s3_archiver::check::{compare, read_topic};
 use kafka_s3_archiver::generate::{merge, produce};
-use kafka_s3_archiver::verify::{verify, VerifyOptions};
-
-async fn assert_exact(dest: &TestDest, topic: &str, produced: &std::collections::BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) {
-    let store = dest.store().await;
-    let contents = read_topic(store.as_ref(), &dest.prefix(), topic).await.expect("read archive");
-    let c = compare(produced, &contents);
-    assert!(c.is_exact(), "archive differs from what was produced: {c:?}");
-    assert!(contents.ignored_keys.is_empty(), "unexpected keys: {:?}", contents.ignored_keys);
-    // `verify --deep` agrees: no gap, overlap, claim without data, or mislabelled object.
-    let options = VerifyOptions {
-        prefix: dest.prefix(),
-        topics: vec![topic.to_string()],
-        partitions: vec![],
-        deep: true,
-        brokers: None,
-        concurrency: 8,
-    };
-    let report = verify(store.as_ref(), &options).await.expect("verify");
-    assert!(report.is_clean(), "{}", report.table());
-    assert!(report.partitions.iter().all(|p| p.claims == p.objects), "{}", report.table());
-}
 
 /// Four partitions archived and shut down gracefully (SIGTERM uploads what is buffered, exit 0).
 async fn archives_every_partition(dest: TestDest, extra: &[&str]) {
@@ -43,7 +21,7 @@ async fn archives_every_partition(dest: TestDest, extra: &[&str]) {
     let status = archiver.terminate();
     assert!(status.success(), "exit {status}; log:\n{}", archiver.log_text());
     assert!(archiver.log_text().contains("object uploaded"));
-    assert_exact(&dest, &topic, &produced).await;
+    assert_exactly_once(&dest, &topic, &produced).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -77,7 +55,7 @@ async fn hard_kill_then_new_group(dest: TestDest) {
     let status = second.terminate();
     assert!(status.success(), "exit {status}; log:\n{}", second.log_text());
     assert!(second.log_text().contains("recovered position from the archive"));
-    assert_exact(&dest, &topic, &produced).await;
+    assert_exactly_once(&dest, &topic, &produced).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -115,7 +93,7 @@ async fn two_instances_through_rebalances(dest: TestDest) {
     wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut b]).await;
     let status = b.terminate();
     assert!(status.success(), "exit {status}; log:\n{}", b.log_text());
-    assert_exact(&dest, &topic, &produced).await;
+    assert_exactly_once(&dest, &topic, &produced).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -209,7 +187,7 @@ async fn s3_large_files_spool_to_disk_and_upload_in_parts() {
     }
     assert!(multipart_sized >= 2, "expected files over the 10 MiB multipart threshold: {keys:?}");
     assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0, "spool files left behind");
-    assert_exact(&dest, &topic, &produced).await;
+    assert_exactly_once(&dest, &topic, &produced).await;
 }
 
 /// A second SIGTERM exits at once, without waiting for the flush.

@@ -2,6 +2,8 @@
 //! and archiver processes.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod s3_proxy;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -288,4 +290,52 @@ pub fn mock_settings(bootstrap: &str, dir: &Path) -> kafka_s3_archiver::config::
 
 pub fn last_offsets(produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) -> BTreeMap<i32, i64> {
     produced.iter().filter_map(|(p, r)| r.last().map(|r| (*p, r.offset))).collect()
+}
+
+/// The same archiver flags with S3 reached through `endpoint` (a fault-injecting proxy).
+pub fn through(mut args: Vec<String>, endpoint: &str) -> Vec<String> {
+    let at = args.iter().position(|a| a == "--s3-endpoint").expect("an S3 destination");
+    args[at + 1] = endpoint.to_string();
+    args
+}
+
+/// Sends a signal (STOP, CONT, KILL...) to a process.
+pub fn signal(pid: u32, name: &str) {
+    let status = Command::new("kill").args([&format!("-{name}"), &pid.to_string()]).status().expect("kill");
+    assert!(status.success(), "kill -{name} {pid} failed");
+}
+
+/// `verify --deep` in-process, and the independent comparison with what was produced: both must be
+/// clean, and every object must have exactly one claim.
+pub async fn assert_exactly_once(dest: &TestDest, topic: &str, produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) {
+    let store = dest.store().await;
+    let contents = kafka_s3_archiver::check::read_topic(store.as_ref(), &dest.prefix(), topic).await.expect("read archive");
+    let c = kafka_s3_archiver::check::compare(produced, &contents);
+    assert!(c.is_exact(), "archive differs from what was produced: {c:?}");
+    assert!(contents.ignored_keys.is_empty(), "unexpected keys: {:?}", contents.ignored_keys);
+    let report = verify_deep(dest, topic).await;
+    assert!(report.is_clean(), "{}", report.table());
+    assert!(report.partitions.iter().all(|p| p.claims == p.objects), "{}", report.table());
+}
+
+pub async fn verify_deep(dest: &TestDest, topic: &str) -> kafka_s3_archiver::verify::VerifyReport {
+    let store = dest.store().await;
+    let options = kafka_s3_archiver::verify::VerifyOptions {
+        prefix: dest.prefix(),
+        topics: vec![topic.to_string()],
+        partitions: vec![],
+        deep: true,
+        brokers: None,
+        concurrency: 8,
+    };
+    kafka_s3_archiver::verify::verify(store.as_ref(), &options).await.expect("verify")
+}
+
+/// Sets `--name value` in archiver flags, replacing the value when the flag is there already.
+pub fn set_flag(mut args: Vec<String>, name: &str, value: &str) -> Vec<String> {
+    match args.iter().position(|a| a == name) {
+        Some(at) => args[at + 1] = value.to_string(),
+        None => args.extend([name.to_string(), value.to_string()]),
+    }
+    args
 }

@@ -1,0 +1,102 @@
+//! Bad input, as users meet it (the binary): each case fails before anything is consumed or written,
+//! with one line that names the input and says what to do; objects in the archive that are not ours
+//! are skipped with a warning. The test prints what the user sees for each.
+//! (Missing bucket, unknown topic, unreachable brokers: `archive_e2e.rs`; a corrupt object: `verify.rs`;
+//! a record larger than the roll size: the pipeline's unit tests.)
+
+mod common;
+
+use std::process::Command;
+
+use common::s3_proxy::{Fault, S3Proxy};
+use common::*;
+use kafka_s3_archiver::core::spool::SpoolData;
+use kafka_s3_archiver::generate::produce;
+
+fn run(args: &[String]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver")).args(args).output().expect("run");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn error_line(stderr: &str) -> &str {
+    stderr.lines().find(|l| l.starts_with("error")).unwrap_or_else(|| panic!("no error line in:\n{stderr}"))
+}
+
+#[test]
+fn invalid_settings_fail_before_connecting_and_name_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let file_dest = format!("file://{}", archive.display());
+    let with_dest = |dest: &str, extra: &[&str]| {
+        let mut args: Vec<String> = ["run", "--brokers", "127.0.0.1:1", "--group", "g", "--topic", "t", "--dest", dest]
+            .map(String::from)
+            .to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let base = |extra: &[&str]| with_dest(&file_dest, extra);
+    let config = dir.path().join("archiver.toml");
+    std::fs::write(&config, "roll-bytes = \"64MiB\"\nroll-sise = \"1MiB\"\n").unwrap();
+    let config_flag = config.display().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (base(&["--config", &config_flag]), "line 2: unknown field `roll-sise`"),
+        (base(&["--roll-bytes", "12XB"]), "--roll-bytes"),
+        (base(&["--roll-age", "soon"]), "--roll-age"),
+        (base(&["--roll-records", "0"]), "--roll-records"),
+        (with_dest("ftp://host/dir", &[]), "ftp://host/dir"),
+        (with_dest("s3://Bad_Bucket/x", &[]), "Bad_Bucket"),
+        (base(&["--format", "csv"]), "--format"),
+        (base(&["--kafka", "group.id=other"]), "group.id"),
+        (base(&["--start-from", "middle"]), "--start-from"),
+        (base(&["--topic", "a/b"]), "a/b"),
+        (base(&["--claims", "maybe"]), "--claims"),
+    ];
+    for (args, names) in cases {
+        let (code, stderr) = run(&args);
+        assert_ne!(code, 0, "{args:?} should fail");
+        let line = error_line(&stderr);
+        println!("{:<45} -> {line}", args[7..].join(" ").replace(&dir.path().display().to_string(), "<dir>"));
+        assert!(line.contains(names), "{args:?}: expected {names:?} in {line:?}");
+        assert!(!archive.exists(), "{args:?} wrote to the archive");
+    }
+}
+
+/// S3 refusing the credentials (InvalidAccessKeyId, as AWS answers it) stops the archiver at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_credentials_fail_fast_and_say_what_to_check() {
+    let dest = TestDest::s3().await;
+    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    proxy.set_rule(|_| Fault::Status(403, "InvalidAccessKeyId"));
+    let spool = tempfile::tempdir().unwrap();
+    let args = through(archiver_args(&dest, &unique("g"), "whatever", 10, spool.path()), &proxy.url);
+    let mut archiver = ArchiverProcess::spawn("badcreds", &args);
+    let status = archiver.wait_exit(std::time::Duration::from_secs(30)).await;
+    assert!(!status.success());
+    let log = archiver.log_text();
+    let line = error_line(&log);
+    println!("wrong credentials -> {line}");
+    assert!(line.contains("denied") && line.contains("credentials"), "{log}");
+}
+
+/// Keys in the archive's folders that are not archive objects are skipped with a warning; the
+/// archive around them is still exact.
+#[tokio::test(flavor = "multi_thread")]
+async fn foreign_objects_in_the_archive_are_ignored_with_a_warning() {
+    let dest = TestDest::s3().await;
+    let topic = unique("foreign");
+    create_topic(&topic, 1).await;
+    let store = dest.store().await;
+    let tp = kafka_s3_archiver::core::partition::TopicPartition::new(topic.as_str(), 0).unwrap();
+    for key in [format!("{}README.txt", dest.prefix().partition_folder(&tp)), format!("{}notes", dest.prefix().claims_folder(&tp))] {
+        store.put_if_absent(&key, &SpoolData::Memory("not ours".into()), 8).await.unwrap();
+    }
+    let produced = produce(&brokers(), &topic, 1, 0..300, 50).await.unwrap();
+    let spool = tempfile::tempdir().unwrap();
+    let mut archiver = ArchiverProcess::spawn("foreign", &archiver_args(&dest, &unique("g"), &topic, 100, spool.path()));
+    wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success());
+    let log = archiver.log_text();
+    assert_eq!(log.matches("ignoring an object in the archive folder that is not ours").count(), 2, "{log}");
+    let contents = kafka_s3_archiver::check::read_topic(store.as_ref(), &dest.prefix(), &topic).await.unwrap();
+    assert!(kafka_s3_archiver::check::compare(&produced, &contents).is_exact());
+}

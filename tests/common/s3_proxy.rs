@@ -1,0 +1,231 @@
+//! A fault-injecting HTTP proxy between archivers and S3 (LocalStack), for the chaos and zombie tests.
+//! Every request is classified (claim PUT, data PUT, multipart, list, get...) and counted; a test-set
+//! rule decides per request whether to pass it, answer with an S3 error, reset the connection, stall
+//! the response past the client's timeout, drop the response after S3 stored the object, or hold the
+//! request and forward it much later (after its client gave up).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// What kind of S3 request a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    PutClaim,
+    PutData,
+    Multipart,
+    List,
+    Get,
+    Head,
+    Delete,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub struct RequestInfo {
+    pub kind: Kind,
+    /// The object key (path after the bucket), percent-decoded.
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    Pass,
+    /// Answer with this HTTP status and S3 error code; S3 never sees the request.
+    Status(u16, &'static str),
+    /// Close the connection without an answer; S3 never sees the request.
+    Reset,
+    /// Forward, then hold the answer this long (past the client's timeout).
+    StallResponse(Duration),
+    /// Forward (S3 stores the object), then close the connection without an answer.
+    DropResponse,
+    /// Hold the request this long, then forward it whatever the client did meanwhile.
+    Hold(Duration),
+}
+
+impl Fault {
+    fn name(&self) -> &'static str {
+        match self {
+            Fault::Pass => "pass",
+            Fault::Status(503, _) => "503 SlowDown",
+            Fault::Status(..) => "500 InternalError",
+            Fault::Reset => "connection reset",
+            Fault::StallResponse(_) => "response stalled past timeout",
+            Fault::DropResponse => "response dropped after store",
+            Fault::Hold(_) => "request held, forwarded late",
+        }
+    }
+}
+
+type Rule = Box<dyn Fn(&RequestInfo) -> Fault + Send + Sync>;
+
+#[derive(Default)]
+pub struct ProxyCounts {
+    pub requests: BTreeMap<Kind, u64>,
+    pub faults: BTreeMap<&'static str, u64>,
+    /// Held requests that reached S3 after their hold.
+    pub forwarded_late: u64,
+}
+
+pub struct S3Proxy {
+    pub url: String,
+    rule: Arc<RwLock<Rule>>,
+    counts: Arc<Mutex<ProxyCounts>>,
+    task: JoinHandle<()>,
+}
+
+impl S3Proxy {
+    /// Starts a proxy on a free 127.0.0.1 port in front of `upstream` (http://host:port).
+    pub async fn start(upstream: &str) -> Self {
+        let upstream: SocketAddr = upstream
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .parse()
+            .expect("upstream is http://ip:port");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let rule: Arc<RwLock<Rule>> = Arc::new(RwLock::new(Box::new(|_| Fault::Pass)));
+        let counts = Arc::new(Mutex::new(ProxyCounts::default()));
+        let (r, c) = (rule.clone(), counts.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                let (r, c) = (r.clone(), c.clone());
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| handle(req, upstream, r.clone(), c.clone()));
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        Self { url, rule, counts, task }
+    }
+
+    pub fn set_rule(&self, rule: impl Fn(&RequestInfo) -> Fault + Send + Sync + 'static) {
+        *self.rule.write().unwrap() = Box::new(rule);
+    }
+
+    pub fn pass_all(&self) {
+        self.set_rule(|_| Fault::Pass);
+    }
+
+    pub fn counts(&self) -> std::sync::MutexGuard<'_, ProxyCounts> {
+        self.counts.lock().unwrap()
+    }
+}
+
+impl Drop for S3Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn classify(req: &Request<Incoming>) -> RequestInfo {
+    let path = req.uri().path();
+    let query = req.uri().query().unwrap_or("");
+    // Path style: /<bucket>/<key>
+    let key = path.trim_start_matches('/').split_once('/').map(|(_, k)| percent_decode(k)).unwrap_or_default();
+    let has = |q: &str| query.split('&').any(|p| p == q || p.starts_with(&format!("{q}=")));
+    let kind = match req.method().as_str() {
+        "PUT" if has("partNumber") || has("uploadId") => Kind::Multipart,
+        "PUT" if key.contains("/_claims/") || key.starts_with("_claims/") => Kind::PutClaim,
+        "PUT" => Kind::PutData,
+        "POST" if has("uploads") || has("uploadId") => Kind::Multipart,
+        "GET" if has("list-type") => Kind::List,
+        "GET" if !key.is_empty() => Kind::Get,
+        "HEAD" => Kind::Head,
+        "DELETE" => Kind::Delete,
+        _ => Kind::Other,
+    };
+    RequestInfo { kind, key }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+type Answer = Response<Full<Bytes>>;
+
+async fn handle(
+    req: Request<Incoming>,
+    upstream: SocketAddr,
+    rule: Arc<RwLock<Rule>>,
+    counts: Arc<Mutex<ProxyCounts>>,
+) -> Result<Answer, std::io::Error> {
+    let info = classify(&req);
+    let (mut parts, body) = req.into_parts();
+    let body = body.collect().await.map_err(std::io::Error::other)?.to_bytes();
+    // The body is forwarded whole, with a length.
+    parts.headers.remove(hyper::header::TRANSFER_ENCODING);
+    let forward_req = Request::from_parts(parts, Full::new(body));
+    let fault = (rule.read().unwrap())(&info);
+    {
+        let mut c = counts.lock().unwrap();
+        *c.requests.entry(info.kind).or_default() += 1;
+        if fault != Fault::Pass {
+            *c.faults.entry(fault.name()).or_default() += 1;
+        }
+    }
+    match fault {
+        Fault::Pass => forward(upstream, forward_req).await,
+        Fault::Status(status, code) => {
+            let xml = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>injected by the test proxy</Message></Error>");
+            Ok(Response::builder().status(status).header("content-type", "application/xml").body(Full::new(Bytes::from(xml))).unwrap())
+        }
+        Fault::Reset => Err(std::io::Error::other("injected connection reset")),
+        Fault::StallResponse(d) => {
+            let answer = forward(upstream, forward_req).await;
+            tokio::time::sleep(d).await;
+            answer
+        }
+        Fault::DropResponse => {
+            forward(upstream, forward_req).await?;
+            Err(std::io::Error::other("injected: response dropped after the request was stored"))
+        }
+        Fault::Hold(d) => {
+            // Detached, so it goes ahead even when the client has given up and closed the connection.
+            let late = tokio::spawn(async move {
+                tokio::time::sleep(d).await;
+                let answer = forward(upstream, forward_req).await;
+                counts.lock().unwrap().forwarded_late += 1;
+                answer
+            });
+            late.await.map_err(std::io::Error::other)?
+        }
+    }
+}
+
+async fn forward(upstream: SocketAddr, req: Request<Full<Bytes>>) -> Result<Answer, std::io::Error> {
+    let stream = TcpStream::connect(upstream).await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(std::io::Error::other)?;
+    tokio::spawn(conn);
+    let response = sender.send_request(req).await.map_err(std::io::Error::other)?;
+    let (mut parts, body) = response.into_parts();
+    let body = body.collect().await.map_err(std::io::Error::other)?.to_bytes();
+    parts.headers.remove(hyper::header::TRANSFER_ENCODING);
+    Ok(Response::from_parts(parts, Full::new(body)))
+}
