@@ -9,6 +9,7 @@ pub mod demo;
 pub mod generate;
 pub mod kafka;
 pub mod pipeline;
+pub mod restore;
 pub mod stats;
 pub mod store;
 pub mod verify;

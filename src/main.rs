@@ -7,7 +7,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, Archiver};
 use kafka_s3_archiver::core::destination::Destination;
+use kafka_s3_archiver::core::restore::{Partitioning, Selection};
+use kafka_s3_archiver::restore::{RestoreOptions, RestoreProgressCounters, RestoreTarget};
 use kafka_s3_archiver::verify::VerifyOptions;
+use std::io::IsTerminal;
+use std::sync::Arc;
 use kafka_s3_archiver::config::Settings;
 use kafka_s3_archiver::demo;
 use tokio::signal::unix::{signal, SignalKind};
@@ -73,6 +77,55 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
     },
+    /// Writes an archived range back into a Kafka topic (or to stdout as JSON lines): per partition in
+    /// offset order, each offset once, keys, values, headers and timestamps kept. Re-running an
+    /// interrupted restore into Kafka resumes without duplicates.
+    Restore {
+        /// The archive: s3://bucket/prefix or file:///absolute/dir.
+        #[arg(long, env = "KSA_DEST")]
+        dest: String,
+        #[arg(long, env = "KSA_S3_ENDPOINT")]
+        s3_endpoint: Option<String>,
+        #[arg(long, env = "KSA_S3_REGION")]
+        s3_region: Option<String>,
+        /// The archived topic to restore.
+        #[arg(long)]
+        topic: String,
+        /// Only this partition (repeatable) [default: all].
+        #[arg(long = "partition")]
+        partitions: Vec<i32>,
+        /// First offset to restore (inclusive).
+        #[arg(long)]
+        from_offset: Option<i64>,
+        /// Last offset to restore (inclusive).
+        #[arg(long)]
+        to_offset: Option<i64>,
+        /// Only records with a timestamp at or after this (RFC 3339, or milliseconds since the epoch).
+        #[arg(long, value_parser = parse_time)]
+        from_time: Option<i64>,
+        /// Only records with a timestamp at or before this (RFC 3339, or milliseconds since the epoch).
+        #[arg(long, value_parser = parse_time)]
+        to_time: Option<i64>,
+        /// Write into this (existing) topic on --brokers.
+        #[arg(long, requires = "brokers", conflicts_with = "to_stdout")]
+        to_topic: Option<String>,
+        /// Write JSON lines to stdout instead.
+        #[arg(long)]
+        to_stdout: bool,
+        /// Kafka bootstrap servers of the target.
+        #[arg(long)]
+        brokers: Option<String>,
+        /// Extra librdkafka setting KEY=VALUE for the target (repeatable).
+        #[arg(long = "kafka", value_name = "KEY=VALUE")]
+        kafka: Vec<String>,
+        /// same: partition p to partition p; key: by key hash (Kafka's murmur2), for a target with
+        /// another partition count.
+        #[arg(long, default_value = "same")]
+        partitioning: String,
+        /// At most this many records per second.
+        #[arg(long)]
+        max_rate: Option<f64>,
+    },
     /// Runs the whole loop with no services: mock Kafka, local archive, a crash, a restart, a check.
     Demo {
         /// Records to produce.
@@ -135,6 +188,80 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     result.map_err(Into::into)
 }
 
+fn parse_time(s: &str) -> Result<i64, String> {
+    if let Ok(ms) = s.parse::<i64>() {
+        return Ok(ms);
+    }
+    let t = humantime::parse_rfc3339_weak(s).map_err(|e| format!("{s:?} is neither RFC 3339 (2026-11-29T10:00:00Z) nor milliseconds: {e}"))?;
+    Ok(t.duration_since(std::time::UNIX_EPOCH).map_err(|_| "times before 1970 are not supported".to_string())?.as_millis() as i64)
+}
+
+fn kafka_props(kafka: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    kafka
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .with_context(|| format!("--kafka {kv:?} is not KEY=VALUE"))
+        })
+        .collect()
+}
+
+/// Runs `restore`, showing progress on stderr: one updating line on a terminal, a line every 5 s
+/// otherwise.
+async fn restore(command: Command) -> anyhow::Result<()> {
+    let Command::Restore {
+        dest, s3_endpoint, s3_region, topic, partitions, from_offset, to_offset, from_time, to_time, to_topic, to_stdout,
+        brokers, kafka, partitioning, max_rate,
+    } = command
+    else {
+        unreachable!("called for restore only")
+    };
+    let dest: Destination = dest.parse()?;
+    let target = match (to_topic, to_stdout, brokers) {
+        (Some(topic), false, Some(brokers)) => RestoreTarget::Kafka {
+            brokers,
+            props: kafka_props(&kafka)?,
+            topic,
+            partitioning: partitioning.parse::<Partitioning>().map_err(anyhow::Error::msg)?,
+        },
+        (None, true, _) => RestoreTarget::Stdout,
+        _ => anyhow::bail!("say where to restore to: --to-topic NAME --brokers HOST:PORT, or --to-stdout"),
+    };
+    let store = open_reader(&dest, s3_endpoint, s3_region).await?;
+    let options = RestoreOptions {
+        prefix: dest.prefix().clone(),
+        topic,
+        partitions,
+        selection: Selection { from_offset, to_offset, from_time_ms: from_time, to_time_ms: to_time },
+        target,
+        max_rate: max_rate.filter(|r| *r > 0.0),
+    };
+    let counters = Arc::new(RestoreProgressCounters::default());
+    let started = std::time::Instant::now();
+    let terminal = std::io::stderr().is_terminal();
+    let shown = counters.clone();
+    let reporter = tokio::spawn(async move {
+        let every = if terminal { Duration::from_secs(1) } else { Duration::from_secs(5) };
+        loop {
+            tokio::time::sleep(every).await;
+            let line = shown.line(started.elapsed());
+            if terminal {
+                eprint!("\r\x1b[2K{line}");
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    });
+    let result = kafka_s3_archiver::restore::restore(store, &options, &counters).await;
+    reporter.abort();
+    if terminal {
+        eprint!("\r\x1b[2K");
+    }
+    eprintln!("{} in {:.1}s", counters.line(started.elapsed()), started.elapsed().as_secs_f64());
+    result.map_err(Into::into)
+}
+
 /// Runs `verify`; `Ok(true)` when the archive is clean.
 #[allow(clippy::too_many_arguments)]
 async fn verify(
@@ -150,14 +277,7 @@ async fn verify(
     concurrency: usize,
 ) -> anyhow::Result<bool> {
     let dest: Destination = dest.parse()?;
-    let props = kafka
-        .iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .with_context(|| format!("--kafka {kv:?} is not KEY=VALUE"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let props = kafka_props(&kafka)?;
     let store = open_reader(&dest, s3_endpoint, s3_region).await?;
     let options = VerifyOptions {
         prefix: dest.prefix().clone(),
@@ -198,6 +318,10 @@ fn main() -> std::process::ExitCode {
                     std::process::ExitCode::from(2)
                 }
             };
+        }
+        restore_command @ Command::Restore { .. } => {
+            init_logging(cli.log_format, "warn");
+            runtime.block_on(restore(restore_command))
         }
         Command::Demo { records, dir, format } => {
             init_logging(cli.log_format, "warn");

@@ -9,6 +9,7 @@ pub mod encode;
 pub mod object_key;
 pub mod partition;
 pub mod record;
+pub mod restore;
 pub mod recovery;
 pub mod roll;
 pub mod spool;

@@ -29,6 +29,11 @@ struct JsonHeader {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct JsonRecord {
+    /// Only in `restore --to-stdout` output (archived files say it in their name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topic: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    partition: Option<i32>,
     offset: i64,
     timestamp: Option<i64>,
     timestamp_type: String,
@@ -106,29 +111,8 @@ impl JsonlEncoder {
     }
 
     pub fn append(&mut self, r: &Record) -> Result<(), EncodeError> {
-        let (key, key_encoding) = to_text(r.key.as_deref());
-        let (value, value_encoding) = to_text(r.value.as_deref());
-        let headers = r
-            .headers
-            .iter()
-            .map(|h| {
-                let (value, value_encoding) = to_text(h.value.as_deref());
-                JsonHeader { key: h.key.clone(), value, value_encoding }
-            })
-            .collect();
-        let json = JsonRecord {
-            offset: r.offset,
-            timestamp: r.timestamp_ms,
-            timestamp_type: r.timestamp_kind.as_str().to_string(),
-            key,
-            key_encoding,
-            value,
-            value_encoding,
-            headers,
-        };
         self.line.clear();
-        serde_json::to_writer(&mut self.line, &json).map_err(std::io::Error::from)?;
-        self.line.push(b'\n');
+        write_line(r, None, &mut self.line)?;
         self.sink.writer().write_all(&self.line)?;
         Ok(())
     }
@@ -149,6 +133,35 @@ impl JsonlEncoder {
         };
         Ok(spool.seal()?)
     }
+}
+
+/// Appends one record as a JSON line (with its topic and partition when given) to `out`.
+pub fn write_line(r: &Record, source: Option<(&str, i32)>, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    let (key, key_encoding) = to_text(r.key.as_deref());
+    let (value, value_encoding) = to_text(r.value.as_deref());
+    let headers = r
+        .headers
+        .iter()
+        .map(|h| {
+            let (value, value_encoding) = to_text(h.value.as_deref());
+            JsonHeader { key: h.key.clone(), value, value_encoding }
+        })
+        .collect();
+    let json = JsonRecord {
+        topic: source.map(|(t, _)| t.to_string()),
+        partition: source.map(|(_, p)| p),
+        offset: r.offset,
+        timestamp: r.timestamp_ms,
+        timestamp_type: r.timestamp_kind.as_str().to_string(),
+        key,
+        key_encoding,
+        value,
+        value_encoding,
+        headers,
+    };
+    serde_json::to_writer(&mut *out, &json).map_err(std::io::Error::from)?;
+    out.push(b'\n');
+    Ok(())
 }
 
 pub fn decode(reader: impl Read) -> Result<Vec<Record>, EncodeError> {

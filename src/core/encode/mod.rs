@@ -14,7 +14,7 @@ use super::partition::{OffsetRange, TopicPartition};
 use super::record::Record;
 use super::spool::{SealedSpool, Spool};
 
-pub use self::jsonl::JsonlEncoder;
+pub use self::jsonl::{write_line as json_line, JsonlEncoder};
 pub use self::parquet::{read_metadata as read_parquet_metadata, ParquetEncoder};
 
 #[derive(Debug, Error)]

@@ -1,0 +1,233 @@
+//! Restore planning, pure: which objects and records a restore takes, where each record goes, and what
+//! is already restored. Every record a restore writes to Kafka carries a header naming its source
+//! (`ksa-restored-from: <topic>/<partition>/<offset>`); a re-run reads the target partitions back and
+//! skips what they already hold, so an interrupted restore resumes without
+//! duplicates. The idempotent producer writes each target partition's records as a prefix of the order
+//! they were sent in, so "delivered" is tracked per (source partition, target partition) pair.
+
+use std::collections::BTreeMap;
+
+use super::partition::{OffsetRange, TopicPartition};
+use super::record::Record;
+
+pub const SOURCE_HEADER: &str = "ksa-restored-from";
+
+pub fn source_header_value(tp: &TopicPartition, offset: i64) -> String {
+    format!("{}/{}/{offset}", tp.topic(), tp.partition())
+}
+
+pub fn parse_source_header(value: &[u8]) -> Option<(TopicPartition, i64)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (rest, offset) = text.rsplit_once('/')?;
+    let (topic, partition) = rest.rsplit_once('/')?;
+    let tp = TopicPartition::new(topic, partition.parse().ok()?).ok()?;
+    Some((tp, offset.parse().ok().filter(|o: &i64| *o >= 0)?))
+}
+
+/// How source partitions map to target partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partitioning {
+    /// Partition p goes to partition p.
+    Same,
+    /// By key, as Kafka's default partitioner places keyed records (murmur2); records without a key
+    /// stay with their source partition number modulo the target's partition count.
+    Key,
+}
+
+impl std::str::FromStr for Partitioning {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "same" => Ok(Partitioning::Same),
+            "key" => Ok(Partitioning::Key),
+            other => Err(format!("partitioning {other:?} is not known: use same or key")),
+        }
+    }
+}
+
+pub fn target_partition(partitioning: Partitioning, source_partition: i32, key: Option<&[u8]>, target_partitions: i32) -> i32 {
+    match (partitioning, key) {
+        (Partitioning::Same, _) => source_partition,
+        (Partitioning::Key, Some(key)) => (murmur2(key) & 0x7fff_ffff) % target_partitions,
+        (Partitioning::Key, None) => source_partition % target_partitions,
+    }
+}
+
+/// Kafka's murmur2 (the Java client's default partitioner hash).
+pub fn murmur2(data: &[u8]) -> i32 {
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let len = data.len() as u32;
+    let mut h: u32 = 0x9747_b28c ^ len;
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = chunks.remainder();
+    if tail.len() >= 3 {
+        h ^= u32::from(tail[2]) << 16;
+    }
+    if tail.len() >= 2 {
+        h ^= u32::from(tail[1]) << 8;
+    }
+    if !tail.is_empty() {
+        h ^= u32::from(tail[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// Which records a restore takes: offsets and record timestamps, both inclusive.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub from_offset: Option<i64>,
+    pub to_offset: Option<i64>,
+    pub from_time_ms: Option<i64>,
+    pub to_time_ms: Option<i64>,
+}
+
+impl Selection {
+    /// Whether an object holding `range` can hold selected records (names say offsets, not times).
+    pub fn wants_object(&self, range: OffsetRange) -> bool {
+        self.from_offset.is_none_or(|f| range.end() >= f) && self.to_offset.is_none_or(|t| range.start() <= t)
+    }
+
+    pub fn wants(&self, r: &Record) -> bool {
+        let offset_ok = self.from_offset.is_none_or(|f| r.offset >= f) && self.to_offset.is_none_or(|t| r.offset <= t);
+        let time_ok = match r.timestamp_ms {
+            Some(ts) => self.from_time_ms.is_none_or(|f| ts >= f) && self.to_time_ms.is_none_or(|t| ts <= t),
+            None => self.from_time_ms.is_none() && self.to_time_ms.is_none(),
+        };
+        offset_ok && time_ok
+    }
+
+    /// At most how many offsets of `range` are selected (for progress estimates).
+    pub fn offsets_in(&self, range: OffsetRange) -> u64 {
+        let start = self.from_offset.map_or(range.start(), |f| f.max(range.start()));
+        let end = self.to_offset.map_or(range.end(), |t| t.min(range.end()));
+        u64::try_from(end - start + 1).unwrap_or(0)
+    }
+}
+
+/// What the target topic already holds, per (source partition, target partition): the highest source
+/// offset delivered, from the headers read back from the target (and then from delivery reports).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestoreProgress {
+    delivered: BTreeMap<(TopicPartition, i32), i64>,
+}
+
+impl RestoreProgress {
+    /// A record from `source` at `offset` is in target partition `target_partition`.
+    pub fn delivered(&mut self, source: &TopicPartition, offset: i64, target_partition: i32) {
+        let e = self.delivered.entry((source.clone(), target_partition)).or_insert(offset);
+        *e = (*e).max(offset);
+    }
+
+    pub fn is_done(&self, source: &TopicPartition, offset: i64, target_partition: i32) -> bool {
+        self.delivered.get(&(source.clone(), target_partition)).is_some_and(|d| offset <= *d)
+    }
+}
+
+/// Yields each offset of a partition once, in order, from objects read in key order (objects that
+/// overlap, from archives written without claims, repeat offsets).
+#[derive(Debug, Default)]
+pub struct OffsetOnce {
+    next: Option<i64>,
+}
+
+impl OffsetOnce {
+    pub fn first_time(&mut self, offset: i64) -> bool {
+        if self.next.is_some_and(|n| offset < n) {
+            return false;
+        }
+        self.next = Some(offset + 1);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::record::TimestampKind;
+
+    #[test]
+    fn murmur2_matches_kafka() {
+        // Kafka's UtilsTest vectors.
+        assert_eq!(murmur2(b"21"), -973_932_308);
+        assert_eq!(murmur2(b"foobar"), -790_332_482);
+        assert_eq!(murmur2(b"a-little-bit-long-string"), -985_981_536);
+        assert_eq!(murmur2(b"a-little-bit-longer-string"), -1_486_304_829);
+        assert_eq!(murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"), -58_897_971);
+        assert_eq!(murmur2(b"abc"), 479_470_107);
+    }
+
+    #[test]
+    fn target_partitions() {
+        assert_eq!(target_partition(Partitioning::Same, 3, Some(b"k"), 1), 3);
+        let p = target_partition(Partitioning::Key, 3, Some(b"foobar"), 7);
+        assert_eq!(p, (-790_332_482i32 & 0x7fff_ffff) % 7);
+        assert_eq!(target_partition(Partitioning::Key, 9, None, 4), 1);
+        assert_eq!("key".parse::<Partitioning>(), Ok(Partitioning::Key));
+        assert!("hash".parse::<Partitioning>().is_err());
+    }
+
+    #[test]
+    fn source_headers_round_trip() {
+        let tp = TopicPartition::new("orders.v2", 12).unwrap();
+        let v = source_header_value(&tp, 42);
+        assert_eq!(v, "orders.v2/12/42");
+        assert_eq!(parse_source_header(v.as_bytes()), Some((tp, 42)));
+        for bad in ["", "x", "t/1", "t/x/1", "t/1/-5", "a/b/1/2"] {
+            assert_eq!(parse_source_header(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    fn rec(offset: i64, ts: Option<i64>) -> Record {
+        Record { offset, timestamp_ms: ts, timestamp_kind: TimestampKind::CreateTime, key: None, value: None, headers: vec![] }
+    }
+
+    #[test]
+    fn selections() {
+        let all = Selection::default();
+        assert!(all.wants(&rec(5, None)));
+        let s = Selection { from_offset: Some(10), to_offset: Some(20), from_time_ms: Some(100), to_time_ms: Some(200) };
+        assert!(s.wants(&rec(10, Some(100))) && s.wants(&rec(20, Some(200))));
+        assert!(!s.wants(&rec(9, Some(150))) && !s.wants(&rec(21, Some(150))));
+        assert!(!s.wants(&rec(15, Some(99))) && !s.wants(&rec(15, Some(201))) && !s.wants(&rec(15, None)));
+        let r = |a, b| OffsetRange::new(a, b).unwrap();
+        assert!(s.wants_object(r(0, 10)) && s.wants_object(r(20, 30)) && s.wants_object(r(12, 14)));
+        assert!(!s.wants_object(r(0, 9)) && !s.wants_object(r(21, 30)));
+        assert_eq!(s.offsets_in(r(0, 100)), 11);
+        assert_eq!(s.offsets_in(r(15, 16)), 2);
+        assert_eq!(all.offsets_in(r(5, 9)), 5);
+    }
+
+    #[test]
+    fn progress_per_pair() {
+        let a = TopicPartition::new("t", 0).unwrap();
+        let b = TopicPartition::new("t", 1).unwrap();
+        let mut p = RestoreProgress::default();
+        p.delivered(&a, 10, 0);
+        p.delivered(&a, 7, 0);
+        p.delivered(&a, 3, 1);
+        assert!(p.is_done(&a, 10, 0) && !p.is_done(&a, 11, 0));
+        // Offset 5 went to target 1, which only got up to 3: not done (the pairs are independent).
+        assert!(!p.is_done(&a, 5, 1) && p.is_done(&a, 3, 1));
+        assert!(!p.is_done(&b, 0, 0));
+    }
+
+    #[test]
+    fn each_offset_once() {
+        let mut once = OffsetOnce::default();
+        let seen: Vec<i64> = [0, 1, 2, 1, 2, 3, 5, 4, 6].into_iter().filter(|o| once.first_time(*o)).collect();
+        assert_eq!(seen, vec![0, 1, 2, 3, 5, 6]);
+    }
+}

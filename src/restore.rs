@@ -1,0 +1,359 @@
+//! `restore`: an archived range back into a Kafka topic (or to stdout as JSON lines), per partition in
+//! offset order, each offset once, with keys, values, headers and timestamps. Into Kafka, the producer
+//! is idempotent and every record carries its source in a header; a re-run first reads the target
+//! back and skips what it holds, so an interrupted restore resumes without duplicates.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use thiserror::Error;
+use tracing::info;
+
+use crate::core::encode::{decode, json_line, EncodeError};
+use crate::core::object_key::{ObjectKey, Prefix};
+use crate::core::partition::TopicPartition;
+use crate::core::restore::{
+    parse_source_header, source_header_value, target_partition, OffsetOnce, Partitioning, RestoreProgress, Selection, SOURCE_HEADER,
+};
+use crate::store::{list_all, ObjectStore, StoreError};
+
+/// How long the target must stay silent before reading it back is considered complete.
+const READ_BACK_IDLE: Duration = Duration::from_secs(3);
+/// Deliveries awaited at most at once before sending more.
+const MAX_IN_FLIGHT: usize = 20_000;
+
+#[derive(Debug, Error)]
+pub enum RestoreError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("object {key} cannot be decoded: {source}. Run `verify --deep` on the archive")]
+    Decode { key: String, source: EncodeError },
+    #[error("Kafka {what} failed: {source}. Check --brokers and the --kafka settings; a re-run resumes where this one stopped")]
+    Kafka { what: &'static str, source: KafkaError },
+    #[error("target topic {topic:?} does not exist on {brokers}: create it first (restore does not create topics)")]
+    NoTarget { topic: String, brokers: String },
+    #[error("target topic {topic:?} has {partitions} partitions but the archive has partition {needed}: use --partitioning key, or a target with at least {} partitions", needed + 1)]
+    TargetTooSmall { topic: String, partitions: i32, needed: i32 },
+    #[error("writing to stdout failed: {0}")]
+    Stdout(std::io::Error),
+    #[error("the archive holds no objects of topic {0:?} (for the selected partitions and offsets)")]
+    Nothing(String),
+}
+
+#[derive(Debug, Clone)]
+pub enum RestoreTarget {
+    Stdout,
+    Kafka { brokers: String, props: Vec<(String, String)>, topic: String, partitioning: Partitioning },
+}
+
+#[derive(Debug, Clone)]
+pub struct RestoreOptions {
+    pub prefix: Prefix,
+    pub topic: String,
+    /// Only these partitions (all when empty).
+    pub partitions: Vec<i32>,
+    pub selection: Selection,
+    pub target: RestoreTarget,
+    /// At most this many records per second (spares the target cluster during an incident).
+    pub max_rate: Option<f64>,
+}
+
+/// Counters the progress display reads while the restore runs.
+#[derive(Debug, Default)]
+pub struct RestoreProgressCounters {
+    /// Offsets the selected objects span (an upper bound of the records to restore).
+    pub expected: AtomicU64,
+    /// Records written (delivered to Kafka, or printed).
+    pub written: AtomicU64,
+    /// Key and value bytes written.
+    pub bytes: AtomicU64,
+    /// Records the target already held (an earlier, interrupted run wrote them).
+    pub already_there: AtomicU64,
+    /// Records skipped: outside the time selection, or repeated by overlapping objects.
+    pub skipped: AtomicU64,
+}
+
+impl RestoreProgressCounters {
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+
+    /// One line: records, bytes, rate, ETA.
+    pub fn line(&self, elapsed: Duration) -> String {
+        let written = Self::get(&self.written);
+        let done = written + Self::get(&self.already_there) + Self::get(&self.skipped);
+        let expected = Self::get(&self.expected).max(done);
+        let rate = written as f64 / elapsed.as_secs_f64().max(0.001);
+        let eta = if rate > 0.0 { format!("{:.0}s", (expected - done) as f64 / rate) } else { "-".into() };
+        format!(
+            "restored {written} records ({:.1} MB), {} already there, {} skipped; {done}/~{expected} offsets; {rate:.0} records/s; ETA {eta}",
+            Self::get(&self.bytes) as f64 / 1e6,
+            Self::get(&self.already_there),
+            Self::get(&self.skipped),
+        )
+    }
+}
+
+/// The selected objects of `topic`, per partition, in key (offset) order.
+async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<BTreeMap<i32, Vec<ObjectKey>>, StoreError> {
+    let mut by_partition: BTreeMap<i32, Vec<ObjectKey>> = BTreeMap::new();
+    for raw in list_all(store, &opts.prefix.topic_folder(&opts.topic)).await? {
+        let Ok(key) = ObjectKey::parse(&opts.prefix, &raw) else { continue };
+        let wanted_partition = opts.partitions.is_empty() || opts.partitions.contains(&key.tp.partition());
+        if key.tp.topic() == opts.topic && wanted_partition && opts.selection.wants_object(key.range) {
+            by_partition.entry(key.tp.partition()).or_default().push(key);
+        }
+    }
+    for keys in by_partition.values_mut() {
+        keys.sort_by_key(|k| (k.range.start(), k.range.end()));
+    }
+    Ok(by_partition)
+}
+
+/// Where records go.
+enum Sink {
+    Stdout { out: std::io::BufWriter<std::io::Stdout>, line: Vec<u8> },
+    Kafka(Box<KafkaSink>),
+}
+
+struct KafkaSink {
+    producer: FutureProducer,
+    topic: String,
+    partitioning: Partitioning,
+    partitions: i32,
+    /// What the target held when the restore started.
+    progress: RestoreProgress,
+    in_flight: VecDeque<(DeliveryFuture, u64)>,
+}
+
+fn kafka_err(what: &'static str) -> impl Fn(KafkaError) -> RestoreError {
+    move |source| RestoreError::Kafka { what, source }
+}
+
+impl KafkaSink {
+    /// Connects, checks the target, and reads it back to learn what an earlier run already restored.
+    fn open(brokers: &str, props: &[(String, String)], topic: &str, partitioning: Partitioning, source_partitions: &[i32]) -> Result<Self, RestoreError> {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", brokers)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("linger.ms", "10")
+            .set("message.timeout.ms", "300000");
+        for (k, v) in props {
+            config.set(k, v);
+        }
+        let producer: FutureProducer = config.create().map_err(kafka_err("creating the producer"))?;
+        let metadata = producer
+            .client()
+            .fetch_metadata(Some(topic), Duration::from_secs(15))
+            .map_err(kafka_err("reading the target topic's metadata"))?;
+        let partitions = metadata
+            .topics()
+            .first()
+            .filter(|t| t.error().is_none())
+            .map_or(0, |t| t.partitions().len() as i32);
+        if partitions == 0 {
+            return Err(RestoreError::NoTarget { topic: topic.to_string(), brokers: brokers.to_string() });
+        }
+        if let Some(needed) = source_partitions.iter().copied().filter(|p| *p >= partitions).max() {
+            if partitioning == Partitioning::Same {
+                return Err(RestoreError::TargetTooSmall { topic: topic.to_string(), partitions, needed });
+            }
+        }
+        let progress = read_back(&config, topic, partitions)?;
+        Ok(Self { producer, topic: topic.to_string(), partitioning, partitions, progress, in_flight: VecDeque::new() })
+    }
+
+    async fn send(&mut self, source: &TopicPartition, r: &crate::core::record::Record, counters: &RestoreProgressCounters) -> Result<(), RestoreError> {
+        let partition = target_partition(self.partitioning, source.partition(), r.key.as_deref(), self.partitions);
+        if self.progress.is_done(source, r.offset, partition) {
+            RestoreProgressCounters::add(&counters.already_there, 1);
+            return Ok(());
+        }
+        let origin = source_header_value(source, r.offset);
+        let mut headers = OwnedHeaders::new();
+        for h in &r.headers {
+            headers = headers.insert(KafkaHeader { key: &h.key, value: h.value.as_deref() });
+        }
+        headers = headers.insert(KafkaHeader { key: SOURCE_HEADER, value: Some(origin.as_bytes()) });
+        let topic = self.topic.clone();
+        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&topic).partition(partition).headers(headers);
+        if let Some(ts) = r.timestamp_ms {
+            record = record.timestamp(ts);
+        }
+        if let Some(k) = r.key.as_deref() {
+            record = record.key(k);
+        }
+        if let Some(v) = r.value.as_deref() {
+            record = record.payload(v);
+        }
+        let size = r.payload_size();
+        loop {
+            match self.producer.send_result(record) {
+                Ok(delivery) => {
+                    self.in_flight.push_back((delivery, size));
+                    break;
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    if !self.settle_one(counters).await? {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+                Err((source, _)) => return Err(RestoreError::Kafka { what: "producing", source }),
+            }
+        }
+        while self.in_flight.len() > MAX_IN_FLIGHT {
+            self.settle_one(counters).await?;
+        }
+        Ok(())
+    }
+
+    /// Awaits the oldest delivery; `false` when none is in flight.
+    async fn settle_one(&mut self, counters: &RestoreProgressCounters) -> Result<bool, RestoreError> {
+        let Some((delivery, size)) = self.in_flight.pop_front() else { return Ok(false) };
+        match delivery.await {
+            Ok(Ok(_)) => {
+                RestoreProgressCounters::add(&counters.written, 1);
+                RestoreProgressCounters::add(&counters.bytes, size);
+                Ok(true)
+            }
+            Ok(Err((source, _))) => Err(RestoreError::Kafka { what: "delivering a record", source }),
+            Err(_) => Err(RestoreError::Kafka { what: "delivering a record", source: KafkaError::Canceled }),
+        }
+    }
+
+    async fn finish(mut self, counters: &RestoreProgressCounters) -> Result<(), RestoreError> {
+        while self.settle_one(counters).await? {}
+        tokio::task::block_in_place(|| self.producer.flush(Duration::from_secs(60))).map_err(kafka_err("flushing the producer"))
+    }
+}
+
+/// Reads every target partition back and collects what earlier restores delivered (their headers).
+/// Ends when the target stays silent for `READ_BACK_IDLE` (broker watermarks are not trusted for this:
+/// some brokers report them wrong). Skipped when every partition is empty.
+fn read_back(config: &ClientConfig, topic: &str, partitions: i32) -> Result<RestoreProgress, RestoreError> {
+    let mut progress = RestoreProgress::default();
+    let mut consumer_config = ClientConfig::new();
+    for (k, v) in config.config_map() {
+        let key: &str = k;
+        if !matches!(key, "enable.idempotence" | "acks" | "linger.ms" | "message.timeout.ms") {
+            consumer_config.set(k, v);
+        }
+    }
+    consumer_config.set("group.id", "kafka-s3-archiver-restore-read-back").set("enable.auto.commit", "false");
+    let consumer: BaseConsumer = consumer_config.create().map_err(kafka_err("creating the read-back consumer"))?;
+    let mut tpl = TopicPartitionList::new();
+    let mut any = false;
+    for p in 0..partitions {
+        let (low, high) = consumer.fetch_watermarks(topic, p, Duration::from_secs(15)).map_err(kafka_err("reading the target's offsets"))?;
+        any |= high > low;
+        tpl.add_partition_offset(topic, p, Offset::Beginning).map_err(kafka_err("assigning the target"))?;
+    }
+    if !any {
+        return Ok(progress);
+    }
+    consumer.assign(&tpl).map_err(kafka_err("assigning the target"))?;
+    let mut last = Instant::now();
+    let mut read = 0u64;
+    while last.elapsed() < READ_BACK_IDLE {
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(msg)) => {
+                last = Instant::now();
+                read += 1;
+                let origin = msg.headers().and_then(|hs| hs.iter().find(|h| h.key == SOURCE_HEADER).and_then(|h| h.value));
+                if let Some((source, offset)) = origin.and_then(parse_source_header) {
+                    progress.delivered(&source, offset, msg.partition());
+                }
+            }
+            Some(Err(e)) => return Err(RestoreError::Kafka { what: "reading the target back", source: e }),
+            None => {}
+        }
+    }
+    info!(topic, records = read, "read the target back to skip what an earlier restore wrote");
+    Ok(progress)
+}
+
+pub async fn restore(store: Arc<dyn ObjectStore>, opts: &RestoreOptions, counters: &RestoreProgressCounters) -> Result<(), RestoreError> {
+    let by_partition = objects(store.as_ref(), opts).await?;
+    if by_partition.is_empty() {
+        return Err(RestoreError::Nothing(opts.topic.clone()));
+    }
+    let expected: u64 = by_partition.values().flatten().map(|k| opts.selection.offsets_in(k.range)).sum();
+    counters.expected.store(expected, Ordering::Relaxed);
+    let mut sink = match &opts.target {
+        RestoreTarget::Stdout => Sink::Stdout { out: std::io::BufWriter::new(std::io::stdout()), line: Vec::new() },
+        RestoreTarget::Kafka { brokers, props, topic, partitioning } => {
+            let source_partitions: Vec<i32> = by_partition.keys().copied().collect();
+            Sink::Kafka(Box::new(tokio::task::block_in_place(|| {
+                KafkaSink::open(brokers, props, topic, *partitioning, &source_partitions)
+            })?))
+        }
+    };
+    let started = Instant::now();
+    let mut sent = 0f64;
+    for (partition, keys) in &by_partition {
+        let source = TopicPartition::new(opts.topic.as_str(), *partition).expect("parsed from a key");
+        let mut once = OffsetOnce::default();
+        // Objects are fetched and decoded a few ahead of the one being written.
+        let mut decoded = stream::iter(keys.iter().cloned())
+            .map(|key| {
+                let store = store.clone();
+                async move {
+                    let name = key.to_string();
+                    let bytes = store.get(&name).await?;
+                    tokio::task::spawn_blocking(move || decode(key.kind, bytes))
+                        .await
+                        .expect("decoding does not panic")
+                        .map_err(|source| RestoreError::Decode { key: name, source })
+                }
+            })
+            .buffered(4);
+        while let Some(records) = decoded.next().await {
+            for r in records? {
+                if !once.first_time(r.offset) || !opts.selection.wants(&r) {
+                    if opts.selection.from_offset.is_none_or(|f| r.offset >= f) && opts.selection.to_offset.is_none_or(|t| r.offset <= t) {
+                        RestoreProgressCounters::add(&counters.skipped, 1);
+                    }
+                    continue;
+                }
+                if let Some(rate) = opts.max_rate {
+                    sent += 1.0;
+                    let due = Duration::from_secs_f64(sent / rate);
+                    if let Some(wait) = due.checked_sub(started.elapsed()) {
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+                match &mut sink {
+                    Sink::Stdout { out, line } => {
+                        line.clear();
+                        json_line(&r, Some((&opts.topic, *partition)), line).map_err(|source| RestoreError::Decode { key: "stdout".into(), source })?;
+                        out.write_all(line).map_err(RestoreError::Stdout)?;
+                        RestoreProgressCounters::add(&counters.written, 1);
+                        RestoreProgressCounters::add(&counters.bytes, r.payload_size());
+                    }
+                    Sink::Kafka(kafka) => kafka.send(&source, &r, counters).await?,
+                }
+            }
+        }
+    }
+    match sink {
+        Sink::Stdout { mut out, .. } => out.flush().map_err(RestoreError::Stdout),
+        Sink::Kafka(kafka) => kafka.finish(counters).await,
+    }
+}
