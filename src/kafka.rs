@@ -546,30 +546,51 @@ impl KafkaSource {
     }
 }
 
-/// The log start and end offsets of every partition of `topics` (for `verify --brokers`). Blocks.
-pub fn log_offsets(
+/// What Kafka says of one partition: its log offsets, and the group's committed offset with its
+/// metadata (when a group was named and it committed).
+pub type PartitionOffsets = (LogOffsets, Option<(i64, String)>);
+
+/// The offsets of every partition of `topics` (for `verify --brokers` and `status`). Blocks.
+pub fn partition_offsets(
     brokers: &str,
     props: &[(String, String)],
+    group: Option<&str>,
     topics: &[String],
-) -> Result<BTreeMap<TopicPartition, LogOffsets>, SourceError> {
+) -> Result<BTreeMap<TopicPartition, PartitionOffsets>, SourceError> {
     let mut config = ClientConfig::new();
-    config.set("bootstrap.servers", brokers);
+    config.set("bootstrap.servers", brokers).set("enable.auto.commit", "false");
+    if let Some(group) = group {
+        config.set("group.id", group);
+    }
     for (k, v) in props {
         config.set(k, v);
     }
     let consumer: BaseConsumer = config.create().map_err(SourceError::Create)?;
     let unreachable = |source| SourceError::Unreachable { brokers: brokers.to_string(), timeout: STARTUP_TIMEOUT, source };
+    let unknown = |topic: &String| SourceError::UnknownTopic { topic: topic.clone(), brokers: brokers.to_string() };
     let mut out = BTreeMap::new();
     for topic in topics {
         let metadata = consumer.fetch_metadata(Some(topic), STARTUP_TIMEOUT).map_err(unreachable)?;
         let partitions = metadata.topics().first().filter(|t| t.error().is_none()).map(|t| t.partitions().len()).unwrap_or(0);
         if partitions == 0 {
-            return Err(SourceError::UnknownTopic { topic: topic.clone(), brokers: brokers.to_string() });
+            return Err(unknown(topic));
         }
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..partitions as i32 {
+            tpl.add_partition(topic, p);
+        }
+        let committed = match group {
+            Some(_) => Some(consumer.committed_offsets(tpl, METADATA_TIMEOUT).map_err(unreachable)?),
+            None => None,
+        };
         for p in 0..partitions as i32 {
             let (log_start, log_end) = consumer.fetch_watermarks(topic, p, METADATA_TIMEOUT).map_err(unreachable)?;
-            let tp = TopicPartition::new(topic.as_str(), p).map_err(|_| SourceError::UnknownTopic { topic: topic.clone(), brokers: brokers.to_string() })?;
-            out.insert(tp, LogOffsets { log_start, log_end });
+            let tp = TopicPartition::new(topic.as_str(), p).map_err(|_| unknown(topic))?;
+            let commit = committed
+                .as_ref()
+                .and_then(|c| c.find_partition(topic, p))
+                .and_then(|e| e.offset().to_raw().filter(|o| *o >= 0).map(|o| (o, e.metadata().to_string())));
+            out.insert(tp, (LogOffsets { log_start, log_end }, commit));
         }
     }
     Ok(out)

@@ -11,5 +11,7 @@ pub mod kafka;
 pub mod pipeline;
 pub mod restore;
 pub mod stats;
+pub mod status;
 pub mod store;
+pub mod tail;
 pub mod verify;

@@ -9,6 +9,7 @@ use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, Archiver};
 use kafka_s3_archiver::core::destination::Destination;
 use kafka_s3_archiver::core::restore::{Partitioning, Selection};
 use kafka_s3_archiver::restore::{RestoreOptions, RestoreProgressCounters, RestoreTarget};
+use kafka_s3_archiver::status::StatusOptions;
 use kafka_s3_archiver::verify::VerifyOptions;
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -125,6 +126,32 @@ enum Command {
         /// At most this many records per second.
         #[arg(long)]
         max_rate: Option<f64>,
+    },
+    /// Where every partition stands: archived-through offset (from the archive), the group's committed
+    /// offset, log start/end, records not archived yet, newest object, and flags where they disagree.
+    Status {
+        /// The archive: s3://bucket/prefix or file:///absolute/dir.
+        #[arg(long, env = "KSA_DEST")]
+        dest: String,
+        #[arg(long, env = "KSA_S3_ENDPOINT")]
+        s3_endpoint: Option<String>,
+        #[arg(long, env = "KSA_S3_REGION")]
+        s3_region: Option<String>,
+        /// Kafka bootstrap servers.
+        #[arg(long, env = "KSA_BROKERS")]
+        brokers: String,
+        /// The archivers' consumer group.
+        #[arg(long, env = "KSA_GROUP")]
+        group: String,
+        /// Topic to show (repeatable).
+        #[arg(long = "topic", required = true)]
+        topics: Vec<String>,
+        /// Extra librdkafka setting KEY=VALUE (repeatable).
+        #[arg(long = "kafka", value_name = "KEY=VALUE")]
+        kafka: Vec<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Runs the whole loop with no services: mock Kafka, local archive, a crash, a restart, a check.
     Demo {
@@ -262,6 +289,22 @@ async fn restore(command: Command) -> anyhow::Result<()> {
     result.map_err(Into::into)
 }
 
+async fn status(command: Command) -> anyhow::Result<()> {
+    let Command::Status { dest, s3_endpoint, s3_region, brokers, group, topics, kafka, json } = command else {
+        unreachable!("called for status only")
+    };
+    let dest: Destination = dest.parse()?;
+    let store = open_reader(&dest, s3_endpoint, s3_region).await?;
+    let options = StatusOptions { prefix: dest.prefix().clone(), topics, brokers, props: kafka_props(&kafka)?, group };
+    let report = kafka_s3_archiver::status::status(store.as_ref(), &options).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", report.table());
+    }
+    Ok(())
+}
+
 /// Runs `verify`; `Ok(true)` when the archive is clean.
 #[allow(clippy::too_many_arguments)]
 async fn verify(
@@ -318,6 +361,10 @@ fn main() -> std::process::ExitCode {
                     std::process::ExitCode::from(2)
                 }
             };
+        }
+        status_command @ Command::Status { .. } => {
+            init_logging(cli.log_format, "warn");
+            runtime.block_on(status(status_command))
         }
         restore_command @ Command::Restore { .. } => {
             init_logging(cli.log_format, "warn");

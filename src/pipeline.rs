@@ -8,7 +8,7 @@
 //! re-writes exactly that claim's range.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -18,22 +18,20 @@ use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
 use crate::config::StartFrom;
-use crate::core::backoff::Backoff;
-use crate::core::claim::{Claim, ClaimError, ClaimKey};
+use crate::core::claim::{Claim, ClaimKey};
 use crate::core::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::{OffsetRange, TopicPartition};
-use crate::core::recovery::{assess_tail, plan_start, CommitHint, ListRequest, RecoveryPlan, StartPlan, Step, Tail};
+use crate::core::recovery::{plan_start, CommitHint, StartPlan};
 use crate::core::roll::{pick_largest_over_budget, OpenFileStats, RollPolicy, RollReason};
 use crate::core::spool::{SealedSpool, Spool, SpoolConfig, SpoolData};
 use crate::kafka::{AssignedPartition, Commit, Control, Fetched, SourceCommand, SourceLink, StartPosition};
 use crate::stats::Stats;
 use crate::store::{ObjectStore, PutOutcome, StoreError};
+use crate::tail::{find_tail, with_retries, TailError};
 
 /// How often age deadlines are checked.
 const TICK: Duration = Duration::from_millis(200);
-/// Listing retries during recovery before the error is treated as fatal.
-const RECOVERY_ATTEMPTS: u32 = 8;
 
 #[derive(Debug, Error)]
 pub enum PipelineError {
@@ -478,45 +476,22 @@ impl Recoverer {
     /// claims, else from the data objects. `None`: the partition cannot be archived (logged).
     async fn recover(&self, tp: &TopicPartition, hint: Option<CommitHint>, log_start: Option<i64>) -> Result<Option<StartPlan>, PipelineError> {
         let started = Instant::now();
-        let store = self.store.as_ref();
-        let prefix = &self.prefix;
-        let mut list_requests = 0;
-        let mut keys_seen = 0;
-        let mut tail = None;
-        if self.claims {
-            let found = run_plan(store, RecoveryPlan::claims(prefix, tp, hint)).await?;
-            list_requests += found.list_requests;
-            keys_seen += found.objects_seen;
-            warn_ignored(tp, &found.ignored_keys);
-            if let Some(start) = found.last_claim {
-                let key = ClaimKey::new(prefix.clone(), tp.clone(), start).to_string();
-                let claim = match read_claim(store, &key).await? {
-                    Ok(claim) => claim,
-                    Err(e) => {
-                        Stats::add(&self.stats.partitions_stopped, 1);
-                        error!(%tp, "{e}. This partition is stopped: the claims chain cannot be followed. Inspect the claim (`verify`), then restart");
-                        return Ok(None);
-                    }
-                };
-                let (data, requests) = data_from(store, prefix, tp, start).await?;
-                list_requests += requests;
-                keys_seen += data.len() as u64;
-                tail = Some(assess_tail(&claim, &data));
-            }
-        }
-        let tail = match tail {
-            Some(tail) => tail,
-            None => {
-                let found = run_plan(store, RecoveryPlan::start(prefix, tp, hint)).await?;
-                list_requests += found.list_requests;
-                keys_seen += found.objects_seen;
-                warn_ignored(tp, &found.ignored_keys);
-                for o in &found.overlaps {
-                    warn!(%tp, earlier = %o.earlier, later = %o.later, "archive holds overlapping objects");
-                }
-                found.next_offset.map_or(Tail::Empty, |next| Tail::Complete { next })
+        let found = match find_tail(self.store.as_ref(), &self.prefix, tp, hint, self.claims).await {
+            Ok(found) => found,
+            Err(TailError::Store(e)) => return Err(e.into()),
+            Err(TailError::BadClaim(e)) => {
+                Stats::add(&self.stats.partitions_stopped, 1);
+                error!(%tp, "{e}. This partition is stopped: the claims chain cannot be followed. Inspect the claim (`verify`), then restart");
+                return Ok(None);
             }
         };
+        for key in &found.ignored_keys {
+            warn!(%tp, key, "ignoring an object in the archive folder that is not ours");
+        }
+        for o in &found.overlaps {
+            warn!(%tp, earlier = %o.earlier, later = %o.later, "archive holds overlapping objects");
+        }
+        let (tail, list_requests, keys_seen) = (found.tail, found.list_requests, found.keys_seen);
         let plan = plan_start(&tail, log_start);
         Stats::add(&self.stats.recoveries, 1);
         Stats::add(&self.stats.recovery_list_requests, u64::from(list_requests));
@@ -543,69 +518,8 @@ impl Recoverer {
     }
 }
 
-fn warn_ignored(tp: &TopicPartition, keys: &[String]) {
-    for key in keys {
-        warn!(%tp, key, "ignoring an object in the archive folder that is not ours");
-    }
-}
-
 fn unix_ms() -> i64 {
     SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
-async fn run_plan(store: &dyn ObjectStore, (mut plan, mut req): (RecoveryPlan, ListRequest)) -> Result<crate::core::recovery::Recovered, StoreError> {
-    loop {
-        let page = with_retries(RECOVERY_ATTEMPTS, "listing the archive", None, || store.list(&req, 1000)).await?;
-        match plan.feed(page) {
-            Step::List(next) => req = next,
-            Step::Done(r) => return Ok(r),
-        }
-    }
-}
-
-/// The data objects of `tp` that start at `start` or later, and the list requests it took.
-async fn data_from(store: &dyn ObjectStore, prefix: &Prefix, tp: &TopicPartition, start: i64) -> Result<(Vec<OffsetRange>, u32), StoreError> {
-    let mut req = ListRequest { prefix: prefix.partition_folder(tp), start_after: Some(prefix.start_after_for(tp, start)) };
-    let mut ranges = Vec::new();
-    let mut requests = 0;
-    loop {
-        let page = with_retries(RECOVERY_ATTEMPTS, "listing the archive", None, || store.list(&req, 1000)).await?;
-        requests += 1;
-        ranges.extend(page.keys.iter().filter_map(|k| ObjectKey::parse(prefix, k).ok()).filter(|k| &k.tp == tp).map(|k| k.range));
-        match (page.truncated, page.keys.last()) {
-            (true, Some(last)) => req.start_after = Some(last.clone()),
-            _ => return Ok((ranges, requests)),
-        }
-    }
-}
-
-/// Reads a claim: a store error is an `Err`, a claim that does not parse an `Ok(Err)`.
-async fn read_claim(store: &dyn ObjectStore, key: &str) -> Result<Result<Claim, ClaimError>, StoreError> {
-    let body = with_retries(RECOVERY_ATTEMPTS, "reading a claim", None, || store.get(key)).await?;
-    Ok(Claim::from_json(key, &body))
-}
-
-/// Runs `op` until it succeeds, fails permanently, or failed transiently `attempts` times.
-async fn with_retries<T, F, Fut>(attempts: u32, what: &str, counter: Option<&AtomicU64>, mut op: F) -> Result<T, StoreError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, StoreError>>,
-{
-    let backoff = Backoff::default();
-    let mut attempt: u32 = 0;
-    loop {
-        match op().await {
-            Err(e) if e.is_transient() && attempt.saturating_add(1) < attempts => {
-                if let Some(counter) = counter {
-                    Stats::add(counter, 1);
-                }
-                warn!("{what}: request failed (attempt {}): {e}; retrying", attempt + 1);
-                tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
-                attempt = attempt.saturating_add(1);
-            }
-            other => return other,
-        }
-    }
 }
 
 /// What claiming a file's start ended in.

@@ -16,7 +16,7 @@ use crate::core::encode::decode;
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
 use crate::core::recovery::ListRequest;
-use crate::kafka::{log_offsets, SourceError};
+use crate::kafka::{partition_offsets, SourceError};
 use crate::store::{ObjectStore, StoreError};
 
 #[derive(Debug, Error)]
@@ -202,7 +202,11 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
             opts.topics.iter().cloned().collect()
         };
         let (brokers, props, topics) = (brokers.clone(), props.clone(), topics.into_iter().collect::<Vec<_>>());
-        logs = tokio::task::spawn_blocking(move || log_offsets(&brokers, &props, &topics)).await??;
+        logs = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, None, &topics))
+            .await??
+            .into_iter()
+            .map(|(tp, (log, _))| (tp, log))
+            .collect();
         for tp in logs.keys().filter(|tp| wanted(tp)) {
             listings.entry(tp.clone()).or_default();
         }

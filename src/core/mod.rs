@@ -13,5 +13,6 @@ pub mod restore;
 pub mod recovery;
 pub mod roll;
 pub mod spool;
+pub mod status;
 pub mod stale;
 pub mod units;

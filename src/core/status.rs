@@ -1,0 +1,130 @@
+//! What `status` shows for one partition: the archive's tail (from S3), the group's committed offset
+//! and the log's offsets (from Kafka), and flags where they disagree in a way that matters.
+
+use serde::Serialize;
+
+use super::audit::LogOffsets;
+use super::claim::Claim;
+use super::partition::TopicPartition;
+use super::recovery::Tail;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusFlag {
+    /// The group committed past what the archive holds: commits are made only after objects are
+    /// durable, so objects were removed, or another tool committed for this group.
+    CommitAheadOfArchive,
+    /// The archive holds offsets the log does not have (topic deleted and re-created?).
+    ArchiveAheadOfLog,
+    /// The log starts after the archive's end: retention deleted records before they were archived.
+    RetentionGap,
+}
+
+impl StatusFlag {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusFlag::CommitAheadOfArchive => "COMMIT AHEAD OF ARCHIVE",
+            StatusFlag::ArchiveAheadOfLog => "ARCHIVE AHEAD OF LOG",
+            StatusFlag::RetentionGap => "RETENTION GAP",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionStatus {
+    pub topic: String,
+    pub partition: i32,
+    /// The highest offset whose object is durable; `None`: nothing archived.
+    pub archived_through: Option<i64>,
+    /// Start of a claim whose data object is not there yet (an upload in flight, or its writer died
+    /// and the next owner re-writes it).
+    pub pending_claim: Option<i64>,
+    /// The group's committed offset (the next offset to archive, as the group last said).
+    pub committed: Option<i64>,
+    pub log_start: i64,
+    pub log_end: i64,
+    /// Records in the log not archived yet.
+    pub unarchived: i64,
+    /// When the newest object was claimed (ms since the epoch), when claims say it.
+    pub newest_object_ms: Option<i64>,
+    pub flags: Vec<StatusFlag>,
+}
+
+pub fn partition_status(tp: &TopicPartition, tail: &Tail, last_claim: Option<&Claim>, committed: Option<i64>, log: LogOffsets) -> PartitionStatus {
+    let (archived_through, pending_claim, newest_object_ms) = match tail {
+        Tail::Empty => (None, None, None),
+        Tail::Complete { next } => (Some(next - 1), None, last_claim.map(|c| c.time_ms)),
+        Tail::Unfulfilled(claim) => ((claim.start > 0).then(|| claim.start - 1), Some(claim.start), None),
+    };
+    let archive_next = archived_through.map(|a| a + 1);
+    let mut flags = Vec::new();
+    if let (Some(c), next) = (committed, archive_next.unwrap_or(0)) {
+        if c > next {
+            flags.push(StatusFlag::CommitAheadOfArchive);
+        }
+    }
+    if let Some(next) = archive_next {
+        if next > log.log_end {
+            flags.push(StatusFlag::ArchiveAheadOfLog);
+        } else if next < log.log_start {
+            flags.push(StatusFlag::RetentionGap);
+        }
+    }
+    let from = archive_next.unwrap_or(log.log_start).max(log.log_start);
+    PartitionStatus {
+        topic: tp.topic().to_string(),
+        partition: tp.partition(),
+        archived_through,
+        pending_claim,
+        committed,
+        log_start: log.log_start,
+        log_end: log.log_end,
+        unarchived: (log.log_end - from).max(0),
+        newest_object_ms,
+        flags,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp() -> TopicPartition {
+        TopicPartition::new("t", 0).unwrap()
+    }
+
+    fn log(log_start: i64, log_end: i64) -> LogOffsets {
+        LogOffsets { log_start, log_end }
+    }
+
+    fn claim(start: i64, end: i64) -> Claim {
+        Claim { start, first: start, end, records: 1, retention_gap: false, writer: "w".into(), time_ms: 1234 }
+    }
+
+    #[test]
+    fn a_healthy_partition() {
+        let s = partition_status(&tp(), &Tail::Complete { next: 100 }, Some(&claim(50, 99)), Some(100), log(0, 150));
+        assert_eq!((s.archived_through, s.unarchived, s.newest_object_ms), (Some(99), 50, Some(1234)));
+        assert!(s.flags.is_empty());
+        let s = partition_status(&tp(), &Tail::Empty, None, None, log(20, 30));
+        assert_eq!((s.archived_through, s.unarchived), (None, 10));
+        assert!(s.flags.is_empty());
+    }
+
+    #[test]
+    fn disagreements_are_flagged() {
+        let complete = Tail::Complete { next: 100 };
+        assert_eq!(partition_status(&tp(), &complete, None, Some(500), log(0, 900)).flags, vec![StatusFlag::CommitAheadOfArchive]);
+        assert_eq!(partition_status(&tp(), &complete, None, None, log(0, 40)).flags, vec![StatusFlag::ArchiveAheadOfLog]);
+        let s = partition_status(&tp(), &complete, None, None, log(300, 400));
+        assert_eq!((s.flags.clone(), s.unarchived), (vec![StatusFlag::RetentionGap], 100));
+        assert_eq!(partition_status(&tp(), &Tail::Empty, None, Some(5), log(0, 10)).flags, vec![StatusFlag::CommitAheadOfArchive]);
+    }
+
+    #[test]
+    fn a_pending_claim() {
+        let s = partition_status(&tp(), &Tail::Unfulfilled(claim(100, 199)), None, Some(100), log(0, 300));
+        assert_eq!((s.archived_through, s.pending_claim, s.unarchived), (Some(99), Some(100), 200));
+        assert!(s.flags.is_empty());
+    }
+}

@@ -1,0 +1,124 @@
+//! Where a partition's archive ends, found over the network: the claims chain's tail (the last claim,
+//! and whether its data object exists), or, without claims, the last data object. Listing starts where
+//! the Kafka commit hint says. Used by recovery (`pipeline`) and `status`; the decisions are
+//! `core::recovery`'s.
+
+use thiserror::Error;
+use tracing::warn;
+
+use crate::core::backoff::Backoff;
+use crate::core::claim::{Claim, ClaimError, ClaimKey};
+use crate::core::object_key::{ObjectKey, Prefix};
+use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::core::recovery::{assess_tail, CommitHint, ListRequest, Overlap, Recovered, RecoveryPlan, Step, Tail};
+use crate::stats::Stats;
+use crate::store::{ObjectStore, StoreError};
+
+/// Listing retries before a store error is returned.
+const ATTEMPTS: u32 = 8;
+
+#[derive(Debug, Error)]
+pub enum TailError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The last claim cannot be read: the chain cannot be followed.
+    #[error(transparent)]
+    BadClaim(#[from] ClaimError),
+}
+
+#[derive(Debug)]
+pub struct FoundTail {
+    pub tail: Tail,
+    /// The last claim, when the partition has claims.
+    pub last_claim: Option<Claim>,
+    pub list_requests: u32,
+    pub keys_seen: u64,
+    /// Keys in the partition's folders that are not ours.
+    pub ignored_keys: Vec<String>,
+    /// Overlapping data objects seen (archives without claims).
+    pub overlaps: Vec<Overlap>,
+}
+
+pub async fn find_tail(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    tp: &TopicPartition,
+    hint: Option<CommitHint>,
+    claims: bool,
+) -> Result<FoundTail, TailError> {
+    let mut found = FoundTail { tail: Tail::Empty, last_claim: None, list_requests: 0, keys_seen: 0, ignored_keys: vec![], overlaps: vec![] };
+    if claims {
+        let listed = run_plan(store, RecoveryPlan::claims(prefix, tp, hint)).await?;
+        found.list_requests += listed.list_requests;
+        found.keys_seen += listed.objects_seen;
+        found.ignored_keys.extend(listed.ignored_keys);
+        if let Some(start) = listed.last_claim {
+            let key = ClaimKey::new(prefix.clone(), tp.clone(), start).to_string();
+            let body = with_retries(ATTEMPTS, "reading a claim", None, || store.get(&key)).await?;
+            let claim = Claim::from_json(&key, &body)?;
+            let (data, requests) = data_from(store, prefix, tp, start).await?;
+            found.list_requests += requests;
+            found.keys_seen += data.len() as u64;
+            found.tail = assess_tail(&claim, &data);
+            found.last_claim = Some(claim);
+            return Ok(found);
+        }
+    }
+    let listed = run_plan(store, RecoveryPlan::start(prefix, tp, hint)).await?;
+    found.list_requests += listed.list_requests;
+    found.keys_seen += listed.objects_seen;
+    found.ignored_keys.extend(listed.ignored_keys);
+    found.overlaps = listed.overlaps;
+    found.tail = listed.next_offset.map_or(Tail::Empty, |next| Tail::Complete { next });
+    Ok(found)
+}
+
+async fn run_plan(store: &dyn ObjectStore, (mut plan, mut req): (RecoveryPlan, ListRequest)) -> Result<Recovered, StoreError> {
+    loop {
+        let page = with_retries(ATTEMPTS, "listing the archive", None, || store.list(&req, 1000)).await?;
+        match plan.feed(page) {
+            Step::List(next) => req = next,
+            Step::Done(r) => return Ok(r),
+        }
+    }
+}
+
+/// The data objects of `tp` that start at `start` or later, and the list requests it took.
+async fn data_from(store: &dyn ObjectStore, prefix: &Prefix, tp: &TopicPartition, start: i64) -> Result<(Vec<OffsetRange>, u32), StoreError> {
+    let mut req = ListRequest { prefix: prefix.partition_folder(tp), start_after: Some(prefix.start_after_for(tp, start)) };
+    let mut ranges = Vec::new();
+    let mut requests = 0;
+    loop {
+        let page = with_retries(ATTEMPTS, "listing the archive", None, || store.list(&req, 1000)).await?;
+        requests += 1;
+        ranges.extend(page.keys.iter().filter_map(|k| ObjectKey::parse(prefix, k).ok()).filter(|k| &k.tp == tp).map(|k| k.range));
+        match (page.truncated, page.keys.last()) {
+            (true, Some(last)) => req.start_after = Some(last.clone()),
+            _ => return Ok((ranges, requests)),
+        }
+    }
+}
+
+/// Runs `op` until it succeeds, fails permanently, or failed transiently `attempts` times, counting
+/// retries in `counter`.
+pub async fn with_retries<T, F, Fut>(attempts: u32, what: &str, counter: Option<&std::sync::atomic::AtomicU64>, mut op: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let backoff = Backoff::default();
+    let mut attempt: u32 = 0;
+    loop {
+        match op().await {
+            Err(e) if e.is_transient() && attempt.saturating_add(1) < attempts => {
+                if let Some(counter) = counter {
+                    Stats::add(counter, 1);
+                }
+                warn!("{what}: request failed (attempt {}): {e}; retrying", attempt + 1);
+                tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
+                attempt = attempt.saturating_add(1);
+            }
+            other => return other,
+        }
+    }
+}
