@@ -118,6 +118,9 @@ pub struct Settings {
     /// On start, abort our multipart uploads older than this (left by crashes). [default: 24h]
     #[arg(long, env = "KSA_ABORT_STALE_UPLOADS_AFTER")]
     pub abort_stale_uploads_after: Option<HumanDuration>,
+    /// Serve Prometheus metrics at http://ADDR/metrics, with /healthz and /readyz, e.g. 127.0.0.1:9090.
+    #[arg(long, env = "KSA_METRICS_ADDR")]
+    pub metrics_addr: Option<String>,
     /// Claim each file's start offset before uploading it, so that zombie instances and late uploads
     /// can never add overlapping objects (one small extra PUT per file). Turn off only to measure. [default: true]
     #[arg(long, env = "KSA_CLAIMS", value_name = "true|false")]
@@ -154,7 +157,7 @@ impl Settings {
             self, file, brokers, group, topic_regex, dest, s3_endpoint, s3_region, format, compression,
             roll_records, roll_bytes, roll_age, start_from, spool_dir, spool_memory_threshold, max_buffer_bytes,
             max_spool_bytes, upload_part_size, upload_concurrency, s3_attempt_timeout, revoke_timeout,
-            abort_stale_uploads_after, claims
+            abort_stale_uploads_after, claims, metrics_addr
         );
         merged.topics = topics;
         merged.kafka = kafka;
@@ -243,6 +246,10 @@ impl Settings {
             revoke_timeout: self.revoke_timeout.map_or(Duration::from_secs(20), |d| d.0),
             abort_stale_uploads_after: self.abort_stale_uploads_after.map_or(Duration::from_secs(24 * 3600), |d| d.0),
             claims: self.claims.unwrap_or(true),
+            metrics_addr: match self.metrics_addr {
+                None => None,
+                Some(a) => Some(a.parse().map_err(|e| invalid("--metrics-addr", &a, format!("{e}: write IP:PORT, e.g. 127.0.0.1:9090")))?),
+            },
         })
     }
 }
@@ -300,6 +307,7 @@ pub struct ArchiverConfig {
     pub revoke_timeout: Duration,
     pub abort_stale_uploads_after: Duration,
     pub claims: bool,
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 #[cfg(test)]

@@ -197,6 +197,22 @@ impl ClientContext for ArchiverContext {
     fn error(&self, error: KafkaError, reason: &str) {
         warn!(target: "librdkafka", "{error}: {reason}");
     }
+
+    /// librdkafka's periodic statistics: each partition's log end, and so what is not archived yet.
+    fn stats(&self, statistics: rdkafka::Statistics) {
+        for (topic, t) in &statistics.topics {
+            for (partition, p) in t.partitions.iter().filter(|(p, _)| **p >= 0) {
+                if p.hi_offset < 0 {
+                    continue;
+                }
+                let labels = [topic.as_str(), &partition.to_string()];
+                self.stats.log_end_offset.with_label_values(&labels).set(p.hi_offset);
+                if let Ok(archived) = self.stats.archived_offset.get_metric_with_label_values(&labels) {
+                    self.stats.unarchived_records.with_label_values(&labels).set((p.hi_offset - archived.get() - 1).max(0));
+                }
+            }
+        }
+    }
 }
 
 fn to_tps(tpl: &TopicPartitionList) -> Vec<TopicPartition> {
@@ -418,6 +434,7 @@ impl ArchiverContext {
 
 impl ConsumerContext for ArchiverContext {
     fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        self.stats.rebalances.inc();
         let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
@@ -508,7 +525,8 @@ impl KafkaSource {
             // An out-of-range position must surface as an error we handle, never as a silent jump.
             .set("auto.offset.reset", "error")
             .set("enable.partition.eof", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky");
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("statistics.interval.ms", "5000");
         for (k, v) in &settings.kafka_props {
             config.set(k, v);
         }

@@ -8,6 +8,7 @@ pub mod core;
 pub mod demo;
 pub mod generate;
 pub mod kafka;
+pub mod metrics;
 pub mod pipeline;
 pub mod restore;
 pub mod stats;

@@ -14,7 +14,7 @@ use kafka_s3_archiver::verify::VerifyOptions;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use kafka_s3_archiver::config::Settings;
-use kafka_s3_archiver::demo;
+use kafka_s3_archiver::{demo, metrics};
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::{info, warn};
 
@@ -186,9 +186,16 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     let cannot_use = || format!("cannot use the archive at {}", config.dest);
     let store = open_store(&config).await.with_context(cannot_use)?;
     preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
+    let metrics_listener = match config.metrics_addr {
+        Some(addr) => Some(
+            metrics::bind(addr).await.with_context(|| format!("cannot serve metrics on --metrics-addr {addr} (in use?)"))?,
+        ),
+        None => None,
+    };
     info!(dest = %config.dest, group = %config.group, topics = ?config.subscription, "starting");
     // Start-up waits (bounded) for the brokers to answer: keep that off the async workers.
     let archiver = tokio::task::block_in_place(|| Archiver::start(&config, store))?;
+    let metrics_server = metrics_listener.map(|listener| metrics::serve(listener, archiver.stats()));
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     loop {
@@ -211,6 +218,9 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     }
     let stats = archiver.stats();
     let result = archiver.shutdown().await;
+    if let Some(server) = metrics_server {
+        server.abort();
+    }
     info!("{}", stats.summary());
     result.map_err(Into::into)
 }

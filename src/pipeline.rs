@@ -121,6 +121,8 @@ impl Pipeline {
     pub fn new(settings: PipelineSettings, store: Arc<dyn ObjectStore>, link: SourceLink, stats: Arc<Stats>) -> Self {
         let (fatal_tx, fatal_rx) = mpsc::unbounded_channel();
         let (restart_tx, restart_rx) = mpsc::unbounded_channel();
+        stats.buffer_budget_bytes.set(i64::try_from(settings.max_buffer_bytes).unwrap_or(i64::MAX));
+        stats.store_up.set(1);
         Self {
             settings,
             store,
@@ -174,7 +176,7 @@ impl Pipeline {
                     None => break,
                 },
                 _ = freed.notified(), if holding_back => {}
-                _ = tick.tick() => self.roll_due(Instant::now())?,
+                _ = tick.tick() => self.tick(Instant::now())?,
             }
         }
         let all: Vec<TopicPartition> = self.partitions.keys().cloned().collect();
@@ -276,6 +278,14 @@ impl Pipeline {
             self.roll(&open[idx].0, RollReason::Budget)?;
         }
         Ok(())
+    }
+
+    /// Age rolls, and the gauges of what is buffered.
+    fn tick(&mut self, now: Instant) -> Result<(), PipelineError> {
+        self.stats.buffered_bytes.set(i64::try_from(self.memory_used()).unwrap_or(i64::MAX));
+        self.stats.open_files.set(self.partitions.values().filter(|w| w.open.is_some()).count() as i64);
+        self.stats.assigned_partitions.set(self.partitions.len() as i64);
+        self.roll_due(now)
     }
 
     fn roll_due(&mut self, now: Instant) -> Result<(), PipelineError> {
@@ -476,7 +486,11 @@ impl Recoverer {
     /// claims, else from the data objects. `None`: the partition cannot be archived (logged).
     async fn recover(&self, tp: &TopicPartition, hint: Option<CommitHint>, log_start: Option<i64>) -> Result<Option<StartPlan>, PipelineError> {
         let started = Instant::now();
-        let found = match find_tail(self.store.as_ref(), &self.prefix, tp, hint, self.claims).await {
+        self.stats.recoveries_in_progress.inc();
+        let found = find_tail(self.store.as_ref(), &self.prefix, tp, hint, self.claims, Some(&self.stats)).await;
+        self.stats.recoveries_in_progress.dec();
+        self.stats.recovery_seconds.observe(started.elapsed().as_secs_f64());
+        let found = match found {
             Ok(found) => found,
             Err(TailError::Store(e)) => return Err(e.into()),
             Err(TailError::BadClaim(e)) => {
@@ -493,6 +507,8 @@ impl Recoverer {
         }
         let (tail, list_requests, keys_seen) = (found.tail, found.list_requests, found.keys_seen);
         let plan = plan_start(&tail, log_start);
+        let partition = tp.partition().to_string();
+        self.stats.archived_offset.with_label_values(&[tp.topic(), partition.as_str()]).set(plan.chain_next - 1);
         Stats::add(&self.stats.recoveries, 1);
         Stats::add(&self.stats.recovery_list_requests, u64::from(list_requests));
         Stats::add(&self.stats.recovery_objects_seen, keys_seen);
@@ -548,6 +564,7 @@ struct Uploader {
 impl Uploader {
     async fn run(self, mut files: mpsc::UnboundedReceiver<SealedFile>) {
         while let Some(file) = files.recv().await {
+            let started = Instant::now();
             if let Some(claim) = &file.claim {
                 if self.link.assignment_lost.load(Ordering::SeqCst) {
                     warn!(tp = %self.tp, "the consumer lost its assignment: not claiming; recovering again");
@@ -572,7 +589,6 @@ impl Uploader {
                 }
             }
             let key = file.key.to_string();
-            let started = Instant::now();
             let outcome = match self.retry_transient(&key, || self.store.put_if_absent(&key, file.spool.data(), file.spool.len())).await {
                 Ok(outcome) => outcome,
                 Err(e) => {
@@ -587,6 +603,9 @@ impl Uploader {
             }
             Stats::add(&self.stats.records_archived, file.records);
             Stats::add(&self.stats.bytes_uploaded, file.spool.len());
+            self.stats.upload_seconds.observe(started.elapsed().as_secs_f64());
+            let partition = self.tp.partition().to_string();
+            self.stats.archived_offset.with_label_values(&[self.tp.topic(), partition.as_str()]).set(file.key.range.end());
             info!(
                 key,
                 records = file.records,
@@ -633,7 +652,7 @@ impl Uploader {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
-        with_retries(u32::MAX, key, Some(&self.stats.upload_retries), op).await
+        with_retries(u32::MAX, key, Some((&self.stats.upload_retries, &self.stats.store_up)), op).await
     }
 }
 

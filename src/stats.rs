@@ -1,38 +1,130 @@
-//! Counters of what the archiver did, shared by its tasks and reported at exit (and by `demo`).
+//! What the archiver did and where it stands, as Prometheus metrics shared by its tasks: served at
+//! `/metrics` (see `metrics`), summed up in a log line at exit, and read by `demo` and the tests.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use prometheus::{Histogram, HistogramOpts, IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
 
-#[derive(Debug, Default)]
 pub struct Stats {
-    pub records_received: AtomicU64,
-    pub duplicates_skipped: AtomicU64,
-    pub records_archived: AtomicU64,
-    pub objects_uploaded: AtomicU64,
-    pub objects_already_present: AtomicU64,
-    pub bytes_uploaded: AtomicU64,
-    pub upload_retries: AtomicU64,
-    pub files_dropped: AtomicU64,
-    pub retention_gaps: AtomicU64,
+    pub registry: Registry,
+    pub records_received: IntCounter,
+    pub duplicates_skipped: IntCounter,
+    pub records_archived: IntCounter,
+    pub objects_uploaded: IntCounter,
+    pub objects_already_present: IntCounter,
+    pub bytes_uploaded: IntCounter,
+    pub upload_retries: IntCounter,
+    pub list_retries: IntCounter,
+    pub files_dropped: IntCounter,
+    pub retention_gaps: IntCounter,
     /// Partitions stopped because the archive is ahead of the log (topic re-created?).
-    pub partitions_stopped: AtomicU64,
-    pub recoveries: AtomicU64,
-    pub claims_created: AtomicU64,
+    pub partitions_stopped: IntCounter,
+    pub rebalances: IntCounter,
+    pub recoveries: IntCounter,
+    pub claims_created: IntCounter,
     /// Claims another writer held for another range (this instance was a zombie, or raced one).
-    pub claims_lost: AtomicU64,
+    pub claims_lost: IntCounter,
     /// Claimed ranges whose data object was missing at recovery, re-written.
-    pub claims_rewritten: AtomicU64,
-    pub recovery_list_requests: AtomicU64,
-    /// Objects listed by recoveries (one per partition when the commit hint is exact).
-    pub recovery_objects_seen: AtomicU64,
+    pub claims_rewritten: IntCounter,
+    pub recovery_list_requests: IntCounter,
+    /// Keys listed by recoveries (two per partition when the commit hint is exact).
+    pub recovery_objects_seen: IntCounter,
+    pub upload_seconds: Histogram,
+    pub recovery_seconds: Histogram,
+    pub buffered_bytes: IntGauge,
+    pub buffer_budget_bytes: IntGauge,
+    pub open_files: IntGauge,
+    pub assigned_partitions: IntGauge,
+    pub recoveries_in_progress: IntGauge,
+    /// 1 while the last request to the archive store succeeded, 0 while requests fail.
+    pub store_up: IntGauge,
+    /// Per partition: the highest offset whose object is durable.
+    pub archived_offset: IntGaugeVec,
+    /// Per partition: the log end offset, from the consumer's statistics.
+    pub log_end_offset: IntGaugeVec,
+    /// Per partition: records in the log not archived yet.
+    pub unarchived_records: IntGaugeVec,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    let c = IntCounter::new(format!("ksa_{name}"), help).expect("valid metric");
+    registry.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(format!("ksa_{name}"), help).expect("valid metric");
+    registry.register(Box::new(g.clone())).expect("registered once");
+    g
+}
+
+fn partition_gauge(registry: &Registry, name: &str, help: &str) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(format!("ksa_{name}"), help), &["topic", "partition"]).expect("valid metric");
+    registry.register(Box::new(g.clone())).expect("registered once");
+    g
+}
+
+fn histogram(registry: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
+    let h = Histogram::with_opts(HistogramOpts::new(format!("ksa_{name}"), help).buckets(buckets)).expect("valid metric");
+    registry.register(Box::new(h.clone())).expect("registered once");
+    h
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        let r = Registry::new();
+        let seconds = vec![0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+        Self {
+            records_received: counter(&r, "records_consumed_total", "Records consumed from Kafka."),
+            duplicates_skipped: counter(&r, "duplicates_skipped_total", "Records consumed twice after a seek, skipped."),
+            records_archived: counter(&r, "records_archived_total", "Records in objects uploaded (or found already there)."),
+            objects_uploaded: counter(&r, "objects_uploaded_total", "Objects created in the archive."),
+            objects_already_present: counter(&r, "objects_already_present_total", "Uploads that found the same object there (412)."),
+            bytes_uploaded: counter(&r, "bytes_uploaded_total", "Bytes of objects uploaded."),
+            upload_retries: counter(&r, "upload_retries_total", "Claim and object uploads retried after a transient error."),
+            list_retries: counter(&r, "list_retries_total", "Recovery listings and claim reads retried after a transient error."),
+            files_dropped: counter(&r, "files_dropped_total", "Open files dropped (partition lost, revoke timeout, lost claim)."),
+            retention_gaps: counter(&r, "retention_gaps_total", "Ranges deleted by retention before they were archived."),
+            partitions_stopped: counter(&r, "partitions_stopped_total", "Partitions stopped (archive ahead of the log, unreadable claim)."),
+            rebalances: counter(&r, "rebalances_total", "Partition assignments and revocations."),
+            recoveries: counter(&r, "recoveries_total", "Partition positions recovered from the archive."),
+            claims_created: counter(&r, "claims_created_total", "Claims created."),
+            claims_lost: counter(&r, "claims_lost_total", "Claims another writer held for another range."),
+            claims_rewritten: counter(&r, "claims_rewritten_total", "Claimed ranges re-written because their object was missing."),
+            recovery_list_requests: counter(&r, "recovery_list_requests_total", "List requests made by recoveries."),
+            recovery_objects_seen: counter(&r, "recovery_keys_listed_total", "Keys listed by recoveries."),
+            upload_seconds: histogram(&r, "upload_seconds", "Time to upload one object (claim included).", seconds.clone()),
+            recovery_seconds: histogram(&r, "recovery_seconds", "Time to recover one partition's position.", seconds),
+            buffered_bytes: gauge(&r, "buffered_bytes", "Memory held by open and sealed files."),
+            buffer_budget_bytes: gauge(&r, "buffer_budget_bytes", "The memory budget (--max-buffer-bytes)."),
+            open_files: gauge(&r, "open_files", "Files being written."),
+            assigned_partitions: gauge(&r, "assigned_partitions", "Partitions assigned to this instance."),
+            recoveries_in_progress: gauge(&r, "recoveries_in_progress", "Partitions being recovered right now."),
+            store_up: gauge(&r, "store_up", "1 while the archive store answers, 0 while its requests fail."),
+            archived_offset: partition_gauge(&r, "archived_offset", "Highest offset whose object is durable."),
+            log_end_offset: partition_gauge(&r, "log_end_offset", "Log end offset, from the consumer's statistics."),
+            unarchived_records: partition_gauge(&r, "unarchived_records", "Records in the log not archived yet."),
+            registry: r,
+        }
+    }
+}
+
+impl std::fmt::Debug for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.summary())
+    }
 }
 
 impl Stats {
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
+    pub fn add(counter: &IntCounter, n: u64) {
+        counter.inc_by(n);
     }
 
-    pub fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
+    pub fn get(counter: &IntCounter) -> u64 {
+        counter.get()
+    }
+
+    /// Ready to archive: no recovery under way, and the archive store answers.
+    pub fn ready(&self) -> bool {
+        self.recoveries_in_progress.get() == 0 && self.store_up.get() == 1
     }
 
     /// One line for logs.

@@ -95,7 +95,7 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
     let results: Vec<Result<(PartitionStatus, u32), StatusError>> = stream::iter(offsets)
         .map(|(tp, (log, committed))| async move {
             let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
-            let found = find_tail(store, &opts.prefix, &tp, hint, true)
+            let found = find_tail(store, &opts.prefix, &tp, hint, true, None)
                 .await
                 .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
             let row = partition_status(&tp, &found.tail, found.last_claim.as_ref(), committed.as_ref().map(|c| c.0), log);

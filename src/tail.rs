@@ -13,6 +13,7 @@ use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::recovery::{assess_tail, CommitHint, ListRequest, Overlap, Recovered, RecoveryPlan, Step, Tail};
 use crate::stats::Stats;
 use crate::store::{ObjectStore, StoreError};
+use prometheus::{IntCounter, IntGauge};
 
 /// Listing retries before a store error is returned.
 const ATTEMPTS: u32 = 8;
@@ -45,18 +46,20 @@ pub async fn find_tail(
     tp: &TopicPartition,
     hint: Option<CommitHint>,
     claims: bool,
+    stats: Option<&Stats>,
 ) -> Result<FoundTail, TailError> {
+    let watch = stats.map(|s| (&s.list_retries, &s.store_up));
     let mut found = FoundTail { tail: Tail::Empty, last_claim: None, list_requests: 0, keys_seen: 0, ignored_keys: vec![], overlaps: vec![] };
     if claims {
-        let listed = run_plan(store, RecoveryPlan::claims(prefix, tp, hint)).await?;
+        let listed = run_plan(store, RecoveryPlan::claims(prefix, tp, hint), watch).await?;
         found.list_requests += listed.list_requests;
         found.keys_seen += listed.objects_seen;
         found.ignored_keys.extend(listed.ignored_keys);
         if let Some(start) = listed.last_claim {
             let key = ClaimKey::new(prefix.clone(), tp.clone(), start).to_string();
-            let body = with_retries(ATTEMPTS, "reading a claim", None, || store.get(&key)).await?;
+            let body = with_retries(ATTEMPTS, "reading a claim", watch, || store.get(&key)).await?;
             let claim = Claim::from_json(&key, &body)?;
-            let (data, requests) = data_from(store, prefix, tp, start).await?;
+            let (data, requests) = data_from(store, prefix, tp, start, watch).await?;
             found.list_requests += requests;
             found.keys_seen += data.len() as u64;
             found.tail = assess_tail(&claim, &data);
@@ -64,7 +67,7 @@ pub async fn find_tail(
             return Ok(found);
         }
     }
-    let listed = run_plan(store, RecoveryPlan::start(prefix, tp, hint)).await?;
+    let listed = run_plan(store, RecoveryPlan::start(prefix, tp, hint), watch).await?;
     found.list_requests += listed.list_requests;
     found.keys_seen += listed.objects_seen;
     found.ignored_keys.extend(listed.ignored_keys);
@@ -73,9 +76,9 @@ pub async fn find_tail(
     Ok(found)
 }
 
-async fn run_plan(store: &dyn ObjectStore, (mut plan, mut req): (RecoveryPlan, ListRequest)) -> Result<Recovered, StoreError> {
+async fn run_plan(store: &dyn ObjectStore, (mut plan, mut req): (RecoveryPlan, ListRequest), watch: Watch<'_>) -> Result<Recovered, StoreError> {
     loop {
-        let page = with_retries(ATTEMPTS, "listing the archive", None, || store.list(&req, 1000)).await?;
+        let page = with_retries(ATTEMPTS, "listing the archive", watch, || store.list(&req, 1000)).await?;
         match plan.feed(page) {
             Step::List(next) => req = next,
             Step::Done(r) => return Ok(r),
@@ -84,12 +87,18 @@ async fn run_plan(store: &dyn ObjectStore, (mut plan, mut req): (RecoveryPlan, L
 }
 
 /// The data objects of `tp` that start at `start` or later, and the list requests it took.
-async fn data_from(store: &dyn ObjectStore, prefix: &Prefix, tp: &TopicPartition, start: i64) -> Result<(Vec<OffsetRange>, u32), StoreError> {
+async fn data_from(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    tp: &TopicPartition,
+    start: i64,
+    watch: Watch<'_>,
+) -> Result<(Vec<OffsetRange>, u32), StoreError> {
     let mut req = ListRequest { prefix: prefix.partition_folder(tp), start_after: Some(prefix.start_after_for(tp, start)) };
     let mut ranges = Vec::new();
     let mut requests = 0;
     loop {
-        let page = with_retries(ATTEMPTS, "listing the archive", None, || store.list(&req, 1000)).await?;
+        let page = with_retries(ATTEMPTS, "listing the archive", watch, || store.list(&req, 1000)).await?;
         requests += 1;
         ranges.extend(page.keys.iter().filter_map(|k| ObjectKey::parse(prefix, k).ok()).filter(|k| &k.tp == tp).map(|k| k.range));
         match (page.truncated, page.keys.last()) {
@@ -99,9 +108,11 @@ async fn data_from(store: &dyn ObjectStore, prefix: &Prefix, tp: &TopicPartition
     }
 }
 
-/// Runs `op` until it succeeds, fails permanently, or failed transiently `attempts` times, counting
-/// retries in `counter`.
-pub async fn with_retries<T, F, Fut>(attempts: u32, what: &str, counter: Option<&std::sync::atomic::AtomicU64>, mut op: F) -> Result<T, StoreError>
+/// Metrics a retried request reports to: its retry counter, and whether the store answers.
+pub type Watch<'a> = Option<(&'a IntCounter, &'a IntGauge)>;
+
+/// Runs `op` until it succeeds, fails permanently, or failed transiently `attempts` times.
+pub async fn with_retries<T, F, Fut>(attempts: u32, what: &str, watch: Watch<'_>, mut op: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
@@ -109,10 +120,14 @@ where
     let backoff = Backoff::default();
     let mut attempt: u32 = 0;
     loop {
-        match op().await {
+        let result = op().await;
+        if let Some((_, up)) = watch {
+            up.set(i64::from(!result.as_ref().is_err_and(StoreError::is_transient)));
+        }
+        match result {
             Err(e) if e.is_transient() && attempt.saturating_add(1) < attempts => {
-                if let Some(counter) = counter {
-                    Stats::add(counter, 1);
+                if let Some((retries, _)) = watch {
+                    retries.inc();
                 }
                 warn!("{what}: request failed (attempt {}): {e}; retrying", attempt + 1);
                 tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;

@@ -1,0 +1,106 @@
+//! Metrics, health and logs while `run` runs (tansu + LocalStack, the binary): the counters move while
+//! archiving and agree with the archive; `/healthz` and `/readyz` answer; JSON logs have one line per
+//! object uploaded and per recovery, and never a record's payload.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::*;
+use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::store::list_all;
+
+/// A plain HTTP/1.0 GET; returns the status code and the body.
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, body.to_string())
+}
+
+/// Metric samples by name with labels, e.g. `ksa_archived_offset{partition="0",topic="t"}`.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(name, v)| v.parse().ok().map(|v| (name.to_string(), v))))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_move_and_agree_with_the_archive() {
+    let topic = unique("metrics");
+    create_topic(&topic, 2).await;
+    let dest = TestDest::s3().await;
+    let spool = tempfile::tempdir().unwrap();
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let mut args = archiver_args(&dest, &unique("g"), &topic, 200, spool.path());
+    args.splice(0..0, ["--log-format".to_string(), "json".to_string()]);
+    args.extend(["--metrics-addr".into(), addr.clone()]);
+    let mut archiver = ArchiverProcess::spawn("metrics", &args);
+    let started = Instant::now();
+    while get_ready(&addr) != 200 {
+        archiver.assert_running();
+        assert!(started.elapsed() < Duration::from_secs(30), "not ready in 30 s; log:\n{}", archiver.log_text());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(get(&addr, "/healthz").0, 200);
+    let before = samples(&get(&addr, "/metrics").1);
+    assert_eq!(before["ksa_records_archived_total"], 0.0);
+
+    let produced = produce(&brokers(), &topic, 2, 0..1200, 100).await.unwrap();
+    let store = dest.store().await;
+    wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
+    // The uploader counts right after the upload returns; give the last one a moment.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (status, text) = get(&addr, "/metrics");
+    assert_eq!(status, 200);
+    let after = samples(&text);
+    let objects = list_all(store.as_ref(), &dest.prefix().topic_folder(&topic)).await.unwrap().len() as f64;
+    assert_eq!(after["ksa_records_archived_total"], 1200.0);
+    assert_eq!(after["ksa_records_consumed_total"], 1200.0);
+    assert_eq!(after["ksa_objects_uploaded_total"], objects);
+    assert_eq!(after["ksa_claims_created_total"], objects);
+    assert_eq!(after["ksa_upload_seconds_count"], objects);
+    assert_eq!(after["ksa_recoveries_total"], 2.0);
+    for (p, last) in last_offsets(&produced) {
+        assert_eq!(after[&format!("ksa_archived_offset{{partition=\"{p}\",topic=\"{topic}\"}}")], last as f64);
+    }
+    assert_eq!(after["ksa_store_up"], 1.0);
+    // Log end and lag come from librdkafka's statistics, every 5 s. (tansu's high watermark can be
+    // wrong, so only their presence is checked here; the mock-cluster status test checks figures.)
+    let lag = format!("ksa_unarchived_records{{partition=\"0\",topic=\"{topic}\"}}");
+    let started = Instant::now();
+    while !samples(&get(&addr, "/metrics").1).contains_key(&lag) {
+        assert!(started.elapsed() < Duration::from_secs(15), "no {lag} within 15 s");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(after["ksa_rebalances_total"] >= 1.0);
+    assert_eq!(get(&addr, "/readyz").0, 200);
+    assert!(archiver.terminate().success());
+
+    // JSON logs: one line per object and per recovery with their figures; never a payload.
+    let log = archiver.log_text();
+    let lines: Vec<serde_json::Value> = log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let uploads: Vec<&serde_json::Value> = lines.iter().filter(|l| l["fields"]["message"] == "object uploaded").collect();
+    assert_eq!(uploads.len() as f64, objects, "{log}");
+    for u in &uploads {
+        for field in ["key", "records", "bytes", "ms"] {
+            assert!(!u["fields"][field].is_null(), "{field} missing in {u}");
+        }
+    }
+    let recoveries = lines.iter().filter(|l| l["fields"]["message"] == "recovered position from the archive").count();
+    assert_eq!(recoveries, 2);
+    assert!(!log.contains("\"order\":"), "a record value reached the log");
+}
+
+fn get_ready(addr: &str) -> u16 {
+    std::net::TcpStream::connect(addr).map(|_| get(addr, "/readyz").0).unwrap_or(0)
+}
