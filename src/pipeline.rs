@@ -65,6 +65,8 @@ struct OpenFile {
     opened_at: Instant,
     /// The encoder's buffered memory when last measured (part of the pipeline's running total).
     buffered: u64,
+    /// Smallest and largest record timestamp so far.
+    timestamps: Option<(i64, i64)>,
 }
 
 struct SealedFile {
@@ -241,12 +243,15 @@ impl Pipeline {
         if writer.open.is_none() {
             let encoder = FileEncoder::new(self.settings.spec, Spool::new(self.settings.spool.clone())).map_err(encode_err)?;
             writer.open =
-                Some(OpenFile { encoder, first: record.offset, last: record.offset, records: 0, opened_at: Instant::now(), buffered: 0 });
+                Some(OpenFile { encoder, first: record.offset, last: record.offset, records: 0, opened_at: Instant::now(), buffered: 0, timestamps: None });
         }
         let file = writer.open.as_mut().expect("opened above");
         file.encoder.append(&record).map_err(encode_err)?;
         file.last = record.offset;
         file.records += 1;
+        if let Some(ts) = record.timestamp_ms {
+            file.timestamps = Some(file.timestamps.map_or((ts, ts), |(lo, hi)| (lo.min(ts), hi.max(ts))));
+        }
         let buffered = file.encoder.buffered_memory();
         self.buffered_total = self.buffered_total + buffered - file.buffered;
         file.buffered = buffered;
@@ -337,6 +342,7 @@ impl Pipeline {
                     retention_gap,
                     writer: self.settings.writer_id.clone(),
                     time_ms: unix_ms(),
+                    timestamps: file.timestamps,
                 })
             }
         };
@@ -856,7 +862,7 @@ mod tests {
 
         /// Plants a claim as another writer would have made it.
         async fn plant_claim(&self, p: i32, start: i64, first: i64, end: i64) {
-            let claim = Claim { start, first, end, records: 1, retention_gap: false, writer: "other:2".into(), time_ms: 0 };
+            let claim = Claim { start, first, end, records: 1, retention_gap: false, writer: "other:2".into(), time_ms: 0, timestamps: None };
             let key = ClaimKey::new(Prefix::default(), tp(p), start).to_string();
             let body = SpoolData::Memory(claim.to_json().into());
             let len = claim.to_json().len() as u64;

@@ -52,7 +52,7 @@ async fn put(store: &dyn ObjectStore, key: &str, body: Bytes) {
 }
 
 async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: i64, end: i64) {
-    let claim = Claim { start, first, end, records: (end - first + 1) as u64, retention_gap: false, writer: "test:1".into(), time_ms: 0 };
+    let claim = Claim { start, first, end, records: (end - first + 1) as u64, retention_gap: false, writer: "test:1".into(), time_ms: 0, timestamps: None };
     put(store, &ClaimKey::new(prefix.clone(), tp(), start).to_string(), claim.to_json().into()).await;
 }
 

@@ -270,7 +270,7 @@ mod tests {
     }
 
     fn claim(start: i64, first: i64, end: i64, retention_gap: bool) -> Claim {
-        Claim { start, first, end, records: (end - first + 1) as u64, retention_gap, writer: "w".into(), time_ms: 0 }
+        Claim { start, first, end, records: (end - first + 1) as u64, retention_gap, writer: "w".into(), time_ms: 0, timestamps: None }
     }
 
     /// Lists, reads the claims the audit asks for, audits.

@@ -99,6 +99,10 @@ pub struct Claim {
     pub writer: String,
     /// When it was written, milliseconds since the Unix epoch.
     pub time_ms: i64,
+    /// The smallest and largest record timestamp in the data object (ms), so restores by time can skip
+    /// objects without reading them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamps: Option<(i64, i64)>,
 }
 
 impl Claim {
@@ -145,7 +149,7 @@ mod tests {
     use super::*;
 
     fn claim(start: i64, first: i64, end: i64) -> Claim {
-        Claim { start, first, end, records: 1, retention_gap: false, writer: "host:1".into(), time_ms: 0 }
+        Claim { start, first, end, records: 1, retention_gap: false, writer: "host:1".into(), time_ms: 0, timestamps: None }
     }
 
     #[test]
@@ -186,7 +190,7 @@ mod tests {
 
     #[test]
     fn bodies_round_trip_and_are_checked() {
-        let c = Claim { retention_gap: true, ..claim(10, 15, 20) };
+        let c = Claim { retention_gap: true, timestamps: Some((7, 9)), ..claim(10, 15, 20) };
         assert_eq!(Claim::from_json("k", &c.to_json()).unwrap(), c);
         assert!(matches!(Claim::from_json("k", &claim(10, 9, 20).to_json()), Err(ClaimError::Inconsistent { .. })));
         assert!(matches!(Claim::from_json("k", &claim(10, 21, 20).to_json()), Err(ClaimError::Inconsistent { .. })));

@@ -538,7 +538,7 @@ mod tests {
     }
 
     fn claim(start: i64, first: i64, end: i64) -> Claim {
-        Claim { start, first, end, records: 1, retention_gap: false, writer: "w".into(), time_ms: 0 }
+        Claim { start, first, end, records: 1, retention_gap: false, writer: "w".into(), time_ms: 0, timestamps: None }
     }
 
     fn r(s: i64, e: i64) -> OffsetRange {

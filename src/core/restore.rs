@@ -100,6 +100,16 @@ impl Selection {
         self.from_offset.is_none_or(|f| range.end() >= f) && self.to_offset.is_none_or(|t| range.start() <= t)
     }
 
+    /// Whether an object whose records' timestamps span `[min, max]` can hold selected records.
+    pub fn wants_times(&self, (min, max): (i64, i64)) -> bool {
+        self.from_time_ms.is_none_or(|f| max >= f) && self.to_time_ms.is_none_or(|t| min <= t)
+    }
+
+    /// Whether the selection filters by time at all.
+    pub fn by_time(&self) -> bool {
+        self.from_time_ms.is_some() || self.to_time_ms.is_some()
+    }
+
     pub fn wants(&self, r: &Record) -> bool {
         let offset_ok = self.from_offset.is_none_or(|f| r.offset >= f) && self.to_offset.is_none_or(|t| r.offset <= t);
         let time_ok = match r.timestamp_ms {
@@ -134,6 +144,12 @@ impl RestoreProgress {
     pub fn is_done(&self, source: &TopicPartition, offset: i64, target_partition: i32) -> bool {
         self.delivered.get(&(source.clone(), target_partition)).is_some_and(|d| offset <= *d)
     }
+}
+
+/// The claim that covers a data object starting at `object_start`: the one with the greatest start at
+/// or below it.
+pub fn covering_claim(claim_starts: &std::collections::BTreeSet<i64>, object_start: i64) -> Option<i64> {
+    claim_starts.range(..=object_start).next_back().copied()
 }
 
 /// Yields each offset of a partition once, in order, from objects read in key order (objects that
@@ -206,6 +222,9 @@ mod tests {
         assert!(s.wants_object(r(0, 10)) && s.wants_object(r(20, 30)) && s.wants_object(r(12, 14)));
         assert!(!s.wants_object(r(0, 9)) && !s.wants_object(r(21, 30)));
         assert_eq!(s.offsets_in(r(0, 100)), 11);
+        assert!(s.wants_times((50, 100)) && s.wants_times((200, 300)) && s.wants_times((0, 1000)));
+        assert!(!s.wants_times((0, 99)) && !s.wants_times((201, 300)));
+        assert!(s.by_time() && !all.by_time() && all.wants_times((1, 2)));
         assert_eq!(s.offsets_in(r(15, 16)), 2);
         assert_eq!(all.offsets_in(r(5, 9)), 5);
     }
@@ -222,6 +241,15 @@ mod tests {
         // Offset 5 went to target 1, which only got up to 3: not done (the pairs are independent).
         assert!(!p.is_done(&a, 5, 1) && p.is_done(&a, 3, 1));
         assert!(!p.is_done(&b, 0, 0));
+    }
+
+    #[test]
+    fn objects_map_to_their_claims() {
+        let starts = std::collections::BTreeSet::from([0, 10, 25]);
+        assert_eq!(covering_claim(&starts, 0), Some(0));
+        assert_eq!(covering_claim(&starts, 12), Some(10));
+        assert_eq!(covering_claim(&starts, 30), Some(25));
+        assert_eq!(covering_claim(&std::collections::BTreeSet::from([5]), 3), None);
     }
 
     #[test]

@@ -98,7 +98,7 @@ mod tests {
     }
 
     fn claim(start: i64, end: i64) -> Claim {
-        Claim { start, first: start, end, records: 1, retention_gap: false, writer: "w".into(), time_ms: 1234 }
+        Claim { start, first: start, end, records: 1, retention_gap: false, writer: "w".into(), time_ms: 1234, timestamps: None }
     }
 
     #[test]
