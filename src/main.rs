@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, Archiver};
 use kafka_s3_archiver::core::destination::Destination;
 use kafka_s3_archiver::core::restore::{Partitioning, Selection};
@@ -34,6 +34,29 @@ enum LogFormat {
     Json,
 }
 
+/// Where an archive is, for the commands that read one.
+#[derive(Args)]
+struct ArchiveArgs {
+    /// The archive: s3://bucket/prefix or file:///absolute/dir.
+    #[arg(long, env = "KSA_DEST")]
+    dest: String,
+    /// Custom S3 endpoint URL (LocalStack, MinIO...); path-style addressing is used with it.
+    #[arg(long, env = "KSA_S3_ENDPOINT")]
+    s3_endpoint: Option<String>,
+    /// S3 region; default: from the standard AWS chain, else us-east-1.
+    #[arg(long, env = "KSA_S3_REGION")]
+    s3_region: Option<String>,
+}
+
+impl ArchiveArgs {
+    /// The destination's prefix and a store to read it.
+    async fn open(self) -> anyhow::Result<(Destination, std::sync::Arc<dyn kafka_s3_archiver::store::ObjectStore>)> {
+        let dest: Destination = self.dest.parse()?;
+        let store = open_reader(&dest, self.s3_endpoint, self.s3_region).await?;
+        Ok((dest, store))
+    }
+}
+
 #[derive(Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once
 enum Command {
@@ -48,14 +71,8 @@ enum Command {
     /// Audits an archive: gaps, overlaps, claims without data, foreign keys; with --deep also every
     /// object's contents; with --brokers also the partitions' logs. Exit 0 clean, 1 problems, 2 error.
     Verify {
-        /// The archive: s3://bucket/prefix or file:///absolute/dir.
-        #[arg(long, env = "KSA_DEST")]
-        dest: String,
-        /// Custom S3 endpoint URL (LocalStack, MinIO...).
-        #[arg(long, env = "KSA_S3_ENDPOINT")]
-        s3_endpoint: Option<String>,
-        #[arg(long, env = "KSA_S3_REGION")]
-        s3_region: Option<String>,
+        #[command(flatten)]
+        archive: ArchiveArgs,
         /// Only this topic (repeatable) [default: every topic in the archive].
         #[arg(long = "topic")]
         topics: Vec<String>,
@@ -82,13 +99,8 @@ enum Command {
     /// offset order, each offset once, keys, values, headers and timestamps kept. Re-running an
     /// interrupted restore into Kafka resumes without duplicates.
     Restore {
-        /// The archive: s3://bucket/prefix or file:///absolute/dir.
-        #[arg(long, env = "KSA_DEST")]
-        dest: String,
-        #[arg(long, env = "KSA_S3_ENDPOINT")]
-        s3_endpoint: Option<String>,
-        #[arg(long, env = "KSA_S3_REGION")]
-        s3_region: Option<String>,
+        #[command(flatten)]
+        archive: ArchiveArgs,
         /// The archived topic to restore.
         #[arg(long)]
         topic: String,
@@ -130,13 +142,8 @@ enum Command {
     /// Where every partition stands: archived-through offset (from the archive), the group's committed
     /// offset, log start/end, records not archived yet, newest object, and flags where they disagree.
     Status {
-        /// The archive: s3://bucket/prefix or file:///absolute/dir.
-        #[arg(long, env = "KSA_DEST")]
-        dest: String,
-        #[arg(long, env = "KSA_S3_ENDPOINT")]
-        s3_endpoint: Option<String>,
-        #[arg(long, env = "KSA_S3_REGION")]
-        s3_region: Option<String>,
+        #[command(flatten)]
+        archive: ArchiveArgs,
         /// Kafka bootstrap servers.
         #[arg(long, env = "KSA_BROKERS")]
         brokers: String,
@@ -248,13 +255,12 @@ fn kafka_props(kafka: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 /// otherwise.
 async fn restore(command: Command) -> anyhow::Result<()> {
     let Command::Restore {
-        dest, s3_endpoint, s3_region, topic, partitions, from_offset, to_offset, from_time, to_time, to_topic, to_stdout,
+        archive, topic, partitions, from_offset, to_offset, from_time, to_time, to_topic, to_stdout,
         brokers, kafka, partitioning, max_rate,
     } = command
     else {
         unreachable!("called for restore only")
     };
-    let dest: Destination = dest.parse()?;
     let target = match (to_topic, to_stdout, brokers) {
         (Some(topic), false, Some(brokers)) => RestoreTarget::Kafka {
             brokers,
@@ -265,7 +271,7 @@ async fn restore(command: Command) -> anyhow::Result<()> {
         (None, true, _) => RestoreTarget::Stdout,
         _ => anyhow::bail!("say where to restore to: --to-topic NAME --brokers HOST:PORT, or --to-stdout"),
     };
-    let store = open_reader(&dest, s3_endpoint, s3_region).await?;
+    let (dest, store) = archive.open().await?;
     let options = RestoreOptions {
         prefix: dest.prefix().clone(),
         topic,
@@ -300,11 +306,10 @@ async fn restore(command: Command) -> anyhow::Result<()> {
 }
 
 async fn status(command: Command) -> anyhow::Result<()> {
-    let Command::Status { dest, s3_endpoint, s3_region, brokers, group, topics, kafka, json } = command else {
+    let Command::Status { archive, brokers, group, topics, kafka, json } = command else {
         unreachable!("called for status only")
     };
-    let dest: Destination = dest.parse()?;
-    let store = open_reader(&dest, s3_endpoint, s3_region).await?;
+    let (dest, store) = archive.open().await?;
     let options = StatusOptions { prefix: dest.prefix().clone(), topics, brokers, props: kafka_props(&kafka)?, group };
     let report = kafka_s3_archiver::status::status(store.as_ref(), &options).await?;
     if json {
@@ -316,22 +321,12 @@ async fn status(command: Command) -> anyhow::Result<()> {
 }
 
 /// Runs `verify`; `Ok(true)` when the archive is clean.
-#[allow(clippy::too_many_arguments)]
-async fn verify(
-    dest: String,
-    s3_endpoint: Option<String>,
-    s3_region: Option<String>,
-    topics: Vec<String>,
-    partitions: Vec<i32>,
-    deep: bool,
-    brokers: Option<String>,
-    kafka: Vec<String>,
-    json: bool,
-    concurrency: usize,
-) -> anyhow::Result<bool> {
-    let dest: Destination = dest.parse()?;
+async fn verify(command: Command) -> anyhow::Result<bool> {
+    let Command::Verify { archive, topics, partitions, deep, brokers, kafka, json, concurrency } = command else {
+        unreachable!("called for verify only")
+    };
     let props = kafka_props(&kafka)?;
-    let store = open_reader(&dest, s3_endpoint, s3_region).await?;
+    let (dest, store) = archive.open().await?;
     let options = VerifyOptions {
         prefix: dest.prefix().clone(),
         topics,
@@ -359,10 +354,9 @@ fn main() -> std::process::ExitCode {
             init_logging(cli.log_format, "info");
             runtime.block_on(run(config, settings))
         }
-        Command::Verify { dest, s3_endpoint, s3_region, topics, partitions, deep, brokers, kafka, json, concurrency } => {
+        verify_command @ Command::Verify { .. } => {
             init_logging(cli.log_format, "warn");
-            let outcome =
-                runtime.block_on(verify(dest, s3_endpoint, s3_region, topics, partitions, deep, brokers, kafka, json, concurrency));
+            let outcome = runtime.block_on(verify(verify_command));
             return match outcome {
                 Ok(true) => std::process::ExitCode::SUCCESS,
                 Ok(false) => std::process::ExitCode::from(1),

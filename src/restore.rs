@@ -135,7 +135,7 @@ async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<BTree
 /// a claim that describes them exactly, or without timestamps in it, are kept.
 async fn skip_by_time(store: &dyn ObjectStore, opts: &RestoreOptions, by_partition: &mut BTreeMap<i32, Vec<ObjectKey>>) -> Result<u64, StoreError> {
     let mut starts: BTreeMap<i32, BTreeSet<i64>> = BTreeMap::new();
-    for raw in list_all(store, &format!("{}_claims/topic={}/", opts.prefix.root(), opts.topic)).await? {
+    for raw in list_all(store, &opts.prefix.claims_topic_folder(&opts.topic)).await? {
         if let Ok(c) = ClaimKey::parse(&opts.prefix, &raw) {
             starts.entry(c.tp.partition()).or_default().insert(c.start);
         }

@@ -15,9 +15,8 @@ use crate::core::claim::{Claim, ClaimKey};
 use crate::core::encode::decode;
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
-use crate::core::recovery::ListRequest;
 use crate::kafka::{partition_offsets, SourceError};
-use crate::store::{ObjectStore, StoreError};
+use crate::store::{list_all_counting, ObjectStore, StoreError};
 
 #[derive(Debug, Error)]
 pub enum VerifyError {
@@ -144,34 +143,20 @@ fn describe(problem: &Problem) -> String {
     }
 }
 
-/// Lists every key under `prefix`, counting requests.
-async fn list_counting(store: &dyn ObjectStore, prefix: String, requests: &mut u64) -> Result<Vec<String>, StoreError> {
-    let mut req = ListRequest { prefix, start_after: None };
-    let mut out = Vec::new();
-    loop {
-        let page = store.list(&req, 1000).await?;
-        *requests += 1;
-        let last = page.keys.last().cloned();
-        out.extend(page.keys);
-        match (page.truncated, last) {
-            (true, Some(last)) => req.start_after = Some(last),
-            _ => return Ok(out),
-        }
-    }
-}
-
 pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
     let prefix = &opts.prefix;
     let root = prefix.root();
+    let folders = if opts.topics.is_empty() {
+        vec![root.clone()]
+    } else {
+        opts.topics.iter().flat_map(|t| [prefix.topic_folder(t), prefix.claims_topic_folder(t)]).collect()
+    };
     let mut list_requests = 0;
     let mut keys = Vec::new();
-    if opts.topics.is_empty() {
-        keys = list_counting(store, root.clone(), &mut list_requests).await?;
-    } else {
-        for topic in &opts.topics {
-            keys.extend(list_counting(store, prefix.topic_folder(topic), &mut list_requests).await?);
-            keys.extend(list_counting(store, format!("{root}_claims/topic={topic}/"), &mut list_requests).await?);
-        }
+    for folder in folders {
+        let (listed, requests) = list_all_counting(store, &folder).await?;
+        keys.extend(listed);
+        list_requests += requests;
     }
     let wanted = |tp: &TopicPartition| {
         (opts.topics.is_empty() || opts.topics.iter().any(|t| t == tp.topic()))

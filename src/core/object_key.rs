@@ -76,6 +76,11 @@ impl Prefix {
         format!("{}_claims/topic={}/partition={}/", self.root(), tp.topic(), tp.partition())
     }
 
+    /// The folder (ending in `/`) that holds the claims of every partition of a topic.
+    pub fn claims_topic_folder(&self, topic: &str) -> String {
+        format!("{}_claims/topic={}/", self.root(), topic)
+    }
+
     /// The folder (ending in `/`) that holds every partition of a topic.
     pub fn topic_folder(&self, topic: &str) -> String {
         format!("{}topic={}/", self.root(), topic)

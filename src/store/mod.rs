@@ -62,15 +62,22 @@ pub trait ObjectStore: Send + Sync {
 
 /// Lists every key under `prefix`, following pages.
 pub async fn list_all(store: &dyn ObjectStore, prefix: &str) -> Result<Vec<String>, StoreError> {
+    list_all_counting(store, prefix).await.map(|(keys, _)| keys)
+}
+
+/// Lists every key under `prefix`, following pages; also returns how many requests it took.
+pub async fn list_all_counting(store: &dyn ObjectStore, prefix: &str) -> Result<(Vec<String>, u64), StoreError> {
     let mut req = ListRequest { prefix: prefix.to_string(), start_after: None };
     let mut out = Vec::new();
+    let mut requests = 0;
     loop {
         let page = store.list(&req, 1000).await?;
+        requests += 1;
         let last = page.keys.last().cloned();
         out.extend(page.keys);
         match (page.truncated, last) {
             (true, Some(last)) => req.start_after = Some(last),
-            _ => return Ok(out),
+            _ => return Ok((out, requests)),
         }
     }
 }
