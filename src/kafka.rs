@@ -198,11 +198,14 @@ impl ClientContext for ArchiverContext {
         warn!(target: "librdkafka", "{error}: {reason}");
     }
 
-    /// librdkafka's periodic statistics: each partition's log end, and so what is not archived yet.
+    /// librdkafka's periodic statistics: each assigned partition's log end, and so what is not
+    /// archived yet (recovery set its archived offset).
     fn stats(&self, statistics: rdkafka::Statistics) {
+        let assigned: Vec<TopicPartition> = self.state.lock().expect("source state").assigned.keys().cloned().collect();
         for (topic, t) in &statistics.topics {
-            for (partition, p) in t.partitions.iter().filter(|(p, _)| **p >= 0) {
-                if p.hi_offset < 0 {
+            for (partition, p) in &t.partitions {
+                let is_assigned = assigned.iter().any(|tp| tp.topic() == topic && tp.partition() == *partition);
+                if !is_assigned || p.hi_offset < 0 {
                     continue;
                 }
                 let labels = [topic.as_str(), &partition.to_string()];
