@@ -205,10 +205,8 @@ impl Settings {
         };
         let mut kafka_props = self.kafka.clone();
         for kv in &self.kafka_flags {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| invalid("--kafka", kv, "write KEY=VALUE, e.g. security.protocol=SASL_SSL".into()))?;
-            kafka_props.insert(k.trim().to_string(), v.trim().to_string());
+            let (k, v) = parse_kafka_setting(kv)?;
+            kafka_props.insert(k, v);
         }
         for k in kafka_props.keys() {
             if RESERVED_KAFKA_KEYS.contains(&k.as_str()) {
@@ -252,6 +250,12 @@ impl Settings {
             },
         })
     }
+}
+
+/// One `--kafka KEY=VALUE` setting.
+pub fn parse_kafka_setting(kv: &str) -> Result<(String, String), ConfigError> {
+    let (k, v) = kv.split_once('=').ok_or_else(|| invalid("--kafka", kv, "write KEY=VALUE, e.g. security.protocol=SASL_SSL".into()))?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
 }
 
 fn invalid(name: &'static str, value: &str, why: String) -> ConfigError {

@@ -6,10 +6,10 @@ use std::ops::Range;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
-use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::FutureProducer;
 
 use crate::core::record::{Header, Record, TimestampKind};
+use crate::kafka::{kafka_headers, to_future_record};
 
 /// Timestamps of generated records start here (2026-01-01T00:00:00Z) and grow by 1 ms per index.
 const BASE_TIMESTAMP_MS: i64 = 1_767_225_600_000;
@@ -58,20 +58,7 @@ pub async fn produce(
     let mut pending = Vec::with_capacity(indexes.len());
     for i in indexes {
         let rec = generated(i, value_size);
-        let mut headers = OwnedHeaders::new();
-        for h in &rec.headers {
-            headers = headers.insert(KafkaHeader { key: &h.key, value: h.value.as_deref() });
-        }
-        let mut fr: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
-            .partition((i % partitions as usize) as i32)
-            .timestamp(rec.timestamp_ms.unwrap_or(0))
-            .headers(headers);
-        if let Some(k) = rec.key.as_deref() {
-            fr = fr.key(k);
-        }
-        if let Some(v) = rec.value.as_deref() {
-            fr = fr.payload(v);
-        }
+        let mut fr = to_future_record(topic, (i % partitions as usize) as i32, &rec, kafka_headers(&rec));
         let delivery = loop {
             match producer.send_result(fr) {
                 Ok(d) => break d,

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Headers, Message, Timestamp};
+use rdkafka::message::{BorrowedMessage, Header as KafkaHeader, Headers, Message, OwnedHeaders, Timestamp};
+use rdkafka::producer::FutureRecord;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::ClientContext;
@@ -486,6 +487,27 @@ fn to_record(msg: &BorrowedMessage<'_>) -> Record {
         value: msg.payload().map(<[u8]>::to_vec),
         headers,
     }
+}
+
+/// A record's headers for producing, in order.
+pub fn kafka_headers(rec: &Record) -> OwnedHeaders {
+    rec.headers.iter().fold(OwnedHeaders::new(), |hs, h| hs.insert(KafkaHeader { key: &h.key, value: h.value.as_deref() }))
+}
+
+/// A record to produce to `topic`/`partition` with the record's key, value and timestamp (when it has
+/// one) and `headers`: the inverse of reading a message into a [`Record`].
+pub fn to_future_record<'a>(topic: &'a str, partition: i32, rec: &'a Record, headers: OwnedHeaders) -> FutureRecord<'a, [u8], [u8]> {
+    let mut fr: FutureRecord<'a, [u8], [u8]> = FutureRecord::to(topic).partition(partition).headers(headers);
+    if let Some(ts) = rec.timestamp_ms {
+        fr = fr.timestamp(ts);
+    }
+    if let Some(k) = rec.key.as_deref() {
+        fr = fr.key(k);
+    }
+    if let Some(v) = rec.value.as_deref() {
+        fr = fr.payload(v);
+    }
+    fr
 }
 
 /// The running consumer thread.

@@ -14,5 +14,6 @@ pub mod restore;
 pub mod stats;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod tail;
 pub mod verify;

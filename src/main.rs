@@ -13,7 +13,7 @@ use kafka_s3_archiver::status::StatusOptions;
 use kafka_s3_archiver::verify::VerifyOptions;
 use std::io::IsTerminal;
 use std::sync::Arc;
-use kafka_s3_archiver::config::Settings;
+use kafka_s3_archiver::config::{self, Settings};
 use kafka_s3_archiver::{demo, metrics};
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::{info, warn};
@@ -57,6 +57,97 @@ impl ArchiveArgs {
     }
 }
 
+#[derive(Args)]
+struct VerifyArgs {
+    #[command(flatten)]
+    archive: ArchiveArgs,
+    /// Only this topic (repeatable) [default: every topic in the archive].
+    #[arg(long = "topic")]
+    topics: Vec<String>,
+    /// Only this partition (repeatable).
+    #[arg(long = "partition")]
+    partitions: Vec<i32>,
+    /// Read every object: readable, offsets ordered, first/last offset as named.
+    #[arg(long)]
+    deep: bool,
+    /// Also compare with the partitions' logs in Kafka (retention gaps, archive ahead of the log).
+    #[arg(long)]
+    brokers: Option<String>,
+    /// Extra librdkafka setting KEY=VALUE for --brokers (repeatable).
+    #[arg(long = "kafka", value_name = "KEY=VALUE")]
+    kafka: Vec<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Concurrent reads.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+}
+
+#[derive(Args)]
+struct RestoreArgs {
+    #[command(flatten)]
+    archive: ArchiveArgs,
+    /// The archived topic to restore.
+    #[arg(long)]
+    topic: String,
+    /// Only this partition (repeatable) [default: all].
+    #[arg(long = "partition")]
+    partitions: Vec<i32>,
+    /// First offset to restore (inclusive).
+    #[arg(long)]
+    from_offset: Option<i64>,
+    /// Last offset to restore (inclusive).
+    #[arg(long)]
+    to_offset: Option<i64>,
+    /// Only records with a timestamp at or after this (RFC 3339, or milliseconds since the epoch).
+    #[arg(long, value_parser = parse_time)]
+    from_time: Option<i64>,
+    /// Only records with a timestamp at or before this (RFC 3339, or milliseconds since the epoch).
+    #[arg(long, value_parser = parse_time)]
+    to_time: Option<i64>,
+    /// Write into this (existing) topic on --brokers.
+    #[arg(long, requires = "brokers", conflicts_with = "to_stdout")]
+    to_topic: Option<String>,
+    /// Write JSON lines to stdout instead.
+    #[arg(long)]
+    to_stdout: bool,
+    /// Kafka bootstrap servers of the target.
+    #[arg(long)]
+    brokers: Option<String>,
+    /// Extra librdkafka setting KEY=VALUE for the target (repeatable).
+    #[arg(long = "kafka", value_name = "KEY=VALUE")]
+    kafka: Vec<String>,
+    /// same: partition p to partition p; key: by key hash (Kafka's murmur2), for a target with
+    /// another partition count.
+    #[arg(long, default_value = "same")]
+    partitioning: String,
+    /// At most this many records per second.
+    #[arg(long)]
+    max_rate: Option<f64>,
+}
+
+#[derive(Args)]
+struct StatusArgs {
+    #[command(flatten)]
+    archive: ArchiveArgs,
+    /// Kafka bootstrap servers.
+    #[arg(long, env = "KSA_BROKERS")]
+    brokers: String,
+    /// The archivers' consumer group.
+    #[arg(long, env = "KSA_GROUP")]
+    group: String,
+    /// Topic to show (repeatable).
+    #[arg(long = "topic", required = true)]
+    topics: Vec<String>,
+    /// Extra librdkafka setting KEY=VALUE (repeatable).
+    #[arg(long = "kafka", value_name = "KEY=VALUE")]
+    kafka: Vec<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once
 enum Command {
@@ -70,96 +161,14 @@ enum Command {
     },
     /// Audits an archive: gaps, overlaps, claims without data, foreign keys; with --deep also every
     /// object's contents; with --brokers also the partitions' logs. Exit 0 clean, 1 problems, 2 error.
-    Verify {
-        #[command(flatten)]
-        archive: ArchiveArgs,
-        /// Only this topic (repeatable) [default: every topic in the archive].
-        #[arg(long = "topic")]
-        topics: Vec<String>,
-        /// Only this partition (repeatable).
-        #[arg(long = "partition")]
-        partitions: Vec<i32>,
-        /// Read every object: readable, offsets ordered, first/last offset as named.
-        #[arg(long)]
-        deep: bool,
-        /// Also compare with the partitions' logs in Kafka (retention gaps, archive ahead of the log).
-        #[arg(long)]
-        brokers: Option<String>,
-        /// Extra librdkafka setting KEY=VALUE for --brokers (repeatable).
-        #[arg(long = "kafka", value_name = "KEY=VALUE")]
-        kafka: Vec<String>,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Concurrent reads.
-        #[arg(long, default_value_t = 16)]
-        concurrency: usize,
-    },
+    Verify(VerifyArgs),
     /// Writes an archived range back into a Kafka topic (or to stdout as JSON lines): per partition in
     /// offset order, each offset once, keys, values, headers and timestamps kept. Re-running an
     /// interrupted restore into Kafka resumes without duplicates.
-    Restore {
-        #[command(flatten)]
-        archive: ArchiveArgs,
-        /// The archived topic to restore.
-        #[arg(long)]
-        topic: String,
-        /// Only this partition (repeatable) [default: all].
-        #[arg(long = "partition")]
-        partitions: Vec<i32>,
-        /// First offset to restore (inclusive).
-        #[arg(long)]
-        from_offset: Option<i64>,
-        /// Last offset to restore (inclusive).
-        #[arg(long)]
-        to_offset: Option<i64>,
-        /// Only records with a timestamp at or after this (RFC 3339, or milliseconds since the epoch).
-        #[arg(long, value_parser = parse_time)]
-        from_time: Option<i64>,
-        /// Only records with a timestamp at or before this (RFC 3339, or milliseconds since the epoch).
-        #[arg(long, value_parser = parse_time)]
-        to_time: Option<i64>,
-        /// Write into this (existing) topic on --brokers.
-        #[arg(long, requires = "brokers", conflicts_with = "to_stdout")]
-        to_topic: Option<String>,
-        /// Write JSON lines to stdout instead.
-        #[arg(long)]
-        to_stdout: bool,
-        /// Kafka bootstrap servers of the target.
-        #[arg(long)]
-        brokers: Option<String>,
-        /// Extra librdkafka setting KEY=VALUE for the target (repeatable).
-        #[arg(long = "kafka", value_name = "KEY=VALUE")]
-        kafka: Vec<String>,
-        /// same: partition p to partition p; key: by key hash (Kafka's murmur2), for a target with
-        /// another partition count.
-        #[arg(long, default_value = "same")]
-        partitioning: String,
-        /// At most this many records per second.
-        #[arg(long)]
-        max_rate: Option<f64>,
-    },
+    Restore(RestoreArgs),
     /// Where every partition stands: archived-through offset (from the archive), the group's committed
     /// offset, log start/end, records not archived yet, newest object, and flags where they disagree.
-    Status {
-        #[command(flatten)]
-        archive: ArchiveArgs,
-        /// Kafka bootstrap servers.
-        #[arg(long, env = "KSA_BROKERS")]
-        brokers: String,
-        /// The archivers' consumer group.
-        #[arg(long, env = "KSA_GROUP")]
-        group: String,
-        /// Topic to show (repeatable).
-        #[arg(long = "topic", required = true)]
-        topics: Vec<String>,
-        /// Extra librdkafka setting KEY=VALUE (repeatable).
-        #[arg(long = "kafka", value_name = "KEY=VALUE")]
-        kafka: Vec<String>,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Status(StatusArgs),
     /// Runs the whole loop with no services: mock Kafka, local archive, a crash, a restart, a check.
     Demo {
         /// Records to produce.
@@ -241,26 +250,16 @@ fn parse_time(s: &str) -> Result<i64, String> {
 }
 
 fn kafka_props(kafka: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    kafka
-        .iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .with_context(|| format!("--kafka {kv:?} is not KEY=VALUE"))
-        })
-        .collect()
+    Ok(kafka.iter().map(|kv| config::parse_kafka_setting(kv)).collect::<Result<_, _>>()?)
 }
 
 /// Runs `restore`, showing progress on stderr: one updating line on a terminal, a line every 5 s
 /// otherwise.
-async fn restore(command: Command) -> anyhow::Result<()> {
-    let Command::Restore {
+async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
+    let RestoreArgs {
         archive, topic, partitions, from_offset, to_offset, from_time, to_time, to_topic, to_stdout,
         brokers, kafka, partitioning, max_rate,
-    } = command
-    else {
-        unreachable!("called for restore only")
-    };
+    } = args;
     let target = match (to_topic, to_stdout, brokers) {
         (Some(topic), false, Some(brokers)) => RestoreTarget::Kafka {
             brokers,
@@ -305,10 +304,8 @@ async fn restore(command: Command) -> anyhow::Result<()> {
     result.map_err(Into::into)
 }
 
-async fn status(command: Command) -> anyhow::Result<()> {
-    let Command::Status { archive, brokers, group, topics, kafka, json } = command else {
-        unreachable!("called for status only")
-    };
+async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let StatusArgs { archive, brokers, group, topics, kafka, json } = args;
     let (dest, store) = archive.open().await?;
     let options = StatusOptions { prefix: dest.prefix().clone(), topics, brokers, props: kafka_props(&kafka)?, group };
     let report = kafka_s3_archiver::status::status(store.as_ref(), &options).await?;
@@ -321,10 +318,8 @@ async fn status(command: Command) -> anyhow::Result<()> {
 }
 
 /// Runs `verify`; `Ok(true)` when the archive is clean.
-async fn verify(command: Command) -> anyhow::Result<bool> {
-    let Command::Verify { archive, topics, partitions, deep, brokers, kafka, json, concurrency } = command else {
-        unreachable!("called for verify only")
-    };
+async fn verify(args: VerifyArgs) -> anyhow::Result<bool> {
+    let VerifyArgs { archive, topics, partitions, deep, brokers, kafka, json, concurrency } = args;
     let props = kafka_props(&kafka)?;
     let (dest, store) = archive.open().await?;
     let options = VerifyOptions {
@@ -354,9 +349,9 @@ fn main() -> std::process::ExitCode {
             init_logging(cli.log_format, "info");
             runtime.block_on(run(config, settings))
         }
-        verify_command @ Command::Verify { .. } => {
+        Command::Verify(args) => {
             init_logging(cli.log_format, "warn");
-            let outcome = runtime.block_on(verify(verify_command));
+            let outcome = runtime.block_on(verify(args));
             return match outcome {
                 Ok(true) => std::process::ExitCode::SUCCESS,
                 Ok(false) => std::process::ExitCode::from(1),
@@ -366,13 +361,13 @@ fn main() -> std::process::ExitCode {
                 }
             };
         }
-        status_command @ Command::Status { .. } => {
+        Command::Status(args) => {
             init_logging(cli.log_format, "warn");
-            runtime.block_on(status(status_command))
+            runtime.block_on(status(args))
         }
-        restore_command @ Command::Restore { .. } => {
+        Command::Restore(args) => {
             init_logging(cli.log_format, "warn");
-            runtime.block_on(restore(restore_command))
+            runtime.block_on(restore(args))
         }
         Command::Demo { records, dir, format } => {
             init_logging(cli.log_format, "warn");

@@ -297,7 +297,6 @@ impl Pipeline {
         let due: Vec<TopicPartition> = self
             .partitions
             .iter()
-            .filter(|(_, w)| w.rewrite.is_none())
             .filter(|(_, w)| {
                 w.open.as_ref().is_some_and(|f| {
                     let stats = OpenFileStats { records: f.records, bytes: 0, opened_at: f.opened_at };

@@ -13,8 +13,8 @@ use futures::stream::{self, StreamExt};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
+use rdkafka::message::{Header as KafkaHeader, Headers, Message};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use thiserror::Error;
 use tracing::info;
@@ -23,6 +23,7 @@ use crate::core::claim::{Claim, ClaimKey};
 use crate::core::encode::{decode, json_line, EncodeError};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
+use crate::kafka::{kafka_headers, to_future_record};
 use crate::core::restore::{
     covering_claim, parse_source_header, source_header_value, target_partition, OffsetOnce, Partitioning, RestoreProgress,
     Selection, SOURCE_HEADER,
@@ -222,7 +223,7 @@ impl KafkaSink {
                 return Err(RestoreError::TargetTooSmall { topic: topic.to_string(), partitions, needed });
             }
         }
-        let progress = read_back(&config, topic, partitions)?;
+        let progress = read_back(brokers, props, topic, partitions)?;
         Ok(Self { producer, topic: topic.to_string(), partitioning, partitions, progress, in_flight: VecDeque::new() })
     }
 
@@ -233,22 +234,9 @@ impl KafkaSink {
             return Ok(());
         }
         let origin = source_header_value(source, r.offset);
-        let mut headers = OwnedHeaders::new();
-        for h in &r.headers {
-            headers = headers.insert(KafkaHeader { key: &h.key, value: h.value.as_deref() });
-        }
-        headers = headers.insert(KafkaHeader { key: SOURCE_HEADER, value: Some(origin.as_bytes()) });
+        let headers = kafka_headers(r).insert(KafkaHeader { key: SOURCE_HEADER, value: Some(origin.as_bytes()) });
         let topic = self.topic.clone();
-        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&topic).partition(partition).headers(headers);
-        if let Some(ts) = r.timestamp_ms {
-            record = record.timestamp(ts);
-        }
-        if let Some(k) = r.key.as_deref() {
-            record = record.key(k);
-        }
-        if let Some(v) = r.value.as_deref() {
-            record = record.payload(v);
-        }
+        let mut record = to_future_record(&topic, partition, r, headers);
         let size = r.payload_size();
         loop {
             match self.producer.send_result(record) {
@@ -294,14 +282,12 @@ impl KafkaSink {
 /// Reads every target partition back and collects what earlier restores delivered (their headers).
 /// Ends when the target stays silent for `READ_BACK_IDLE` (broker watermarks are not trusted for this:
 /// some brokers report them wrong). Skipped when every partition is empty.
-fn read_back(config: &ClientConfig, topic: &str, partitions: i32) -> Result<RestoreProgress, RestoreError> {
+fn read_back(brokers: &str, props: &[(String, String)], topic: &str, partitions: i32) -> Result<RestoreProgress, RestoreError> {
     let mut progress = RestoreProgress::default();
     let mut consumer_config = ClientConfig::new();
-    for (k, v) in config.config_map() {
-        let key: &str = k;
-        if !matches!(key, "enable.idempotence" | "acks" | "linger.ms" | "message.timeout.ms") {
-            consumer_config.set(k, v);
-        }
+    consumer_config.set("bootstrap.servers", brokers);
+    for (k, v) in props {
+        consumer_config.set(k, v);
     }
     consumer_config.set("group.id", "kafka-s3-archiver-restore-read-back").set("enable.auto.commit", "false");
     let consumer: BaseConsumer = consumer_config.create().map_err(kafka_err("creating the read-back consumer"))?;

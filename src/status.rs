@@ -76,12 +76,7 @@ impl StatusReport {
                     if flags.is_empty() { "-".into() } else { flags.join(", ") },
                 ]);
             }
-            let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0)).collect();
-            let _ = writeln!(out, "\ntopic {topic}");
-            for row in &rows {
-                let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-                let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-            }
+            let _ = write!(out, "\ntopic {topic}\n{}", crate::table::render(&rows));
         }
         let flagged = self.partitions.iter().filter(|p| !p.flags.is_empty()).count();
         let _ = write!(out, "\n{} partitions, {flagged} flagged; {} list requests", self.partitions.len(), self.list_requests);

@@ -95,12 +95,7 @@ impl VerifyReport {
             });
             rows.push(row);
         }
-        let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0)).collect();
-        let mut out = format!("archive {}\n", self.archive);
-        for row in &rows {
-            let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-            let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-        }
+        let mut out = format!("archive {}\n{}", self.archive, crate::table::render(&rows));
         for p in &self.partitions {
             for problem in &p.problems {
                 let _ = writeln!(out, "{}/{}: {}", p.topic, p.partition, describe(problem));

@@ -4,17 +4,10 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use common::mock_settings;
-use kafka_s3_archiver::archiver::{open_store, Archiver};
-use kafka_s3_archiver::check::{compare, read_topic};
-use kafka_s3_archiver::config::Settings;
+use common::archive_mock_topic;
 use kafka_s3_archiver::core::status::StatusFlag;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::status::{status, StatusOptions};
-use kafka_s3_archiver::store::ObjectStore;
 use kafka_s3_archiver::core::partition::TopicPartition;
 use kafka_s3_archiver::store::list_all;
 use rdkafka::mocking::MockCluster;
@@ -26,18 +19,8 @@ async fn status_shows_where_each_partition_stands() {
     cluster.create_topic("orders", 3, 1).unwrap();
     let produced = produce(&bootstrap, "orders", 3, 0..900, 40).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = Settings { topics: vec!["orders".into()], roll_records: Some(100), ..mock_settings(&bootstrap, dir.path()) }
-        .validate()
-        .unwrap();
-    let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
+    let (config, store) = archive_mock_topic(&bootstrap, dir.path(), "orders", &produced).await;
     let prefix = config.dest.prefix().clone();
-    let archiver = Archiver::start(&config, store.clone()).unwrap();
-    let started = Instant::now();
-    while !compare(&produced, &read_topic(store.as_ref(), &prefix, "orders").await.unwrap()).is_exact() {
-        assert!(started.elapsed() < Duration::from_secs(60));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    archiver.shutdown().await.unwrap();
     // 50 more records on partition 0, not archived; partition 2's last object (and its claim) removed,
     // so the group's commit is past the archive.
     produce(&bootstrap, "orders", 1, 900..950, 40).await.unwrap();

@@ -10,7 +10,7 @@ use kafka_s3_archiver::check::{compare, read_topic};
 use kafka_s3_archiver::config::Settings;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
-use common::mock_settings;
+use common::{archive_mock_topic, mock_settings};
 use rdkafka::mocking::MockCluster;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -55,22 +55,7 @@ async fn a_restart_in_the_same_group_lists_once_per_partition() {
     let produced = produce(&bootstrap, "hinted", 3, 0..3_000, 40).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let config = Settings {
-        topics: vec!["hinted".into()],
-        roll_records: Some(100),
-        ..mock_settings(&bootstrap, dir.path())
-    }
-    .validate()
-    .unwrap();
-    let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
-    let prefix = config.dest.prefix().clone();
-    let archiver = Archiver::start(&config, store.clone()).unwrap();
-    let started = Instant::now();
-    while !compare(&produced, &read_topic(store.as_ref(), &prefix, "hinted").await.unwrap()).is_exact() {
-        assert!(started.elapsed() < Duration::from_secs(60));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    archiver.shutdown().await.unwrap();
+    let (config, store) = archive_mock_topic(&bootstrap, dir.path(), "hinted", &produced).await;
 
     let again = Archiver::start(&config, store.clone()).unwrap();
     let stats = again.stats();

@@ -328,10 +328,13 @@ mod tests {
         ListPage { truncated: keys.len() > max_keys, keys: keys.into_iter().take(max_keys).cloned().collect() }
     }
 
-    fn run(all: &[String], hint: Option<CommitHint>) -> Recovered {
+    type Start = fn(&Prefix, &TopicPartition, Option<CommitHint>) -> (RecoveryPlan, ListRequest);
+
+    /// Runs a plan over `all` keys to the end.
+    fn run_plan(start: Start, all: &[String], hint: Option<CommitHint>) -> Recovered {
         let prefix = Prefix::new("arch");
         let tp = TopicPartition::new("t", 0).unwrap();
-        let (mut plan, mut req) = RecoveryPlan::start(&prefix, &tp, hint);
+        let (mut plan, mut req) = start(&prefix, &tp, hint);
         for _ in 0..10_000 {
             match plan.feed(list(all, &req, 1000)) {
                 Step::List(next) => req = next,
@@ -339,6 +342,10 @@ mod tests {
             }
         }
         panic!("planner did not finish");
+    }
+
+    fn run(all: &[String], hint: Option<CommitHint>) -> Recovered {
+        run_plan(RecoveryPlan::start, all, hint)
     }
 
     fn k(p: i32, s: i64, e: i64) -> String {
@@ -509,16 +516,7 @@ mod tests {
     }
 
     fn run_claims(all: &[String], hint: Option<CommitHint>) -> Recovered {
-        let prefix = Prefix::new("arch");
-        let tp = TopicPartition::new("t", 0).unwrap();
-        let (mut plan, mut req) = RecoveryPlan::claims(&prefix, &tp, hint);
-        for _ in 0..10_000 {
-            match plan.feed(list(all, &req, 1000)) {
-                Step::List(next) => req = next,
-                Step::Done(r) => return r,
-            }
-        }
-        panic!("planner did not finish");
+        run_plan(RecoveryPlan::claims, all, hint)
     }
 
     #[test]

@@ -339,3 +339,34 @@ pub fn set_flag(mut args: Vec<String>, name: &str, value: &str) -> Vec<String> {
     }
     args
 }
+
+/// Archives `topic` of a mock cluster with an in-process archiver (100-record files) until the archive
+/// holds exactly `produced`, then stops it gracefully; returns its config and store.
+pub async fn archive_mock_topic(
+    bootstrap: &str,
+    dir: &Path,
+    topic: &str,
+    produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>,
+) -> (kafka_s3_archiver::config::ArchiverConfig, Arc<dyn ObjectStore>) {
+    let config = kafka_s3_archiver::config::Settings {
+        topics: vec![topic.to_string()],
+        roll_records: Some(100),
+        ..mock_settings(bootstrap, dir)
+    }
+    .validate()
+    .unwrap();
+    let store = kafka_s3_archiver::archiver::open_store(&config).await.unwrap();
+    let prefix = config.dest.prefix().clone();
+    let archiver = kafka_s3_archiver::archiver::Archiver::start(&config, store.clone()).unwrap();
+    let started = Instant::now();
+    loop {
+        let contents = kafka_s3_archiver::check::read_topic(store.as_ref(), &prefix, topic).await.unwrap();
+        if kafka_s3_archiver::check::compare(produced, &contents).is_exact() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{topic} not archived within 60 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    archiver.shutdown().await.unwrap();
+    (config, store)
+}
