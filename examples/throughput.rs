@@ -43,11 +43,9 @@ async fn main() {
     let topic = format!("bench-{}", std::process::id());
     let bucket = format!("bench-{}", std::process::id());
 
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-    admin
-        .create_topics(&[NewTopic::new(&topic, 4, TopicReplication::Fixed(1))], &AdminOptions::new())
-        .await
-        .unwrap();
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    admin.create_topics(&[NewTopic::new(&topic, 4, TopicReplication::Fixed(1))], &AdminOptions::new()).await.unwrap();
     let started = Instant::now();
     let produced = produce(&brokers, &topic, 4, 0..records, value_size).await.expect("produce");
     let payload_bytes: u64 = produced

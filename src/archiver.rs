@@ -59,7 +59,11 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
 }
 
 /// Opens a destination for reading (`verify`): no uploads, no clean-up.
-pub async fn open_reader(dest: &Destination, endpoint: Option<String>, region: Option<String>) -> Result<Arc<dyn ObjectStore>, StoreError> {
+pub async fn open_reader(
+    dest: &Destination,
+    endpoint: Option<String>,
+    region: Option<String>,
+) -> Result<Arc<dyn ObjectStore>, StoreError> {
     Ok(match dest {
         Destination::S3 { bucket, .. } => Arc::new(
             S3Store::connect(S3Settings {

@@ -62,7 +62,11 @@ pub async fn read_topic(store: &dyn ObjectStore, prefix: &Prefix, topic: &str) -
 }
 
 /// The highest archived end offset per partition of `topic`, from the listing alone.
-pub async fn archived_ends(store: &dyn ObjectStore, prefix: &Prefix, topic: &str) -> Result<BTreeMap<i32, i64>, StoreError> {
+pub async fn archived_ends(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    topic: &str,
+) -> Result<BTreeMap<i32, i64>, StoreError> {
     let mut ends = BTreeMap::new();
     for raw in list_all(store, &prefix.topic_folder(topic)).await? {
         if let Ok(k) = ObjectKey::parse(prefix, &raw) {
@@ -89,7 +93,11 @@ pub struct Comparison {
 
 impl Comparison {
     pub fn is_exact(&self) -> bool {
-        self.missing == 0 && self.duplicates == 0 && self.different == 0 && self.unexpected == 0 && self.mislabelled_objects == 0
+        self.missing == 0
+            && self.duplicates == 0
+            && self.different == 0
+            && self.unexpected == 0
+            && self.mislabelled_objects == 0
     }
 }
 
@@ -152,7 +160,15 @@ mod tests {
         let c = compare(&produced, &archive(vec![rec(0, "a"), rec(1, "b"), rec(1, "b"), rec(2, "X"), rec(9, "z")]));
         assert_eq!(
             c,
-            Comparison { expected: 4, archived: 5, missing: 1, duplicates: 1, different: 1, unexpected: 1, mislabelled_objects: 0 }
+            Comparison {
+                expected: 4,
+                archived: 5,
+                missing: 1,
+                duplicates: 1,
+                different: 1,
+                unexpected: 1,
+                mislabelled_objects: 0
+            }
         );
         assert!(!c.is_exact());
     }

@@ -154,10 +154,31 @@ impl Settings {
         let mut kafka = file.kafka.clone();
         kafka.extend(self.kafka.clone());
         let mut merged = prefer!(
-            self, file, brokers, group, topic_regex, dest, s3_endpoint, s3_region, format, compression,
-            roll_records, roll_bytes, roll_age, start_from, spool_dir, spool_memory_threshold, max_buffer_bytes,
-            max_spool_bytes, upload_part_size, upload_concurrency, s3_attempt_timeout, revoke_timeout,
-            abort_stale_uploads_after, claims, metrics_addr
+            self,
+            file,
+            brokers,
+            group,
+            topic_regex,
+            dest,
+            s3_endpoint,
+            s3_region,
+            format,
+            compression,
+            roll_records,
+            roll_bytes,
+            roll_age,
+            start_from,
+            spool_dir,
+            spool_memory_threshold,
+            max_buffer_bytes,
+            max_spool_bytes,
+            upload_part_size,
+            upload_concurrency,
+            s3_attempt_timeout,
+            revoke_timeout,
+            abort_stale_uploads_after,
+            claims,
+            metrics_addr
         );
         merged.topics = topics;
         merged.kafka = kafka;
@@ -167,7 +188,8 @@ impl Settings {
     /// Checks everything and fills defaults.
     pub fn validate(self) -> Result<ArchiverConfig, ConfigError> {
         let brokers = non_empty(self.brokers, "--brokers", "pass --brokers host:port (or KSA_BROKERS)")?;
-        let group = non_empty(self.group, "--group", "pass --group NAME (or KSA_GROUP); instances of one archive share it")?;
+        let group =
+            non_empty(self.group, "--group", "pass --group NAME (or KSA_GROUP); instances of one archive share it")?;
         let mut subscription: Vec<String> = Vec::new();
         for t in &self.topics {
             crate::core::partition::validate_topic(t).map_err(|e| invalid("--topic", t, e.to_string()))?;
@@ -180,12 +202,15 @@ impl Settings {
             subscription.push(if re.starts_with('^') { re.clone() } else { format!("^{re}") });
         }
         if subscription.is_empty() {
-            return Err(ConfigError::Missing { name: "--topic or --topic-regex", how: "name at least one topic to archive" });
+            return Err(ConfigError::Missing {
+                name: "--topic or --topic-regex",
+                how: "name at least one topic to archive",
+            });
         }
         let dest_text = non_empty(self.dest, "--dest", "pass --dest s3://bucket/prefix or file:///dir")?;
-        let dest: Destination = dest_text.parse().map_err(|e: crate::core::destination::DestinationError| {
-            invalid("--dest", &dest_text, e.to_string())
-        })?;
+        let dest: Destination = dest_text
+            .parse()
+            .map_err(|e: crate::core::destination::DestinationError| invalid("--dest", &dest_text, e.to_string()))?;
         let format: Format = parse_opt(self.format, "--format", Format::Parquet)?;
         let compression: Compression = parse_opt(self.compression, "--compression", Compression::Zstd)?;
         let spec = FileSpec::new(format, compression)
@@ -219,10 +244,15 @@ impl Settings {
         }
         let part_size = self.upload_part_size.map_or(8 << 20, ByteSize::bytes);
         if part_size < 5 << 20 {
-            return Err(invalid("--upload-part-size", &ByteSize(part_size).to_string(), "S3 needs parts of at least 5MiB".into()));
+            return Err(invalid(
+                "--upload-part-size",
+                &ByteSize(part_size).to_string(),
+                "S3 needs parts of at least 5MiB".into(),
+            ));
         }
         let memory_threshold = self.spool_memory_threshold.map_or(8 << 20, ByteSize::bytes);
-        let max_buffer_bytes = positive(self.max_buffer_bytes.map_or(256 << 20, ByteSize::bytes), "--max-buffer-bytes")?;
+        let max_buffer_bytes =
+            positive(self.max_buffer_bytes.map_or(256 << 20, ByteSize::bytes), "--max-buffer-bytes")?;
         Ok(ArchiverConfig {
             brokers,
             group,
@@ -246,7 +276,11 @@ impl Settings {
             claims: self.claims.unwrap_or(true),
             metrics_addr: match self.metrics_addr {
                 None => None,
-                Some(a) => Some(a.parse().map_err(|e| invalid("--metrics-addr", &a, format!("{e}: write IP:PORT, e.g. 127.0.0.1:9090")))?),
+                Some(a) => {
+                    Some(a.parse().map_err(|e| {
+                        invalid("--metrics-addr", &a, format!("{e}: write IP:PORT, e.g. 127.0.0.1:9090"))
+                    })?)
+                }
             },
         })
     }
@@ -254,7 +288,9 @@ impl Settings {
 
 /// One `--kafka KEY=VALUE` setting.
 pub fn parse_kafka_setting(kv: &str) -> Result<(String, String), ConfigError> {
-    let (k, v) = kv.split_once('=').ok_or_else(|| invalid("--kafka", kv, "write KEY=VALUE, e.g. security.protocol=SASL_SSL".into()))?;
+    let (k, v) = kv
+        .split_once('=')
+        .ok_or_else(|| invalid("--kafka", kv, "write KEY=VALUE, e.g. security.protocol=SASL_SSL".into()))?;
     Ok((k.trim().to_string(), v.trim().to_string()))
 }
 
@@ -274,7 +310,11 @@ fn positive(v: u64, name: &'static str) -> Result<u64, ConfigError> {
     }
 }
 
-fn parse_opt<T: std::str::FromStr<Err = String>>(v: Option<String>, name: &'static str, default: T) -> Result<T, ConfigError> {
+fn parse_opt<T: std::str::FromStr<Err = String>>(
+    v: Option<String>,
+    name: &'static str,
+    default: T,
+) -> Result<T, ConfigError> {
     match v {
         None => Ok(default),
         Some(s) => s.parse().map_err(|why| invalid(name, &s, why)),
@@ -383,7 +423,10 @@ mod tests {
             (Settings { topics: vec!["a/b".into()], ..minimal() }, "--topic"),
             (Settings { dest: Some("/tmp/x".into()), ..minimal() }, "--dest"),
             (Settings { format: Some("csv".into()), ..minimal() }, "--format"),
-            (Settings { format: Some("jsonl".into()), compression: Some("snappy".into()), ..minimal() }, "--compression"),
+            (
+                Settings { format: Some("jsonl".into()), compression: Some("snappy".into()), ..minimal() },
+                "--compression",
+            ),
             (Settings { roll_records: Some(0), ..minimal() }, "--roll-records"),
             (Settings { start_from: Some("middle".into()), ..minimal() }, "--start-from"),
             (Settings { kafka_flags: vec!["novalue".into()], ..minimal() }, "--kafka"),

@@ -16,8 +16,8 @@ use crate::check::{archived_ends, compare, read_topic, CheckError, Comparison};
 use crate::config::{ConfigError, Settings};
 use crate::generate::produce;
 use crate::stats::Stats;
-use crate::verify::{verify, VerifyOptions};
 use crate::store::{list_all, ObjectStore, StoreError};
+use crate::verify::{verify, VerifyOptions};
 
 const TOPIC: &str = "demo-orders";
 const PARTITIONS: i32 = 3;
@@ -50,7 +50,11 @@ pub struct DemoOptions {
     pub format: String,
 }
 
-async fn wait_for(what: &'static str, timeout: Duration, mut done: impl AsyncFnMut() -> Result<bool, DemoError>) -> Result<(), DemoError> {
+async fn wait_for(
+    what: &'static str,
+    timeout: Duration,
+    mut done: impl AsyncFnMut() -> Result<bool, DemoError>,
+) -> Result<(), DemoError> {
     let started = Instant::now();
     while !done().await? {
         if started.elapsed() > timeout {

@@ -107,7 +107,12 @@ pub enum SourceCommand {
     Commit(Commit),
     /// Move a partition whose records carry `from_epoch` to `position`; records from then on carry
     /// `epoch`. Sent when the pipeline re-recovered the partition (it lost a claim).
-    Seek { tp: TopicPartition, from_epoch: u64, epoch: u64, position: StartPosition },
+    Seek {
+        tp: TopicPartition,
+        from_epoch: u64,
+        epoch: u64,
+        position: StartPosition,
+    },
 }
 
 /// What the pipeline holds of the source.
@@ -212,7 +217,10 @@ impl ClientContext for ArchiverContext {
                 let labels = [topic.as_str(), &partition.to_string()];
                 self.stats.log_end_offset.with_label_values(&labels).set(p.hi_offset);
                 if let Ok(archived) = self.stats.archived_offset.get_metric_with_label_values(&labels) {
-                    self.stats.unarchived_records.with_label_values(&labels).set((p.hi_offset - archived.get() - 1).max(0));
+                    self.stats
+                        .unarchived_records
+                        .with_label_values(&labels)
+                        .set((p.hi_offset - archived.get() - 1).max(0));
                 }
             }
         }
@@ -259,7 +267,8 @@ impl ArchiverContext {
                 let hint = committed
                     .find_partition(tp.topic(), tp.partition())
                     .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
-                let log_start = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok().map(|w| w.0);
+                let log_start =
+                    consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok().map(|w| w.0);
                 AssignedPartition { tp: tp.clone(), epoch, hint, log_start }
             })
             .collect();
@@ -322,7 +331,8 @@ impl ArchiverContext {
     /// Applies the pipeline's seeks and commits the latest durable position of each partition.
     fn apply_commands(&self, consumer: &BaseConsumer<Self>, mode: CommitMode) {
         let mut latest: HashMap<TopicPartition, Commit> = HashMap::new();
-        let mut seeks: Vec<(SourceCommand, u32)> = std::mem::take(&mut *self.seeks_to_retry.lock().expect("seek queue"));
+        let mut seeks: Vec<(SourceCommand, u32)> =
+            std::mem::take(&mut *self.seeks_to_retry.lock().expect("seek queue"));
         for command in self.commands.lock().expect("command queue").try_iter() {
             match command {
                 SourceCommand::Commit(c) => {
@@ -406,7 +416,9 @@ impl ArchiverContext {
                 .collect()
         };
         for (tp, start) in candidates {
-            let Ok((low, high)) = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT) else { continue };
+            let Ok((low, high)) = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT) else {
+                continue;
+            };
             if start < low {
                 let missing = OffsetRange::new(start, low - 1).expect("start < low");
                 error!(%tp, %missing, "RETENTION GAP: offsets {missing} were deleted by retention before they were archived; resuming at {low}");
@@ -461,7 +473,8 @@ impl ConsumerContext for ArchiverContext {
             }
             other => {
                 error!("rebalance failed ({:?}); dropping every assigned partition", RDKafkaErrorCode::from(other));
-                let all: Vec<TopicPartition> = self.state.lock().expect("source state").assigned.keys().cloned().collect();
+                let all: Vec<TopicPartition> =
+                    self.state.lock().expect("source state").assigned.keys().cloned().collect();
                 self.on_revoke(consumer, &all, true);
                 let _ = consumer.unassign();
             }
@@ -491,12 +504,19 @@ fn to_record(msg: &BorrowedMessage<'_>) -> Record {
 
 /// A record's headers for producing, in order.
 pub fn kafka_headers(rec: &Record) -> OwnedHeaders {
-    rec.headers.iter().fold(OwnedHeaders::new(), |hs, h| hs.insert(KafkaHeader { key: &h.key, value: h.value.as_deref() }))
+    rec.headers
+        .iter()
+        .fold(OwnedHeaders::new(), |hs, h| hs.insert(KafkaHeader { key: &h.key, value: h.value.as_deref() }))
 }
 
 /// A record to produce to `topic`/`partition` with the record's key, value and timestamp (when it has
 /// one) and `headers`: the inverse of reading a message into a [`Record`].
-pub fn to_future_record<'a>(topic: &'a str, partition: i32, rec: &'a Record, headers: OwnedHeaders) -> FutureRecord<'a, [u8], [u8]> {
+pub fn to_future_record<'a>(
+    topic: &'a str,
+    partition: i32,
+    rec: &'a Record,
+    headers: OwnedHeaders,
+) -> FutureRecord<'a, [u8], [u8]> {
     let mut fr: FutureRecord<'a, [u8], [u8]> = FutureRecord::to(topic).partition(partition).headers(headers);
     if let Some(ts) = rec.timestamp_ms {
         fr = fr.timestamp(ts);
@@ -555,7 +575,8 @@ impl KafkaSource {
         for (k, v) in &settings.kafka_props {
             config.set(k, v);
         }
-        let consumer: BaseConsumer<ArchiverContext> = config.create_with_context(context).map_err(SourceError::Create)?;
+        let consumer: BaseConsumer<ArchiverContext> =
+            config.create_with_context(context).map_err(SourceError::Create)?;
         check_topics(&consumer, settings)?;
         let topics: Vec<&str> = settings.subscription.iter().map(String::as_str).collect();
         consumer
@@ -609,12 +630,14 @@ pub fn partition_offsets(
         config.set(k, v);
     }
     let consumer: BaseConsumer = config.create().map_err(SourceError::Create)?;
-    let unreachable = |source| SourceError::Unreachable { brokers: brokers.to_string(), timeout: STARTUP_TIMEOUT, source };
+    let unreachable =
+        |source| SourceError::Unreachable { brokers: brokers.to_string(), timeout: STARTUP_TIMEOUT, source };
     let unknown = |topic: &String| SourceError::UnknownTopic { topic: topic.clone(), brokers: brokers.to_string() };
     let mut out = BTreeMap::new();
     for topic in topics {
         let metadata = consumer.fetch_metadata(Some(topic), STARTUP_TIMEOUT).map_err(unreachable)?;
-        let partitions = metadata.topics().first().filter(|t| t.error().is_none()).map(|t| t.partitions().len()).unwrap_or(0);
+        let partitions =
+            metadata.topics().first().filter(|t| t.error().is_none()).map(|t| t.partitions().len()).unwrap_or(0);
         if partitions == 0 {
             return Err(unknown(topic));
         }
@@ -648,7 +671,8 @@ fn check_topics(consumer: &BaseConsumer<ArchiverContext>, settings: &SourceSetti
         source,
     })?;
     for name in settings.subscription.iter().filter(|t| !t.starts_with('^')) {
-        let exists = metadata.topics().iter().any(|t| t.name() == name && t.error().is_none() && !t.partitions().is_empty());
+        let exists =
+            metadata.topics().iter().any(|t| t.name() == name && t.error().is_none() && !t.partitions().is_empty());
         if !exists {
             return Err(SourceError::UnknownTopic { topic: name.clone(), brokers: settings.brokers.clone() });
         }
@@ -656,7 +680,11 @@ fn check_topics(consumer: &BaseConsumer<ArchiverContext>, settings: &SourceSetti
     Ok(())
 }
 
-fn poll_loop(consumer: BaseConsumer<ArchiverContext>, stop: Arc<AtomicBool>, shutdown_wait: Duration) -> Result<(), SourceError> {
+fn poll_loop(
+    consumer: BaseConsumer<ArchiverContext>,
+    stop: Arc<AtomicBool>,
+    shutdown_wait: Duration,
+) -> Result<(), SourceError> {
     let ctx = consumer.context().clone();
     let mut leaving: Option<Instant> = None;
     let mut last_tp: Option<TopicPartition> = None;
@@ -755,7 +783,10 @@ fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
     if pause != state.paused_for_backpressure && (pause || state.pending.is_empty()) {
         let active = state.active();
         if pause {
-            warn!(pending_bytes = state.pending_bytes, "the pipeline is behind (uploads slow or failing?): pausing fetch");
+            warn!(
+                pending_bytes = state.pending_bytes,
+                "the pipeline is behind (uploads slow or failing?): pausing fetch"
+            );
             let _ = consumer.pause(&active);
         } else {
             info!("the pipeline caught up: resuming fetch");

@@ -6,20 +6,24 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, Archiver};
+use kafka_s3_archiver::config::{self, Settings};
 use kafka_s3_archiver::core::destination::Destination;
 use kafka_s3_archiver::core::restore::{Partitioning, Selection};
 use kafka_s3_archiver::restore::{RestoreOptions, RestoreProgressCounters, RestoreTarget};
 use kafka_s3_archiver::status::StatusOptions;
 use kafka_s3_archiver::verify::VerifyOptions;
+use kafka_s3_archiver::{demo, metrics};
 use std::io::IsTerminal;
 use std::sync::Arc;
-use kafka_s3_archiver::config::{self, Settings};
-use kafka_s3_archiver::{demo, metrics};
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::{info, warn};
 
 #[derive(Parser)]
-#[command(name = "kafka-s3-archiver", version, about = "Archives Kafka topics to S3-compatible storage, exactly once, and recovers its position from the archive itself.")]
+#[command(
+    name = "kafka-s3-archiver",
+    version,
+    about = "Archives Kafka topics to S3-compatible storage, exactly once, and recovers its position from the archive itself."
+)]
 struct Cli {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, env = "KSA_LOG_FORMAT")]
@@ -204,7 +208,9 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
     let metrics_listener = match config.metrics_addr {
         Some(addr) => Some(
-            metrics::bind(addr).await.with_context(|| format!("cannot serve metrics on --metrics-addr {addr} (in use?)"))?,
+            metrics::bind(addr)
+                .await
+                .with_context(|| format!("cannot serve metrics on --metrics-addr {addr} (in use?)"))?,
         ),
         None => None,
     };
@@ -245,8 +251,11 @@ fn parse_time(s: &str) -> Result<i64, String> {
     if let Ok(ms) = s.parse::<i64>() {
         return Ok(ms);
     }
-    let t = humantime::parse_rfc3339_weak(s).map_err(|e| format!("{s:?} is neither RFC 3339 (2026-11-29T10:00:00Z) nor milliseconds: {e}"))?;
-    Ok(t.duration_since(std::time::UNIX_EPOCH).map_err(|_| "times before 1970 are not supported".to_string())?.as_millis() as i64)
+    let t = humantime::parse_rfc3339_weak(s)
+        .map_err(|e| format!("{s:?} is neither RFC 3339 (2026-11-29T10:00:00Z) nor milliseconds: {e}"))?;
+    Ok(t.duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| "times before 1970 are not supported".to_string())?
+        .as_millis() as i64)
 }
 
 fn kafka_props(kafka: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -257,8 +266,19 @@ fn kafka_props(kafka: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 /// otherwise.
 async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
     let RestoreArgs {
-        archive, topic, partitions, from_offset, to_offset, from_time, to_time, to_topic, to_stdout,
-        brokers, kafka, partitioning, max_rate,
+        archive,
+        topic,
+        partitions,
+        from_offset,
+        to_offset,
+        from_time,
+        to_time,
+        to_topic,
+        to_stdout,
+        brokers,
+        kafka,
+        partitioning,
+        max_rate,
     } = args;
     let target = match (to_topic, to_stdout, brokers) {
         (Some(topic), false, Some(brokers)) => RestoreTarget::Kafka {
@@ -371,7 +391,8 @@ fn main() -> std::process::ExitCode {
         }
         Command::Demo { records, dir, format } => {
             init_logging(cli.log_format, "warn");
-            let dir = dir.unwrap_or_else(|| std::env::temp_dir().join(format!("kafka-s3-archiver-demo-{}", std::process::id())));
+            let dir = dir
+                .unwrap_or_else(|| std::env::temp_dir().join(format!("kafka-s3-archiver-demo-{}", std::process::id())));
             runtime.block_on(demo::run(demo::DemoOptions { records, dir, format })).map(|_| ()).map_err(Into::into)
         }
     };

@@ -36,7 +36,8 @@ pub fn serve(listener: TcpListener, stats: Arc<Stats>) -> JoinHandle<()> {
             let stats = stats.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| answer(req, stats.clone()));
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                let _ =
+                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
             });
         }
     })
@@ -44,14 +45,19 @@ pub fn serve(listener: TcpListener, stats: Arc<Stats>) -> JoinHandle<()> {
 
 async fn answer(req: Request<hyper::body::Incoming>, stats: Arc<Stats>) -> Result<Response<Full<Bytes>>, Infallible> {
     let text = |status: StatusCode, body: String| {
-        Response::builder().status(status).header("content-type", "text/plain; charset=utf-8").body(Full::new(Bytes::from(body)))
+        Response::builder()
+            .status(status)
+            .header("content-type", "text/plain; charset=utf-8")
+            .body(Full::new(Bytes::from(body)))
     };
     let response = match req.uri().path() {
         "/metrics" => {
             let encoder = TextEncoder::new();
             let mut body = Vec::new();
             match encoder.encode(&stats.registry.gather(), &mut body) {
-                Ok(()) => Response::builder().header("content-type", encoder.format_type()).body(Full::new(Bytes::from(body))),
+                Ok(()) => {
+                    Response::builder().header("content-type", encoder.format_type()).body(Full::new(Bytes::from(body)))
+                }
                 Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("encoding metrics failed: {e}\n")),
             }
         }

@@ -233,7 +233,8 @@ impl Pipeline {
         }
         let writer = self.partitions.get_mut(&tp).expect("checked above");
         if let Some(file) = &writer.open {
-            let stats = OpenFileStats { records: file.records, bytes: file.encoder.encoded_size(), opened_at: file.opened_at };
+            let stats =
+                OpenFileStats { records: file.records, bytes: file.encoder.encoded_size(), opened_at: file.opened_at };
             if let Some(reason) = self.settings.roll.before_append(&stats, record.payload_size()) {
                 self.roll(&tp, reason)?;
             }
@@ -241,9 +242,17 @@ impl Pipeline {
         let writer = self.partitions.get_mut(&tp).expect("checked above");
         let encode_err = |source| PipelineError::Encode { tp: tp.clone(), source };
         if writer.open.is_none() {
-            let encoder = FileEncoder::new(self.settings.spec, Spool::new(self.settings.spool.clone())).map_err(encode_err)?;
-            writer.open =
-                Some(OpenFile { encoder, first: record.offset, last: record.offset, records: 0, opened_at: Instant::now(), buffered: 0, timestamps: None });
+            let encoder =
+                FileEncoder::new(self.settings.spec, Spool::new(self.settings.spool.clone())).map_err(encode_err)?;
+            writer.open = Some(OpenFile {
+                encoder,
+                first: record.offset,
+                last: record.offset,
+                records: 0,
+                opened_at: Instant::now(),
+                buffered: 0,
+                timestamps: None,
+            });
         }
         let file = writer.open.as_mut().expect("opened above");
         file.encoder.append(&record).map_err(encode_err)?;
@@ -255,7 +264,8 @@ impl Pipeline {
         let buffered = file.encoder.buffered_memory();
         self.buffered_total = self.buffered_total + buffered - file.buffered;
         file.buffered = buffered;
-        let stats = OpenFileStats { records: file.records, bytes: file.encoder.encoded_size(), opened_at: file.opened_at };
+        let stats =
+            OpenFileStats { records: file.records, bytes: file.encoder.encoded_size(), opened_at: file.opened_at };
         let reason = match &writer.rewrite {
             Some(claim) => (record.offset == claim.end).then_some(RollReason::Rewrite),
             None => self.settings.roll.after_append(&stats),
@@ -384,7 +394,10 @@ impl Pipeline {
         }
     }
 
-    async fn assign(&mut self, partitions: Vec<AssignedPartition>) -> Result<Vec<(TopicPartition, StartPosition)>, PipelineError> {
+    async fn assign(
+        &mut self,
+        partitions: Vec<AssignedPartition>,
+    ) -> Result<Vec<(TopicPartition, StartPosition)>, PipelineError> {
         let recoverer = self.recoverer();
         let recoveries = partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, p.log_start));
         let results = futures::future::join_all(recoveries).await;
@@ -489,7 +502,12 @@ struct Recoverer {
 impl Recoverer {
     /// Recovers one partition's position from the archive: from the claims chain when there are
     /// claims, else from the data objects. `None`: the partition cannot be archived (logged).
-    async fn recover(&self, tp: &TopicPartition, hint: Option<CommitHint>, log_start: Option<i64>) -> Result<Option<StartPlan>, PipelineError> {
+    async fn recover(
+        &self,
+        tp: &TopicPartition,
+        hint: Option<CommitHint>,
+        log_start: Option<i64>,
+    ) -> Result<Option<StartPlan>, PipelineError> {
         let started = Instant::now();
         self.stats.recoveries_in_progress.inc();
         let found = find_tail(self.store.as_ref(), &self.prefix, tp, hint, self.claims, Some(&self.stats)).await;
@@ -594,7 +612,10 @@ impl Uploader {
                 }
             }
             let key = file.key.to_string();
-            let outcome = match self.retry_transient(&key, || self.store.put_if_absent(&key, file.spool.data(), file.spool.len())).await {
+            let outcome = match self
+                .retry_transient(&key, || self.store.put_if_absent(&key, file.spool.data(), file.spool.len()))
+                .await
+            {
                 Ok(outcome) => outcome,
                 Err(e) => {
                     error!(key, "upload failed permanently: {e}");
@@ -610,7 +631,10 @@ impl Uploader {
             Stats::add(&self.stats.bytes_uploaded, file.spool.len());
             self.stats.upload_seconds.observe(started.elapsed().as_secs_f64());
             let partition = self.tp.partition().to_string();
-            self.stats.archived_offset.with_label_values(&[self.tp.topic(), partition.as_str()]).set(file.key.range.end());
+            self.stats
+                .archived_offset
+                .with_label_values(&[self.tp.topic(), partition.as_str()])
+                .set(file.key.range.end());
             info!(
                 key,
                 records = file.records,
@@ -620,7 +644,8 @@ impl Uploader {
                 outcome = ?outcome,
                 "object uploaded"
             );
-            let commit = Commit { tp: self.tp.clone(), next_offset: file.key.range.next(), chain_start: file.chain_start };
+            let commit =
+                Commit { tp: self.tp.clone(), next_offset: file.key.range.next(), chain_start: file.chain_start };
             let _ = self.link.commands.send(SourceCommand::Commit(commit));
             drop(file);
             self.freed.notify_one();
@@ -761,7 +786,11 @@ mod tests {
             prefix: Prefix::default(),
             spec: FileSpec::new(Format::Jsonl, Compression::None).unwrap(),
             roll,
-            spool: SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().join("spool"), usage: Arc::new(SpoolUsage::default()) },
+            spool: SpoolConfig {
+                memory_threshold: 1 << 20,
+                dir: dir.path().join("spool"),
+                usage: Arc::new(SpoolUsage::default()),
+            },
             max_buffer_bytes,
             max_spool_bytes: 1 << 30,
             revoke_timeout,
@@ -774,7 +803,9 @@ mod tests {
         let (records, records_rx) = mpsc::channel(64);
         let (link, commands) = SourceLink::new();
         let stats = Arc::new(Stats::default());
-        let task = tokio::spawn(Pipeline::new(settings, store.clone(), link.clone(), stats.clone()).run(control_rx, records_rx));
+        let task = tokio::spawn(
+            Pipeline::new(settings, store.clone(), link.clone(), stats.clone()).run(control_rx, records_rx),
+        );
         Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), stats, task }
     }
 
@@ -861,7 +892,16 @@ mod tests {
 
         /// Plants a claim as another writer would have made it.
         async fn plant_claim(&self, p: i32, start: i64, first: i64, end: i64) {
-            let claim = Claim { start, first, end, records: 1, retention_gap: false, writer: "other:2".into(), time_ms: 0, timestamps: None };
+            let claim = Claim {
+                start,
+                first,
+                end,
+                records: 1,
+                retention_gap: false,
+                writer: "other:2".into(),
+                time_ms: 0,
+                timestamps: None,
+            };
             let key = ClaimKey::new(Prefix::default(), tp(p), start).to_string();
             let body = SpoolData::Memory(claim.to_json().into());
             let len = claim.to_json().len() as u64;
@@ -1006,7 +1046,8 @@ mod tests {
         h.drained().await;
         h.revoke(0, false).await;
         assert_eq!(h.keys().await, vec![key(0, 0, 4)]);
-        let SourceCommand::Commit(c) = h.commands.try_recv().expect("the commit is queued before the revoke answers") else {
+        let SourceCommand::Commit(c) = h.commands.try_recv().expect("the commit is queued before the revoke answers")
+        else {
             panic!("expected a commit")
         };
         assert_eq!((c.next_offset, c.chain_start), (5, 0));

@@ -23,11 +23,11 @@ use crate::core::claim::{Claim, ClaimKey};
 use crate::core::encode::{decode, json_line, EncodeError};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
-use crate::kafka::{kafka_headers, to_future_record};
 use crate::core::restore::{
-    covering_claim, parse_source_header, source_header_value, target_partition, OffsetOnce, Partitioning, RestoreProgress,
-    Selection, SOURCE_HEADER,
+    covering_claim, parse_source_header, source_header_value, target_partition, OffsetOnce, Partitioning,
+    RestoreProgress, Selection, SOURCE_HEADER,
 };
+use crate::kafka::{kafka_headers, to_future_record};
 use crate::store::{list_all, ObjectStore, StoreError};
 
 /// How long the target must stay silent before reading it back is considered complete.
@@ -134,7 +134,11 @@ async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<BTree
 /// With a time selection: drops the objects whose claims say their records' timestamps are all outside
 /// it (one small GET per object instead of reading it); returns how many were dropped. Objects without
 /// a claim that describes them exactly, or without timestamps in it, are kept.
-async fn skip_by_time(store: &dyn ObjectStore, opts: &RestoreOptions, by_partition: &mut BTreeMap<i32, Vec<ObjectKey>>) -> Result<u64, StoreError> {
+async fn skip_by_time(
+    store: &dyn ObjectStore,
+    opts: &RestoreOptions,
+    by_partition: &mut BTreeMap<i32, Vec<ObjectKey>>,
+) -> Result<u64, StoreError> {
     let mut starts: BTreeMap<i32, BTreeSet<i64>> = BTreeMap::new();
     for raw in list_all(store, &opts.prefix.claims_topic_folder(&opts.topic)).await? {
         if let Ok(c) = ClaimKey::parse(&opts.prefix, &raw) {
@@ -194,7 +198,13 @@ fn kafka_err(what: &'static str) -> impl Fn(KafkaError) -> RestoreError {
 
 impl KafkaSink {
     /// Connects, checks the target, and reads it back to learn what an earlier run already restored.
-    fn open(brokers: &str, props: &[(String, String)], topic: &str, partitioning: Partitioning, source_partitions: &[i32]) -> Result<Self, RestoreError> {
+    fn open(
+        brokers: &str,
+        props: &[(String, String)],
+        topic: &str,
+        partitioning: Partitioning,
+        source_partitions: &[i32],
+    ) -> Result<Self, RestoreError> {
         let mut config = ClientConfig::new();
         config
             .set("bootstrap.servers", brokers)
@@ -210,11 +220,8 @@ impl KafkaSink {
             .client()
             .fetch_metadata(Some(topic), Duration::from_secs(15))
             .map_err(kafka_err("reading the target topic's metadata"))?;
-        let partitions = metadata
-            .topics()
-            .first()
-            .filter(|t| t.error().is_none())
-            .map_or(0, |t| t.partitions().len() as i32);
+        let partitions =
+            metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len() as i32);
         if partitions == 0 {
             return Err(RestoreError::NoTarget { topic: topic.to_string(), brokers: brokers.to_string() });
         }
@@ -227,7 +234,12 @@ impl KafkaSink {
         Ok(Self { producer, topic: topic.to_string(), partitioning, partitions, progress, in_flight: VecDeque::new() })
     }
 
-    async fn send(&mut self, source: &TopicPartition, r: &crate::core::record::Record, counters: &RestoreProgressCounters) -> Result<(), RestoreError> {
+    async fn send(
+        &mut self,
+        source: &TopicPartition,
+        r: &crate::core::record::Record,
+        counters: &RestoreProgressCounters,
+    ) -> Result<(), RestoreError> {
         let partition = target_partition(self.partitioning, source.partition(), r.key.as_deref(), self.partitions);
         if self.progress.is_done(source, r.offset, partition) {
             RestoreProgressCounters::add(&counters.already_there, 1);
@@ -275,14 +287,20 @@ impl KafkaSink {
 
     async fn finish(mut self, counters: &RestoreProgressCounters) -> Result<(), RestoreError> {
         while self.settle_one(counters).await? {}
-        tokio::task::block_in_place(|| self.producer.flush(Duration::from_secs(60))).map_err(kafka_err("flushing the producer"))
+        tokio::task::block_in_place(|| self.producer.flush(Duration::from_secs(60)))
+            .map_err(kafka_err("flushing the producer"))
     }
 }
 
 /// Reads every target partition back and collects what earlier restores delivered (their headers).
 /// Ends when the target stays silent for `READ_BACK_IDLE` (broker watermarks are not trusted for this:
 /// some brokers report them wrong). Skipped when every partition is empty.
-fn read_back(brokers: &str, props: &[(String, String)], topic: &str, partitions: i32) -> Result<RestoreProgress, RestoreError> {
+fn read_back(
+    brokers: &str,
+    props: &[(String, String)],
+    topic: &str,
+    partitions: i32,
+) -> Result<RestoreProgress, RestoreError> {
     let mut progress = RestoreProgress::default();
     let mut consumer_config = ClientConfig::new();
     consumer_config.set("bootstrap.servers", brokers);
@@ -294,7 +312,9 @@ fn read_back(brokers: &str, props: &[(String, String)], topic: &str, partitions:
     let mut tpl = TopicPartitionList::new();
     let mut any = false;
     for p in 0..partitions {
-        let (low, high) = consumer.fetch_watermarks(topic, p, Duration::from_secs(15)).map_err(kafka_err("reading the target's offsets"))?;
+        let (low, high) = consumer
+            .fetch_watermarks(topic, p, Duration::from_secs(15))
+            .map_err(kafka_err("reading the target's offsets"))?;
         any |= high > low;
         tpl.add_partition_offset(topic, p, Offset::Beginning).map_err(kafka_err("assigning the target"))?;
     }
@@ -309,7 +329,8 @@ fn read_back(brokers: &str, props: &[(String, String)], topic: &str, partitions:
             Some(Ok(msg)) => {
                 last = Instant::now();
                 read += 1;
-                let origin = msg.headers().and_then(|hs| hs.iter().find(|h| h.key == SOURCE_HEADER).and_then(|h| h.value));
+                let origin =
+                    msg.headers().and_then(|hs| hs.iter().find(|h| h.key == SOURCE_HEADER).and_then(|h| h.value));
                 if let Some((source, offset)) = origin.and_then(parse_source_header) {
                     progress.delivered(&source, offset, msg.partition());
                 }
@@ -322,7 +343,11 @@ fn read_back(brokers: &str, props: &[(String, String)], topic: &str, partitions:
     Ok(progress)
 }
 
-pub async fn restore(store: Arc<dyn ObjectStore>, opts: &RestoreOptions, counters: &RestoreProgressCounters) -> Result<(), RestoreError> {
+pub async fn restore(
+    store: Arc<dyn ObjectStore>,
+    opts: &RestoreOptions,
+    counters: &RestoreProgressCounters,
+) -> Result<(), RestoreError> {
     let mut by_partition = objects(store.as_ref(), opts).await?;
     if opts.selection.by_time() {
         let skipped = skip_by_time(store.as_ref(), opts, &mut by_partition).await?;
@@ -364,7 +389,9 @@ pub async fn restore(store: Arc<dyn ObjectStore>, opts: &RestoreOptions, counter
         while let Some(records) = decoded.next().await {
             for r in records? {
                 if !once.first_time(r.offset) || !opts.selection.wants(&r) {
-                    if opts.selection.from_offset.is_none_or(|f| r.offset >= f) && opts.selection.to_offset.is_none_or(|t| r.offset <= t) {
+                    if opts.selection.from_offset.is_none_or(|f| r.offset >= f)
+                        && opts.selection.to_offset.is_none_or(|t| r.offset <= t)
+                    {
                         RestoreProgressCounters::add(&counters.skipped, 1);
                     }
                     continue;
@@ -379,7 +406,8 @@ pub async fn restore(store: Arc<dyn ObjectStore>, opts: &RestoreOptions, counter
                 match &mut sink {
                     Sink::Stdout { out, line } => {
                         line.clear();
-                        json_line(&r, Some((&opts.topic, *partition)), line).map_err(|source| RestoreError::Decode { key: "stdout".into(), source })?;
+                        json_line(&r, Some((&opts.topic, *partition)), line)
+                            .map_err(|source| RestoreError::Decode { key: "stdout".into(), source })?;
                         out.write_all(line).map_err(RestoreError::Stdout)?;
                         RestoreProgressCounters::add(&counters.written, 1);
                         RestoreProgressCounters::add(&counters.bytes, r.payload_size());

@@ -63,7 +63,8 @@ fn partition_gauge(registry: &Registry, name: &str, help: &str) -> IntGaugeVec {
 }
 
 fn histogram(registry: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
-    let h = Histogram::with_opts(HistogramOpts::new(format!("ksa_{name}"), help).buckets(buckets)).expect("valid metric");
+    let h =
+        Histogram::with_opts(HistogramOpts::new(format!("ksa_{name}"), help).buckets(buckets)).expect("valid metric");
     registry.register(Box::new(h.clone())).expect("registered once");
     h
 }
@@ -74,24 +75,65 @@ impl Default for Stats {
         let seconds = vec![0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
         Self {
             records_received: counter(&r, "records_consumed_total", "Records consumed from Kafka."),
-            duplicates_skipped: counter(&r, "duplicates_skipped_total", "Records consumed twice after a seek, skipped."),
-            records_archived: counter(&r, "records_archived_total", "Records in objects uploaded (or found already there)."),
+            duplicates_skipped: counter(
+                &r,
+                "duplicates_skipped_total",
+                "Records consumed twice after a seek, skipped.",
+            ),
+            records_archived: counter(
+                &r,
+                "records_archived_total",
+                "Records in objects uploaded (or found already there).",
+            ),
             objects_uploaded: counter(&r, "objects_uploaded_total", "Objects created in the archive."),
-            objects_already_present: counter(&r, "objects_already_present_total", "Uploads that found the same object there (412)."),
+            objects_already_present: counter(
+                &r,
+                "objects_already_present_total",
+                "Uploads that found the same object there (412).",
+            ),
             bytes_uploaded: counter(&r, "bytes_uploaded_total", "Bytes of objects uploaded."),
-            upload_retries: counter(&r, "upload_retries_total", "Claim and object uploads retried after a transient error."),
-            list_retries: counter(&r, "list_retries_total", "Recovery listings and claim reads retried after a transient error."),
-            files_dropped: counter(&r, "files_dropped_total", "Open files dropped (partition lost, revoke timeout, lost claim)."),
-            retention_gaps: counter(&r, "retention_gaps_total", "Ranges deleted by retention before they were archived."),
-            partitions_stopped: counter(&r, "partitions_stopped_total", "Partitions stopped (archive ahead of the log, unreadable claim)."),
+            upload_retries: counter(
+                &r,
+                "upload_retries_total",
+                "Claim and object uploads retried after a transient error.",
+            ),
+            list_retries: counter(
+                &r,
+                "list_retries_total",
+                "Recovery listings and claim reads retried after a transient error.",
+            ),
+            files_dropped: counter(
+                &r,
+                "files_dropped_total",
+                "Open files dropped (partition lost, revoke timeout, lost claim).",
+            ),
+            retention_gaps: counter(
+                &r,
+                "retention_gaps_total",
+                "Ranges deleted by retention before they were archived.",
+            ),
+            partitions_stopped: counter(
+                &r,
+                "partitions_stopped_total",
+                "Partitions stopped (archive ahead of the log, unreadable claim).",
+            ),
             rebalances: counter(&r, "rebalances_total", "Partition assignments and revocations."),
             recoveries: counter(&r, "recoveries_total", "Partition positions recovered from the archive."),
             claims_created: counter(&r, "claims_created_total", "Claims created."),
             claims_lost: counter(&r, "claims_lost_total", "Claims another writer held for another range."),
-            claims_rewritten: counter(&r, "claims_rewritten_total", "Claimed ranges re-written because their object was missing."),
+            claims_rewritten: counter(
+                &r,
+                "claims_rewritten_total",
+                "Claimed ranges re-written because their object was missing.",
+            ),
             recovery_list_requests: counter(&r, "recovery_list_requests_total", "List requests made by recoveries."),
             recovery_objects_seen: counter(&r, "recovery_keys_listed_total", "Keys listed by recoveries."),
-            upload_seconds: histogram(&r, "upload_seconds", "Time to upload one object (claim included).", seconds.clone()),
+            upload_seconds: histogram(
+                &r,
+                "upload_seconds",
+                "Time to upload one object (claim included).",
+                seconds.clone(),
+            ),
             recovery_seconds: histogram(&r, "recovery_seconds", "Time to recover one partition's position.", seconds),
             buffered_bytes: gauge(&r, "buffered_bytes", "Memory held by open and sealed files."),
             buffer_budget_bytes: gauge(&r, "buffer_budget_bytes", "The memory budget (--max-buffer-bytes)."),

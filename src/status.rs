@@ -55,9 +55,18 @@ impl StatusReport {
             by_topic.entry(&p.topic).or_default().push(p);
         }
         for (topic, parts) in by_topic {
-            let mut rows = vec![["PARTITION", "ARCHIVED-THROUGH", "COMMITTED", "LOG-START", "LOG-END", "UNARCHIVED", "NEWEST-OBJECT", "FLAGS"]
-                .map(String::from)
-                .to_vec()];
+            let mut rows = vec![[
+                "PARTITION",
+                "ARCHIVED-THROUGH",
+                "COMMITTED",
+                "LOG-START",
+                "LOG-END",
+                "UNARCHIVED",
+                "NEWEST-OBJECT",
+                "FLAGS",
+            ]
+            .map(String::from)
+            .to_vec()];
             for p in parts {
                 let mut flags: Vec<String> = p.flags.iter().map(|f| f.as_str().to_string()).collect();
                 if let Some(start) = p.pending_claim {
@@ -71,7 +80,10 @@ impl StatusReport {
                     p.log_end.to_string(),
                     p.unarchived.to_string(),
                     p.newest_object_ms.map_or("-".into(), |ms| {
-                        humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64)).to_string()
+                        humantime::format_rfc3339_seconds(
+                            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64),
+                        )
+                        .to_string()
                     }),
                     if flags.is_empty() { "-".into() } else { flags.join(", ") },
                 ]);
@@ -79,21 +91,29 @@ impl StatusReport {
             let _ = write!(out, "\ntopic {topic}\n{}", crate::table::render(&rows));
         }
         let flagged = self.partitions.iter().filter(|p| !p.flags.is_empty()).count();
-        let _ = write!(out, "\n{} partitions, {flagged} flagged; {} list requests", self.partitions.len(), self.list_requests);
+        let _ = write!(
+            out,
+            "\n{} partitions, {flagged} flagged; {} list requests",
+            self.partitions.len(),
+            self.list_requests
+        );
         out
     }
 }
 
 pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<StatusReport, StatusError> {
-    let (brokers, props, group, topics) = (opts.brokers.clone(), opts.props.clone(), opts.group.clone(), opts.topics.clone());
-    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &topics)).await??;
+    let (brokers, props, group, topics) =
+        (opts.brokers.clone(), opts.props.clone(), opts.group.clone(), opts.topics.clone());
+    let offsets =
+        tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &topics)).await??;
     let results: Vec<Result<(PartitionStatus, u32), StatusError>> = stream::iter(offsets)
         .map(|(tp, (log, committed))| async move {
             let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
             let found = find_tail(store, &opts.prefix, &tp, hint, true, None)
                 .await
                 .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
-            let row = partition_status(&tp, &found.tail, found.last_claim.as_ref(), committed.as_ref().map(|c| c.0), log);
+            let row =
+                partition_status(&tp, &found.tail, found.last_claim.as_ref(), committed.as_ref().map(|c| c.0), log);
             Ok((row, found.list_requests))
         })
         .buffered(16)

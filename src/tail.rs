@@ -49,7 +49,14 @@ pub async fn find_tail(
     stats: Option<&Stats>,
 ) -> Result<FoundTail, TailError> {
     let watch = stats.map(|s| (&s.list_retries, &s.store_up));
-    let mut found = FoundTail { tail: Tail::Empty, last_claim: None, list_requests: 0, keys_seen: 0, ignored_keys: vec![], overlaps: vec![] };
+    let mut found = FoundTail {
+        tail: Tail::Empty,
+        last_claim: None,
+        list_requests: 0,
+        keys_seen: 0,
+        ignored_keys: vec![],
+        overlaps: vec![],
+    };
     if claims {
         let listed = run_plan(store, RecoveryPlan::claims(prefix, tp, hint), watch).await?;
         found.list_requests += listed.list_requests;
@@ -76,7 +83,11 @@ pub async fn find_tail(
     Ok(found)
 }
 
-async fn run_plan(store: &dyn ObjectStore, (mut plan, mut req): (RecoveryPlan, ListRequest), watch: Watch<'_>) -> Result<Recovered, StoreError> {
+async fn run_plan(
+    store: &dyn ObjectStore,
+    (mut plan, mut req): (RecoveryPlan, ListRequest),
+    watch: Watch<'_>,
+) -> Result<Recovered, StoreError> {
     loop {
         let page = with_retries(ATTEMPTS, "listing the archive", watch, || store.list(&req, 1000)).await?;
         match plan.feed(page) {
@@ -94,13 +105,16 @@ async fn data_from(
     start: i64,
     watch: Watch<'_>,
 ) -> Result<(Vec<OffsetRange>, u32), StoreError> {
-    let mut req = ListRequest { prefix: prefix.partition_folder(tp), start_after: Some(prefix.start_after_for(tp, start)) };
+    let mut req =
+        ListRequest { prefix: prefix.partition_folder(tp), start_after: Some(prefix.start_after_for(tp, start)) };
     let mut ranges = Vec::new();
     let mut requests = 0;
     loop {
         let page = with_retries(ATTEMPTS, "listing the archive", watch, || store.list(&req, 1000)).await?;
         requests += 1;
-        ranges.extend(page.keys.iter().filter_map(|k| ObjectKey::parse(prefix, k).ok()).filter(|k| &k.tp == tp).map(|k| k.range));
+        ranges.extend(
+            page.keys.iter().filter_map(|k| ObjectKey::parse(prefix, k).ok()).filter(|k| &k.tp == tp).map(|k| k.range),
+        );
         match (page.truncated, page.keys.last()) {
             (true, Some(last)) => req.start_after = Some(last.clone()),
             _ => return Ok((ranges, requests)),

@@ -213,7 +213,8 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
         bodies_by_tp.entry(tp).or_default().insert(start, body);
     }
 
-    let objects: Vec<ObjectKey> = if opts.deep { listings.values().flat_map(|l| l.objects.clone()).collect() } else { Vec::new() };
+    let objects: Vec<ObjectKey> =
+        if opts.deep { listings.values().flat_map(|l| l.objects.clone()).collect() } else { Vec::new() };
     let objects_read = objects.len() as u64;
     let contents: Vec<(ObjectKey, ObjectContents)> = stream::iter(objects)
         .map(|k| async move {

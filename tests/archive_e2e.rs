@@ -141,7 +141,12 @@ for r in rows: print("|".join(str(x) for x in r))
             let headers: usize = recs.iter().map(|r| r.headers.len()).sum();
             let keys = recs.iter().filter(|r| r.key.is_some()).count();
             let min_ts = recs.iter().filter_map(|r| r.timestamp_ms).min().unwrap();
-            format!("{topic}|{p}|{}|{}|{}|{headers}|{keys}|{min_ts}", recs.len(), recs[0].offset, recs.last().unwrap().offset)
+            format!(
+                "{topic}|{p}|{}|{}|{}|{headers}|{keys}|{min_ts}",
+                recs.len(),
+                recs[0].offset,
+                recs.last().unwrap().offset
+            )
         })
         .collect();
     assert_eq!(text.lines().collect::<Vec<_>>(), expected);
@@ -152,7 +157,8 @@ for r in rows: print("|".join(str(x) for x in r))
 async fn a_missing_bucket_fails_fast_with_its_name() {
     let dest = TestDest::S3 { bucket: "ksa-no-such-bucket".into() };
     let spool = tempfile::tempdir().unwrap();
-    let mut archiver = ArchiverProcess::spawn("nobucket", &archiver_args(&dest, &unique("g"), "whatever", 10, spool.path()));
+    let mut archiver =
+        ArchiverProcess::spawn("nobucket", &archiver_args(&dest, &unique("g"), "whatever", 10, spool.path()));
     let status = archiver.wait_exit(std::time::Duration::from_secs(30)).await;
     assert!(!status.success());
     let log = archiver.log_text();
@@ -171,8 +177,17 @@ async fn s3_large_files_spool_to_disk_and_upload_in_parts() {
     let spool = tempfile::tempdir().unwrap();
     let mut args = archiver_args(&dest, &unique("g"), &topic, 1_000_000, spool.path());
     args.extend(
-        ["--compression", "none", "--roll-bytes", "12MiB", "--spool-memory-threshold", "1MiB", "--upload-part-size", "5MiB"]
-            .map(String::from),
+        [
+            "--compression",
+            "none",
+            "--roll-bytes",
+            "12MiB",
+            "--spool-memory-threshold",
+            "1MiB",
+            "--upload-part-size",
+            "5MiB",
+        ]
+        .map(String::from),
     );
     let mut archiver = ArchiverProcess::spawn("large", &args);
     let store = dest.store().await;
@@ -198,7 +213,8 @@ async fn a_second_signal_exits_at_once() {
     create_topic(&topic, 1).await;
     produce(&brokers(), &topic, 1, 0..100, 100).await.expect("produce");
     let spool = tempfile::tempdir().unwrap();
-    let mut archiver = ArchiverProcess::spawn("twice", &archiver_args(&dest, &unique("g"), &topic, 1_000_000, spool.path()));
+    let mut archiver =
+        ArchiverProcess::spawn("twice", &archiver_args(&dest, &unique("g"), &topic, 1_000_000, spool.path()));
     wait_log(&mut archiver, "recovered position from the archive").await;
     let pid = archiver.pid().to_string();
     for _ in 0..2 {

@@ -87,12 +87,16 @@ async fn foreign_objects_in_the_archive_are_ignored_with_a_warning() {
     create_topic(&topic, 1).await;
     let store = dest.store().await;
     let tp = kafka_s3_archiver::core::partition::TopicPartition::new(topic.as_str(), 0).unwrap();
-    for key in [format!("{}README.txt", dest.prefix().partition_folder(&tp)), format!("{}notes", dest.prefix().claims_folder(&tp))] {
+    for key in [
+        format!("{}README.txt", dest.prefix().partition_folder(&tp)),
+        format!("{}notes", dest.prefix().claims_folder(&tp)),
+    ] {
         store.put_if_absent(&key, &SpoolData::Memory("not ours".into()), 8).await.unwrap();
     }
     let produced = produce(&brokers(), &topic, 1, 0..300, 50).await.unwrap();
     let spool = tempfile::tempdir().unwrap();
-    let mut archiver = ArchiverProcess::spawn("foreign", &archiver_args(&dest, &unique("g"), &topic, 100, spool.path()));
+    let mut archiver =
+        ArchiverProcess::spawn("foreign", &archiver_args(&dest, &unique("g"), &topic, 100, spool.path()));
     wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success());
     let log = archiver.log_text();

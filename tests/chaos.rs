@@ -47,7 +47,8 @@ async fn kills_rebalances_lost_commits_and_s3_faults_lose_nothing_and_duplicate_
         let a = through(archiver_args(&dest, group, &topic, roll_records, spool.path()), &proxy.url);
         set_flag(set_flag(a, "--s3-attempt-timeout", "2s"), "--revoke-timeout", "5s")
     };
-    let mut procs: Vec<ArchiverProcess> = (0..3).map(|i| ArchiverProcess::spawn(&format!("chaos-{i}"), &args(&group, 150))).collect();
+    let mut procs: Vec<ArchiverProcess> =
+        (0..3).map(|i| ArchiverProcess::spawn(&format!("chaos-{i}"), &args(&group, 150))).collect();
 
     // The producer writes throughout, in small batches.
     let producer_topic = topic.clone();
@@ -56,7 +57,10 @@ async fn kills_rebalances_lost_commits_and_s3_faults_lose_nothing_and_duplicate_
         let started = Instant::now();
         let mut next = 0;
         while started.elapsed() < CHAOS {
-            merge(&mut produced, produce(&brokers(), &producer_topic, PARTITIONS, next..next + 400, 200).await.unwrap());
+            merge(
+                &mut produced,
+                produce(&brokers(), &producer_topic, PARTITIONS, next..next + 400, 200).await.unwrap(),
+            );
             next += 400;
             tokio::time::sleep(Duration::from_millis(250)).await;
         }

@@ -89,7 +89,8 @@ async fn metrics_move_and_agree_with_the_archive() {
     // JSON logs: one line per object and per recovery with their figures; never a payload.
     let log = archiver.log_text();
     let lines: Vec<serde_json::Value> = log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let uploads: Vec<&serde_json::Value> = lines.iter().filter(|l| l["fields"]["message"] == "object uploaded").collect();
+    let uploads: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["fields"]["message"] == "object uploaded").collect();
     assert_eq!(uploads.len() as f64, objects, "{log}");
     for u in &uploads {
         for field in ["key", "records", "bytes", "ms"] {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::mock_settings;
 use kafka_s3_archiver::archiver::{open_store, Archiver};
 use kafka_s3_archiver::check::archived_ends;
 use kafka_s3_archiver::config::Settings;
@@ -17,7 +18,6 @@ use kafka_s3_archiver::core::spool::SpoolData;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::stats::Stats;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
-use common::mock_settings;
 use rdkafka::mocking::MockCluster;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -28,9 +28,8 @@ async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
     produce(&bootstrap, "recreated", 2, 0..40, 50).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let config = Settings { topics: vec!["recreated".into()], ..mock_settings(&bootstrap, dir.path()) }
-    .validate()
-    .unwrap();
+    let config =
+        Settings { topics: vec!["recreated".into()], ..mock_settings(&bootstrap, dir.path()) }.validate().unwrap();
     let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
     // The old topic's archive of partition 0 reaches offset 999; the new partition holds 20 records.
     let old = ObjectKey::new(
@@ -50,12 +49,17 @@ async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
         if ends.get(&1) == Some(&19) && Stats::get(&stats.partitions_stopped) == 1 {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "ends {ends:?}, stopped {}", Stats::get(&stats.partitions_stopped));
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "ends {ends:?}, stopped {}",
+            Stats::get(&stats.partitions_stopped)
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     archiver.shutdown().await.unwrap();
-    let p0 = list_all(store.as_ref(), &Prefix::default().partition_folder(&TopicPartition::new("recreated", 0).unwrap()))
-        .await
-        .unwrap();
+    let p0 =
+        list_all(store.as_ref(), &Prefix::default().partition_folder(&TopicPartition::new("recreated", 0).unwrap()))
+            .await
+            .unwrap();
     assert_eq!(p0, vec![old], "nothing may be archived for the stopped partition");
 }

@@ -28,7 +28,8 @@ async fn archived_topic(partitions: i32, records: usize) -> (TestDest, String, P
     let produced = produce(&brokers(), &topic, partitions, 0..records, 60).await.unwrap();
     let dest = TestDest::s3().await;
     let spool = tempfile::tempdir().unwrap();
-    let mut archiver = ArchiverProcess::spawn("restore-src", &archiver_args(&dest, &unique("g"), &topic, 400, spool.path()));
+    let mut archiver =
+        ArchiverProcess::spawn("restore-src", &archiver_args(&dest, &unique("g"), &topic, 400, spool.path()));
     let store = dest.store().await;
     wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success());
@@ -113,7 +114,11 @@ fn read_topic_back(topic: &str, partitions: i32, expected: usize) -> Vec<Restore
 fn assert_restored_exactly(produced: &Produced, restored: &[Restored]) {
     let mut seen: BTreeMap<(i32, i64), &Record> = BTreeMap::new();
     for r in restored {
-        assert!(seen.insert((r.source.0.partition(), r.source.1), &r.record).is_none(), "{:?} restored twice", r.source);
+        assert!(
+            seen.insert((r.source.0.partition(), r.source.1), &r.record).is_none(),
+            "{:?} restored twice",
+            r.source
+        );
     }
     let expected: usize = produced.values().map(Vec::len).sum();
     assert_eq!(seen.len(), expected, "restored {} distinct records of {expected}", seen.len());
@@ -184,7 +189,11 @@ async fn key_partitioning_into_another_partition_count() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_offset_range_to_stdout_as_json_lines() {
     let (dest, topic, produced) = archived_topic(2, 600).await;
-    let out = run(restore_cmd(&dest, &topic, &["--to-stdout", "--partition", "1", "--from-offset", "10", "--to-offset", "19"]));
+    let out = run(restore_cmd(
+        &dest,
+        &topic,
+        &["--to-stdout", "--partition", "1", "--from-offset", "10", "--to-offset", "19"],
+    ));
     let lines: Vec<serde_json::Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let offsets: Vec<i64> = lines.iter().map(|l| l["offset"].as_i64().unwrap()).collect();
@@ -200,11 +209,16 @@ async fn a_time_window_reads_only_the_objects_that_can_match() {
     let (dest, topic, produced) = archived_topic(2, 3000).await;
     let base = produced[&0][0].timestamp_ms.unwrap();
     let (from, to) = (base + 1000, base + 1199);
-    let out = run(restore_cmd(&dest, &topic, &["--to-stdout", "--from-time", &from.to_string(), "--to-time", &to.to_string()]));
+    let out = run(restore_cmd(
+        &dest,
+        &topic,
+        &["--to-stdout", "--from-time", &from.to_string(), "--to-time", &to.to_string()],
+    ));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<serde_json::Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let expected: usize = produced.values().flatten().filter(|r| (from..=to).contains(&r.timestamp_ms.unwrap())).count();
+    let expected: usize =
+        produced.values().flatten().filter(|r| (from..=to).contains(&r.timestamp_ms.unwrap())).count();
     assert_eq!(lines.len(), expected);
     assert!(lines.iter().all(|l| (from..=to).contains(&l["timestamp"].as_i64().unwrap())));
     // Only the one file per partition whose claim's timestamps meet the window was read.

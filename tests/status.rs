@@ -5,10 +5,10 @@
 mod common;
 
 use common::archive_mock_topic;
+use kafka_s3_archiver::core::partition::TopicPartition;
 use kafka_s3_archiver::core::status::StatusFlag;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::status::{status, StatusOptions};
-use kafka_s3_archiver::core::partition::TopicPartition;
 use kafka_s3_archiver::store::list_all;
 use rdkafka::mocking::MockCluster;
 
@@ -30,12 +30,21 @@ async fn status_shows_where_each_partition_stands() {
         store.delete(&last).await.unwrap();
     }
 
-    let options = StatusOptions { prefix, topics: vec!["orders".into()], brokers: bootstrap.clone(), props: vec![], group: "g".into() };
+    let options = StatusOptions {
+        prefix,
+        topics: vec!["orders".into()],
+        brokers: bootstrap.clone(),
+        props: vec![],
+        group: "g".into(),
+    };
     let report = status(store.as_ref(), &options).await.unwrap();
     println!("{}", report.table());
     let rows = &report.partitions;
     assert_eq!(rows.len(), 3);
-    assert_eq!((rows[0].archived_through, rows[0].committed, rows[0].log_end, rows[0].unarchived), (Some(299), Some(300), 350, 50));
+    assert_eq!(
+        (rows[0].archived_through, rows[0].committed, rows[0].log_end, rows[0].unarchived),
+        (Some(299), Some(300), 350, 50)
+    );
     assert_eq!((rows[1].archived_through, rows[1].committed, rows[1].unarchived), (Some(299), Some(300), 0));
     assert!(rows[0].flags.is_empty() && rows[1].flags.is_empty());
     assert_eq!((rows[2].archived_through, rows[2].committed), (Some(199), Some(300)));
@@ -46,7 +55,17 @@ async fn status_shows_where_each_partition_stands() {
     assert!(report.list_requests <= 16, "{} list requests", report.list_requests);
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
-        .args(["status", "--dest", &config.dest.to_string(), "--brokers", &bootstrap, "--group", "g", "--topic", "orders"])
+        .args([
+            "status",
+            "--dest",
+            &config.dest.to_string(),
+            "--brokers",
+            &bootstrap,
+            "--group",
+            "g",
+            "--topic",
+            "orders",
+        ])
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&out.stdout);

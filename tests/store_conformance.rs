@@ -41,10 +41,8 @@ async fn conformance(store: &dyn ObjectStore, large: usize) {
         .unwrap();
     assert!(!page.truncated);
     assert_eq!(page.keys, (20..25).map(|i| format!("list/p/{i:03}")).collect::<Vec<_>>());
-    let page = store
-        .list(&ListRequest { prefix: "list/p/".into(), start_after: Some("list/p/01".into()) }, 2)
-        .await
-        .unwrap();
+    let page =
+        store.list(&ListRequest { prefix: "list/p/".into(), start_after: Some("list/p/01".into()) }, 2).await.unwrap();
     assert_eq!(page.keys, vec!["list/p/010".to_string(), "list/p/011".to_string()]);
     assert_eq!(list_all(store, "list/p/").await.unwrap().len(), 25);
     assert_eq!(list_all(store, "list/p").await.unwrap().len(), 26);

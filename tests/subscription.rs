@@ -5,12 +5,12 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{archive_mock_topic, mock_settings};
 use kafka_s3_archiver::archiver::{open_store, Archiver};
 use kafka_s3_archiver::check::{compare, read_topic};
 use kafka_s3_archiver::config::Settings;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
-use common::{archive_mock_topic, mock_settings};
 use rdkafka::mocking::MockCluster;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -25,9 +25,8 @@ async fn a_regex_subscription_archives_every_matching_topic() {
     produce(&bootstrap, "payments", 2, 0..100, 40).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let config = Settings { topic_regex: Some("orders-.*".into()), ..mock_settings(&bootstrap, dir.path()) }
-    .validate()
-    .unwrap();
+    let config =
+        Settings { topic_regex: Some("orders-.*".into()), ..mock_settings(&bootstrap, dir.path()) }.validate().unwrap();
     let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
     let archiver = Archiver::start(&config, store.clone()).unwrap();
     let prefix = config.dest.prefix().clone();

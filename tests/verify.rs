@@ -27,7 +27,11 @@ fn key(prefix: &Prefix, s: i64, e: i64) -> String {
 
 /// A Parquet file holding `offsets`, as the archiver writes it.
 fn parquet(offsets: std::ops::RangeInclusive<i64>, dir: &std::path::Path) -> Bytes {
-    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 30, dir: dir.to_path_buf(), usage: Arc::new(SpoolUsage::default()) });
+    let spool = Spool::new(SpoolConfig {
+        memory_threshold: 1 << 30,
+        dir: dir.to_path_buf(),
+        usage: Arc::new(SpoolUsage::default()),
+    });
     let mut encoder = FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), spool).unwrap();
     let mut n = 0;
     for offset in offsets.clone() {
@@ -52,7 +56,16 @@ async fn put(store: &dyn ObjectStore, key: &str, body: Bytes) {
 }
 
 async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: i64, end: i64) {
-    let claim = Claim { start, first, end, records: (end - first + 1) as u64, retention_gap: false, writer: "test:1".into(), time_ms: 0, timestamps: None };
+    let claim = Claim {
+        start,
+        first,
+        end,
+        records: (end - first + 1) as u64,
+        retention_gap: false,
+        writer: "test:1".into(),
+        time_ms: 0,
+        timestamps: None,
+    };
     put(store, &ClaimKey::new(prefix.clone(), tp(), start).to_string(), claim.to_json().into()).await;
 }
 
@@ -102,7 +115,10 @@ async fn verify_names_each_planted_defect() {
     // A key that is not an archive object.
     put(s, &format!("{}notes.txt", prefix.partition_folder(&tp())), Bytes::from_static(b"hello")).await;
     let (_, text) = verify(&dest, &[]);
-    assert!(text.contains("not an archive object (ignored by the archiver): archive/topic=events/partition=0/notes.txt"), "{text}");
+    assert!(
+        text.contains("not an archive object (ignored by the archiver): archive/topic=events/partition=0/notes.txt"),
+        "{text}"
+    );
 
     // A claimed range whose data object is gone.
     s.delete(&key(&prefix, 10, 19)).await.unwrap();
@@ -119,13 +135,17 @@ async fn verify_names_each_planted_defect() {
     let (code, text) = verify(&dest, &["--deep"]);
     assert_eq!(code, 1);
     assert!(text.contains(&format!("UNREADABLE {}", key(&prefix, 0, 9))), "{text}");
-    assert!(text.contains(&format!("MISLABELLED {}: it holds offsets Some(60)..=Some(68)", key(&prefix, 60, 69))), "{text}");
+    assert!(
+        text.contains(&format!("MISLABELLED {}: it holds offsets Some(60)..=Some(68)", key(&prefix, 60, 69))),
+        "{text}"
+    );
 
     // The same findings for machines.
     let (code, json) = verify(&dest, &["--deep", "--json"]);
     assert_eq!(code, 1);
     let report: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
-    let kinds: Vec<&str> = report["partitions"][0]["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> =
+        report["partitions"][0]["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
     for kind in ["gap", "overlap", "missing_data", "unreadable", "mislabelled"] {
         assert!(kinds.contains(&kind), "{kind} not in {kinds:?}");
     }

@@ -43,7 +43,8 @@ async fn late_upload(claims: bool) -> (TestDest, String, BTreeMap<i32, Vec<kafka
     a.kill_hard();
     let held_at = Instant::now();
 
-    let args_b = set_flag(archiver_args(&dest, &unique("gb"), &topic, 70, spool.path()), "--claims", &claims.to_string());
+    let args_b =
+        set_flag(archiver_args(&dest, &unique("gb"), &topic, 70, spool.path()), "--claims", &claims.to_string());
     let mut b = ArchiverProcess::spawn("late-b", &args_b);
     let store = dest.store().await;
     wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut b]).await;
@@ -54,9 +55,16 @@ async fn late_upload(claims: bool) -> (TestDest, String, BTreeMap<i32, Vec<kafka
     }
     assert!(b.terminate().success(), "B failed; log:\n{}", b.log_text());
     let counts = proxy.counts();
-    println!("late upload (claims {claims}): requests {:?}, faults {:?}, forwarded late {}", counts.requests, counts.faults, counts.forwarded_late);
+    println!(
+        "late upload (claims {claims}): requests {:?}, faults {:?}, forwarded late {}",
+        counts.requests, counts.faults, counts.forwarded_late
+    );
     if claims {
-        assert!(b.log_text().contains("re-writing exactly that range"), "B should re-write A's claimed range; log:\n{}", b.log_text());
+        assert!(
+            b.log_text().contains("re-writing exactly that range"),
+            "B should re-write A's claimed range; log:\n{}",
+            b.log_text()
+        );
     }
     drop(counts);
     (dest, topic, produced)
@@ -86,9 +94,14 @@ async fn a_stalled_instance_wakes_up_without_overlapping() {
     let group = unique("g");
     let dest = TestDest::s3().await;
     let proxy = S3Proxy::start(&s3_endpoint()).await;
-    proxy.set_rule(|req| if req.kind == Kind::PutData { Fault::StallResponse(Duration::from_secs(4)) } else { Fault::Pass });
+    proxy.set_rule(
+        |req| if req.kind == Kind::PutData { Fault::StallResponse(Duration::from_secs(4)) } else { Fault::Pass },
+    );
     let spool = tempfile::tempdir().unwrap();
-    let mut a = ArchiverProcess::spawn("stall-a", &through(archiver_args(&dest, &group, &topic, 100, spool.path()), &proxy.url));
+    let mut a = ArchiverProcess::spawn(
+        "stall-a",
+        &through(archiver_args(&dest, &group, &topic, 100, spool.path()), &proxy.url),
+    );
     wait_log(&mut a, "recovered position from the archive").await;
     let produced = produce(&brokers(), &topic, 2, 0..600, 100).await.unwrap();
     // A's first uploads are stored but answered late; its next files are sealed behind them.
@@ -151,5 +164,8 @@ async fn claims_cost_one_small_put_per_object() {
             assert!(report.is_clean(), "{}", report.table());
         }
     }
-    println!("S3 requests per object, all kinds: without claims {:.2}, with claims {:.2}", per_object[0], per_object[1]);
+    println!(
+        "S3 requests per object, all kinds: without claims {:.2}, with claims {:.2}",
+        per_object[0], per_object[1]
+    );
 }

@@ -41,19 +41,44 @@ pub struct LogOffsets {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Problem {
     /// Offsets no object holds and nothing explains.
-    Gap { from: i64, to: i64 },
+    Gap {
+        from: i64,
+        to: i64,
+    },
     /// Offsets Kafka's retention deleted before they were archived.
-    RetentionGap { from: i64, to: i64 },
-    Overlap { earlier: String, later: String },
+    RetentionGap {
+        from: i64,
+        to: i64,
+    },
+    Overlap {
+        earlier: String,
+        later: String,
+    },
     /// A claimed range whose data object is missing (not the last claim: that one may be in flight).
-    MissingData { claim: String, from: i64, to: i64 },
+    MissingData {
+        claim: String,
+        from: i64,
+        to: i64,
+    },
     /// A claim whose body cannot be read, or disagrees with the chain.
-    BadClaim { claim: String, why: String },
+    BadClaim {
+        claim: String,
+        why: String,
+    },
     /// Contents disagree with the object's name (`--deep`).
-    Mislabelled { key: String, why: String },
-    Unreadable { key: String, why: String },
+    Mislabelled {
+        key: String,
+        why: String,
+    },
+    Unreadable {
+        key: String,
+        why: String,
+    },
     /// The archive holds offsets the partition's log no longer has (topic deleted and re-created?).
-    AheadOfLog { archive_next: i64, log_end: i64 },
+    AheadOfLog {
+        archive_next: i64,
+        log_end: i64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,7 +109,9 @@ fn chain_ranges(claims: &BTreeSet<i64>) -> Vec<OffsetRange> {
     starts
         .iter()
         .enumerate()
-        .map(|(i, s)| OffsetRange::new(*s, starts.get(i + 1).map_or(i64::MAX, |next| next - 1)).expect("sorted, distinct"))
+        .map(|(i, s)| {
+            OffsetRange::new(*s, starts.get(i + 1).map_or(i64::MAX, |next| next - 1)).expect("sorted, distinct")
+        })
         .collect()
 }
 
@@ -270,7 +297,16 @@ mod tests {
     }
 
     fn claim(start: i64, first: i64, end: i64, retention_gap: bool) -> Claim {
-        Claim { start, first, end, records: (end - first + 1) as u64, retention_gap, writer: "w".into(), time_ms: 0, timestamps: None }
+        Claim {
+            start,
+            first,
+            end,
+            records: (end - first + 1) as u64,
+            retention_gap,
+            writer: "w".into(),
+            time_ms: 0,
+            timestamps: None,
+        }
     }
 
     /// Lists, reads the claims the audit asks for, audits.
@@ -357,13 +393,21 @@ mod tests {
         assert_eq!(r.problems, vec![Problem::BadClaim { claim: "t/0@10".into(), why: "not JSON".into() }]);
         let bodies = BTreeMap::from([(0, Ok(claim(0, 0, 7, false))), (10, Ok(claim(10, 15, 19, false)))]);
         let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), None);
-        assert!(matches!(&r.problems[..], [Problem::BadClaim { why, .. }] if why.contains("ends at 7")), "{:?}", r.problems);
+        assert!(
+            matches!(&r.problems[..], [Problem::BadClaim { why, .. }] if why.contains("ends at 7")),
+            "{:?}",
+            r.problems
+        );
     }
 
     #[test]
     fn deep_reads_check_contents_against_names() {
-        let listing = PartitionListing { objects: vec![obj(0, 9), obj(10, 19), obj(20, 29), obj(30, 39)], claims: BTreeSet::new() };
-        let read = |first, last, ordered| ObjectContents::Read { first: Some(first), last: Some(last), records: 10, ordered };
+        let listing = PartitionListing {
+            objects: vec![obj(0, 9), obj(10, 19), obj(20, 29), obj(30, 39)],
+            claims: BTreeSet::new(),
+        };
+        let read =
+            |first, last, ordered| ObjectContents::Read { first: Some(first), last: Some(last), records: 10, ordered };
         let contents = BTreeMap::from([
             (obj(0, 9).to_string(), read(0, 9, true)),
             (obj(10, 19).to_string(), read(10, 18, true)),

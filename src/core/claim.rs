@@ -48,12 +48,12 @@ impl ClaimKey {
     pub fn parse(prefix: &Prefix, key: &str) -> Result<Self, KeyError> {
         let malformed = |why| KeyError::Malformed { key: key.to_string(), why };
         let root = format!("{}_claims/", prefix.root());
-        let rest = key.strip_prefix(root.as_str()).ok_or_else(|| KeyError::OutsidePrefix {
-            key: key.to_string(),
-            prefix: prefix.as_str().to_string(),
-        })?;
+        let rest = key
+            .strip_prefix(root.as_str())
+            .ok_or_else(|| KeyError::OutsidePrefix { key: key.to_string(), prefix: prefix.as_str().to_string() })?;
         let mut parts = rest.split('/');
-        let (Some(topic_dir), Some(partition_dir), Some(file), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(topic_dir), Some(partition_dir), Some(file), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(malformed("a claim is _claims/topic=<t>/partition=<p>/<start:020>.json below the prefix"));
         };
@@ -149,7 +149,16 @@ mod tests {
     use super::*;
 
     fn claim(start: i64, first: i64, end: i64) -> Claim {
-        Claim { start, first, end, records: 1, retention_gap: false, writer: "host:1".into(), time_ms: 0, timestamps: None }
+        Claim {
+            start,
+            first,
+            end,
+            records: 1,
+            retention_gap: false,
+            writer: "host:1".into(),
+            time_ms: 0,
+            timestamps: None,
+        }
     }
 
     #[test]
@@ -157,7 +166,10 @@ mod tests {
         let tp = TopicPartition::new("orders", 3).unwrap();
         let k = ClaimKey::new(Prefix::new("a/b"), tp.clone(), 42);
         assert_eq!(k.to_string(), "a/b/_claims/topic=orders/partition=3/00000000000000000042.json");
-        assert_eq!(ClaimKey::new(Prefix::default(), tp, 0).to_string(), "_claims/topic=orders/partition=3/00000000000000000000.json");
+        assert_eq!(
+            ClaimKey::new(Prefix::default(), tp, 0).to_string(),
+            "_claims/topic=orders/partition=3/00000000000000000000.json"
+        );
     }
 
     #[test]

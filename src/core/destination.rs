@@ -79,7 +79,10 @@ mod tests {
             "s3://my-bucket/a/b/".parse(),
             Ok(Destination::S3 { bucket: "my-bucket".into(), prefix: Prefix::new("a/b") })
         );
-        assert_eq!("s3://my-bucket".parse(), Ok(Destination::S3 { bucket: "my-bucket".into(), prefix: Prefix::new("") }));
+        assert_eq!(
+            "s3://my-bucket".parse(),
+            Ok(Destination::S3 { bucket: "my-bucket".into(), prefix: Prefix::new("") })
+        );
         assert_eq!(
             "file:///var/archive".parse(),
             Ok(Destination::File { root: "/var/archive".into(), prefix: Prefix::default() })

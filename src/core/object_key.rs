@@ -112,10 +112,9 @@ impl ObjectKey {
     pub fn parse(prefix: &Prefix, key: &str) -> Result<Self, KeyError> {
         let malformed = |why| KeyError::Malformed { key: key.to_string(), why };
         let root = prefix.root();
-        let rest = key.strip_prefix(root.as_str()).ok_or_else(|| KeyError::OutsidePrefix {
-            key: key.to_string(),
-            prefix: prefix.as_str().to_string(),
-        })?;
+        let rest = key
+            .strip_prefix(root.as_str())
+            .ok_or_else(|| KeyError::OutsidePrefix { key: key.to_string(), prefix: prefix.as_str().to_string() })?;
         let mut parts = rest.split('/');
         let (Some(topic_dir), Some(partition_dir), Some(file), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())

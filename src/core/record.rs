@@ -45,8 +45,7 @@ impl Record {
     /// Payload bytes held (key, value, header keys and values) plus a fixed per-record overhead:
     /// what memory accounting and the budget count.
     pub fn payload_size(&self) -> u64 {
-        let headers: usize =
-            self.headers.iter().map(|h| h.key.len() + h.value.as_ref().map_or(0, Vec::len)).sum();
+        let headers: usize = self.headers.iter().map(|h| h.key.len() + h.value.as_ref().map_or(0, Vec::len)).sum();
         (self.key.as_ref().map_or(0, Vec::len) + self.value.as_ref().map_or(0, Vec::len) + headers + 32) as u64
     }
 }

@@ -301,7 +301,10 @@ pub fn plan_start(tail: &Tail, log_start: Option<i64>) -> StartPlan {
 pub enum StartDecision {
     Resume(i64),
     /// Retention deleted `missing` before it was archived: resume at the log start, loudly.
-    RetentionGap { missing: OffsetRange, resume_at: i64 },
+    RetentionGap {
+        missing: OffsetRange,
+        resume_at: i64,
+    },
 }
 
 pub fn decide_start(archive_next: i64, log_start: i64) -> StartDecision {
@@ -467,7 +470,10 @@ mod tests {
         let r = run(&all, None);
         assert_eq!(r.next_offset, Some(131));
         assert_eq!(r.overlaps.len(), 2);
-        assert_eq!(r.overlaps[0], Overlap { earlier: OffsetRange::new(0, 100).unwrap(), later: OffsetRange::new(50, 60).unwrap() });
+        assert_eq!(
+            r.overlaps[0],
+            Overlap { earlier: OffsetRange::new(0, 100).unwrap(), later: OffsetRange::new(50, 60).unwrap() }
+        );
     }
 
     #[test]
@@ -560,7 +566,10 @@ mod tests {
     #[test]
     fn start_plans() {
         let plan = |tail: &Tail, low| plan_start(tail, low);
-        assert_eq!(plan(&Tail::Empty, Some(40)), StartPlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None });
+        assert_eq!(
+            plan(&Tail::Empty, Some(40)),
+            StartPlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None }
+        );
         assert_eq!(
             plan(&Tail::Complete { next: 200 }, Some(40)),
             StartPlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
@@ -571,11 +580,19 @@ mod tests {
         );
         let c = claim(100, 102, 199);
         let tail = Tail::Unfulfilled(c.clone());
-        assert_eq!(plan(&tail, None), StartPlan { consume_from: Some(102), chain_next: 100, rewrite: Some(c.clone()), retention_gap: None });
+        assert_eq!(
+            plan(&tail, None),
+            StartPlan { consume_from: Some(102), chain_next: 100, rewrite: Some(c.clone()), retention_gap: None }
+        );
         // Retention took the start of the claimed range: re-write what is left of it.
         assert_eq!(
             plan(&tail, Some(150)),
-            StartPlan { consume_from: Some(150), chain_next: 100, rewrite: Some(c.clone()), retention_gap: Some(r(102, 149)) }
+            StartPlan {
+                consume_from: Some(150),
+                chain_next: 100,
+                rewrite: Some(c.clone()),
+                retention_gap: Some(r(102, 149))
+            }
         );
         // ... or all of it: the claimed range is lost, and so is what retention took after it.
         assert_eq!(

@@ -45,7 +45,12 @@ impl std::str::FromStr for Partitioning {
     }
 }
 
-pub fn target_partition(partitioning: Partitioning, source_partition: i32, key: Option<&[u8]>, target_partitions: i32) -> i32 {
+pub fn target_partition(
+    partitioning: Partitioning,
+    source_partition: i32,
+    key: Option<&[u8]>,
+    target_partitions: i32,
+) -> i32 {
     match (partitioning, key) {
         (Partitioning::Same, _) => source_partition,
         (Partitioning::Key, Some(key)) => (murmur2(key) & 0x7fff_ffff) % target_partitions,
@@ -207,14 +212,22 @@ mod tests {
     }
 
     fn rec(offset: i64, ts: Option<i64>) -> Record {
-        Record { offset, timestamp_ms: ts, timestamp_kind: TimestampKind::CreateTime, key: None, value: None, headers: vec![] }
+        Record {
+            offset,
+            timestamp_ms: ts,
+            timestamp_kind: TimestampKind::CreateTime,
+            key: None,
+            value: None,
+            headers: vec![],
+        }
     }
 
     #[test]
     fn selections() {
         let all = Selection::default();
         assert!(all.wants(&rec(5, None)));
-        let s = Selection { from_offset: Some(10), to_offset: Some(20), from_time_ms: Some(100), to_time_ms: Some(200) };
+        let s =
+            Selection { from_offset: Some(10), to_offset: Some(20), from_time_ms: Some(100), to_time_ms: Some(200) };
         assert!(s.wants(&rec(10, Some(100))) && s.wants(&rec(20, Some(200))));
         assert!(!s.wants(&rec(9, Some(150))) && !s.wants(&rec(21, Some(150))));
         assert!(!s.wants(&rec(15, Some(99))) && !s.wants(&rec(15, Some(201))) && !s.wants(&rec(15, None)));

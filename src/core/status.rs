@@ -50,7 +50,13 @@ pub struct PartitionStatus {
     pub flags: Vec<StatusFlag>,
 }
 
-pub fn partition_status(tp: &TopicPartition, tail: &Tail, last_claim: Option<&Claim>, committed: Option<i64>, log: LogOffsets) -> PartitionStatus {
+pub fn partition_status(
+    tp: &TopicPartition,
+    tail: &Tail,
+    last_claim: Option<&Claim>,
+    committed: Option<i64>,
+    log: LogOffsets,
+) -> PartitionStatus {
     let (archived_through, pending_claim, newest_object_ms) = match tail {
         Tail::Empty => (None, None, None),
         Tail::Complete { next } => (Some(next - 1), None, last_claim.map(|c| c.time_ms)),
@@ -98,7 +104,16 @@ mod tests {
     }
 
     fn claim(start: i64, end: i64) -> Claim {
-        Claim { start, first: start, end, records: 1, retention_gap: false, writer: "w".into(), time_ms: 1234, timestamps: None }
+        Claim {
+            start,
+            first: start,
+            end,
+            records: 1,
+            retention_gap: false,
+            writer: "w".into(),
+            time_ms: 1234,
+            timestamps: None,
+        }
     }
 
     #[test]
@@ -114,11 +129,20 @@ mod tests {
     #[test]
     fn disagreements_are_flagged() {
         let complete = Tail::Complete { next: 100 };
-        assert_eq!(partition_status(&tp(), &complete, None, Some(500), log(0, 900)).flags, vec![StatusFlag::CommitAheadOfArchive]);
-        assert_eq!(partition_status(&tp(), &complete, None, None, log(0, 40)).flags, vec![StatusFlag::ArchiveAheadOfLog]);
+        assert_eq!(
+            partition_status(&tp(), &complete, None, Some(500), log(0, 900)).flags,
+            vec![StatusFlag::CommitAheadOfArchive]
+        );
+        assert_eq!(
+            partition_status(&tp(), &complete, None, None, log(0, 40)).flags,
+            vec![StatusFlag::ArchiveAheadOfLog]
+        );
         let s = partition_status(&tp(), &complete, None, None, log(300, 400));
         assert_eq!((s.flags.clone(), s.unarchived), (vec![StatusFlag::RetentionGap], 100));
-        assert_eq!(partition_status(&tp(), &Tail::Empty, None, Some(5), log(0, 10)).flags, vec![StatusFlag::CommitAheadOfArchive]);
+        assert_eq!(
+            partition_status(&tp(), &Tail::Empty, None, Some(5), log(0, 10)).flags,
+            vec![StatusFlag::CommitAheadOfArchive]
+        );
     }
 
     #[test]

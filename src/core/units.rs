@@ -92,9 +92,7 @@ impl FromStr for HumanDuration {
     type Err = UnitError;
 
     fn from_str(raw: &str) -> Result<Self, Self::Err> {
-        humantime::parse_duration(raw.trim())
-            .map(HumanDuration)
-            .map_err(|_| UnitError::Duration(raw.to_string()))
+        humantime::parse_duration(raw.trim()).map(HumanDuration).map_err(|_| UnitError::Duration(raw.to_string()))
     }
 }
 

@@ -28,12 +28,12 @@ impl LocalStore {
     pub fn new(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let root = root.into();
         let tmp = root.join(TMP_DIR);
-        fs::create_dir_all(&tmp)
-            .and_then(|()| remove_files_of_dead_processes(&tmp, ".tmp"))
-            .map_err(|e| StoreError::Permanent {
+        fs::create_dir_all(&tmp).and_then(|()| remove_files_of_dead_processes(&tmp, ".tmp")).map_err(|e| {
+            StoreError::Permanent {
                 what: format!("cannot prepare archive directory {}: {e}", root.display()),
                 fix: "check that the path is writable by this user".into(),
-            })?;
+            }
+        })?;
         Ok(Self { root })
     }
 
@@ -68,7 +68,8 @@ fn put_blocking(root: &Path, path: &Path, data: &SpoolData) -> Result<PutOutcome
     }
     let parent = path.parent().expect("keys have a parent folder");
     fs::create_dir_all(parent).map_err(|e| io_err("create folder", parent, e))?;
-    let tmp = root.join(TMP_DIR).join(format!("{}-{}.tmp", std::process::id(), TMP_SEQ.fetch_add(1, Ordering::Relaxed)));
+    let tmp =
+        root.join(TMP_DIR).join(format!("{}-{}.tmp", std::process::id(), TMP_SEQ.fetch_add(1, Ordering::Relaxed)));
     let result = (|| {
         match data {
             SpoolData::Memory(bytes) => {
@@ -132,7 +133,9 @@ fn list_blocking(root: &Path, req: &ListRequest, max_keys: usize) -> Result<List
     Ok(ListPage { keys, truncated })
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> + Send + 'static) -> Result<T, StoreError> {
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
     tokio::task::spawn_blocking(f).await.map_err(|e| StoreError::Transient(format!("local store task failed: {e}")))?
 }
 

@@ -18,8 +18,8 @@ use futures::{StreamExt, TryStreamExt};
 use super::{ObjectStore, PutOutcome, StoreError};
 use crate::core::object_key::Prefix;
 use crate::core::recovery::{ListPage, ListRequest};
-use crate::core::stale::{stale_uploads, PendingUpload};
 use crate::core::spool::SpoolData;
+use crate::core::stale::{stale_uploads, PendingUpload};
 
 /// How to reach S3 and how to upload.
 #[derive(Debug, Clone)]

@@ -211,7 +211,12 @@ impl ArchiverProcess {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return status;
             }
-            assert!(started.elapsed() < within, "{} still running after {within:?}; log:\n{}", self.name, self.log_text());
+            assert!(
+                started.elapsed() < within,
+                "{} still running after {within:?}; log:\n{}",
+                self.name,
+                self.log_text()
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -256,11 +261,21 @@ pub async fn wait_archived(
 }
 
 /// Waits until the topic folder holds at least `n` objects.
-pub async fn wait_objects(store: &dyn ObjectStore, prefix: &Prefix, topic: &str, n: usize, proc_: &mut ArchiverProcess) {
+pub async fn wait_objects(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    topic: &str,
+    n: usize,
+    proc_: &mut ArchiverProcess,
+) {
     let started = Instant::now();
     while list_all(store, &prefix.topic_folder(topic)).await.expect("listing").len() < n {
         proc_.assert_running();
-        assert!(started.elapsed() < Duration::from_secs(90), "fewer than {n} objects after 90 s; log:\n{}", proc_.log_text());
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "fewer than {n} objects after 90 s; log:\n{}",
+            proc_.log_text()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -270,7 +285,11 @@ pub async fn wait_log(proc_: &mut ArchiverProcess, text: &str) {
     let started = Instant::now();
     while !proc_.log_text().contains(text) {
         proc_.assert_running();
-        assert!(started.elapsed() < Duration::from_secs(60), "{text:?} not logged within 60 s; log:\n{}", proc_.log_text());
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{text:?} not logged within 60 s; log:\n{}",
+            proc_.log_text()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -307,9 +326,14 @@ pub fn signal(pid: u32, name: &str) {
 
 /// `verify --deep` in-process, and the independent comparison with what was produced: both must be
 /// clean, and every object must have exactly one claim.
-pub async fn assert_exactly_once(dest: &TestDest, topic: &str, produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) {
+pub async fn assert_exactly_once(
+    dest: &TestDest,
+    topic: &str,
+    produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>,
+) {
     let store = dest.store().await;
-    let contents = kafka_s3_archiver::check::read_topic(store.as_ref(), &dest.prefix(), topic).await.expect("read archive");
+    let contents =
+        kafka_s3_archiver::check::read_topic(store.as_ref(), &dest.prefix(), topic).await.expect("read archive");
     let c = kafka_s3_archiver::check::compare(produced, &contents);
     assert!(c.is_exact(), "archive differs from what was produced: {c:?}");
     assert!(contents.ignored_keys.is_empty(), "unexpected keys: {:?}", contents.ignored_keys);

@@ -86,11 +86,8 @@ pub struct S3Proxy {
 impl S3Proxy {
     /// Starts a proxy on a free 127.0.0.1 port in front of `upstream` (http://host:port).
     pub async fn start(upstream: &str) -> Self {
-        let upstream: SocketAddr = upstream
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .parse()
-            .expect("upstream is http://ip:port");
+        let upstream: SocketAddr =
+            upstream.trim_start_matches("http://").trim_end_matches('/').parse().expect("upstream is http://ip:port");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let rule: Arc<RwLock<Rule>> = Arc::new(RwLock::new(Box::new(|_| Fault::Pass)));
@@ -102,7 +99,9 @@ impl S3Proxy {
                 let (r, c) = (r.clone(), c.clone());
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| handle(req, upstream, r.clone(), c.clone()));
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
                 });
             }
         });
@@ -153,7 +152,10 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
         match (bytes[i], hex) {
             (b'%', Some(b)) => {
                 out.push(b);
@@ -194,7 +196,11 @@ async fn handle(
         Fault::Pass => forward(upstream, forward_req).await,
         Fault::Status(status, code) => {
             let xml = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>injected by the test proxy</Message></Error>");
-            Ok(Response::builder().status(status).header("content-type", "application/xml").body(Full::new(Bytes::from(xml))).unwrap())
+            Ok(Response::builder()
+                .status(status)
+                .header("content-type", "application/xml")
+                .body(Full::new(Bytes::from(xml)))
+                .unwrap())
         }
         Fault::Reset => Err(std::io::Error::other("injected connection reset")),
         Fault::StallResponse(d) => {
@@ -221,7 +227,8 @@ async fn handle(
 
 async fn forward(upstream: SocketAddr, req: Request<Full<Bytes>>) -> Result<Answer, std::io::Error> {
     let stream = TcpStream::connect(upstream).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(std::io::Error::other)?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(std::io::Error::other)?;
     tokio::spawn(conn);
     let response = sender.send_request(req).await.map_err(std::io::Error::other)?;
     let (mut parts, body) = response.into_parts();

@@ -170,8 +170,8 @@ pub fn decode(reader: impl Read) -> Result<Vec<Record>, EncodeError> {
         let line = line?;
         let bad = |why: String| EncodeError::BadJsonLine { line: i + 1, why };
         let j: JsonRecord = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
-        let timestamp_kind =
-            TimestampKind::parse(&j.timestamp_type).ok_or_else(|| bad(format!("timestamp_type {:?}", j.timestamp_type)))?;
+        let timestamp_kind = TimestampKind::parse(&j.timestamp_type)
+            .ok_or_else(|| bad(format!("timestamp_type {:?}", j.timestamp_type)))?;
         let headers = j
             .headers
             .into_iter()

@@ -239,7 +239,8 @@ mod tests {
 
     fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record> {
         let dir = tempfile::tempdir().unwrap();
-        let spool = Spool::new(SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
         let mut enc = FileEncoder::new(spec, spool).unwrap();
         for r in records {
             enc.append(r).unwrap();
@@ -278,12 +279,14 @@ mod tests {
     fn jsonl_marks_base64_and_keeps_text_readable() {
         let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
         let mut enc = FileEncoder::new(spec, spool).unwrap();
         for r in sample_records() {
             enc.append(&r).unwrap();
         }
-        let meta = FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+        let meta =
+            FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
         let text = String::from_utf8(enc.finish(&meta).unwrap().read_all().unwrap().to_vec()).unwrap();
         let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(first["key"], "user-1");
@@ -305,13 +308,15 @@ mod tests {
     fn parquet_footer_carries_partition_and_range() {
         let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
         let mut enc = FileEncoder::new(spec, spool).unwrap();
         let records = sample_records();
         for r in &records {
             enc.append(r).unwrap();
         }
-        let meta = FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+        let meta =
+            FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
         let data = enc.finish(&meta).unwrap().read_all().unwrap();
         let kv = read_parquet_metadata(data).unwrap();
         assert_eq!(kv.get("kafka.topic").map(String::as_str), Some("t"));
@@ -341,7 +346,13 @@ mod tests {
         let bytes = proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40));
         let header = ("[a-z]{0,5}", proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)))
             .prop_map(|(key, value)| Header { key, value });
-        (0i64..1000, proptest::option::of(0i64..4_000_000_000_000), bytes.clone(), bytes, proptest::collection::vec(header, 0..4))
+        (
+            0i64..1000,
+            proptest::option::of(0i64..4_000_000_000_000),
+            bytes.clone(),
+            bytes,
+            proptest::collection::vec(header, 0..4),
+        )
             .prop_map(|(offset, ts, key, value, headers)| Record {
                 offset,
                 timestamp_ms: ts,
