@@ -39,9 +39,7 @@ async fn main() {
     let records: usize = args.next().map_or(100_000, |a| a.parse().expect("records"));
     let value_size: usize = args.next().map_or(1024, |a| a.parse().expect("value bytes"));
     let brokers = env("KSA_TEST_BROKERS");
-    let endpoint = env("KSA_TEST_S3_ENDPOINT");
     let topic = format!("bench-{}", std::process::id());
-    let bucket = format!("bench-{}", std::process::id());
 
     let admin: AdminClient<DefaultClientContext> =
         ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
@@ -57,16 +55,37 @@ async fn main() {
     println!("produced {records} records ({mb:.1} MB of keys+values) in {:.1}s", started.elapsed().as_secs_f64());
     let last: BTreeMap<i32, i64> = produced.iter().map(|(p, r)| (*p, r.last().unwrap().offset)).collect();
 
-    // 1. Plain consumer that discards records.
+    let (plain, join) = plain_consumer(&brokers, &topic, records);
+    println!(
+        "plain rdkafka consumer (discard): {:.0} records/s, {:.1} MB/s ({plain:.1}s from first record, join took {join:.1}s)",
+        records as f64 / plain,
+        mb / plain,
+    );
+    let run = archiver(&brokers, &topic, &last).await;
+    println!(
+        "archiver to S3: {:.0} records/s, {:.1} MB/s ({:.1}s from partitions recovered to all objects listed, incl. \
+         the last file's 1s roll-age; join took {:.1}s), peak RSS {:.0} MiB, exit {}",
+        records as f64 / run.seconds,
+        mb / run.seconds,
+        run.seconds,
+        run.join_seconds,
+        run.peak_rss_kib as f64 / 1024.0,
+        run.status
+    );
+}
+
+/// A plain rdkafka consumer that discards `records` records of `topic`: seconds from its first record
+/// to the last, and how long joining the group took.
+fn plain_consumer(brokers: &str, topic: &str, records: usize) -> (f64, f64) {
     let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &brokers)
+        .set("bootstrap.servers", brokers)
         .set("group.id", format!("bench-plain-{}", std::process::id()))
         .set("auto.offset.reset", "earliest")
         .set("enable.auto.commit", "false")
         .set("session.timeout.ms", "3000")
         .create()
         .unwrap();
-    consumer.subscribe(&[&topic]).unwrap();
+    consumer.subscribe(&[topic]).unwrap();
     let mut seen = 0usize;
     let mut first_at = None;
     let t0 = Instant::now();
@@ -79,33 +98,31 @@ async fn main() {
         assert!(t0.elapsed() < Duration::from_secs(600), "plain consumer stalled at {seen}");
     }
     let plain = first_at.unwrap().elapsed().as_secs_f64();
-    drop(consumer);
-    println!(
-        "plain rdkafka consumer (discard): {:.0} records/s, {:.1} MB/s ({plain:.1}s from first record, join took {:.1}s)",
-        records as f64 / plain,
-        mb / plain,
-        t0.elapsed().as_secs_f64() - plain
-    );
+    (plain, t0.elapsed().as_secs_f64() - plain)
+}
 
-    // 2. The archiver, as a process, to S3.
-    let store = S3Store::connect(S3Settings {
-        bucket: bucket.clone(),
-        endpoint: Some(endpoint.clone()),
-        region: Some("us-east-1".into()),
-        multipart_threshold: 16 << 20,
-        part_size: 8 << 20,
-        part_concurrency: 4,
-        attempt_timeout: Duration::from_secs(60),
-    })
-    .await;
+struct ArchiverRun {
+    /// From partitions recovered to every record's object listed.
+    seconds: f64,
+    join_seconds: f64,
+    peak_rss_kib: u64,
+    status: std::process::ExitStatus,
+}
+
+/// The archiver binary, as a process, archiving `topic` to a new S3 bucket until every partition's
+/// `last` offset is archived.
+async fn archiver(brokers: &str, topic: &str, last: &BTreeMap<i32, i64>) -> ArchiverRun {
+    let endpoint = env("KSA_TEST_S3_ENDPOINT");
+    let bucket = format!("bench-{}", std::process::id());
+    let store = S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
     store.client().create_bucket().bucket(&bucket).send().await.unwrap();
     let exe = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("kafka-s3-archiver");
     let spool = tempfile::tempdir().unwrap();
     let log_path = spool.path().join("archiver.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut child = Command::new(&exe)
-        .args(["run", "--brokers", &brokers, "--group", &format!("bench-archiver-{}", std::process::id())])
-        .args(["--topic", &topic, "--dest", &format!("s3://{bucket}/bench"), "--s3-endpoint", &endpoint])
+        .args(["run", "--brokers", brokers, "--group", &format!("bench-archiver-{}", std::process::id())])
+        .args(["--topic", topic, "--dest", &format!("s3://{bucket}/bench"), "--s3-endpoint", &endpoint])
         .args(["--roll-bytes", "16MiB", "--roll-age", "1s"])
         .args(["--kafka", "session.timeout.ms=3000", "--kafka", "heartbeat.interval.ms=500"])
         .arg("--spool-dir")
@@ -127,23 +144,16 @@ async fn main() {
     let mut peak = 0;
     loop {
         peak = peak.max(peak_rss_kib(child.id()));
-        let ends = archived_ends(&store, &prefix, &topic).await.unwrap();
+        let ends = archived_ends(&store, &prefix, topic).await.unwrap();
         if last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o)) {
             break;
         }
         assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let archived = t0.elapsed().as_secs_f64();
+    let seconds = t0.elapsed().as_secs_f64();
     peak = peak.max(peak_rss_kib(child.id()));
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let status = child.wait().unwrap();
-    println!(
-        "archiver to S3: {:.0} records/s, {:.1} MB/s ({archived:.1}s from partitions recovered to all objects \
-         listed, incl. the last file's 1s roll-age; join took {:.1}s), peak RSS {:.0} MiB, exit {status}",
-        records as f64 / archived,
-        mb / archived,
-        launched.elapsed().as_secs_f64() - archived,
-        peak as f64 / 1024.0
-    );
+    ArchiverRun { seconds, join_seconds: launched.elapsed().as_secs_f64() - seconds, peak_rss_kib: peak, status }
 }

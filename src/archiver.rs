@@ -11,10 +11,10 @@ use crate::config::ArchiverConfig;
 use crate::core::destination::Destination;
 use crate::core::recovery::ListRequest;
 use crate::core::spool::{SpoolConfig, SpoolUsage};
-use crate::kafka::{KafkaSource, SourceError, SourceLink, SourceSettings};
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
-use crate::stats::Stats;
+use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings};
 use crate::store::{LocalStore, ObjectStore, S3Settings, S3Store, StoreError};
+use crate::telemetry::Metrics;
 
 /// Records waiting between the consumer thread and the pipeline.
 const RECORD_QUEUE: usize = 4096;
@@ -36,19 +36,13 @@ pub enum ArchiverError {
 /// Opens the store a destination names. On S3, first aborts our multipart uploads that crashes left
 /// behind (older than `--abort-stale-uploads-after`).
 pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
-    Ok(match &config.dest {
+    Ok(match &config.store.dest {
         Destination::S3 { bucket, prefix } => {
-            let store = S3Store::connect(S3Settings {
-                bucket: bucket.clone(),
-                endpoint: config.s3_endpoint.clone(),
-                region: config.s3_region.clone(),
-                multipart_threshold: config.upload_part_size * 2,
-                part_size: config.upload_part_size,
-                part_concurrency: config.upload_concurrency,
-                attempt_timeout: config.s3_attempt_timeout,
-            })
-            .await;
-            let aborted = store.abort_stale_uploads(prefix, config.abort_stale_uploads_after).await?;
+            let settings = S3Settings::new(bucket, config.store.s3_endpoint.clone(), config.store.s3_region.clone())
+                .uploads(config.store.upload_part_size, config.store.upload_concurrency)
+                .attempt_timeout(config.store.s3_attempt_timeout);
+            let store = S3Store::connect(settings).await;
+            let aborted = store.abort_stale_uploads(prefix, config.store.abort_stale_uploads_after).await?;
             if !aborted.is_empty() {
                 warn!(count = aborted.len(), keys = ?aborted, "aborted stale multipart uploads left by earlier crashes");
             }
@@ -65,18 +59,7 @@ pub async fn open_reader(
     region: Option<String>,
 ) -> Result<Arc<dyn ObjectStore>, StoreError> {
     Ok(match dest {
-        Destination::S3 { bucket, .. } => Arc::new(
-            S3Store::connect(S3Settings {
-                bucket: bucket.clone(),
-                endpoint,
-                region,
-                multipart_threshold: 16 << 20,
-                part_size: 8 << 20,
-                part_concurrency: 1,
-                attempt_timeout: std::time::Duration::from_secs(60),
-            })
-            .await,
-        ),
+        Destination::S3 { bucket, .. } => Arc::new(S3Store::connect(S3Settings::new(bucket, endpoint, region)).await),
         Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
     })
 }
@@ -84,7 +67,7 @@ pub async fn open_reader(
 /// Checks, before anything consumes, that the archive can be listed: a missing bucket or wrong
 /// credentials fail here with a message that says what to fix.
 pub async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
-    let req = ListRequest { prefix: config.dest.prefix().as_str().to_string(), start_after: None };
+    let req = ListRequest { prefix: config.store.dest.prefix().as_str().to_string(), start_after: None };
     store.list(&req, 1).await.map(|_| ())
 }
 
@@ -98,56 +81,55 @@ fn writer_id() -> String {
 pub struct Archiver {
     source: KafkaSource,
     pipeline: JoinHandle<Result<(), PipelineError>>,
-    stats: Arc<Stats>,
+    metrics: Arc<Metrics>,
 }
 
 impl Archiver {
     pub fn start(config: &ArchiverConfig, store: Arc<dyn ObjectStore>) -> Result<Self, ArchiverError> {
         let spool = SpoolConfig {
-            memory_threshold: config.spool_memory_threshold,
-            dir: config.spool_dir.clone(),
+            memory_threshold: config.pipeline.spool_memory_threshold,
+            dir: config.pipeline.spool_dir.clone(),
             usage: Arc::new(SpoolUsage::default()),
         };
-        spool
-            .prepare_dir()
-            .map_err(|source| ArchiverError::SpoolDir { dir: config.spool_dir.display().to_string(), source })?;
-        let stats = Arc::new(Stats::default());
+        spool.prepare_dir().map_err(|source| ArchiverError::SpoolDir {
+            dir: config.pipeline.spool_dir.display().to_string(),
+            source,
+        })?;
+        let metrics = Arc::new(Metrics::default());
         let (records_tx, records_rx) = mpsc::channel(RECORD_QUEUE);
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let (link, commands) = SourceLink::new();
         let settings = PipelineSettings {
-            prefix: config.dest.prefix().clone(),
-            spec: config.spec,
-            roll: config.roll,
+            prefix: config.store.dest.prefix().clone(),
+            spec: config.pipeline.spec,
+            roll: config.pipeline.roll,
             spool,
-            max_buffer_bytes: config.max_buffer_bytes,
-            max_spool_bytes: config.max_spool_bytes,
-            revoke_timeout: config.revoke_timeout,
-            start_from: config.start_from,
-            claims: config.claims,
+            max_buffer_bytes: config.pipeline.max_buffer_bytes,
+            max_spool_bytes: config.pipeline.max_spool_bytes,
+            revoke_timeout: config.pipeline.revoke_timeout,
+            start_from: config.source.start_from,
+            claims: config.pipeline.claims,
             writer_id: writer_id(),
         };
-        let pipeline = Pipeline::new(settings, store, link.clone(), stats.clone());
+        let pipeline = Pipeline::new(settings, store, link.clone(), metrics.clone());
         let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));
         let source = KafkaSource::spawn(
             &SourceSettings {
-                brokers: config.brokers.clone(),
-                group: config.group.clone(),
-                subscription: config.subscription.clone(),
-                kafka_props: config.kafka_props.clone(),
-                revoke_wait: config.revoke_timeout + std::time::Duration::from_secs(5),
+                brokers: config.source.brokers.clone(),
+                group: config.source.group.clone(),
+                subscription: config.source.subscription.clone(),
+                kafka_props: config.source.kafka_props.clone(),
+                revoke_wait: config.pipeline.revoke_timeout + std::time::Duration::from_secs(5),
             },
-            records_tx,
-            control_tx,
+            PipelineChannels { records: records_tx, control: control_tx, commands },
             &link,
-            commands,
-            stats.clone(),
+            metrics.clone(),
         )?;
-        Ok(Self { source, pipeline, stats })
+        Ok(Self { source, pipeline, metrics })
     }
 
-    pub fn stats(&self) -> Arc<Stats> {
-        self.stats.clone()
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
     }
 
     /// True once the pipeline has ended (only a fatal error ends it before a stop is requested).

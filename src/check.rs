@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
+use crate::core::audit::ObjectContents;
 use crate::core::encode::{decode, EncodeError};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::record::Record;
@@ -50,9 +51,7 @@ pub async fn read_topic(store: &dyn ObjectStore, prefix: &Prefix, topic: &str) -
         let data = store.get(&raw).await?;
         let records = decode(key.kind, data).map_err(|source| CheckError::Decode { key: raw.clone(), source })?;
         let part = contents.partitions.entry(key.tp.partition()).or_default();
-        let ordered = records.windows(2).all(|w| w[0].offset < w[1].offset);
-        let first_last = (records.first().map(|r| r.offset), records.last().map(|r| r.offset));
-        if !ordered || first_last != (Some(key.range.start()), Some(key.range.end())) {
+        if ObjectContents::of(&records).mismatch(&key).is_some() {
             part.mislabelled.push(raw.clone());
         }
         part.records.extend(records);

@@ -1,18 +1,45 @@
-//! Configuration for `run`: one set of settings read from a TOML file, the environment and flags
-//! (flags win over the environment, which wins over the file), then validated before anything connects.
+//! Configuration for `run`. Every setting has one name, used three ways: a flag (`--roll-bytes`), an
+//! environment variable (`KSA_ROLL_BYTES`) and a key of the TOML file (`roll-bytes`). Layers, each
+//! over the one before: the defaults below, the file, the environment, the flags. clap reads the flags
+//! and the environment; figment layers them over the file and the defaults, so a new setting cannot be
+//! left out of the layering. The result is validated, before anything connects, into one struct per
+//! section (source, store, pipeline, metrics).
 
 use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::Args;
-use serde::Deserialize;
+use clap::{Args, ValueEnum};
+use figment::providers::Serialized;
+use figment::Figment;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::core::destination::Destination;
 use crate::core::encode::{Compression, FileSpec, Format};
 use crate::core::roll::RollPolicy;
 use crate::core::units::{ByteSize, HumanDuration};
+use crate::store::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE, MIN_PART_SIZE};
+
+pub const DEFAULT_FORMAT: Format = Format::Parquet;
+pub const DEFAULT_COMPRESSION: Compression = Compression::Zstd;
+pub const DEFAULT_ROLL_RECORDS: u64 = 1_000_000;
+pub const DEFAULT_ROLL_BYTES: ByteSize = ByteSize(64 << 20);
+pub const DEFAULT_ROLL_AGE: HumanDuration = HumanDuration(Duration::from_secs(5 * 60));
+pub const DEFAULT_START_FROM: StartFrom = StartFrom::Earliest;
+pub const DEFAULT_SPOOL_MEMORY_THRESHOLD: ByteSize = ByteSize(8 << 20);
+pub const DEFAULT_MAX_BUFFER_BYTES: ByteSize = ByteSize(256 << 20);
+pub const DEFAULT_MAX_SPOOL_BYTES: ByteSize = ByteSize(4 << 30);
+pub const DEFAULT_UPLOAD_PART_SIZE: ByteSize = ByteSize(DEFAULT_PART_SIZE);
+pub const DEFAULT_UPLOAD_CONCURRENCY: usize = DEFAULT_PART_CONCURRENCY;
+pub const DEFAULT_S3_ATTEMPT_TIMEOUT: HumanDuration = HumanDuration(DEFAULT_ATTEMPT_TIMEOUT);
+pub const DEFAULT_REVOKE_TIMEOUT: HumanDuration = HumanDuration(Duration::from_secs(20));
+pub const DEFAULT_ABORT_STALE_UPLOADS_AFTER: HumanDuration = HumanDuration(Duration::from_secs(24 * 3600));
+pub const DEFAULT_CLAIMS: bool = true;
+/// The shortest `--roll-age`: the age timer ticks every 200 ms.
+const MIN_ROLL_AGE: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -20,6 +47,8 @@ pub enum ConfigError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("config file {path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
+    #[error("the settings cannot be combined: {0}")]
+    Layering(String),
     #[error("{name} is required: {how}")]
     Missing { name: &'static str, how: &'static str },
     #[error("{name} = {value:?} is not valid: {why}")]
@@ -36,104 +65,195 @@ const RESERVED_KAFKA_KEYS: [&str; 6] = [
     "enable.partition.eof",
 ];
 
-/// Every setting of `run`. Each is a flag, an environment variable (KSA_*) and a key of the TOML file
-/// named like the flag without its leading dashes (`roll-bytes = "64MiB"`; `topics = [...]` for
-/// `--topic`, a `[kafka]` table for `--kafka`).
-#[derive(Debug, Default, Clone, Args, Deserialize)]
+/// Where a partition whose archive is empty starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StartFrom {
+    Earliest,
+    Latest,
+}
+
+impl Display for StartFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StartFrom::Earliest => "earliest",
+            StartFrom::Latest => "latest",
+        })
+    }
+}
+
+fn with_default(help: &str, default: impl Display) -> String {
+    format!("{help} [default: {default}]")
+}
+
+/// Every setting of `run`, as given (unset: `None`). The TOML file uses the flag names without the
+/// dashes (`topics = [...]` for `--topic`, a `[kafka]` table for `--kafka`).
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Default, Clone, Args, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Settings {
+    // Source: Kafka.
     /// Kafka bootstrap servers, host:port[,host:port...].
-    #[arg(long, env = "KSA_BROKERS")]
+    #[arg(long, env = "KSA_BROKERS", help_heading = "Kafka")]
     pub brokers: Option<String>,
     /// Consumer group shared by all archiver instances of one archive.
-    #[arg(long, env = "KSA_GROUP")]
+    #[arg(long, env = "KSA_GROUP", help_heading = "Kafka")]
     pub group: Option<String>,
     /// Topic to archive (repeatable).
-    #[arg(long = "topic", env = "KSA_TOPICS", value_delimiter = ',')]
-    #[serde(default, rename = "topics")]
-    pub topics: Vec<String>,
+    #[arg(long = "topic", env = "KSA_TOPICS", value_delimiter = ',', help_heading = "Kafka")]
+    pub topics: Option<Vec<String>>,
     /// Also archive every topic whose name matches this regular expression (librdkafka regex syntax).
-    #[arg(long, env = "KSA_TOPIC_REGEX")]
+    #[arg(long, env = "KSA_TOPIC_REGEX", help_heading = "Kafka")]
     pub topic_regex: Option<String>,
+    /// Extra librdkafka setting KEY=VALUE (repeatable): SASL, TLS, timeouts...
+    #[arg(long = "kafka", env = "KSA_KAFKA", value_delimiter = ';', value_name = "KEY=VALUE", help_heading = "Kafka")]
+    #[serde(skip)]
+    pub kafka_flags: Option<Vec<String>>,
+    #[arg(long, env = "KSA_START_FROM", help_heading = "Kafka",
+        help = with_default("Where partitions with no archive start", DEFAULT_START_FROM))]
+    pub start_from: Option<StartFrom>,
+
+    // Store: the archive.
     /// Where the archive goes: s3://bucket/prefix or file:///absolute/dir.
-    #[arg(long, env = "KSA_DEST")]
+    #[arg(long, env = "KSA_DEST", help_heading = "Archive")]
     pub dest: Option<String>,
     /// Custom S3 endpoint URL (LocalStack, MinIO...); path-style addressing is used with it.
     /// Without it, aws-config's standard chain applies (AWS_ENDPOINT_URL is honoured).
-    #[arg(long, env = "KSA_S3_ENDPOINT")]
+    #[arg(long, env = "KSA_S3_ENDPOINT", help_heading = "Archive")]
     pub s3_endpoint: Option<String>,
     /// S3 region; default: from the standard AWS chain, else us-east-1.
-    #[arg(long, env = "KSA_S3_REGION")]
+    #[arg(long, env = "KSA_S3_REGION", help_heading = "Archive")]
     pub s3_region: Option<String>,
-    /// File format: parquet or jsonl. [default: parquet]
-    #[arg(long, env = "KSA_FORMAT")]
-    pub format: Option<String>,
-    /// Compression: zstd, gzip, snappy (Parquet only) or none. [default: zstd]
-    #[arg(long, env = "KSA_COMPRESSION")]
-    pub compression: Option<String>,
-    /// Roll a file after this many records. [default: 1000000]
-    #[arg(long, env = "KSA_ROLL_RECORDS")]
-    pub roll_records: Option<u64>,
-    /// Roll a file once it is this large, e.g. 64MiB. [default: 64MiB]
-    #[arg(long, env = "KSA_ROLL_BYTES")]
-    pub roll_bytes: Option<ByteSize>,
-    /// Roll a file this long after its first record, even if no more records arrive, e.g. 30s. [default: 5m]
-    #[arg(long, env = "KSA_ROLL_AGE")]
-    pub roll_age: Option<HumanDuration>,
-    /// Extra librdkafka setting KEY=VALUE (repeatable): SASL, TLS, timeouts...
-    #[arg(long = "kafka", env = "KSA_KAFKA", value_delimiter = ';', value_name = "KEY=VALUE")]
-    #[serde(skip)]
-    pub kafka_flags: Vec<String>,
-    /// Extra librdkafka settings from the config file: a table of key = "value".
-    #[arg(skip)]
-    #[serde(default)]
-    pub kafka: BTreeMap<String, String>,
-    /// Where partitions with no archive start: earliest or latest. [default: earliest]
-    #[arg(long, env = "KSA_START_FROM")]
-    pub start_from: Option<String>,
-    /// Directory for files too large to keep in memory until upload. [default: <system temp>/kafka-s3-archiver-spool]
-    #[arg(long, env = "KSA_SPOOL_DIR")]
-    pub spool_dir: Option<PathBuf>,
-    /// A file moves from memory to the spool directory beyond this size. [default: 8MiB]
-    #[arg(long, env = "KSA_SPOOL_MEMORY_THRESHOLD")]
-    pub spool_memory_threshold: Option<ByteSize>,
-    /// Memory budget for buffered data across all partitions. [default: 256MiB]
-    #[arg(long, env = "KSA_MAX_BUFFER_BYTES")]
-    pub max_buffer_bytes: Option<ByteSize>,
-    /// Disk budget for the spool directory across all partitions. [default: 4GiB]
-    #[arg(long, env = "KSA_MAX_SPOOL_BYTES")]
-    pub max_spool_bytes: Option<ByteSize>,
-    /// Part size of multipart uploads (files larger than twice this use multipart). [default: 8MiB]
-    #[arg(long, env = "KSA_UPLOAD_PART_SIZE")]
+    #[arg(long, env = "KSA_UPLOAD_PART_SIZE", help_heading = "Archive",
+        help = with_default("Part size of multipart uploads (files of twice this or more use multipart)", DEFAULT_UPLOAD_PART_SIZE))]
     pub upload_part_size: Option<ByteSize>,
-    /// Parts of one multipart upload sent in parallel. [default: 4]
-    #[arg(long, env = "KSA_UPLOAD_CONCURRENCY")]
+    #[arg(long, env = "KSA_UPLOAD_CONCURRENCY", help_heading = "Archive",
+        help = with_default("Parts of one multipart upload sent in parallel", DEFAULT_UPLOAD_CONCURRENCY))]
     pub upload_concurrency: Option<usize>,
-    /// Timeout of one S3 request attempt. [default: 60s]
-    #[arg(long, env = "KSA_S3_ATTEMPT_TIMEOUT")]
+    #[arg(long, env = "KSA_S3_ATTEMPT_TIMEOUT", help_heading = "Archive",
+        help = with_default("Timeout of one S3 request attempt", DEFAULT_S3_ATTEMPT_TIMEOUT))]
     pub s3_attempt_timeout: Option<HumanDuration>,
-    /// How long a revoked partition may take to upload its open file before it is dropped. [default: 20s]
-    #[arg(long, env = "KSA_REVOKE_TIMEOUT")]
-    pub revoke_timeout: Option<HumanDuration>,
-    /// On start, abort our multipart uploads older than this (left by crashes). [default: 24h]
-    #[arg(long, env = "KSA_ABORT_STALE_UPLOADS_AFTER")]
+    #[arg(long, env = "KSA_ABORT_STALE_UPLOADS_AFTER", help_heading = "Archive",
+        help = with_default("On start, abort our multipart uploads older than this (left by crashes)", DEFAULT_ABORT_STALE_UPLOADS_AFTER))]
     pub abort_stale_uploads_after: Option<HumanDuration>,
-    /// Serve Prometheus metrics at http://ADDR/metrics, with /healthz and /readyz, e.g. 127.0.0.1:9090.
-    #[arg(long, env = "KSA_METRICS_ADDR")]
-    pub metrics_addr: Option<String>,
-    /// Claim each file's start offset before uploading it, so that zombie instances and late uploads
-    /// can never add overlapping objects (one small extra PUT per file). Turn off only to measure. [default: true]
-    #[arg(long, env = "KSA_CLAIMS", value_name = "true|false")]
+
+    // Pipeline: files and budgets.
+    #[arg(long, env = "KSA_FORMAT", help_heading = "Files", help = with_default("File format", DEFAULT_FORMAT))]
+    pub format: Option<Format>,
+    #[arg(long, env = "KSA_COMPRESSION", help_heading = "Files",
+        help = with_default("Compression (snappy: Parquet only)", DEFAULT_COMPRESSION))]
+    pub compression: Option<Compression>,
+    #[arg(long, env = "KSA_ROLL_RECORDS", help_heading = "Files",
+        help = with_default("Roll a file after this many records", DEFAULT_ROLL_RECORDS))]
+    pub roll_records: Option<u64>,
+    #[arg(long, env = "KSA_ROLL_BYTES", help_heading = "Files",
+        help = with_default("Roll a file once it is this large, e.g. 64MiB", DEFAULT_ROLL_BYTES))]
+    pub roll_bytes: Option<ByteSize>,
+    #[arg(long, env = "KSA_ROLL_AGE", help_heading = "Files",
+        help = with_default("Roll a file this long after its first record, even if no more arrive, e.g. 30s", DEFAULT_ROLL_AGE))]
+    pub roll_age: Option<HumanDuration>,
+    /// Directory for files too large to keep in memory until upload [default: <system temp>/kafka-s3-archiver-spool]
+    #[arg(long, env = "KSA_SPOOL_DIR", help_heading = "Files")]
+    pub spool_dir: Option<PathBuf>,
+    #[arg(long, env = "KSA_SPOOL_MEMORY_THRESHOLD", help_heading = "Files",
+        help = with_default("A file moves from memory to the spool directory beyond this size", DEFAULT_SPOOL_MEMORY_THRESHOLD))]
+    pub spool_memory_threshold: Option<ByteSize>,
+    #[arg(long, env = "KSA_MAX_BUFFER_BYTES", help_heading = "Files",
+        help = with_default("Memory budget for buffered data across all partitions", DEFAULT_MAX_BUFFER_BYTES))]
+    pub max_buffer_bytes: Option<ByteSize>,
+    #[arg(long, env = "KSA_MAX_SPOOL_BYTES", help_heading = "Files",
+        help = with_default("Disk budget for the spool directory across all partitions", DEFAULT_MAX_SPOOL_BYTES))]
+    pub max_spool_bytes: Option<ByteSize>,
+    #[arg(long, env = "KSA_REVOKE_TIMEOUT", help_heading = "Files",
+        help = with_default("How long a revoked partition may take to upload its open file before it is dropped", DEFAULT_REVOKE_TIMEOUT))]
+    pub revoke_timeout: Option<HumanDuration>,
+    #[arg(long, env = "KSA_CLAIMS", value_name = "true|false", help_heading = "Files",
+        help = with_default("Claim each file's start offset before uploading it, so that zombie instances and late \
+            uploads can never add overlapping objects (one small extra PUT per file). Turn off only to measure", DEFAULT_CLAIMS))]
     pub claims: Option<bool>,
+
+    // Metrics.
+    /// Serve Prometheus metrics at http://ADDR/metrics, with /healthz and /readyz, e.g. 127.0.0.1:9090.
+    #[arg(long, env = "KSA_METRICS_ADDR", help_heading = "Metrics")]
+    pub metrics_addr: Option<String>,
+
+    // Last, as a TOML table follows plain keys.
+    /// Extra librdkafka settings: the config file's `[kafka]` table (and `--kafka` once layered).
+    #[arg(skip)]
+    pub kafka: Option<BTreeMap<String, String>>,
 }
 
-macro_rules! prefer {
-    ($hi:ident, $lo:ident, $($field:ident),*) => {
-        Settings { $($field: $hi.$field.or($lo.$field),)* ..$hi }
-    };
+/// Validated settings of `run`, by section.
+#[derive(Debug, Clone)]
+pub struct ArchiverConfig {
+    pub source: SourceConfig,
+    pub store: StoreConfig,
+    pub pipeline: PipelineConfig,
+    pub metrics: MetricsConfig,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    pub brokers: String,
+    pub group: String,
+    /// Topic names and `^regex` patterns, as librdkafka subscribes them.
+    pub subscription: Vec<String>,
+    pub kafka_props: Vec<(String, String)>,
+    pub start_from: StartFrom,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub dest: Destination,
+    pub s3_endpoint: Option<String>,
+    pub s3_region: Option<String>,
+    pub upload_part_size: u64,
+    pub upload_concurrency: usize,
+    pub s3_attempt_timeout: Duration,
+    pub abort_stale_uploads_after: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct PipelineConfig {
+    pub spec: FileSpec,
+    pub roll: RollPolicy,
+    pub spool_dir: PathBuf,
+    pub spool_memory_threshold: u64,
+    pub max_buffer_bytes: u64,
+    pub max_spool_bytes: u64,
+    pub revoke_timeout: Duration,
+    pub claims: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct MetricsConfig {
+    pub addr: Option<SocketAddr>,
 }
 
 impl Settings {
+    /// The defaults, as the lowest layer.
+    fn defaults() -> Self {
+        Settings {
+            start_from: Some(DEFAULT_START_FROM),
+            upload_part_size: Some(DEFAULT_UPLOAD_PART_SIZE),
+            upload_concurrency: Some(DEFAULT_UPLOAD_CONCURRENCY),
+            s3_attempt_timeout: Some(DEFAULT_S3_ATTEMPT_TIMEOUT),
+            abort_stale_uploads_after: Some(DEFAULT_ABORT_STALE_UPLOADS_AFTER),
+            format: Some(DEFAULT_FORMAT),
+            compression: Some(DEFAULT_COMPRESSION),
+            roll_records: Some(DEFAULT_ROLL_RECORDS),
+            roll_bytes: Some(DEFAULT_ROLL_BYTES),
+            roll_age: Some(DEFAULT_ROLL_AGE),
+            spool_dir: Some(std::env::temp_dir().join("kafka-s3-archiver-spool")),
+            spool_memory_threshold: Some(DEFAULT_SPOOL_MEMORY_THRESHOLD),
+            max_buffer_bytes: Some(DEFAULT_MAX_BUFFER_BYTES),
+            max_spool_bytes: Some(DEFAULT_MAX_SPOOL_BYTES),
+            revoke_timeout: Some(DEFAULT_REVOKE_TIMEOUT),
+            claims: Some(DEFAULT_CLAIMS),
+            ..Settings::default()
+        }
+    }
+
     /// Reads a TOML file of settings.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
@@ -148,50 +268,70 @@ impl Settings {
         })
     }
 
-    /// These settings (flags and environment) over `file`'s.
-    pub fn over(self, file: Settings) -> Settings {
-        let topics = if self.topics.is_empty() { file.topics.clone() } else { self.topics.clone() };
-        let mut kafka = file.kafka.clone();
-        kafka.extend(self.kafka.clone());
-        let mut merged = prefer!(
-            self,
-            file,
-            brokers,
-            group,
-            topic_regex,
-            dest,
-            s3_endpoint,
-            s3_region,
-            format,
-            compression,
-            roll_records,
-            roll_bytes,
-            roll_age,
-            start_from,
-            spool_dir,
-            spool_memory_threshold,
-            max_buffer_bytes,
-            max_spool_bytes,
-            upload_part_size,
-            upload_concurrency,
-            s3_attempt_timeout,
-            revoke_timeout,
-            abort_stale_uploads_after,
-            claims,
-            metrics_addr
-        );
-        merged.topics = topics;
-        merged.kafka = kafka;
-        merged
+    /// The settings in effect: these (flags and environment) over the `file`'s, over the defaults.
+    pub fn effective(mut self, file: Option<&Path>) -> Result<Settings, ConfigError> {
+        self.kafka = Some(self.kafka_props()?);
+        self.kafka_flags = None;
+        let mut layers = Figment::from(Serialized::defaults(Settings::defaults()));
+        if let Some(path) = file {
+            layers = layers.merge(Serialized::defaults(Settings::from_file(path)?));
+        }
+        layers.merge(Serialized::defaults(self)).extract().map_err(|e| ConfigError::Layering(e.to_string()))
     }
 
-    /// Checks everything and fills defaults.
-    pub fn validate(self) -> Result<ArchiverConfig, ConfigError> {
-        let brokers = non_empty(self.brokers, "--brokers", "pass --brokers host:port (or KSA_BROKERS)")?;
+    /// The settings in effect (see [`Settings::effective`]), validated.
+    pub fn resolve(self, file: Option<&Path>) -> Result<ArchiverConfig, ConfigError> {
+        self.effective(file)?.validate()
+    }
+
+    /// The effective settings as a TOML file would give them, secrets masked.
+    pub fn to_toml(&self) -> String {
+        let mut shown = self.clone();
+        for (key, value) in shown.kafka.iter_mut().flatten() {
+            if is_secret(key) {
+                *value = "****".into();
+            }
+        }
+        toml::to_string(&shown).expect("settings serialise")
+    }
+
+    /// The `[kafka]` table with the `--kafka KEY=VALUE` flags over it.
+    fn kafka_props(&self) -> Result<BTreeMap<String, String>, ConfigError> {
+        let mut props = self.kafka.clone().unwrap_or_default();
+        for kv in self.kafka_flags.iter().flatten() {
+            let (k, v) = parse_kafka_setting(kv)?;
+            props.insert(k, v);
+        }
+        if let Some(k) = props.keys().find(|k| RESERVED_KAFKA_KEYS.contains(&k.as_str())) {
+            let why = "the archiver sets this itself (use --brokers/--group for servers and group)";
+            return Err(invalid("--kafka", k, why.into()));
+        }
+        Ok(props)
+    }
+
+    /// Checks everything; the defaults are layered in already.
+    fn validate(self) -> Result<ArchiverConfig, ConfigError> {
+        Ok(ArchiverConfig {
+            source: self.source()?,
+            store: self.store()?,
+            pipeline: self.pipeline()?,
+            metrics: MetricsConfig {
+                addr: match &self.metrics_addr {
+                    None => None,
+                    Some(a) => Some(a.parse().map_err(|e| {
+                        invalid("--metrics-addr", a, format!("{e}: write IP:PORT, e.g. 127.0.0.1:9090"))
+                    })?),
+                },
+            },
+        })
+    }
+
+    fn source(&self) -> Result<SourceConfig, ConfigError> {
+        let brokers = non_empty(&self.brokers, "--brokers", "pass --brokers host:port (or KSA_BROKERS)")?;
         let group =
-            non_empty(self.group, "--group", "pass --group NAME (or KSA_GROUP); instances of one archive share it")?;
+            non_empty(&self.group, "--group", "pass --group NAME (or KSA_GROUP); instances of one archive share it")?;
         let mut subscription: Vec<String> = Vec::new();
-        for t in &self.topics {
+        for t in self.topics.iter().flatten() {
             crate::core::partition::validate_topic(t).map_err(|e| invalid("--topic", t, e.to_string()))?;
             subscription.push(t.clone());
         }
@@ -202,86 +342,64 @@ impl Settings {
             subscription.push(if re.starts_with('^') { re.clone() } else { format!("^{re}") });
         }
         if subscription.is_empty() {
-            return Err(ConfigError::Missing {
-                name: "--topic or --topic-regex",
-                how: "name at least one topic to archive",
-            });
+            let how = "name at least one topic to archive";
+            return Err(ConfigError::Missing { name: "--topic or --topic-regex", how });
         }
-        let dest_text = non_empty(self.dest, "--dest", "pass --dest s3://bucket/prefix or file:///dir")?;
-        let dest: Destination = dest_text
-            .parse()
-            .map_err(|e: crate::core::destination::DestinationError| invalid("--dest", &dest_text, e.to_string()))?;
-        let format: Format = parse_opt(self.format, "--format", Format::Parquet)?;
-        let compression: Compression = parse_opt(self.compression, "--compression", Compression::Zstd)?;
-        let spec = FileSpec::new(format, compression)
-            .map_err(|e| invalid("--compression", &compression.to_string(), e.to_string()))?;
-        let roll = RollPolicy {
-            max_records: positive(self.roll_records.unwrap_or(1_000_000), "--roll-records")?,
-            max_bytes: positive(self.roll_bytes.map_or(64 << 20, ByteSize::bytes), "--roll-bytes")?,
-            max_age: self.roll_age.map_or(Duration::from_secs(300), |d| d.0),
-        };
-        if roll.max_age < Duration::from_millis(100) {
-            return Err(invalid("--roll-age", &format!("{:?}", roll.max_age), "use at least 100ms".into()));
-        }
-        let start_from = match self.start_from.as_deref().unwrap_or("earliest") {
-            "earliest" => StartFrom::Earliest,
-            "latest" => StartFrom::Latest,
-            other => return Err(invalid("--start-from", other, "use earliest or latest".into())),
-        };
-        let mut kafka_props = self.kafka.clone();
-        for kv in &self.kafka_flags {
-            let (k, v) = parse_kafka_setting(kv)?;
-            kafka_props.insert(k, v);
-        }
-        for k in kafka_props.keys() {
-            if RESERVED_KAFKA_KEYS.contains(&k.as_str()) {
-                return Err(invalid(
-                    "--kafka",
-                    k,
-                    "the archiver sets this itself (use --brokers/--group for servers and group)".into(),
-                ));
-            }
-        }
-        let part_size = self.upload_part_size.map_or(8 << 20, ByteSize::bytes);
-        if part_size < 5 << 20 {
-            return Err(invalid(
-                "--upload-part-size",
-                &ByteSize(part_size).to_string(),
-                "S3 needs parts of at least 5MiB".into(),
-            ));
-        }
-        let memory_threshold = self.spool_memory_threshold.map_or(8 << 20, ByteSize::bytes);
-        let max_buffer_bytes =
-            positive(self.max_buffer_bytes.map_or(256 << 20, ByteSize::bytes), "--max-buffer-bytes")?;
-        Ok(ArchiverConfig {
+        Ok(SourceConfig {
             brokers,
             group,
             subscription,
+            kafka_props: self.kafka_props()?.into_iter().collect(),
+            start_from: set(self.start_from, "--start-from")?,
+        })
+    }
+
+    fn store(&self) -> Result<StoreConfig, ConfigError> {
+        let dest_text = non_empty(&self.dest, "--dest", "pass --dest s3://bucket/prefix or file:///dir")?;
+        let dest: Destination = dest_text
+            .parse()
+            .map_err(|e: crate::core::destination::DestinationError| invalid("--dest", &dest_text, e.to_string()))?;
+        let part_size = set(self.upload_part_size, "--upload-part-size")?;
+        if part_size.bytes() < MIN_PART_SIZE {
+            let why = format!("S3 needs parts of at least {}", ByteSize(MIN_PART_SIZE));
+            return Err(invalid("--upload-part-size", &part_size.to_string(), why));
+        }
+        Ok(StoreConfig {
             dest,
-            s3_endpoint: self.s3_endpoint,
-            s3_region: self.s3_region,
+            s3_endpoint: self.s3_endpoint.clone(),
+            s3_region: self.s3_region.clone(),
+            upload_part_size: part_size.bytes(),
+            upload_concurrency: set(self.upload_concurrency, "--upload-concurrency")?.max(1),
+            s3_attempt_timeout: set(self.s3_attempt_timeout, "--s3-attempt-timeout")?.0,
+            abort_stale_uploads_after: set(self.abort_stale_uploads_after, "--abort-stale-uploads-after")?.0,
+        })
+    }
+
+    fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {
+        let compression = set(self.compression, "--compression")?;
+        let spec = FileSpec::new(set(self.format, "--format")?, compression)
+            .map_err(|e| invalid("--compression", &compression.to_string(), e.to_string()))?;
+        let roll = RollPolicy {
+            max_records: positive(set(self.roll_records, "--roll-records")?, "--roll-records")?,
+            max_bytes: positive(set(self.roll_bytes, "--roll-bytes")?.bytes(), "--roll-bytes")?,
+            max_age: set(self.roll_age, "--roll-age")?.0,
+        };
+        if roll.max_age < MIN_ROLL_AGE {
+            let why = format!("use at least {}", HumanDuration(MIN_ROLL_AGE));
+            return Err(invalid("--roll-age", &HumanDuration(roll.max_age).to_string(), why));
+        }
+        Ok(PipelineConfig {
             spec,
             roll,
-            kafka_props: kafka_props.into_iter().collect(),
-            start_from,
-            spool_dir: self.spool_dir.unwrap_or_else(|| std::env::temp_dir().join("kafka-s3-archiver-spool")),
-            spool_memory_threshold: memory_threshold,
-            max_buffer_bytes,
-            max_spool_bytes: positive(self.max_spool_bytes.map_or(4 << 30, ByteSize::bytes), "--max-spool-bytes")?,
-            upload_part_size: part_size,
-            upload_concurrency: self.upload_concurrency.unwrap_or(4).max(1),
-            s3_attempt_timeout: self.s3_attempt_timeout.map_or(Duration::from_secs(60), |d| d.0),
-            revoke_timeout: self.revoke_timeout.map_or(Duration::from_secs(20), |d| d.0),
-            abort_stale_uploads_after: self.abort_stale_uploads_after.map_or(Duration::from_secs(24 * 3600), |d| d.0),
-            claims: self.claims.unwrap_or(true),
-            metrics_addr: match self.metrics_addr {
-                None => None,
-                Some(a) => {
-                    Some(a.parse().map_err(|e| {
-                        invalid("--metrics-addr", &a, format!("{e}: write IP:PORT, e.g. 127.0.0.1:9090"))
-                    })?)
-                }
-            },
+            spool_dir: set(self.spool_dir.clone(), "--spool-dir")?,
+            spool_memory_threshold: set(self.spool_memory_threshold, "--spool-memory-threshold")?.bytes(),
+            max_buffer_bytes: positive(
+                set(self.max_buffer_bytes, "--max-buffer-bytes")?.bytes(),
+                "--max-buffer-bytes",
+            )?,
+            max_spool_bytes: positive(set(self.max_spool_bytes, "--max-spool-bytes")?.bytes(), "--max-spool-bytes")?,
+            revoke_timeout: set(self.revoke_timeout, "--revoke-timeout")?.0,
+            claims: set(self.claims, "--claims")?,
         })
     }
 }
@@ -294,12 +412,24 @@ pub fn parse_kafka_setting(kv: &str) -> Result<(String, String), ConfigError> {
     Ok((k.trim().to_string(), v.trim().to_string()))
 }
 
+/// librdkafka settings whose values are not shown (`--print-config`).
+fn is_secret(key: &str) -> bool {
+    ["password", "secret", "sasl.jaas.config", "sasl.oauthbearer.config", "ssl.key.pem"]
+        .iter()
+        .any(|word| key.contains(word))
+}
+
 fn invalid(name: &'static str, value: &str, why: String) -> ConfigError {
     ConfigError::Invalid { name, value: value.to_string(), why }
 }
 
-fn non_empty(v: Option<String>, name: &'static str, how: &'static str) -> Result<String, ConfigError> {
-    v.filter(|s| !s.trim().is_empty()).ok_or(ConfigError::Missing { name, how })
+/// A setting every layer may leave unset only when it has a default (layered in before validation).
+fn set<T>(v: Option<T>, name: &'static str) -> Result<T, ConfigError> {
+    v.ok_or(ConfigError::Missing { name, how: "set it with its flag, environment variable or config file key" })
+}
+
+fn non_empty(v: &Option<String>, name: &'static str, how: &'static str) -> Result<String, ConfigError> {
+    v.clone().filter(|s| !s.trim().is_empty()).ok_or(ConfigError::Missing { name, how })
 }
 
 fn positive(v: u64, name: &'static str) -> Result<u64, ConfigError> {
@@ -310,138 +440,5 @@ fn positive(v: u64, name: &'static str) -> Result<u64, ConfigError> {
     }
 }
 
-fn parse_opt<T: std::str::FromStr<Err = String>>(
-    v: Option<String>,
-    name: &'static str,
-    default: T,
-) -> Result<T, ConfigError> {
-    match v {
-        None => Ok(default),
-        Some(s) => s.parse().map_err(|why| invalid(name, &s, why)),
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartFrom {
-    Earliest,
-    Latest,
-}
-
-/// Validated settings of `run`.
-#[derive(Debug, Clone)]
-pub struct ArchiverConfig {
-    pub brokers: String,
-    pub group: String,
-    /// Topic names and `^regex` patterns, as librdkafka subscribes them.
-    pub subscription: Vec<String>,
-    pub dest: Destination,
-    pub s3_endpoint: Option<String>,
-    pub s3_region: Option<String>,
-    pub spec: FileSpec,
-    pub roll: RollPolicy,
-    pub kafka_props: Vec<(String, String)>,
-    pub start_from: StartFrom,
-    pub spool_dir: PathBuf,
-    pub spool_memory_threshold: u64,
-    pub max_buffer_bytes: u64,
-    pub max_spool_bytes: u64,
-    pub upload_part_size: u64,
-    pub upload_concurrency: usize,
-    pub s3_attempt_timeout: Duration,
-    pub revoke_timeout: Duration,
-    pub abort_stale_uploads_after: Duration,
-    pub claims: bool,
-    pub metrics_addr: Option<std::net::SocketAddr>,
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn minimal() -> Settings {
-        Settings {
-            brokers: Some("localhost:9092".into()),
-            group: Some("g".into()),
-            topics: vec!["orders".into()],
-            dest: Some("s3://bucket/pre".into()),
-            ..Settings::default()
-        }
-    }
-
-    #[test]
-    fn defaults_fill_in() {
-        let c = minimal().validate().unwrap();
-        assert_eq!(c.spec.format(), Format::Parquet);
-        assert_eq!(c.spec.compression(), Compression::Zstd);
-        assert_eq!(c.roll.max_bytes, 64 << 20);
-        assert_eq!(c.start_from, StartFrom::Earliest);
-        assert_eq!(c.subscription, vec!["orders".to_string()]);
-    }
-
-    #[test]
-    fn flags_win_over_the_file() {
-        let file: Settings = toml::from_str(
-            r#"
-            brokers = "file:1"
-            group = "file-group"
-            topics = ["a", "b"]
-            dest = "file:///tmp/x"
-            roll-bytes = "1MiB"
-            roll-age = "10s"
-            [kafka]
-            "security.protocol" = "SASL_SSL"
-            "#,
-        )
-        .unwrap();
-        let flags = Settings {
-            group: Some("flag-group".into()),
-            roll_age: Some("3s".parse().unwrap()),
-            kafka_flags: vec!["sasl.mechanism=PLAIN".into()],
-            ..Settings::default()
-        };
-        let c = flags.over(file).validate().unwrap();
-        assert_eq!(c.brokers, "file:1");
-        assert_eq!(c.group, "flag-group");
-        assert_eq!(c.subscription, vec!["a".to_string(), "b".to_string()]);
-        assert_eq!(c.roll.max_bytes, 1 << 20);
-        assert_eq!(c.roll.max_age, Duration::from_secs(3));
-        assert!(c.kafka_props.contains(&("security.protocol".into(), "SASL_SSL".into())));
-        assert!(c.kafka_props.contains(&("sasl.mechanism".into(), "PLAIN".into())));
-    }
-
-    #[test]
-    fn unknown_keys_in_the_file_are_rejected() {
-        let err = toml::from_str::<Settings>("brokers = \"x\"\nroll-sise = \"1MiB\"\n").unwrap_err();
-        assert!(err.to_string().contains("roll-sise"), "{err}");
-    }
-
-    #[test]
-    fn bad_values_name_the_setting() {
-        let cases: Vec<(Settings, &str)> = vec![
-            (Settings { brokers: None, ..minimal() }, "--brokers"),
-            (Settings { topics: vec![], ..minimal() }, "--topic"),
-            (Settings { topics: vec!["a/b".into()], ..minimal() }, "--topic"),
-            (Settings { dest: Some("/tmp/x".into()), ..minimal() }, "--dest"),
-            (Settings { format: Some("csv".into()), ..minimal() }, "--format"),
-            (
-                Settings { format: Some("jsonl".into()), compression: Some("snappy".into()), ..minimal() },
-                "--compression",
-            ),
-            (Settings { roll_records: Some(0), ..minimal() }, "--roll-records"),
-            (Settings { start_from: Some("middle".into()), ..minimal() }, "--start-from"),
-            (Settings { kafka_flags: vec!["novalue".into()], ..minimal() }, "--kafka"),
-            (Settings { kafka_flags: vec!["enable.auto.commit=true".into()], ..minimal() }, "--kafka"),
-            (Settings { upload_part_size: Some(ByteSize(1 << 20)), ..minimal() }, "--upload-part-size"),
-        ];
-        for (s, name) in cases {
-            let err = s.validate().unwrap_err().to_string();
-            assert!(err.contains(name), "expected {name} in: {err}");
-        }
-    }
-
-    #[test]
-    fn regex_subscriptions_are_anchored() {
-        let c = Settings { topics: vec![], topic_regex: Some("orders-.*".into()), ..minimal() }.validate().unwrap();
-        assert_eq!(c.subscription, vec!["^orders-.*".to_string()]);
-    }
-}
+mod tests;

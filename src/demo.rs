@@ -13,9 +13,11 @@ use thiserror::Error;
 
 use crate::archiver::{open_store, Archiver, ArchiverError};
 use crate::check::{archived_ends, compare, read_topic, CheckError, Comparison};
-use crate::config::{ConfigError, Settings};
+use crate::config::{ArchiverConfig, ConfigError, Settings};
+use crate::core::encode::Format;
+use crate::core::object_key::Prefix;
+use crate::core::record::Record;
 use crate::generate::produce;
-use crate::stats::Stats;
 use crate::store::{list_all, ObjectStore, StoreError};
 use crate::verify::{verify, VerifyOptions};
 
@@ -47,7 +49,7 @@ pub enum DemoError {
 pub struct DemoOptions {
     pub records: usize,
     pub dir: PathBuf,
-    pub format: String,
+    pub format: Format,
 }
 
 async fn wait_for(
@@ -69,13 +71,13 @@ fn settings(bootstrap: &str, group: &str, opts: &DemoOptions) -> Settings {
     Settings {
         brokers: Some(bootstrap.to_string()),
         group: Some(group.to_string()),
-        topics: vec![TOPIC.to_string()],
+        topics: Some(vec![TOPIC.to_string()]),
         dest: Some(format!("file://{}", opts.dir.join("archive").display())),
-        format: Some(opts.format.clone()),
+        format: Some(opts.format),
         roll_records: Some(1_200),
         roll_age: Some("2s".parse().expect("valid duration")),
         spool_dir: Some(opts.dir.join("spool")),
-        kafka_flags: vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()],
+        kafka_flags: Some(vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()]),
         ..Settings::default()
     }
 }
@@ -92,60 +94,19 @@ pub async fn run(opts: DemoOptions) -> Result<Comparison, DemoError> {
     let total: usize = produced.values().map(Vec::len).sum();
     println!("2. produced {total} records (keys, binary and null values, headers, timestamps)");
 
-    let first = settings(&bootstrap, "demo-archiver-1", &opts).validate()?;
+    let first = settings(&bootstrap, "demo-archiver-1", &opts).resolve(None)?;
     let store: Arc<dyn ObjectStore> = open_store(&first).await?;
-    let prefix = first.dest.prefix().clone();
-    println!("3. archiving to {} as {} files (group demo-archiver-1)", first.dest, opts.format);
-    let archiver = Archiver::start(&first, store.clone())?;
-    let stats = archiver.stats();
-    let crash_at = (total as u64 * 2 / 5).max(1);
-    // Crash mid-file: some records archived, others still in open files.
-    wait_for("the first archiver to archive 40% of the records", Duration::from_secs(120), async || {
-        let archived = Stats::get(&stats.records_archived);
-        Ok(archived >= crash_at && (Stats::get(&stats.records_received) > archived || archived == total as u64))
-    })
-    .await?;
-    archiver.crash().await;
-    let objects_before = list_all(store.as_ref(), &prefix.topic_folder(TOPIC)).await?.len();
-    println!(
-        "4. CRASHED the archiver: {} records were archived in {objects_before} objects, {} more were in open files \
-         and are lost with it; nothing was flushed or committed",
-        Stats::get(&stats.records_archived),
-        Stats::get(&stats.records_received).saturating_sub(Stats::get(&stats.records_archived)),
-    );
+    let prefix = first.store.dest.prefix().clone();
+    println!("3. archiving to {} as {} files (group demo-archiver-1)", first.store.dest, opts.format);
+    archive_then_crash(&first, &store, &prefix, total as u64).await?;
 
-    let second = settings(&bootstrap, "demo-archiver-2", &opts).validate()?;
+    let second = settings(&bootstrap, "demo-archiver-2", &opts).resolve(None)?;
     println!("5. restarted with a NEW consumer group (demo-archiver-2): Kafka knows no position, the archive does");
-    let archiver = Archiver::start(&second, store.clone())?;
-    let stats = archiver.stats();
     let last_offsets: BTreeMap<i32, i64> =
         produced.iter().filter_map(|(p, recs)| recs.last().map(|r| (*p, r.offset))).collect();
-    wait_for("the restarted archiver to reach the end of every partition", Duration::from_secs(180), async || {
-        Ok(archived_ends(store.as_ref(), &prefix, TOPIC).await? == last_offsets)
-    })
-    .await?;
-    archiver.shutdown().await?;
-    println!(
-        "6. the restarted archiver recovered every partition's position by listing the archive ({} list requests) \
-         and archived the remaining {} records",
-        Stats::get(&stats.recovery_list_requests),
-        Stats::get(&stats.records_archived),
-    );
+    archive_to_the_end(&second, &store, &prefix, &last_offsets).await?;
 
-    let contents = read_topic(store.as_ref(), &prefix, TOPIC).await?;
-    let objects: usize = contents.partitions.values().map(|p| p.objects.len()).sum();
-    let comparison = compare(&produced, &contents);
-    println!(
-        "7. check (read back {objects} objects): expected {}, archived {}, missing {}, duplicates {}, different {}, \
-         unexpected {}, mislabelled objects {}",
-        comparison.expected,
-        comparison.archived,
-        comparison.missing,
-        comparison.duplicates,
-        comparison.different,
-        comparison.unexpected,
-        comparison.mislabelled_objects
-    );
+    let comparison = check(&store, &prefix, &produced).await?;
     let options = VerifyOptions {
         prefix: prefix.clone(),
         topics: vec![TOPIC.to_string()],
@@ -170,4 +131,76 @@ pub async fn run(opts: DemoOptions) -> Result<Comparison, DemoError> {
         println!("RESULT: OK: every produced record is in the archive exactly once, bytes equal");
         Ok(comparison)
     }
+}
+
+/// Archives until 40% of the records are archived and some are in open files, then crashes.
+async fn archive_then_crash(
+    config: &ArchiverConfig,
+    store: &Arc<dyn ObjectStore>,
+    prefix: &Prefix,
+    total: u64,
+) -> Result<(), DemoError> {
+    let archiver = Archiver::start(config, store.clone())?;
+    let metrics = archiver.metrics();
+    let crash_at = (total * 2 / 5).max(1);
+    wait_for("the first archiver to archive 40% of the records", Duration::from_secs(120), async || {
+        let archived = metrics.records_archived.get();
+        Ok(archived >= crash_at && (metrics.records_received.get() > archived || archived == total))
+    })
+    .await?;
+    archiver.crash().await;
+    let objects_before = list_all(store.as_ref(), &prefix.topic_folder(TOPIC)).await?.len();
+    println!(
+        "4. CRASHED the archiver: {} records were archived in {objects_before} objects, {} more were in open files \
+         and are lost with it; nothing was flushed or committed",
+        metrics.records_archived.get(),
+        metrics.records_received.get().saturating_sub(metrics.records_archived.get()),
+    );
+    Ok(())
+}
+
+/// Archives until every partition's last produced offset is archived, then stops gracefully.
+async fn archive_to_the_end(
+    config: &ArchiverConfig,
+    store: &Arc<dyn ObjectStore>,
+    prefix: &Prefix,
+    last_offsets: &BTreeMap<i32, i64>,
+) -> Result<(), DemoError> {
+    let archiver = Archiver::start(config, store.clone())?;
+    let metrics = archiver.metrics();
+    wait_for("the restarted archiver to reach the end of every partition", Duration::from_secs(180), async || {
+        Ok(archived_ends(store.as_ref(), prefix, TOPIC).await? == *last_offsets)
+    })
+    .await?;
+    archiver.shutdown().await?;
+    println!(
+        "6. the restarted archiver recovered every partition's position by listing the archive ({} list requests) \
+         and archived the remaining {} records",
+        metrics.recovery_list_requests.get(),
+        metrics.records_archived.get(),
+    );
+    Ok(())
+}
+
+/// Reads the archive back and compares it with what was produced.
+async fn check(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &Prefix,
+    produced: &BTreeMap<i32, Vec<Record>>,
+) -> Result<Comparison, DemoError> {
+    let contents = read_topic(store.as_ref(), prefix, TOPIC).await?;
+    let objects: usize = contents.partitions.values().map(|p| p.objects.len()).sum();
+    let comparison = compare(produced, &contents);
+    println!(
+        "7. check (read back {objects} objects): expected {}, archived {}, missing {}, duplicates {}, different {}, \
+         unexpected {}, mislabelled objects {}",
+        comparison.expected,
+        comparison.archived,
+        comparison.missing,
+        comparison.duplicates,
+        comparison.different,
+        comparison.unexpected,
+        comparison.mislabelled_objects
+    );
+    Ok(comparison)
 }

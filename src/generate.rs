@@ -9,7 +9,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::producer::FutureProducer;
 
 use crate::core::record::{Header, Record, TimestampKind};
-use crate::kafka::{kafka_headers, to_future_record};
+use crate::source::convert::{kafka_headers, to_future_record};
 
 /// Timestamps of generated records start here (2026-01-01T00:00:00Z) and grow by 1 ms per index.
 const BASE_TIMESTAMP_MS: i64 = 1_767_225_600_000;

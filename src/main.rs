@@ -8,12 +8,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, Archiver};
 use kafka_s3_archiver::config::{self, Settings};
 use kafka_s3_archiver::core::destination::Destination;
+use kafka_s3_archiver::core::encode::Format;
 use kafka_s3_archiver::core::restore::{Partitioning, Selection};
+use kafka_s3_archiver::demo;
+use kafka_s3_archiver::progress::Progress;
 use kafka_s3_archiver::restore::{RestoreOptions, RestoreProgressCounters, RestoreTarget};
 use kafka_s3_archiver::status::StatusOptions;
+use kafka_s3_archiver::telemetry::http;
 use kafka_s3_archiver::verify::VerifyOptions;
-use kafka_s3_archiver::{demo, metrics};
-use std::io::IsTerminal;
 use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::{info, warn};
@@ -124,8 +126,8 @@ struct RestoreArgs {
     kafka: Vec<String>,
     /// same: partition p to partition p; key: by key hash (Kafka's murmur2), for a target with
     /// another partition count.
-    #[arg(long, default_value = "same")]
-    partitioning: String,
+    #[arg(long, value_enum, default_value_t = Partitioning::Same)]
+    partitioning: Partitioning,
     /// At most this many records per second.
     #[arg(long)]
     max_rate: Option<f64>,
@@ -160,6 +162,10 @@ enum Command {
         /// TOML file with the same settings (environment and flags override it).
         #[arg(long, env = "KSA_CONFIG")]
         config: Option<PathBuf>,
+        /// Print the settings in effect (defaults < file < environment < flags; secrets masked) as a
+        /// TOML file would give them, check them, and exit without connecting to anything.
+        #[arg(long)]
+        print_config: bool,
         #[command(flatten)]
         settings: Settings,
     },
@@ -181,9 +187,9 @@ enum Command {
         /// Where to keep the demo's archive [default: a new temporary directory].
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// File format: parquet or jsonl.
-        #[arg(long, default_value = "parquet")]
-        format: String,
+        /// File format.
+        #[arg(long, value_enum, default_value_t = Format::Parquet)]
+        format: Format,
     },
 }
 
@@ -198,26 +204,22 @@ fn init_logging(format: LogFormat, default_filter: &str) {
 }
 
 async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
-    let file = match &config_file {
-        Some(path) => Settings::from_file(path)?,
-        None => Settings::default(),
-    };
-    let config = flags.over(file).validate()?;
-    let cannot_use = || format!("cannot use the archive at {}", config.dest);
+    let config = flags.resolve(config_file.as_deref())?;
+    let cannot_use = || format!("cannot use the archive at {}", config.store.dest);
     let store = open_store(&config).await.with_context(cannot_use)?;
     preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
-    let metrics_listener = match config.metrics_addr {
+    let metrics_listener = match config.metrics.addr {
         Some(addr) => Some(
-            metrics::bind(addr)
+            http::bind(addr)
                 .await
                 .with_context(|| format!("cannot serve metrics on --metrics-addr {addr} (in use?)"))?,
         ),
         None => None,
     };
-    info!(dest = %config.dest, group = %config.group, topics = ?config.subscription, "starting");
+    info!(dest = %config.store.dest, group = %config.source.group, topics = ?config.source.subscription, "starting");
     // Start-up waits (bounded) for the brokers to answer: keep that off the async workers.
     let archiver = tokio::task::block_in_place(|| Archiver::start(&config, store))?;
-    let metrics_server = metrics_listener.map(|listener| metrics::serve(listener, archiver.stats()));
+    let metrics_server = metrics_listener.map(|listener| http::serve(listener, archiver.metrics()));
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     loop {
@@ -238,13 +240,21 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
             std::process::exit(130);
         });
     }
-    let stats = archiver.stats();
+    let metrics = archiver.metrics();
     let result = archiver.shutdown().await;
     if let Some(server) = metrics_server {
         server.abort();
     }
-    info!("{}", stats.summary());
+    info!("{}", metrics.summary());
     result.map_err(Into::into)
+}
+
+/// `run --print-config`: the settings in effect, checked.
+fn print_config(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
+    let effective = flags.effective(config_file.as_deref())?;
+    print!("{}", effective.to_toml());
+    effective.resolve(None)?;
+    Ok(())
 }
 
 fn parse_time(s: &str) -> Result<i64, String> {
@@ -262,8 +272,7 @@ fn kafka_props(kafka: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     Ok(kafka.iter().map(|kv| config::parse_kafka_setting(kv)).collect::<Result<_, _>>()?)
 }
 
-/// Runs `restore`, showing progress on stderr: one updating line on a terminal, a line every 5 s
-/// otherwise.
+/// Runs `restore`, showing progress on stderr (see `progress`), then a summary line.
 async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
     let RestoreArgs {
         archive,
@@ -281,12 +290,9 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
         max_rate,
     } = args;
     let target = match (to_topic, to_stdout, brokers) {
-        (Some(topic), false, Some(brokers)) => RestoreTarget::Kafka {
-            brokers,
-            props: kafka_props(&kafka)?,
-            topic,
-            partitioning: partitioning.parse::<Partitioning>().map_err(anyhow::Error::msg)?,
-        },
+        (Some(topic), false, Some(brokers)) => {
+            RestoreTarget::Kafka { brokers, props: kafka_props(&kafka)?, topic, partitioning }
+        }
         (None, true, _) => RestoreTarget::Stdout,
         _ => anyhow::bail!("say where to restore to: --to-topic NAME --brokers HOST:PORT, or --to-stdout"),
     };
@@ -301,25 +307,9 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
     };
     let counters = Arc::new(RestoreProgressCounters::default());
     let started = std::time::Instant::now();
-    let terminal = std::io::stderr().is_terminal();
-    let shown = counters.clone();
-    let reporter = tokio::spawn(async move {
-        let every = if terminal { Duration::from_secs(1) } else { Duration::from_secs(5) };
-        loop {
-            tokio::time::sleep(every).await;
-            let line = shown.line(started.elapsed());
-            if terminal {
-                eprint!("\r\x1b[2K{line}");
-            } else {
-                eprintln!("{line}");
-            }
-        }
-    });
+    let progress = Progress::show(counters.clone(), started);
     let result = kafka_s3_archiver::restore::restore(store, &options, &counters).await;
-    reporter.abort();
-    if terminal {
-        eprint!("\r\x1b[2K");
-    }
+    progress.finish();
     eprintln!("{} in {:.1}s", counters.line(started.elapsed()), started.elapsed().as_secs_f64());
     result.map_err(Into::into)
 }
@@ -365,7 +355,8 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let result = match cli.command {
-        Command::Run { config, settings } => {
+        Command::Run { config, print_config: true, settings } => print_config(config, settings),
+        Command::Run { config, print_config: false, settings } => {
             init_logging(cli.log_format, "info");
             runtime.block_on(run(config, settings))
         }

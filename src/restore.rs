@@ -27,7 +27,7 @@ use crate::core::restore::{
     covering_claim, parse_source_header, source_header_value, target_partition, OffsetOnce, Partitioning,
     RestoreProgress, Selection, SOURCE_HEADER,
 };
-use crate::kafka::{kafka_headers, to_future_record};
+use crate::source::convert::{kafka_headers, to_future_record};
 use crate::store::{list_all, ObjectStore, StoreError};
 
 /// How long the target must stay silent before reading it back is considered complete.
@@ -97,21 +97,31 @@ impl RestoreProgressCounters {
         counter.load(Ordering::Relaxed)
     }
 
-    /// One line: records, bytes, rate, ETA.
-    pub fn line(&self, elapsed: Duration) -> String {
-        let written = Self::get(&self.written);
-        let done = written + Self::get(&self.already_there) + Self::get(&self.skipped);
-        let expected = Self::get(&self.expected).max(done);
-        let rate = written as f64 / elapsed.as_secs_f64().max(0.001);
-        let eta = if rate > 0.0 { format!("{:.0}s", (expected - done) as f64 / rate) } else { "-".into() };
+    /// Offsets dealt with so far (written, already there, skipped), and how many the selected objects
+    /// span (at least as many).
+    pub fn offsets(&self) -> (u64, u64) {
+        let done = Self::get(&self.written) + Self::get(&self.already_there) + Self::get(&self.skipped);
+        (done, Self::get(&self.expected).max(done))
+    }
+
+    /// What was written and skipped so far.
+    pub fn summary(&self) -> String {
         format!(
-            "restored {written} records ({:.1} MB), {} already there, {} skipped, {} objects skipped by time; {done}/~{expected} offsets; \
-             {rate:.0} records/s; ETA {eta}",
+            "restored {} records ({:.1} MB), {} already there, {} skipped, {} objects skipped by time",
+            Self::get(&self.written),
             Self::get(&self.bytes) as f64 / 1e6,
             Self::get(&self.already_there),
             Self::get(&self.skipped),
             Self::get(&self.objects_skipped),
         )
+    }
+
+    /// One line: the summary, offsets, rate, ETA.
+    pub fn line(&self, elapsed: Duration) -> String {
+        let (done, expected) = self.offsets();
+        let rate = Self::get(&self.written) as f64 / elapsed.as_secs_f64().max(0.001);
+        let eta = if rate > 0.0 { format!("{:.0}s", (expected - done) as f64 / rate) } else { "-".into() };
+        format!("{}; {done}/~{expected} offsets; {rate:.0} records/s; ETA {eta}", self.summary())
     }
 }
 
@@ -142,7 +152,7 @@ async fn skip_by_time(
     let mut starts: BTreeMap<i32, BTreeSet<i64>> = BTreeMap::new();
     for raw in list_all(store, &opts.prefix.claims_topic_folder(&opts.topic)).await? {
         if let Ok(c) = ClaimKey::parse(&opts.prefix, &raw) {
-            starts.entry(c.tp.partition()).or_default().insert(c.start);
+            starts.entry(c.tp.partition()).or_default().insert(c.chain_start);
         }
     }
     let lookups: Vec<(ObjectKey, Option<i64>)> = by_partition

@@ -14,14 +14,14 @@ use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
 use crate::core::recovery::CommitHint;
 use crate::core::status::{partition_status, PartitionStatus};
-use crate::kafka::{partition_offsets, SourceError};
+use crate::source::offsets::{partition_offsets, OffsetsError, PartitionOffsets};
 use crate::store::ObjectStore;
 use crate::tail::{find_tail, TailError};
 
 #[derive(Debug, Error)]
 pub enum StatusError {
     #[error(transparent)]
-    Kafka(#[from] SourceError),
+    Kafka(#[from] OffsetsError),
     #[error("reading the archive of {tp}: {source}")]
     Archive { tp: TopicPartition, source: TailError },
     #[error("reading Kafka's offsets failed: {0}")]
@@ -107,7 +107,7 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
     let offsets =
         tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &topics)).await??;
     let results: Vec<Result<(PartitionStatus, u32), StatusError>> = stream::iter(offsets)
-        .map(|(tp, (log, committed))| async move {
+        .map(|(tp, PartitionOffsets { log, committed })| async move {
             let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
             let found = find_tail(store, &opts.prefix, &tp, hint, true, None)
                 .await

@@ -10,9 +10,9 @@ use crate::core::backoff::Backoff;
 use crate::core::claim::{Claim, ClaimError, ClaimKey};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::{OffsetRange, TopicPartition};
-use crate::core::recovery::{assess_tail, CommitHint, ListRequest, Overlap, Recovered, RecoveryPlan, Step, Tail};
-use crate::stats::Stats;
+use crate::core::recovery::{assess_tail, CommitHint, ListRequest, Overlap, Step, Tail, TailListing, TailSearch};
 use crate::store::{ObjectStore, StoreError};
+use crate::telemetry::Metrics;
 use prometheus::{IntCounter, IntGauge};
 
 /// Listing retries before a store error is returned.
@@ -46,9 +46,9 @@ pub async fn find_tail(
     tp: &TopicPartition,
     hint: Option<CommitHint>,
     claims: bool,
-    stats: Option<&Stats>,
+    metrics: Option<&Metrics>,
 ) -> Result<FoundTail, TailError> {
-    let watch = stats.map(|s| (&s.list_retries, &s.store_up));
+    let watch = metrics.map(|s| (&s.list_retries, &s.store_up));
     let mut found = FoundTail {
         tail: Tail::Empty,
         last_claim: None,
@@ -58,7 +58,7 @@ pub async fn find_tail(
         overlaps: vec![],
     };
     if claims {
-        let listed = run_plan(store, RecoveryPlan::claims(prefix, tp, hint), watch).await?;
+        let listed = run_plan(store, TailSearch::claims(prefix, tp, hint), watch).await?;
         found.list_requests += listed.list_requests;
         found.keys_seen += listed.objects_seen;
         found.ignored_keys.extend(listed.ignored_keys);
@@ -74,7 +74,7 @@ pub async fn find_tail(
             return Ok(found);
         }
     }
-    let listed = run_plan(store, RecoveryPlan::start(prefix, tp, hint), watch).await?;
+    let listed = run_plan(store, TailSearch::data(prefix, tp, hint), watch).await?;
     found.list_requests += listed.list_requests;
     found.keys_seen += listed.objects_seen;
     found.ignored_keys.extend(listed.ignored_keys);
@@ -85,9 +85,9 @@ pub async fn find_tail(
 
 async fn run_plan(
     store: &dyn ObjectStore,
-    (mut plan, mut req): (RecoveryPlan, ListRequest),
+    (mut plan, mut req): (TailSearch, ListRequest),
     watch: Watch<'_>,
-) -> Result<Recovered, StoreError> {
+) -> Result<TailListing, StoreError> {
     loop {
         let page = with_retries(ATTEMPTS, "listing the archive", watch, || store.list(&req, 1000)).await?;
         match plan.feed(page) {

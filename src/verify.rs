@@ -10,12 +10,14 @@ use futures::stream::{self, StreamExt};
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::core::audit::{audit, claims_to_read, ObjectContents, PartitionListing, PartitionReport, Problem};
+use crate::core::audit::{
+    audit, claims_to_read, LogOffsets, ObjectContents, PartitionListing, PartitionReport, Problem,
+};
 use crate::core::claim::{Claim, ClaimKey};
 use crate::core::encode::decode;
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
-use crate::kafka::{partition_offsets, SourceError};
+use crate::source::offsets::{partition_offsets, OffsetsError};
 use crate::store::{list_all_counting, ObjectStore, StoreError};
 
 #[derive(Debug, Error)]
@@ -23,7 +25,7 @@ pub enum VerifyError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Kafka(#[from] SourceError),
+    Kafka(#[from] OffsetsError),
     #[error("reading the log offsets failed: {0}")]
     Join(#[from] tokio::task::JoinError),
 }
@@ -139,128 +141,160 @@ fn describe(problem: &Problem) -> String {
 }
 
 pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
-    let prefix = &opts.prefix;
-    let root = prefix.root();
-    let folders = if opts.topics.is_empty() {
-        vec![root.clone()]
-    } else {
-        opts.topics.iter().flat_map(|t| [prefix.topic_folder(t), prefix.claims_topic_folder(t)]).collect()
-    };
-    let mut list_requests = 0;
-    let mut keys = Vec::new();
-    for folder in folders {
-        let (listed, requests) = list_all_counting(store, &folder).await?;
-        keys.extend(listed);
-        list_requests += requests;
-    }
-    let wanted = |tp: &TopicPartition| {
-        (opts.topics.is_empty() || opts.topics.iter().any(|t| t == tp.topic()))
-            && (opts.partitions.is_empty() || opts.partitions.contains(&tp.partition()))
-    };
-    let mut listings: BTreeMap<TopicPartition, PartitionListing> = BTreeMap::new();
-    let mut foreign_keys = Vec::new();
-    let keys_listed = keys.len() as u64;
-    for raw in keys {
-        if let Ok(k) = ObjectKey::parse(prefix, &raw) {
-            if wanted(&k.tp) {
-                listings.entry(k.tp.clone()).or_default().objects.push(k);
-            }
-        } else if let Ok(c) = ClaimKey::parse(prefix, &raw) {
-            if wanted(&c.tp) {
-                listings.entry(c.tp.clone()).or_default().claims.insert(c.start);
-            }
-        } else {
-            foreign_keys.push(raw);
-        }
-    }
-
-    let mut logs = BTreeMap::new();
-    if let Some((brokers, props)) = &opts.brokers {
-        let topics: BTreeSet<String> = if opts.topics.is_empty() {
-            listings.keys().map(|tp| tp.topic().to_string()).collect()
-        } else {
-            opts.topics.iter().cloned().collect()
-        };
-        let (brokers, props, topics) = (brokers.clone(), props.clone(), topics.into_iter().collect::<Vec<_>>());
-        logs = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, None, &topics))
-            .await??
-            .into_iter()
-            .map(|(tp, (log, _))| (tp, log))
-            .collect();
-        for tp in logs.keys().filter(|tp| wanted(tp)) {
-            listings.entry(tp.clone()).or_default();
-        }
-    }
-
-    // Claim bodies the audit needs, and with --deep every object, read concurrently.
-    let claim_reads: Vec<(TopicPartition, i64)> =
-        listings.iter().flat_map(|(tp, l)| claims_to_read(l).into_iter().map(move |s| (tp.clone(), s))).collect();
-    let claims_read = claim_reads.len() as u64;
-    let bodies: Vec<((TopicPartition, i64), Result<Claim, String>)> = stream::iter(claim_reads)
-        .map(|(tp, start)| async move {
-            let key = ClaimKey::new(prefix.clone(), tp.clone(), start).to_string();
-            let body = match store.get(&key).await {
-                Ok(bytes) => Claim::from_json(&key, &bytes).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
+    let Listed { mut listings, foreign_keys, list_requests, keys_listed } = list_archive(store, opts).await?;
+    let logs = match &opts.brokers {
+        Some((brokers, props)) => {
+            let topics: BTreeSet<String> = if opts.topics.is_empty() {
+                listings.keys().map(|tp| tp.topic().to_string()).collect()
+            } else {
+                opts.topics.iter().cloned().collect()
             };
-            ((tp, start), body)
-        })
-        .buffer_unordered(opts.concurrency.max(1))
-        .collect()
-        .await;
-    let mut bodies_by_tp: BTreeMap<TopicPartition, BTreeMap<i64, Result<Claim, String>>> = BTreeMap::new();
-    for ((tp, start), body) in bodies {
-        bodies_by_tp.entry(tp).or_default().insert(start, body);
-    }
-
-    let objects: Vec<ObjectKey> =
-        if opts.deep { listings.values().flat_map(|l| l.objects.clone()).collect() } else { Vec::new() };
-    let objects_read = objects.len() as u64;
-    let contents: Vec<(ObjectKey, ObjectContents)> = stream::iter(objects)
-        .map(|k| async move {
-            let contents = match store.get(&k.to_string()).await {
-                Ok(bytes) => match decode(k.kind, bytes) {
-                    Ok(records) => ObjectContents::Read {
-                        first: records.first().map(|r| r.offset),
-                        last: records.last().map(|r| r.offset),
-                        records: records.len() as u64,
-                        ordered: records.windows(2).all(|w| w[0].offset < w[1].offset),
-                    },
-                    Err(e) => ObjectContents::Unreadable(e.to_string()),
-                },
-                Err(e) => ObjectContents::Unreadable(e.to_string()),
-            };
-            (k, contents)
-        })
-        .buffer_unordered(opts.concurrency.max(1))
-        .collect()
-        .await;
-    let mut contents_by_tp: BTreeMap<TopicPartition, BTreeMap<String, ObjectContents>> = BTreeMap::new();
-    for (k, c) in contents {
-        contents_by_tp.entry(k.tp.clone()).or_default().insert(k.to_string(), c);
-    }
-
-    let empty_bodies = BTreeMap::new();
-    let empty_contents = BTreeMap::new();
+            let logs = log_offsets(brokers, props, topics.into_iter().collect()).await?;
+            // A partition Kafka has and the archive does not is audited too (everything is unarchived).
+            for tp in logs.keys().filter(|tp| opts.wants(tp)) {
+                listings.entry(tp.clone()).or_default();
+            }
+            logs
+        }
+        None => BTreeMap::new(),
+    };
+    let claims = read_claims(store, &opts.prefix, &listings, opts.concurrency).await;
+    let contents = match opts.deep {
+        true => read_contents(store, &listings, opts.concurrency).await,
+        false => BTreeMap::new(),
+    };
+    let (no_claims, no_contents) = (BTreeMap::new(), BTreeMap::new());
     let partitions = listings
         .iter()
         .map(|(tp, listing)| {
-            audit(
-                tp,
-                listing,
-                bodies_by_tp.get(tp).unwrap_or(&empty_bodies),
-                contents_by_tp.get(tp).unwrap_or(&empty_contents),
-                logs.get(tp).copied(),
-            )
+            let claims = claims.get(tp).unwrap_or(&no_claims);
+            let contents = contents.get(tp).unwrap_or(&no_contents);
+            audit(tp, listing, claims, contents, logs.get(tp).copied())
         })
         .collect();
     Ok(VerifyReport {
         archive: store.describe(),
         list_requests,
         keys_listed,
-        claims_read,
-        objects_read,
+        claims_read: claims.values().map(|c| c.len() as u64).sum(),
+        objects_read: contents.values().map(|c| c.len() as u64).sum(),
         partitions,
         foreign_keys,
     })
+}
+
+impl VerifyOptions {
+    fn wants(&self, tp: &TopicPartition) -> bool {
+        (self.topics.is_empty() || self.topics.iter().any(|t| t == tp.topic()))
+            && (self.partitions.is_empty() || self.partitions.contains(&tp.partition()))
+    }
+}
+
+/// The archive as one listing shows it.
+struct Listed {
+    listings: BTreeMap<TopicPartition, PartitionListing>,
+    /// Keys under the prefix that are neither data objects nor claims.
+    foreign_keys: Vec<String>,
+    list_requests: u64,
+    keys_listed: u64,
+}
+
+/// Lists the archive once (the whole prefix, or each selected topic's data and claims folders) and
+/// sorts the keys into the selected partitions' listings.
+async fn list_archive(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Listed, StoreError> {
+    let prefix = &opts.prefix;
+    let folders = if opts.topics.is_empty() {
+        vec![prefix.root()]
+    } else {
+        opts.topics.iter().flat_map(|t| [prefix.topic_folder(t), prefix.claims_topic_folder(t)]).collect()
+    };
+    let mut listed = Listed { listings: BTreeMap::new(), foreign_keys: Vec::new(), list_requests: 0, keys_listed: 0 };
+    for folder in folders {
+        let (keys, requests) = list_all_counting(store, &folder).await?;
+        listed.list_requests += requests;
+        listed.keys_listed += keys.len() as u64;
+        for raw in keys {
+            if let Ok(k) = ObjectKey::parse(prefix, &raw) {
+                if opts.wants(&k.tp) {
+                    listed.listings.entry(k.tp.clone()).or_default().objects.push(k);
+                }
+            } else if let Ok(c) = ClaimKey::parse(prefix, &raw) {
+                if opts.wants(&c.tp) {
+                    listed.listings.entry(c.tp.clone()).or_default().claims.insert(c.chain_start);
+                }
+            } else {
+                listed.foreign_keys.push(raw);
+            }
+        }
+    }
+    Ok(listed)
+}
+
+/// The partitions' log offsets in Kafka (a blocking client, off the async workers).
+async fn log_offsets(
+    brokers: &str,
+    props: &[(String, String)],
+    topics: Vec<String>,
+) -> Result<BTreeMap<TopicPartition, LogOffsets>, VerifyError> {
+    let (brokers, props) = (brokers.to_string(), props.to_vec());
+    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, None, &topics)).await??;
+    Ok(offsets.into_iter().map(|(tp, offsets)| (tp, offsets.log)).collect())
+}
+
+type ClaimBodies = BTreeMap<TopicPartition, BTreeMap<i64, Result<Claim, String>>>;
+
+/// The claim bodies the audit needs (around holes, claims without data), read concurrently.
+async fn read_claims(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    listings: &BTreeMap<TopicPartition, PartitionListing>,
+    concurrency: usize,
+) -> ClaimBodies {
+    let wanted: Vec<(TopicPartition, i64)> =
+        listings.iter().flat_map(|(tp, l)| claims_to_read(l).into_iter().map(move |s| (tp.clone(), s))).collect();
+    let bodies: Vec<(TopicPartition, i64, Result<Claim, String>)> = stream::iter(wanted)
+        .map(|(tp, chain_start)| async move {
+            let key = ClaimKey::new(prefix.clone(), tp.clone(), chain_start).to_string();
+            let body = match store.get(&key).await {
+                Ok(bytes) => Claim::from_json(&key, &bytes).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            (tp, chain_start, body)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    let mut by_tp = ClaimBodies::new();
+    for (tp, chain_start, body) in bodies {
+        by_tp.entry(tp).or_default().insert(chain_start, body);
+    }
+    by_tp
+}
+
+/// Every listed object, read and decoded concurrently (`--deep`).
+async fn read_contents(
+    store: &dyn ObjectStore,
+    listings: &BTreeMap<TopicPartition, PartitionListing>,
+    concurrency: usize,
+) -> BTreeMap<TopicPartition, BTreeMap<String, ObjectContents>> {
+    let objects: Vec<ObjectKey> = listings.values().flat_map(|l| l.objects.clone()).collect();
+    let contents: Vec<(ObjectKey, ObjectContents)> = stream::iter(objects)
+        .map(|k| async move {
+            let contents = match store.get(&k.to_string()).await {
+                Ok(bytes) => match decode(k.kind, bytes) {
+                    Ok(records) => ObjectContents::of(&records),
+                    Err(e) => ObjectContents::Unreadable(e.to_string()),
+                },
+                Err(e) => ObjectContents::Unreadable(e.to_string()),
+            };
+            (k, contents)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    let mut by_tp: BTreeMap<TopicPartition, BTreeMap<String, ObjectContents>> = BTreeMap::new();
+    for (k, c) in contents {
+        by_tp.entry(k.tp.clone()).or_default().insert(k.to_string(), c);
+    }
+    by_tp
 }

@@ -16,7 +16,6 @@ use kafka_s3_archiver::core::object_key::{FileKind, ObjectKey, Prefix};
 use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::core::spool::SpoolData;
 use kafka_s3_archiver::generate::produce;
-use kafka_s3_archiver::stats::Stats;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use rdkafka::mocking::MockCluster;
 
@@ -28,8 +27,9 @@ async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
     produce(&bootstrap, "recreated", 2, 0..40, 50).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let config =
-        Settings { topics: vec!["recreated".into()], ..mock_settings(&bootstrap, dir.path()) }.validate().unwrap();
+    let config = Settings { topics: Some(vec!["recreated".into()]), ..mock_settings(&bootstrap, dir.path()) }
+        .resolve(None)
+        .unwrap();
     let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
     // The old topic's archive of partition 0 reaches offset 999; the new partition holds 20 records.
     let old = ObjectKey::new(
@@ -42,17 +42,17 @@ async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
     store.put_if_absent(&old, &SpoolData::Memory(Bytes::from_static(b"old")), 3).await.unwrap();
 
     let archiver = Archiver::start(&config, store.clone()).unwrap();
-    let stats = archiver.stats();
+    let metrics = archiver.metrics();
     let started = Instant::now();
     loop {
         let ends = archived_ends(store.as_ref(), &Prefix::default(), "recreated").await.unwrap();
-        if ends.get(&1) == Some(&19) && Stats::get(&stats.partitions_stopped) == 1 {
+        if ends.get(&1) == Some(&19) && metrics.partitions_stopped.get() == 1 {
             break;
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "ends {ends:?}, stopped {}",
-            Stats::get(&stats.partitions_stopped)
+            metrics.partitions_stopped.get()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -20,7 +20,7 @@ async fn status_shows_where_each_partition_stands() {
     let produced = produce(&bootstrap, "orders", 3, 0..900, 40).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (config, store) = archive_mock_topic(&bootstrap, dir.path(), "orders", &produced).await;
-    let prefix = config.dest.prefix().clone();
+    let prefix = config.store.dest.prefix().clone();
     // 50 more records on partition 0, not archived; partition 2's last object (and its claim) removed,
     // so the group's commit is past the archive.
     produce(&bootstrap, "orders", 1, 900..950, 40).await.unwrap();
@@ -58,7 +58,7 @@ async fn status_shows_where_each_partition_stands() {
         .args([
             "status",
             "--dest",
-            &config.dest.to_string(),
+            &config.store.dest.to_string(),
             "--brokers",
             &bootstrap,
             "--group",

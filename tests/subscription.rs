@@ -25,11 +25,12 @@ async fn a_regex_subscription_archives_every_matching_topic() {
     produce(&bootstrap, "payments", 2, 0..100, 40).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let config =
-        Settings { topic_regex: Some("orders-.*".into()), ..mock_settings(&bootstrap, dir.path()) }.validate().unwrap();
+    let config = Settings { topic_regex: Some("orders-.*".into()), ..mock_settings(&bootstrap, dir.path()) }
+        .resolve(None)
+        .unwrap();
     let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
     let archiver = Archiver::start(&config, store.clone()).unwrap();
-    let prefix = config.dest.prefix().clone();
+    let prefix = config.store.dest.prefix().clone();
     let started = Instant::now();
     loop {
         let a = compare(&eu, &read_topic(store.as_ref(), &prefix, "orders-eu").await.unwrap());
@@ -57,15 +58,15 @@ async fn a_restart_in_the_same_group_lists_once_per_partition() {
     let (config, store) = archive_mock_topic(&bootstrap, dir.path(), "hinted", &produced).await;
 
     let again = Archiver::start(&config, store.clone()).unwrap();
-    let stats = again.stats();
+    let metrics = again.metrics();
     let started = Instant::now();
-    while kafka_s3_archiver::stats::Stats::get(&stats.recoveries) < 3 {
+    while metrics.recoveries.get() < 3 {
         assert!(started.elapsed() < Duration::from_secs(60));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     again.shutdown().await.unwrap();
     // 30 objects and claims per partition: a full listing would also take one request each, so compare
     // with what listings from the hint return: the last claim, then its data object, per partition.
-    assert_eq!(kafka_s3_archiver::stats::Stats::get(&stats.recovery_list_requests), 6);
-    assert_eq!(kafka_s3_archiver::stats::Stats::get(&stats.recovery_objects_seen), 6);
+    assert_eq!(metrics.recovery_list_requests.get(), 6);
+    assert_eq!(metrics.recovery_objects_seen.get(), 6);
 }

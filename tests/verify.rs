@@ -57,7 +57,7 @@ async fn put(store: &dyn ObjectStore, key: &str, body: Bytes) {
 
 async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: i64, end: i64) {
     let claim = Claim {
-        start,
+        chain_start: start,
         first,
         end,
         records: (end - first + 1) as u64,

@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::claim::Claim;
 use super::object_key::ObjectKey;
 use super::partition::{OffsetRange, TopicPartition};
+use super::record::Record;
 
 /// One partition as listed.
 #[derive(Debug, Clone, Default)]
@@ -28,6 +29,34 @@ pub struct PartitionListing {
 pub enum ObjectContents {
     Read { first: Option<i64>, last: Option<i64>, records: u64, ordered: bool },
     Unreadable(String),
+}
+
+impl ObjectContents {
+    /// What an object's decoded records say of it.
+    pub fn of(records: &[Record]) -> Self {
+        ObjectContents::Read {
+            first: records.first().map(|r| r.offset),
+            last: records.last().map(|r| r.offset),
+            records: records.len() as u64,
+            ordered: records.windows(2).all(|w| w[0].offset < w[1].offset),
+        }
+    }
+
+    /// Why the object does not hold what its name says (strictly increasing offsets from exactly the
+    /// first to exactly the last offset named), or `None` when it does. An unreadable object is
+    /// reported as such, not here.
+    pub fn mismatch(&self, key: &ObjectKey) -> Option<String> {
+        match self {
+            ObjectContents::Unreadable(_) => None,
+            ObjectContents::Read { ordered: false, .. } => Some("offsets are not strictly increasing".to_string()),
+            ObjectContents::Read { first, last, .. }
+                if (*first, *last) != (Some(key.range.start()), Some(key.range.end())) =>
+            {
+                Some(format!("it holds offsets {first:?}..={last:?}, its name says {}", key.range))
+            }
+            ObjectContents::Read { .. } => None,
+        }
+    }
 }
 
 /// The partition's offsets in Kafka (`--brokers`).
@@ -164,12 +193,34 @@ pub fn audit(
     log: Option<LogOffsets>,
 ) -> PartitionReport {
     let objects = sorted_objects(listing);
-    let mut problems = Vec::new();
-    let claim_name = |start: i64| format!("{tp}@{start}");
+    let chain = chain_ranges(&listing.claims);
+    let mut problems = overlaps(&objects);
+    let pending_claim = check_claims(tp, &chain, bodies, &objects, &mut problems);
+    check_holes(&chain, bodies, &objects, &mut problems);
+    let records = check_contents(contents, &objects, &mut problems);
+    let first_offset = objects.first().map(|k| k.range.start());
+    let last_offset = objects.iter().map(|k| k.range.end()).max();
+    let not_yet_archived = log.and_then(|log| compare_with_log(last_offset, log, &mut problems));
+    PartitionReport {
+        topic: tp.topic().to_string(),
+        partition: tp.partition(),
+        objects: objects.len(),
+        claims: listing.claims.len(),
+        records,
+        first_offset,
+        last_offset,
+        pending_claim,
+        log,
+        not_yet_archived,
+        problems,
+    }
+}
 
-    // Overlaps: each object against the furthest-reaching one before it.
+/// Each object against the furthest-reaching one before it.
+fn overlaps(objects: &[&ObjectKey]) -> Vec<Problem> {
+    let mut problems = Vec::new();
     let mut reach: Option<&ObjectKey> = None;
-    for k in &objects {
+    for k in objects {
         if let Some(r) = reach {
             if k.range.start() <= r.range.end() {
                 problems.push(Problem::Overlap { earlier: r.to_string(), later: k.to_string() });
@@ -179,9 +230,19 @@ pub fn audit(
             reach = Some(k);
         }
     }
+    problems
+}
 
-    // Claims: bodies that cannot be read or break the chain, and claimed ranges without data.
-    let chain = chain_ranges(&listing.claims);
+/// Claim bodies that cannot be read or break the chain, and claimed ranges without data. Returns the
+/// last claim's chain position when it has no data yet (in flight, or its writer died).
+fn check_claims(
+    tp: &TopicPartition,
+    chain: &[OffsetRange],
+    bodies: &BTreeMap<i64, Result<Claim, String>>,
+    objects: &[&ObjectKey],
+    problems: &mut Vec<Problem>,
+) -> Option<i64> {
+    let claim_name = |start: i64| format!("{tp}@{start}");
     let mut pending_claim = None;
     for (i, c) in chain.iter().enumerate() {
         let last = i + 1 == chain.len();
@@ -193,21 +254,30 @@ pub fn audit(
             }),
             _ => {}
         }
-        if !fulfilled(*c, &objects) {
-            if last {
-                pending_claim = Some(c.start());
-            } else {
-                let (from, to) = match bodies.get(&c.start()) {
-                    Some(Ok(body)) => (body.first, body.end),
-                    _ => (c.start(), c.end()),
-                };
-                problems.push(Problem::MissingData { claim: claim_name(c.start()), from, to });
-            }
+        if fulfilled(*c, objects) {
+            continue;
+        }
+        if last {
+            pending_claim = Some(c.start());
+        } else {
+            let (from, to) = match bodies.get(&c.start()) {
+                Some(Ok(body)) => (body.first, body.end),
+                _ => (c.start(), c.end()),
+            };
+            problems.push(Problem::MissingData { claim: claim_name(c.start()), from, to });
         }
     }
+    pending_claim
+}
 
-    // Holes: explained by a fulfilled claim (no records there), a retention gap, or a gap.
-    for hole in holes(&objects) {
+/// Holes between objects: explained by a fulfilled claim (no records there), a retention gap, or a gap.
+fn check_holes(
+    chain: &[OffsetRange],
+    bodies: &BTreeMap<i64, Result<Claim, String>>,
+    objects: &[&ObjectKey],
+    problems: &mut Vec<Problem>,
+) {
+    for hole in holes(objects) {
         let mut at = hole.start();
         for c in chain.iter().filter(|c| intersects(**c, hole)) {
             // The chain bounds a claim by the next one; its body bounds the last one.
@@ -223,63 +293,49 @@ pub fn audit(
             if let Some(body) = body.filter(|b| b.retention_gap && at < b.first) {
                 problems.push(Problem::RetentionGap { from: at, to: (body.first - 1).min(part_end) });
             }
-            // A claim without data is reported once above; other offsets of a claim had no records.
+            // A claim without data is reported by `check_claims`; other offsets of a claim had no records.
             at = part_end + 1;
         }
         if at <= hole.end() {
             problems.push(Problem::Gap { from: at, to: hole.end() });
         }
     }
+}
 
-    // Contents (`--deep`).
+/// What reading the objects found (`--deep`); returns the records counted, when they were read.
+fn check_contents(
+    contents: &BTreeMap<String, ObjectContents>,
+    objects: &[&ObjectKey],
+    problems: &mut Vec<Problem>,
+) -> Option<u64> {
     let mut counted: Option<u64> = (!contents.is_empty()).then_some(0);
-    for k in &objects {
+    for k in objects {
         let key = k.to_string();
         match contents.get(&key) {
             Some(ObjectContents::Unreadable(why)) => problems.push(Problem::Unreadable { key, why: why.clone() }),
-            Some(ObjectContents::Read { first, last, records, ordered }) => {
+            Some(read @ ObjectContents::Read { records, .. }) => {
                 counted = counted.map(|n| n + records);
-                let why = if !ordered {
-                    Some("offsets are not strictly increasing".to_string())
-                } else if (*first, *last) != (Some(k.range.start()), Some(k.range.end())) {
-                    Some(format!("it holds offsets {first:?}..={last:?}, its name says {}", k.range))
-                } else {
-                    None
-                };
-                if let Some(why) = why {
+                if let Some(why) = read.mismatch(k) {
                     problems.push(Problem::Mislabelled { key, why });
                 }
             }
             None => {}
         }
     }
+    counted
+}
 
-    let first_offset = objects.first().map(|k| k.range.start());
-    let last_offset = objects.iter().map(|k| k.range.end()).max();
-    let mut not_yet_archived = None;
-    if let Some(log) = log {
-        let archive_next = last_offset.map_or(log.log_start, |e| e + 1);
-        if archive_next > log.log_end {
-            problems.push(Problem::AheadOfLog { archive_next, log_end: log.log_end });
-        } else if archive_next < log.log_start {
-            problems.push(Problem::RetentionGap { from: archive_next, to: log.log_start - 1 });
-            not_yet_archived = Some(log.log_end - log.log_start);
-        } else {
-            not_yet_archived = Some(log.log_end - archive_next);
-        }
-    }
-    PartitionReport {
-        topic: tp.topic().to_string(),
-        partition: tp.partition(),
-        objects: objects.len(),
-        claims: listing.claims.len(),
-        records: counted,
-        first_offset,
-        last_offset,
-        pending_claim,
-        log,
-        not_yet_archived,
-        problems,
+/// The archive's end against the partition's log (`--brokers`); returns the offsets not archived yet.
+fn compare_with_log(last_offset: Option<i64>, log: LogOffsets, problems: &mut Vec<Problem>) -> Option<i64> {
+    let archive_next = last_offset.map_or(log.log_start, |e| e + 1);
+    if archive_next > log.log_end {
+        problems.push(Problem::AheadOfLog { archive_next, log_end: log.log_end });
+        None
+    } else if archive_next < log.log_start {
+        problems.push(Problem::RetentionGap { from: archive_next, to: log.log_start - 1 });
+        Some(log.log_end - log.log_start)
+    } else {
+        Some(log.log_end - archive_next)
     }
 }
 
@@ -298,7 +354,7 @@ mod tests {
 
     fn claim(start: i64, first: i64, end: i64, retention_gap: bool) -> Claim {
         Claim {
-            start,
+            chain_start: start,
             first,
             end,
             records: (end - first + 1) as u64,
@@ -313,11 +369,11 @@ mod tests {
     fn run(objects: &[(i64, i64)], claims: &[Claim], log: Option<LogOffsets>) -> PartitionReport {
         let listing = PartitionListing {
             objects: objects.iter().map(|(s, e)| obj(*s, *e)).collect(),
-            claims: claims.iter().map(|c| c.start).collect(),
+            claims: claims.iter().map(|c| c.chain_start).collect(),
         };
         let bodies = claims_to_read(&listing)
             .into_iter()
-            .map(|s| (s, Ok(claims.iter().find(|c| c.start == s).unwrap().clone())))
+            .map(|s| (s, Ok(claims.iter().find(|c| c.chain_start == s).unwrap().clone())))
             .collect();
         audit(&tp(), &listing, &bodies, &BTreeMap::new(), log)
     }
@@ -434,5 +490,31 @@ mod tests {
         assert_eq!(r.problems, vec![Problem::AheadOfLog { archive_next: 10, log_end: 5 }]);
         let r = run(&[], &[], log(3, 5));
         assert_eq!(r.not_yet_archived, Some(2));
+    }
+
+    #[test]
+    fn contents_match_the_name_when_first_last_and_order_agree() {
+        use crate::core::record::TimestampKind;
+        let at = |offsets: &[i64]| {
+            let records: Vec<Record> = offsets
+                .iter()
+                .map(|&offset| Record {
+                    offset,
+                    timestamp_ms: None,
+                    timestamp_kind: TimestampKind::NotAvailable,
+                    key: None,
+                    value: None,
+                    headers: vec![],
+                })
+                .collect();
+            ObjectContents::of(&records).mismatch(&obj(10, 12))
+        };
+        assert_eq!(at(&[10, 11, 12]), None);
+        assert_eq!(at(&[10, 12]), None, "holes inside an object are fine");
+        assert!(at(&[10, 11]).unwrap().contains("its name says 10..=12"));
+        assert!(at(&[11, 12]).unwrap().contains("its name says"));
+        assert!(at(&[10, 12, 11, 12]).unwrap().contains("increasing"));
+        assert!(at(&[]).is_some());
+        assert_eq!(ObjectContents::Unreadable("gone".into()).mismatch(&obj(10, 12)), None);
     }
 }

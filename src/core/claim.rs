@@ -36,12 +36,12 @@ pub enum ClaimError {
 pub struct ClaimKey {
     pub prefix: Prefix,
     pub tp: TopicPartition,
-    pub start: i64,
+    pub chain_start: i64,
 }
 
 impl ClaimKey {
-    pub fn new(prefix: Prefix, tp: TopicPartition, start: i64) -> Self {
-        Self { prefix, tp, start }
+    pub fn new(prefix: Prefix, tp: TopicPartition, chain_start: i64) -> Self {
+        Self { prefix, tp, chain_start }
     }
 
     /// Parses exactly what `Display` writes; anything else is not a claim.
@@ -67,7 +67,7 @@ impl ClaimKey {
             .strip_suffix(EXTENSION)
             .and_then(parse_padded_offset)
             .ok_or_else(|| malformed("claim file is not <start:020>.json"))?;
-        Ok(Self { prefix: prefix.clone(), tp, start })
+        Ok(Self { prefix: prefix.clone(), tp, chain_start: start })
     }
 
     /// A string that sorts right before the claim for `start` and after every claim below it.
@@ -78,15 +78,16 @@ impl ClaimKey {
 
 impl fmt::Display for ClaimKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{:020}{EXTENSION}", self.prefix.claims_folder(&self.tp), self.start)
+        write!(f, "{}{:020}{EXTENSION}", self.prefix.claims_folder(&self.tp), self.chain_start)
     }
 }
 
 /// The body of a claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claim {
-    /// Chain position: the previous claim's end + 1.
-    pub start: i64,
+    /// Chain position: the previous claim's end + 1 (`start` in the JSON body).
+    #[serde(rename = "start")]
+    pub chain_start: i64,
     /// First offset of the data object.
     pub first: i64,
     /// Last offset of the data object; the next claim's start is `end + 1`.
@@ -108,7 +109,7 @@ pub struct Claim {
 impl Claim {
     /// The offsets this claim covers in the chain, [start, end].
     pub fn covers(&self) -> OffsetRange {
-        OffsetRange::new(self.start, self.end).expect("checked when built or parsed")
+        OffsetRange::new(self.chain_start, self.end).expect("checked when built or parsed")
     }
 
     /// The offsets its data object holds, [first, end].
@@ -119,7 +120,7 @@ impl Claim {
     /// Whether another claim for the same start holds the same data range: then writing its data
     /// object is the same work, and both writers may go on.
     pub fn same_range(&self, other: &Claim) -> bool {
-        (self.start, self.first, self.end) == (other.start, other.first, other.end)
+        (self.chain_start, self.first, self.end) == (other.chain_start, other.first, other.end)
     }
 
     pub fn to_json(&self) -> Vec<u8> {
@@ -134,10 +135,15 @@ impl Claim {
     }
 
     pub fn check(&self, key: &str) -> Result<(), ClaimError> {
-        if 0 <= self.start && self.start <= self.first && self.first <= self.end {
+        if 0 <= self.chain_start && self.chain_start <= self.first && self.first <= self.end {
             Ok(())
         } else {
-            Err(ClaimError::Inconsistent { key: key.to_string(), start: self.start, first: self.first, end: self.end })
+            Err(ClaimError::Inconsistent {
+                key: key.to_string(),
+                start: self.chain_start,
+                first: self.first,
+                end: self.end,
+            })
         }
     }
 }
@@ -150,7 +156,7 @@ mod tests {
 
     fn claim(start: i64, first: i64, end: i64) -> Claim {
         Claim {
-            start,
+            chain_start: start,
             first,
             end,
             records: 1,

@@ -11,7 +11,7 @@
 //! requests). The commit is never trusted for the position itself: that always comes from the keys.
 //!
 //! The same search finds a partition's last claim (see `claim`), whose keys also sort by start
-//! offset; [`assess_tail`] and [`plan_start`] then turn the last claim and the data objects after it
+//! offset; [`assess_tail`] and [`plan_resume`] then turn the last claim and the data objects after it
 //! into where consumption resumes, including re-writing a claimed range whose data object is missing.
 
 use super::claim::{Claim, ClaimKey};
@@ -71,7 +71,7 @@ pub struct Overlap {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recovered {
+pub struct TailListing {
     /// The first offset not yet in the archive; `None` when the partition has no objects (or when
     /// claims were listed: then the last claim's body tells it).
     pub next_offset: Option<i64>,
@@ -92,7 +92,7 @@ pub struct Recovered {
 #[derive(Debug)]
 pub enum Step {
     List(ListRequest),
-    Done(Recovered),
+    Done(TailListing),
 }
 
 /// What a plan lists: the data objects or the claims of a partition.
@@ -103,7 +103,7 @@ enum Listing {
 }
 
 #[derive(Debug)]
-pub struct RecoveryPlan {
+pub struct TailSearch {
     prefix: Prefix,
     tp: TopicPartition,
     listing: Listing,
@@ -121,9 +121,9 @@ pub struct RecoveryPlan {
     overlaps: Vec<Overlap>,
 }
 
-impl RecoveryPlan {
+impl TailSearch {
     /// Starts a search for the partition's last data object; returns it with the first request to make.
-    pub fn start(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>) -> (Self, ListRequest) {
+    pub fn data(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>) -> (Self, ListRequest) {
         Self::new(prefix, tp, hint, Listing::Data)
     }
 
@@ -181,7 +181,7 @@ impl RecoveryPlan {
                     Ok(k) if k.tp == self.tp => {
                         self.probe = None;
                         self.objects_seen += 1;
-                        self.last_claim = Some(self.last_claim.map_or(k.start, |s| s.max(k.start)));
+                        self.last_claim = Some(self.last_claim.map_or(k.chain_start, |s| s.max(k.chain_start)));
                     }
                     _ => self.ignored_keys.push(raw.clone()),
                 },
@@ -202,7 +202,7 @@ impl RecoveryPlan {
                 return self.request(Some(self.start_after(next)));
             }
         }
-        Step::Done(Recovered {
+        Step::Done(TailListing {
             next_offset: self.last_object.as_ref().map(|k| k.range.next()),
             last_object: self.last_object.take(),
             last_claim: self.last_claim,
@@ -261,7 +261,7 @@ pub fn assess_tail(last: &Claim, data_from_start: &[OffsetRange]) -> Tail {
 
 /// Where a partition resumes, decided from its tail and its log start offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartPlan {
+pub struct ResumePlan {
     /// The offset to consume from; `None`: nothing archived, use the configured start (earliest/latest).
     pub consume_from: Option<i64>,
     /// The chain position (claim start) of the next file.
@@ -272,47 +272,30 @@ pub struct StartPlan {
     pub retention_gap: Option<OffsetRange>,
 }
 
-pub fn plan_start(tail: &Tail, log_start: Option<i64>) -> StartPlan {
+/// Where a partition resumes: after its archive's tail, or at the log start when retention deleted
+/// offsets before they were archived (a retention gap, reported loudly, never skipped silently).
+pub fn plan_resume(tail: &Tail, log_start: Option<i64>) -> ResumePlan {
     let low = log_start.unwrap_or(0);
-    let resume = |next: i64, chain_next: i64, lost_from: i64| {
-        let (consume_from, retention_gap) = match decide_start(next, low) {
-            StartDecision::Resume(at) => (at, None),
-            StartDecision::RetentionGap { missing, resume_at } => {
-                (resume_at, Some(OffsetRange::new(lost_from.min(missing.start()), missing.end()).expect("ordered")))
-            }
-        };
-        StartPlan { consume_from: Some(consume_from), chain_next, rewrite: None, retention_gap }
+    // The archive continues at `next`; `lost_from` is where a retention gap would start.
+    let resume = |next: i64, lost_from: i64| {
+        let retention_gap = (next < low).then(|| OffsetRange::new(lost_from.min(next), low - 1).expect("ordered"));
+        ResumePlan { consume_from: Some(next.max(low)), chain_next: next, rewrite: None, retention_gap }
     };
     match tail {
-        Tail::Empty => StartPlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None },
-        Tail::Complete { next } => resume(*next, *next, *next),
+        Tail::Empty => ResumePlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None },
+        Tail::Complete { next } => resume(*next, *next),
         Tail::Unfulfilled(claim) if low <= claim.end => {
             let from = claim.first.max(low);
             let retention_gap = (from > claim.first).then(|| OffsetRange::new(claim.first, from - 1).expect("ordered"));
-            StartPlan { consume_from: Some(from), chain_next: claim.start, rewrite: Some(claim.clone()), retention_gap }
+            ResumePlan {
+                consume_from: Some(from),
+                chain_next: claim.chain_start,
+                rewrite: Some(claim.clone()),
+                retention_gap,
+            }
         }
         // Retention deleted the whole claimed range before it was written: it is lost.
-        Tail::Unfulfilled(claim) => resume(claim.end + 1, claim.end + 1, claim.first),
-    }
-}
-
-/// Where consumption resumes, given the archive's next offset and the partition's log start offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartDecision {
-    Resume(i64),
-    /// Retention deleted `missing` before it was archived: resume at the log start, loudly.
-    RetentionGap {
-        missing: OffsetRange,
-        resume_at: i64,
-    },
-}
-
-pub fn decide_start(archive_next: i64, log_start: i64) -> StartDecision {
-    if archive_next < log_start {
-        let missing = OffsetRange::new(archive_next, log_start - 1).expect("archive_next < log_start");
-        StartDecision::RetentionGap { missing, resume_at: log_start }
-    } else {
-        StartDecision::Resume(archive_next)
+        Tail::Unfulfilled(claim) => resume(claim.end + 1, claim.first),
     }
 }
 
@@ -331,10 +314,10 @@ mod tests {
         ListPage { truncated: keys.len() > max_keys, keys: keys.into_iter().take(max_keys).cloned().collect() }
     }
 
-    type Start = fn(&Prefix, &TopicPartition, Option<CommitHint>) -> (RecoveryPlan, ListRequest);
+    type Start = fn(&Prefix, &TopicPartition, Option<CommitHint>) -> (TailSearch, ListRequest);
 
     /// Runs a plan over `all` keys to the end.
-    fn run_plan(start: Start, all: &[String], hint: Option<CommitHint>) -> Recovered {
+    fn run_plan(start: Start, all: &[String], hint: Option<CommitHint>) -> TailListing {
         let prefix = Prefix::new("arch");
         let tp = TopicPartition::new("t", 0).unwrap();
         let (mut plan, mut req) = start(&prefix, &tp, hint);
@@ -347,8 +330,8 @@ mod tests {
         panic!("planner did not finish");
     }
 
-    fn run(all: &[String], hint: Option<CommitHint>) -> Recovered {
-        run_plan(RecoveryPlan::start, all, hint)
+    fn run(all: &[String], hint: Option<CommitHint>) -> TailListing {
+        run_plan(TailSearch::data, all, hint)
     }
 
     fn k(p: i32, s: i64, e: i64) -> String {
@@ -521,8 +504,8 @@ mod tests {
         ClaimKey::new(Prefix::new("arch"), TopicPartition::new("t", 0).unwrap(), s).to_string()
     }
 
-    fn run_claims(all: &[String], hint: Option<CommitHint>) -> Recovered {
-        run_plan(RecoveryPlan::claims, all, hint)
+    fn run_claims(all: &[String], hint: Option<CommitHint>) -> TailListing {
+        run_plan(TailSearch::claims, all, hint)
     }
 
     #[test]
@@ -542,7 +525,16 @@ mod tests {
     }
 
     fn claim(start: i64, first: i64, end: i64) -> Claim {
-        Claim { start, first, end, records: 1, retention_gap: false, writer: "w".into(), time_ms: 0, timestamps: None }
+        Claim {
+            chain_start: start,
+            first,
+            end,
+            records: 1,
+            retention_gap: false,
+            writer: "w".into(),
+            time_ms: 0,
+            timestamps: None,
+        }
     }
 
     fn r(s: i64, e: i64) -> OffsetRange {
@@ -565,29 +557,34 @@ mod tests {
 
     #[test]
     fn start_plans() {
-        let plan = |tail: &Tail, low| plan_start(tail, low);
+        let plan = |tail: &Tail, low| plan_resume(tail, low);
         assert_eq!(
             plan(&Tail::Empty, Some(40)),
-            StartPlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None }
+            ResumePlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None }
         );
         assert_eq!(
             plan(&Tail::Complete { next: 200 }, Some(40)),
-            StartPlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
+            ResumePlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
+        );
+        // The log starts right where the archive ends: no gap.
+        assert_eq!(
+            plan(&Tail::Complete { next: 200 }, Some(200)),
+            ResumePlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
         );
         assert_eq!(
             plan(&Tail::Complete { next: 200 }, Some(250)),
-            StartPlan { consume_from: Some(250), chain_next: 200, rewrite: None, retention_gap: Some(r(200, 249)) }
+            ResumePlan { consume_from: Some(250), chain_next: 200, rewrite: None, retention_gap: Some(r(200, 249)) }
         );
         let c = claim(100, 102, 199);
         let tail = Tail::Unfulfilled(c.clone());
         assert_eq!(
             plan(&tail, None),
-            StartPlan { consume_from: Some(102), chain_next: 100, rewrite: Some(c.clone()), retention_gap: None }
+            ResumePlan { consume_from: Some(102), chain_next: 100, rewrite: Some(c.clone()), retention_gap: None }
         );
         // Retention took the start of the claimed range: re-write what is left of it.
         assert_eq!(
             plan(&tail, Some(150)),
-            StartPlan {
+            ResumePlan {
                 consume_from: Some(150),
                 chain_next: 100,
                 rewrite: Some(c.clone()),
@@ -597,17 +594,7 @@ mod tests {
         // ... or all of it: the claimed range is lost, and so is what retention took after it.
         assert_eq!(
             plan(&tail, Some(300)),
-            StartPlan { consume_from: Some(300), chain_next: 200, rewrite: None, retention_gap: Some(r(102, 299)) }
-        );
-    }
-
-    #[test]
-    fn start_decisions() {
-        assert_eq!(decide_start(100, 0), StartDecision::Resume(100));
-        assert_eq!(decide_start(100, 100), StartDecision::Resume(100));
-        assert_eq!(
-            decide_start(100, 250),
-            StartDecision::RetentionGap { missing: OffsetRange::new(100, 249).unwrap(), resume_at: 250 }
+            ResumePlan { consume_from: Some(300), chain_next: 200, rewrite: None, retention_gap: Some(r(102, 299)) }
         );
     }
 }

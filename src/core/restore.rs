@@ -25,24 +25,13 @@ pub fn parse_source_header(value: &[u8]) -> Option<(TopicPartition, i64)> {
 }
 
 /// How source partitions map to target partitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Partitioning {
     /// Partition p goes to partition p.
     Same,
     /// By key, as Kafka's default partitioner places keyed records (murmur2); records without a key
     /// stay with their source partition number modulo the target's partition count.
     Key,
-}
-
-impl std::str::FromStr for Partitioning {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "same" => Ok(Partitioning::Same),
-            "key" => Ok(Partitioning::Key),
-            other => Err(format!("partitioning {other:?} is not known: use same or key")),
-        }
-    }
 }
 
 pub fn target_partition(
@@ -196,8 +185,9 @@ mod tests {
         let p = target_partition(Partitioning::Key, 3, Some(b"foobar"), 7);
         assert_eq!(p, (-790_332_482i32 & 0x7fff_ffff) % 7);
         assert_eq!(target_partition(Partitioning::Key, 9, None, 4), 1);
-        assert_eq!("key".parse::<Partitioning>(), Ok(Partitioning::Key));
-        assert!("hash".parse::<Partitioning>().is_err());
+        // The names `--partitioning` takes.
+        assert_eq!(<Partitioning as clap::ValueEnum>::from_str("key", false), Ok(Partitioning::Key));
+        assert!(<Partitioning as clap::ValueEnum>::from_str("hash", false).is_err());
     }
 
     #[test]

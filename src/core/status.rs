@@ -60,7 +60,9 @@ pub fn partition_status(
     let (archived_through, pending_claim, newest_object_ms) = match tail {
         Tail::Empty => (None, None, None),
         Tail::Complete { next } => (Some(next - 1), None, last_claim.map(|c| c.time_ms)),
-        Tail::Unfulfilled(claim) => ((claim.start > 0).then(|| claim.start - 1), Some(claim.start), None),
+        Tail::Unfulfilled(claim) => {
+            ((claim.chain_start > 0).then(|| claim.chain_start - 1), Some(claim.chain_start), None)
+        }
     };
     let archive_next = archived_through.map(|a| a + 1);
     let mut flags = Vec::new();
@@ -105,7 +107,7 @@ mod tests {
 
     fn claim(start: i64, end: i64) -> Claim {
         Claim {
-            start,
+            chain_start: start,
             first: start,
             end,
             records: 1,

@@ -1,10 +1,11 @@
-//! Human-friendly sizes ("64MiB", "1.5GB", "4096") and durations ("30s", "5m", "250ms").
+//! Human-friendly sizes ("64MiB", "1.5GB", "4096"; parsed by `parse-size`) and durations ("30s", "5m",
+//! "250ms"; parsed by `humantime`), as settings take and show them.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -29,31 +30,7 @@ impl FromStr for ByteSize {
     type Err = UnitError;
 
     fn from_str(raw: &str) -> Result<Self, Self::Err> {
-        let err = || UnitError::Size(raw.to_string());
-        let s = raw.trim();
-        let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-        let (num, unit) = s.split_at(split);
-        let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 1,
-            "k" | "kb" => 1_000,
-            "kib" => 1 << 10,
-            "m" | "mb" => 1_000_000,
-            "mib" => 1 << 20,
-            "g" | "gb" => 1_000_000_000,
-            "gib" => 1 << 30,
-            "t" | "tb" => 1_000_000_000_000,
-            "tib" => 1 << 40,
-            _ => return Err(err()),
-        };
-        if num.is_empty() {
-            return Err(err());
-        }
-        let value: f64 = num.parse().map_err(|_| err())?;
-        let bytes = value * multiplier as f64;
-        if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-            return Err(err());
-        }
-        Ok(ByteSize(bytes.round() as u64))
+        parse_size::parse_size(raw.trim()).map(ByteSize).map_err(|_| UnitError::Size(raw.to_string()))
     }
 }
 
@@ -66,6 +43,12 @@ impl fmt::Display for ByteSize {
             }
         }
         write!(f, "{}B", self.0)
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -99,6 +82,12 @@ impl FromStr for HumanDuration {
 impl fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
+impl Serialize for HumanDuration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

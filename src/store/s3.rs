@@ -21,20 +21,52 @@ use crate::core::recovery::{ListPage, ListRequest};
 use crate::core::spool::SpoolData;
 use crate::core::stale::{stale_uploads, PendingUpload};
 
-/// How to reach S3 and how to upload.
+/// Multipart part size unless set otherwise (`--upload-part-size`).
+pub const DEFAULT_PART_SIZE: u64 = 8 << 20;
+/// Parts of one multipart upload sent at once unless set otherwise (`--upload-concurrency`).
+pub const DEFAULT_PART_CONCURRENCY: usize = 4;
+/// Timeout of one HTTP attempt unless set otherwise (`--s3-attempt-timeout`).
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+/// S3's smallest part (all but the last).
+pub const MIN_PART_SIZE: u64 = 5 << 20;
+
+/// How to reach S3 and how to upload. Build it with [`S3Settings::new`].
 #[derive(Debug, Clone)]
 pub struct S3Settings {
-    pub bucket: String,
+    bucket: String,
     /// A custom endpoint (LocalStack, MinIO, ...); implies path-style addressing.
-    pub endpoint: Option<String>,
-    pub region: Option<String>,
-    /// Files at least this large go up as multipart uploads.
-    pub multipart_threshold: u64,
-    pub part_size: u64,
+    endpoint: Option<String>,
+    region: Option<String>,
+    /// Files of twice this size or more go up as multipart uploads in parts of this size.
+    part_size: u64,
     /// Parts of one multipart upload sent at once.
-    pub part_concurrency: usize,
+    part_concurrency: usize,
     /// Upper bound for one HTTP attempt.
-    pub attempt_timeout: Duration,
+    attempt_timeout: Duration,
+}
+
+impl S3Settings {
+    /// Reaches `bucket` (at `endpoint` when given; `region` or the AWS chain's), uploading with the
+    /// default part size, concurrency and attempt timeout.
+    pub fn new(bucket: impl Into<String>, endpoint: Option<String>, region: Option<String>) -> Self {
+        Self {
+            bucket: bucket.into(),
+            endpoint,
+            region,
+            part_size: DEFAULT_PART_SIZE,
+            part_concurrency: DEFAULT_PART_CONCURRENCY,
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
+        }
+    }
+
+    /// Multipart uploads in parts of `part_size` (files of twice that or more), `concurrency` at once.
+    pub fn uploads(self, part_size: u64, concurrency: usize) -> Self {
+        Self { part_size, part_concurrency: concurrency.max(1), ..self }
+    }
+
+    pub fn attempt_timeout(self, attempt_timeout: Duration) -> Self {
+        Self { attempt_timeout, ..self }
+    }
 }
 
 pub struct S3Store {
@@ -239,7 +271,7 @@ impl S3Store {
                     .map_err(|e| self.classify("UploadPart", key, e))?;
                 Ok::<_, StoreError>(CompletedPart::builder().part_number(number).set_e_tag(out.e_tag).build())
             })
-            .buffer_unordered(self.settings.part_concurrency.max(1))
+            .buffer_unordered(self.settings.part_concurrency)
             .try_collect()
             .await?;
         completed.sort_by_key(|p| p.part_number());
@@ -268,7 +300,7 @@ impl ObjectStore for S3Store {
     }
 
     async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
-        if len >= self.settings.multipart_threshold && len > self.settings.part_size {
+        if len >= self.settings.part_size * 2 {
             self.put_multipart(key, data, len).await
         } else {
             self.put_single(key, data, len).await

@@ -63,15 +63,9 @@ pub async fn create_topic(topic: &str, partitions: i32) {
 }
 
 pub fn s3_settings(bucket: &str, part_size: u64) -> S3Settings {
-    S3Settings {
-        bucket: bucket.to_string(),
-        endpoint: Some(s3_endpoint()),
-        region: Some("us-east-1".into()),
-        multipart_threshold: part_size * 2,
-        part_size,
-        part_concurrency: 3,
-        attempt_timeout: Duration::from_secs(30),
-    }
+    S3Settings::new(bucket, Some(s3_endpoint()), Some("us-east-1".into()))
+        .uploads(part_size, 3)
+        .attempt_timeout(Duration::from_secs(30))
 }
 
 /// A store on a new bucket.
@@ -302,7 +296,7 @@ pub fn mock_settings(bootstrap: &str, dir: &Path) -> kafka_s3_archiver::config::
         dest: Some(format!("file://{}", dir.join("archive").display())),
         roll_age: Some("300ms".parse().unwrap()),
         spool_dir: Some(dir.join("spool")),
-        kafka_flags: vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()],
+        kafka_flags: Some(vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()]),
         ..Default::default()
     }
 }
@@ -373,14 +367,14 @@ pub async fn archive_mock_topic(
     produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>,
 ) -> (kafka_s3_archiver::config::ArchiverConfig, Arc<dyn ObjectStore>) {
     let config = kafka_s3_archiver::config::Settings {
-        topics: vec![topic.to_string()],
+        topics: Some(vec![topic.to_string()]),
         roll_records: Some(100),
         ..mock_settings(bootstrap, dir)
     }
-    .validate()
+    .resolve(None)
     .unwrap();
     let store = kafka_s3_archiver::archiver::open_store(&config).await.unwrap();
-    let prefix = config.dest.prefix().clone();
+    let prefix = config.store.dest.prefix().clone();
     let archiver = kafka_s3_archiver::archiver::Archiver::start(&config, store.clone()).unwrap();
     let started = Instant::now();
     loop {

@@ -5,8 +5,8 @@ mod jsonl;
 mod parquet;
 
 use std::fmt;
-use std::str::FromStr;
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::object_key::FileKind;
@@ -33,22 +33,12 @@ pub enum EncodeError {
     UnsupportedCompression { format: Format, compression: Compression, hint: &'static str },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
     Parquet,
     Jsonl,
-}
-
-impl FromStr for Format {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "parquet" => Ok(Format::Parquet),
-            "jsonl" => Ok(Format::Jsonl),
-            _ => Err(format!("format {s:?} is not known: use parquet or jsonl")),
-        }
-    }
 }
 
 impl fmt::Display for Format {
@@ -60,26 +50,14 @@ impl fmt::Display for Format {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a file is compressed (Parquet: per column chunk; JSON lines: the whole file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Compression {
     None,
     Zstd,
     Gzip,
     Snappy,
-}
-
-impl FromStr for Compression {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "none" => Ok(Compression::None),
-            "zstd" => Ok(Compression::Zstd),
-            "gzip" => Ok(Compression::Gzip),
-            "snappy" => Ok(Compression::Snappy),
-            _ => Err(format!("compression {s:?} is not known: use zstd, gzip, snappy (Parquet only) or none")),
-        }
-    }
 }
 
 impl fmt::Display for Compression {

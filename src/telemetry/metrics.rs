@@ -1,9 +1,10 @@
 //! What the archiver did and where it stands, as Prometheus metrics shared by its tasks: served at
-//! `/metrics` (see `metrics`), summed up in a log line at exit, and read by `demo` and the tests.
+//! `/metrics` (see `http`), summed up in a log line at exit, and read by `demo` and the tests. What
+//! moves them, and what is logged with them, is in `events`.
 
 use prometheus::{Histogram, HistogramOpts, IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
 
-pub struct Stats {
+pub struct Metrics {
     pub registry: Registry,
     pub records_received: IntCounter,
     pub duplicates_skipped: IntCounter,
@@ -69,7 +70,7 @@ fn histogram(registry: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> 
     h
 }
 
-impl Default for Stats {
+impl Default for Metrics {
     fn default() -> Self {
         let r = Registry::new();
         let seconds = vec![0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
@@ -149,21 +150,13 @@ impl Default for Stats {
     }
 }
 
-impl std::fmt::Debug for Stats {
+impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.summary())
     }
 }
 
-impl Stats {
-    pub fn add(counter: &IntCounter, n: u64) {
-        counter.inc_by(n);
-    }
-
-    pub fn get(counter: &IntCounter) -> u64 {
-        counter.get()
-    }
-
+impl Metrics {
     /// Ready to archive: no recovery under way, and the archive store answers.
     pub fn ready(&self) -> bool {
         self.recoveries_in_progress.get() == 0 && self.store_up.get() == 1
@@ -175,21 +168,21 @@ impl Stats {
             "records received {}, archived {}, duplicates skipped {}; objects uploaded {} ({} bytes), already present {}, \
              upload retries {}, files dropped {}; claims created {}, lost {}, re-written {}; recoveries {} ({} list requests); \
              retention gaps {}, partitions stopped {}",
-            Self::get(&self.records_received),
-            Self::get(&self.records_archived),
-            Self::get(&self.duplicates_skipped),
-            Self::get(&self.objects_uploaded),
-            Self::get(&self.bytes_uploaded),
-            Self::get(&self.objects_already_present),
-            Self::get(&self.upload_retries),
-            Self::get(&self.files_dropped),
-            Self::get(&self.claims_created),
-            Self::get(&self.claims_lost),
-            Self::get(&self.claims_rewritten),
-            Self::get(&self.recoveries),
-            Self::get(&self.recovery_list_requests),
-            Self::get(&self.retention_gaps),
-            Self::get(&self.partitions_stopped),
+            self.records_received.get(),
+            self.records_archived.get(),
+            self.duplicates_skipped.get(),
+            self.objects_uploaded.get(),
+            self.bytes_uploaded.get(),
+            self.objects_already_present.get(),
+            self.upload_retries.get(),
+            self.files_dropped.get(),
+            self.claims_created.get(),
+            self.claims_lost.get(),
+            self.claims_rewritten.get(),
+            self.recoveries.get(),
+            self.recovery_list_requests.get(),
+            self.retention_gaps.get(),
+            self.partitions_stopped.get(),
         )
     }
 }

@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tracing::warn;
 
-use crate::stats::Stats;
+use super::Metrics;
 
 /// Binds the address before anything starts, so a port in use fails the start with a clear error.
 pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
@@ -23,7 +23,7 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 /// Serves until the task is aborted.
-pub fn serve(listener: TcpListener, stats: Arc<Stats>) -> JoinHandle<()> {
+pub fn serve(listener: TcpListener, metrics: Arc<Metrics>) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let stream = match listener.accept().await {
@@ -33,9 +33,9 @@ pub fn serve(listener: TcpListener, stats: Arc<Stats>) -> JoinHandle<()> {
                     continue;
                 }
             };
-            let stats = stats.clone();
+            let metrics = metrics.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| answer(req, stats.clone()));
+                let service = hyper::service::service_fn(move |req| answer(req, metrics.clone()));
                 let _ =
                     hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
             });
@@ -43,7 +43,10 @@ pub fn serve(listener: TcpListener, stats: Arc<Stats>) -> JoinHandle<()> {
     })
 }
 
-async fn answer(req: Request<hyper::body::Incoming>, stats: Arc<Stats>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn answer(
+    req: Request<hyper::body::Incoming>,
+    metrics: Arc<Metrics>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let text = |status: StatusCode, body: String| {
         Response::builder()
             .status(status)
@@ -54,7 +57,7 @@ async fn answer(req: Request<hyper::body::Incoming>, stats: Arc<Stats>) -> Resul
         "/metrics" => {
             let encoder = TextEncoder::new();
             let mut body = Vec::new();
-            match encoder.encode(&stats.registry.gather(), &mut body) {
+            match encoder.encode(&metrics.registry.gather(), &mut body) {
                 Ok(()) => {
                     Response::builder().header("content-type", encoder.format_type()).body(Full::new(Bytes::from(body)))
                 }
@@ -62,13 +65,13 @@ async fn answer(req: Request<hyper::body::Incoming>, stats: Arc<Stats>) -> Resul
             }
         }
         "/healthz" => text(StatusCode::OK, "ok\n".into()),
-        "/readyz" if stats.ready() => text(StatusCode::OK, "ready\n".into()),
+        "/readyz" if metrics.ready() => text(StatusCode::OK, "ready\n".into()),
         "/readyz" => text(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
                 "not ready: {} recoveries in progress, archive store {}\n",
-                stats.recoveries_in_progress.get(),
-                if stats.store_up.get() == 1 { "answering" } else { "failing" }
+                metrics.recoveries_in_progress.get(),
+                if metrics.store_up.get() == 1 { "answering" } else { "failing" }
             ),
         ),
         _ => text(StatusCode::NOT_FOUND, "try /metrics, /healthz or /readyz\n".into()),

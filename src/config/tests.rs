@@ -1,0 +1,105 @@
+use super::*;
+
+fn minimal() -> Settings {
+    Settings {
+        brokers: Some("localhost:9092".into()),
+        group: Some("g".into()),
+        topics: Some(vec!["orders".into()]),
+        dest: Some("s3://bucket/pre".into()),
+        ..Settings::default()
+    }
+}
+
+#[test]
+fn defaults_fill_in() {
+    let c = minimal().resolve(None).unwrap();
+    assert_eq!(c.pipeline.spec.format(), Format::Parquet);
+    assert_eq!(c.pipeline.spec.compression(), Compression::Zstd);
+    assert_eq!(c.pipeline.roll.max_bytes, 64 << 20);
+    assert_eq!(c.pipeline.roll.max_age, Duration::from_secs(300));
+    assert_eq!(c.store.upload_part_size, 8 << 20);
+    assert_eq!(c.source.start_from, StartFrom::Earliest);
+    assert_eq!(c.source.subscription, vec!["orders".to_string()]);
+    assert!(c.pipeline.claims);
+}
+
+#[test]
+fn flags_win_over_the_file_and_the_file_over_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("archiver.toml");
+    let text = r#"
+        brokers = "file:1"
+        group = "file-group"
+        topics = ["a", "b"]
+        dest = "file:///tmp/x"
+        roll-bytes = "1MiB"
+        roll-age = "10s"
+        [kafka]
+        "security.protocol" = "SASL_SSL"
+        "sasl.mechanism" = "SCRAM-SHA-512"
+        "#;
+    std::fs::write(&file, text).unwrap();
+    let flags = Settings {
+        group: Some("flag-group".into()),
+        roll_age: Some("3s".parse().unwrap()),
+        kafka_flags: Some(vec!["sasl.mechanism=PLAIN".into()]),
+        ..Settings::default()
+    };
+    let c = flags.resolve(Some(&file)).unwrap();
+    assert_eq!(c.source.brokers, "file:1");
+    assert_eq!(c.source.group, "flag-group");
+    assert_eq!(c.source.subscription, vec!["a".to_string(), "b".to_string()]);
+    assert_eq!(c.pipeline.roll.max_bytes, 1 << 20);
+    assert_eq!(c.pipeline.roll.max_age, Duration::from_secs(3));
+    assert_eq!(c.pipeline.roll.max_records, DEFAULT_ROLL_RECORDS);
+    assert!(c.source.kafka_props.contains(&("security.protocol".into(), "SASL_SSL".into())));
+    assert!(c.source.kafka_props.contains(&("sasl.mechanism".into(), "PLAIN".into())));
+}
+
+#[test]
+fn secrets_are_masked_when_the_settings_are_shown() {
+    let flags = Settings {
+        kafka_flags: Some(vec!["sasl.password=hunter2".into(), "sasl.username=archiver".into()]),
+        ..minimal()
+    };
+    let shown = flags.effective(None).unwrap().to_toml();
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("\"sasl.password\" = \"****\""), "{shown}");
+    assert!(shown.contains("\"sasl.username\" = \"archiver\""), "{shown}");
+}
+
+#[test]
+fn unknown_keys_in_the_file_are_rejected() {
+    let err = toml::from_str::<Settings>("brokers = \"x\"\nroll-sise = \"1MiB\"\n").unwrap_err();
+    assert!(err.to_string().contains("roll-sise"), "{err}");
+}
+
+#[test]
+fn bad_values_name_the_setting() {
+    let cases: Vec<(Settings, &str)> = vec![
+        (Settings { brokers: None, ..minimal() }, "--brokers"),
+        (Settings { topics: None, ..minimal() }, "--topic"),
+        (Settings { topics: Some(vec!["a/b".into()]), ..minimal() }, "--topic"),
+        (Settings { dest: Some("/tmp/x".into()), ..minimal() }, "--dest"),
+        (
+            Settings { format: Some(Format::Jsonl), compression: Some(Compression::Snappy), ..minimal() },
+            "--compression",
+        ),
+        (Settings { roll_records: Some(0), ..minimal() }, "--roll-records"),
+        (Settings { roll_age: Some("10ms".parse().unwrap()), ..minimal() }, "--roll-age"),
+        (Settings { kafka_flags: Some(vec!["novalue".into()]), ..minimal() }, "--kafka"),
+        (Settings { kafka_flags: Some(vec!["enable.auto.commit=true".into()]), ..minimal() }, "--kafka"),
+        (Settings { upload_part_size: Some(ByteSize(1 << 20)), ..minimal() }, "--upload-part-size"),
+        (Settings { metrics_addr: Some("localhost".into()), ..minimal() }, "--metrics-addr"),
+    ];
+    for (s, name) in cases {
+        let err = s.resolve(None).unwrap_err().to_string();
+        assert!(err.contains(name), "expected {name} in: {err}");
+    }
+}
+
+#[test]
+fn regex_subscriptions_are_anchored() {
+    let c = Settings { topics: None, topic_regex: Some("orders-.*".into()), ..minimal() }.resolve(None).unwrap();
+    assert_eq!(c.source.subscription, vec!["^orders-.*".to_string()]);
+}

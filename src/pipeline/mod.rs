@@ -1,0 +1,322 @@
+//! The pipeline: per assigned partition a writer (`writer`) whose open file takes the partition's
+//! records and rolls by the roll policy, and an uploader task (`uploader`) that uploads the partition's
+//! sealed files one at a time, in order, then hands the commit back to the consumer. Different
+//! partitions upload concurrently; all files share one memory and disk budget (`budget`).
+//!
+//! With claims (the default), each file is first claimed (see `core::claim`); an uploader that loses a
+//! claim stops, and the pipeline recovers that partition again from the archive (`recoverer`) and
+//! re-positions the consumer. Recovery may find a claim whose data object is missing: the partition's
+//! writer then re-writes exactly that claim's range.
+
+mod budget;
+mod recoverer;
+#[cfg(test)]
+mod tests;
+mod uploader;
+mod writer;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use tokio::sync::mpsc;
+
+use self::budget::Budget;
+use self::recoverer::Recoverer;
+use self::uploader::{Uploader, UploaderEvent};
+use self::writer::PartitionWriter;
+use crate::config::StartFrom;
+use crate::core::encode::{EncodeError, FileSpec};
+use crate::core::object_key::Prefix;
+use crate::core::partition::TopicPartition;
+use crate::core::recovery::{CommitHint, ResumePlan};
+use crate::core::roll::{pick_largest_over_budget, RollPolicy, RollReason};
+use crate::core::spool::SpoolConfig;
+use crate::source::{AssignedPartition, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
+use crate::store::{ObjectStore, StoreError};
+use crate::telemetry::{DropReason, Event, Metrics};
+
+/// How often age deadlines are checked.
+const TICK: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Error)]
+pub enum PipelineError {
+    #[error("archive store failed: {0}")]
+    Store(#[from] StoreError),
+    #[error("uploading {key} failed: {source}")]
+    Upload { key: String, source: StoreError },
+    #[error("encoding a file of {tp} failed: {source}")]
+    Encode { tp: TopicPartition, source: EncodeError },
+}
+
+#[derive(Debug, Clone)]
+pub struct PipelineSettings {
+    pub prefix: Prefix,
+    pub spec: FileSpec,
+    pub roll: RollPolicy,
+    pub spool: SpoolConfig,
+    pub max_buffer_bytes: u64,
+    pub max_spool_bytes: u64,
+    pub revoke_timeout: Duration,
+    pub start_from: StartFrom,
+    /// Claim each file's start offset before uploading it (see `core::claim`).
+    pub claims: bool,
+    /// Names this process in its claims (host:pid).
+    pub writer_id: String,
+}
+
+pub struct Pipeline {
+    settings: PipelineSettings,
+    store: Arc<dyn ObjectStore>,
+    link: SourceLink,
+    metrics: Arc<Metrics>,
+    partitions: HashMap<TopicPartition, PartitionWriter>,
+    budget: Budget,
+    uploader_events: mpsc::UnboundedSender<UploaderEvent>,
+    from_uploaders: mpsc::UnboundedReceiver<UploaderEvent>,
+}
+
+impl Pipeline {
+    pub fn new(
+        settings: PipelineSettings,
+        store: Arc<dyn ObjectStore>,
+        link: SourceLink,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let (uploader_events, from_uploaders) = mpsc::unbounded_channel();
+        metrics.buffer_budget_bytes.set(i64::try_from(settings.max_buffer_bytes).unwrap_or(i64::MAX));
+        metrics.store_up.set(1);
+        let budget = Budget::new(settings.max_buffer_bytes, settings.max_spool_bytes, settings.spool.usage.clone());
+        Self { settings, store, link, metrics, partitions: HashMap::new(), budget, uploader_events, from_uploaders }
+    }
+
+    /// Records are held back while over budget, except while a partition re-writes a claimed range:
+    /// that file cannot roll early, so holding back could wait forever (re-writes are rare and bounded
+    /// by the claim's size).
+    fn holding_back(&self) -> bool {
+        self.budget.exceeded() && !self.partitions.values().any(|w| w.is_rewriting() && w.has_open_file())
+    }
+
+    /// Runs until the source closes its channels (then flushes what is left) or a fatal error. Control
+    /// events are handled even while the budget holds records back.
+    pub async fn run(
+        mut self,
+        mut control: mpsc::UnboundedReceiver<Control>,
+        mut records: mpsc::Receiver<Fetched>,
+    ) -> Result<(), PipelineError> {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let holding_back = self.holding_back();
+            let freed = self.budget.freed();
+            tokio::select! {
+                biased;
+                Some(ev) = control.recv() => self.handle(ev).await?,
+                Some(ev) = self.from_uploaders.recv() => self.on_uploader_event(ev).await?,
+                fetched = records.recv(), if !holding_back => match fetched {
+                    Some(fetched) => self.append(fetched)?,
+                    None => break,
+                },
+                _ = freed.notified(), if holding_back => {}
+                _ = tick.tick() => self.tick(Instant::now())?,
+            }
+        }
+        let all: Vec<TopicPartition> = self.partitions.keys().cloned().collect();
+        self.revoke(&all, false).await?;
+        while let Ok(ev) = self.from_uploaders.try_recv() {
+            if let UploaderEvent::Failed { key, error } = ev {
+                return Err(PipelineError::Upload { key, source: error });
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle(&mut self, ev: Control) -> Result<(), PipelineError> {
+        match ev {
+            Control::Assigned { partitions, reply } => {
+                let positions = self.assign(partitions).await?;
+                let _ = reply.send(positions);
+            }
+            Control::Revoked { partitions, lost, reply } => {
+                self.revoke(&partitions, lost).await?;
+                let _ = reply.send(());
+            }
+            Control::RetentionGap { tp, missing, resume_at } => {
+                self.metrics.emit(Event::RetentionGap { tp: &tp, missing, resume_at });
+                if let Some(w) = self.partitions.get_mut(&tp) {
+                    w.note_retention_gap();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_uploader_event(&mut self, ev: UploaderEvent) -> Result<(), PipelineError> {
+        match ev {
+            UploaderEvent::Failed { key, error } => Err(PipelineError::Upload { key, source: error }),
+            UploaderEvent::GaveUp { tp, epoch, chain_start } => self.restart(tp, epoch, chain_start).await,
+        }
+    }
+
+    fn append(&mut self, fetched: Fetched) -> Result<(), PipelineError> {
+        let Fetched { tp, epoch, record } = fetched;
+        let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) else { return Ok(()) };
+        writer
+            .append(&record, Instant::now(), &self.settings, &mut self.budget, &self.metrics)
+            .map_err(|source| PipelineError::Encode { tp, source })?;
+        if self.budget.exceeded() {
+            self.roll_largest()?;
+        }
+        Ok(())
+    }
+
+    /// The budget is exceeded: roll the largest open files until open files hold at most half of it.
+    fn roll_largest(&mut self) -> Result<(), PipelineError> {
+        let open: Vec<(TopicPartition, u64)> = self
+            .partitions
+            .iter()
+            .filter_map(|(tp, w)| w.early_rollable_size().map(|size| (tp.clone(), size)))
+            .collect();
+        let sizes: Vec<(usize, u64)> = open.iter().enumerate().map(|(i, (_, size))| (i, *size)).collect();
+        for idx in pick_largest_over_budget(&sizes, self.budget.early_roll_target()) {
+            self.roll(&open[idx].0, RollReason::Budget)?;
+        }
+        Ok(())
+    }
+
+    /// Age rolls, and the gauges of what is buffered.
+    fn tick(&mut self, now: Instant) -> Result<(), PipelineError> {
+        self.metrics.buffered_bytes.set(i64::try_from(self.budget.memory_used()).unwrap_or(i64::MAX));
+        self.metrics.open_files.set(self.partitions.values().filter(|w| w.has_open_file()).count() as i64);
+        self.metrics.assigned_partitions.set(self.partitions.len() as i64);
+        let due: Vec<TopicPartition> =
+            self.partitions.iter().filter(|(_, w)| w.roll_due(&self.settings, now)).map(|(tp, _)| tp.clone()).collect();
+        for tp in due {
+            self.roll(&tp, RollReason::Age)?;
+        }
+        Ok(())
+    }
+
+    fn roll(&mut self, tp: &TopicPartition, reason: RollReason) -> Result<(), PipelineError> {
+        let Some(writer) = self.partitions.get_mut(tp) else { return Ok(()) };
+        writer
+            .roll(reason, &self.settings, &mut self.budget)
+            .map_err(|source| PipelineError::Encode { tp: tp.clone(), source })
+    }
+
+    /// A writer for a recovered partition (none is there), with its uploader running.
+    fn start_writer(&mut self, tp: &TopicPartition, epoch: u64, plan: &ResumePlan) {
+        let (uploads, files) = mpsc::unbounded_channel();
+        let uploader = Uploader {
+            store: self.store.clone(),
+            prefix: self.settings.prefix.clone(),
+            tp: tp.clone(),
+            epoch,
+            link: self.link.clone(),
+            events: self.uploader_events.clone(),
+            freed: self.budget.freed(),
+            metrics: self.metrics.clone(),
+        };
+        let writer = PartitionWriter::new(tp.clone(), epoch, plan, uploads, tokio::spawn(uploader.run(files)));
+        self.partitions.insert(tp.clone(), writer);
+    }
+
+    /// Where the consumer resumes a recovered partition (`None`: it cannot be archived).
+    fn resume_at(&self, plan: Option<&ResumePlan>) -> ResumeAt {
+        match (plan.map(|p| p.consume_from), self.settings.start_from) {
+            (None, _) => ResumeAt::Stop,
+            (Some(Some(at)), _) => ResumeAt::Offset(at),
+            (Some(None), StartFrom::Earliest) => ResumeAt::Earliest,
+            (Some(None), StartFrom::Latest) => ResumeAt::Latest,
+        }
+    }
+
+    async fn assign(
+        &mut self,
+        partitions: Vec<AssignedPartition>,
+    ) -> Result<Vec<(TopicPartition, ResumeAt)>, PipelineError> {
+        let recoverer = self.recoverer();
+        let recoveries = partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, p.log_start));
+        let results = futures::future::join_all(recoveries).await;
+        let mut positions = Vec::new();
+        for (p, result) in partitions.into_iter().zip(results) {
+            if let Some(mut old) = self.partitions.remove(&p.tp) {
+                old.drop_open_file(&mut self.budget);
+                old.close(true);
+            }
+            let plan = result?;
+            if let Some(plan) = &plan {
+                self.start_writer(&p.tp, p.epoch, plan);
+            }
+            positions.push((p.tp, self.resume_at(plan.as_ref())));
+        }
+        Ok(positions)
+    }
+
+    /// An uploader gave up its partition's chain: drop what is buffered, recover from the archive again
+    /// and move the consumer to the new position.
+    async fn restart(&mut self, tp: TopicPartition, from_epoch: u64, chain_start: i64) -> Result<(), PipelineError> {
+        if self.partitions.get(&tp).is_none_or(|w| w.epoch != from_epoch) {
+            return Ok(()); // Revoked or re-assigned since.
+        }
+        let mut old = self.partitions.remove(&tp).expect("checked above");
+        if old.drop_open_file(&mut self.budget) {
+            self.metrics.emit(Event::FileDropped { tp: &tp, why: DropReason::ChainGivenUp });
+        }
+        old.close(true);
+        let hint = CommitHint { next_offset: chain_start + 1, chain_start: Some(chain_start) };
+        let epoch = self.link.next_epoch();
+        let plan = self.recoverer().recover(&tp, Some(hint), None).await?;
+        if let Some(plan) = &plan {
+            self.start_writer(&tp, epoch, plan);
+        }
+        let position = self.resume_at(plan.as_ref());
+        let _ = self.link.commands.send(SourceCommand::Seek { tp, from_epoch, epoch, position });
+        Ok(())
+    }
+
+    /// Flushes (or drops, when `lost`) the partitions' open files and waits, within the revoke
+    /// timeout, for their uploads; uploads still running then are aborted. When this returns, nothing
+    /// of these partitions is uploaded any more. A file re-writing a claim is dropped unless complete:
+    /// a part of it would hide the rest of the claimed range from the next owner.
+    async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) -> Result<(), PipelineError> {
+        let deadline = tokio::time::Instant::now() + self.settings.revoke_timeout;
+        let mut waiting = Vec::new();
+        for tp in partitions {
+            let Some(mut writer) = self.partitions.remove(tp) else { continue };
+            let drop_reason = match (lost, writer.is_rewriting()) {
+                (true, _) => Some(DropReason::PartitionLost),
+                (false, true) => Some(DropReason::PartialRewrite),
+                (false, false) => None,
+            };
+            match drop_reason {
+                Some(why) => {
+                    if writer.drop_open_file(&mut self.budget) {
+                        self.metrics.emit(Event::FileDropped { tp, why });
+                    }
+                }
+                None => writer
+                    .roll(RollReason::Flush, &self.settings, &mut self.budget)
+                    .map_err(|source| PipelineError::Encode { tp: tp.clone(), source })?,
+            }
+            waiting.push((tp.clone(), writer.close(lost)));
+        }
+        for (tp, mut task) in waiting {
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                task.abort();
+                self.metrics.emit(Event::FileDropped { tp: &tp, why: DropReason::RevokeTimeout });
+            }
+        }
+        Ok(())
+    }
+
+    fn recoverer(&self) -> Recoverer {
+        Recoverer {
+            store: self.store.clone(),
+            prefix: self.settings.prefix.clone(),
+            claims: self.settings.claims,
+            metrics: self.metrics.clone(),
+        }
+    }
+}

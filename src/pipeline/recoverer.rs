@@ -1,0 +1,71 @@
+//! Recovering one partition's position from the archive: find the tail (the claims chain, or the data
+//! objects where there are no claims), then plan where to resume (`core::recovery`). Owned, so the
+//! recoveries of an assignment run concurrently off the pipeline.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::PipelineError;
+use crate::core::object_key::Prefix;
+use crate::core::partition::TopicPartition;
+use crate::core::recovery::{plan_resume, CommitHint, ResumePlan};
+use crate::store::ObjectStore;
+use crate::tail::{find_tail, TailError};
+use crate::telemetry::events::RecoveryFinished;
+use crate::telemetry::{Event, Metrics};
+
+pub(super) struct Recoverer {
+    pub(super) store: Arc<dyn ObjectStore>,
+    pub(super) prefix: Prefix,
+    pub(super) claims: bool,
+    pub(super) metrics: Arc<Metrics>,
+}
+
+impl Recoverer {
+    /// Recovers one partition's position. `None`: the partition cannot be archived (reported).
+    pub(super) async fn recover(
+        &self,
+        tp: &TopicPartition,
+        hint: Option<CommitHint>,
+        log_start: Option<i64>,
+    ) -> Result<Option<ResumePlan>, PipelineError> {
+        let started = Instant::now();
+        self.metrics.recoveries_in_progress.inc();
+        let found = find_tail(self.store.as_ref(), &self.prefix, tp, hint, self.claims, Some(&self.metrics)).await;
+        self.metrics.recoveries_in_progress.dec();
+        let found = match found {
+            Ok(found) => found,
+            Err(TailError::Store(e)) => return Err(e.into()),
+            Err(TailError::BadClaim(e)) => {
+                let why = format!(
+                    "{e}. This partition is stopped: the claims chain cannot be followed. Inspect the claim \
+                     (`verify`), then restart"
+                );
+                self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+                return Ok(None);
+            }
+        };
+        for key in &found.ignored_keys {
+            self.metrics.emit(Event::ForeignKey { tp, key });
+        }
+        for o in &found.overlaps {
+            self.metrics.emit(Event::Overlap { tp, earlier: o.earlier, later: o.later });
+        }
+        let plan = plan_resume(&found.tail, log_start);
+        if let (Some(missing), Some(resume_at)) = (plan.retention_gap, plan.consume_from) {
+            self.metrics.emit(Event::RetentionGap { tp, missing, resume_at });
+        }
+        if let Some(claim) = &plan.rewrite {
+            self.metrics.emit(Event::RewritingClaim { tp, claim });
+        }
+        self.metrics.emit(Event::RecoveryFinished(RecoveryFinished {
+            tp,
+            plan: &plan,
+            list_requests: found.list_requests,
+            keys_seen: found.keys_seen,
+            hinted: hint.is_some(),
+            elapsed: started.elapsed(),
+        }));
+        Ok(Some(plan))
+    }
+}

@@ -1,0 +1,148 @@
+//! One partition's uploader: uploads its sealed files one at a time, in order — claim (with claims),
+//! then data, then the commit back to the consumer. Transient store errors are retried forever with
+//! backoff (the files keep their budget, so fetching pauses); a permanent one stops the archiver.
+//! Losing a claim, or the consumer's assignment, ends the uploader and asks the pipeline to recover
+//! the partition again. It reports to the pipeline over one channel of [`UploaderEvent`]s.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, Notify};
+
+use crate::core::claim::{Claim, ClaimKey};
+use crate::core::object_key::{ObjectKey, Prefix};
+use crate::core::partition::TopicPartition;
+use crate::core::roll::RollReason;
+use crate::core::spool::{SealedSpool, SpoolData};
+use crate::source::{Commit, SourceCommand, SourceLink};
+use crate::store::{ObjectStore, PutOutcome, StoreError};
+use crate::tail::with_retries;
+use crate::telemetry::events::ObjectUploaded;
+use crate::telemetry::{Event, Metrics};
+
+/// A file ready to upload.
+pub(super) struct SealedFile {
+    pub(super) key: ObjectKey,
+    pub(super) records: u64,
+    pub(super) spool: SealedSpool,
+    pub(super) reason: RollReason,
+    /// The file's chain position (its claim's start).
+    pub(super) chain_start: i64,
+    /// The claim to create before uploading; `None` without claims, or when re-writing a claim.
+    pub(super) claim: Option<Claim>,
+}
+
+/// What an uploader tells the pipeline.
+#[derive(Debug)]
+pub(super) enum UploaderEvent {
+    /// A permanent store error on `key`: the archiver stops.
+    Failed { key: String, error: StoreError },
+    /// The uploader gave up its partition's chain (lost a claim, or the assignment was lost): the
+    /// partition must be recovered again from `chain_start` on.
+    GaveUp { tp: TopicPartition, epoch: u64, chain_start: i64 },
+}
+
+/// What claiming a file's start ended in.
+enum ClaimOutcome {
+    /// Ours (created now, or by an earlier attempt whose answer was lost).
+    Won,
+    /// Another writer holds it for another range.
+    Lost(Claim),
+}
+
+pub(super) struct Uploader {
+    pub(super) store: Arc<dyn ObjectStore>,
+    pub(super) prefix: Prefix,
+    pub(super) tp: TopicPartition,
+    pub(super) epoch: u64,
+    pub(super) link: SourceLink,
+    pub(super) events: mpsc::UnboundedSender<UploaderEvent>,
+    pub(super) freed: Arc<Notify>,
+    pub(super) metrics: Arc<Metrics>,
+}
+
+impl Uploader {
+    pub(super) async fn run(self, mut files: mpsc::UnboundedReceiver<SealedFile>) {
+        while let Some(file) = files.recv().await {
+            if let Err(event) = self.upload(&file).await {
+                let _ = self.events.send(event);
+                return;
+            }
+            drop(file);
+            self.freed.notify_one();
+        }
+    }
+
+    /// Claim, data, commit; an `Err` ends this uploader.
+    async fn upload(&self, file: &SealedFile) -> Result<(), UploaderEvent> {
+        let started = Instant::now();
+        if let Some(claim) = &file.claim {
+            if self.link.assignment_lost.load(Ordering::SeqCst) {
+                self.metrics.emit(Event::AssignmentLost { tp: &self.tp });
+                return Err(self.give_up(file.chain_start));
+            }
+            let key = ClaimKey::new(self.prefix.clone(), self.tp.clone(), claim.chain_start).to_string();
+            let outcome =
+                self.claim(&key, claim).await.map_err(|error| UploaderEvent::Failed { key: key.clone(), error })?;
+            match outcome {
+                ClaimOutcome::Won => self.metrics.emit(Event::ClaimCreated),
+                ClaimOutcome::Lost(theirs) => {
+                    self.metrics.emit(Event::ClaimLost { key: &key, ours: claim.data(), theirs: &theirs });
+                    return Err(self.give_up(file.chain_start));
+                }
+            }
+        }
+        let key = file.key.to_string();
+        let outcome = self
+            .retry_transient(&key, || self.store.put_if_absent(&key, file.spool.data(), file.spool.len()))
+            .await
+            .map_err(|error| UploaderEvent::Failed { key: key.clone(), error })?;
+        self.metrics.emit(Event::ObjectUploaded(ObjectUploaded {
+            tp: &self.tp,
+            key: &key,
+            range: file.key.range,
+            records: file.records,
+            bytes: file.spool.len(),
+            elapsed: started.elapsed(),
+            reason: file.reason,
+            outcome,
+        }));
+        let commit = Commit { tp: self.tp.clone(), next_offset: file.key.range.next(), chain_start: file.chain_start };
+        let _ = self.link.commands.send(SourceCommand::Commit(commit));
+        Ok(())
+    }
+
+    fn give_up(&self, chain_start: i64) -> UploaderEvent {
+        UploaderEvent::GaveUp { tp: self.tp.clone(), epoch: self.epoch, chain_start }
+    }
+
+    async fn claim(&self, key: &str, claim: &Claim) -> Result<ClaimOutcome, StoreError> {
+        let json = bytes::Bytes::from(claim.to_json());
+        let len = json.len() as u64;
+        let body = SpoolData::Memory(json);
+        match self.retry_transient(key, || self.store.put_if_absent(key, &body, len)).await? {
+            PutOutcome::Created => Ok(ClaimOutcome::Won),
+            PutOutcome::AlreadyExists => {
+                let existing = self.retry_transient(key, || self.store.get(key)).await?;
+                match Claim::from_json(key, &existing) {
+                    Ok(other) if other.same_range(claim) => Ok(ClaimOutcome::Won),
+                    Ok(other) => Ok(ClaimOutcome::Lost(other)),
+                    Err(e) => Err(StoreError::Permanent {
+                        what: e.to_string(),
+                        fix: "a claim this archiver cannot read blocks this partition: inspect it with `verify`".into(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Retries transient errors forever, counting them.
+    async fn retry_transient<T, F, Fut>(&self, key: &str, op: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
+        with_retries(u32::MAX, key, Some((&self.metrics.upload_retries, &self.metrics.store_up)), op).await
+    }
+}

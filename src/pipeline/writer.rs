@@ -1,0 +1,259 @@
+//! One assigned partition's writer: records go into its open file, which rolls by the roll policy
+//! (extending the claims chain) or, while the partition re-writes a claimed range whose data object is
+//! missing, exactly at that claim's end. Sealed files go to the partition's uploader, in order.
+
+use std::time::{Instant, SystemTime};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::budget::Budget;
+use super::uploader::SealedFile;
+use super::PipelineSettings;
+use crate::core::claim::Claim;
+use crate::core::encode::{EncodeError, FileEncoder, FileMeta};
+use crate::core::object_key::ObjectKey;
+use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::core::record::Record;
+use crate::core::recovery::ResumePlan;
+use crate::core::roll::{OpenFileStats, RollReason};
+use crate::core::spool::Spool;
+use crate::telemetry::{Event, Metrics};
+
+/// What the partition's files do to the claims chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// Each file extends the chain: it is claimed, then uploaded; it rolls by the roll policy.
+    Chain,
+    /// The open file re-writes this claim's range (the claim exists, its data object does not): it
+    /// rolls exactly at the claim's end, and only then does the chain go on.
+    Rewrite(Claim),
+}
+
+struct OpenFile {
+    encoder: FileEncoder,
+    first: i64,
+    last: i64,
+    records: u64,
+    opened_at: Instant,
+    /// The encoder's buffered memory when last measured (part of the budget's total).
+    buffered: u64,
+    /// Smallest and largest record timestamp so far.
+    timestamps: Option<(i64, i64)>,
+}
+
+impl OpenFile {
+    fn stats(&self) -> OpenFileStats {
+        OpenFileStats { records: self.records, bytes: self.encoder.encoded_size(), opened_at: self.opened_at }
+    }
+}
+
+pub(super) struct PartitionWriter {
+    tp: TopicPartition,
+    /// The assignment (or re-positioning) this writer belongs to; records of others are ignored.
+    pub(super) epoch: u64,
+    /// The lowest offset still acceptable: records below it were already taken (a seek replayed them).
+    next_expected: Option<i64>,
+    /// The chain position (claim start) of the next file.
+    chain_next: i64,
+    mode: Mode,
+    /// The next claim records that retention deleted offsets before its first one.
+    retention_gap_pending: bool,
+    open: Option<OpenFile>,
+    uploads: mpsc::UnboundedSender<SealedFile>,
+    uploader: JoinHandle<()>,
+}
+
+impl PartitionWriter {
+    pub(super) fn new(
+        tp: TopicPartition,
+        epoch: u64,
+        plan: &ResumePlan,
+        uploads: mpsc::UnboundedSender<SealedFile>,
+        uploader: JoinHandle<()>,
+    ) -> Self {
+        Self {
+            tp,
+            epoch,
+            next_expected: plan.consume_from,
+            chain_next: plan.chain_next,
+            mode: plan.rewrite.clone().map_or(Mode::Chain, Mode::Rewrite),
+            retention_gap_pending: plan.retention_gap.is_some() && plan.rewrite.is_none(),
+            open: None,
+            uploads,
+            uploader,
+        }
+    }
+
+    pub(super) fn is_rewriting(&self) -> bool {
+        self.rewrite_end().is_some()
+    }
+
+    /// The end of the claimed range being re-written.
+    fn rewrite_end(&self) -> Option<i64> {
+        match &self.mode {
+            Mode::Rewrite(claim) => Some(claim.end),
+            Mode::Chain => None,
+        }
+    }
+
+    pub(super) fn has_open_file(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// The open file's encoded size, when it may be rolled early for the budget (not a re-write).
+    pub(super) fn early_rollable_size(&self) -> Option<u64> {
+        self.open.as_ref().filter(|_| !self.is_rewriting()).map(|f| f.encoder.encoded_size())
+    }
+
+    /// The next claim records a retention gap before its first offset.
+    pub(super) fn note_retention_gap(&mut self) {
+        self.retention_gap_pending = true;
+    }
+
+    /// Takes one record at `now`: skips what a seek replayed, rolls as the mode and the roll policy say.
+    pub(super) fn append(
+        &mut self,
+        record: &Record,
+        now: Instant,
+        settings: &PipelineSettings,
+        budget: &mut Budget,
+        metrics: &Metrics,
+    ) -> Result<(), EncodeError> {
+        metrics.records_received.inc();
+        if self.next_expected.is_some_and(|next| record.offset < next) {
+            metrics.duplicates_skipped.inc();
+            return Ok(());
+        }
+        self.next_expected = Some(record.offset + 1);
+        if let Some(end) = self.rewrite_end().filter(|end| record.offset > *end) {
+            // Past the end of the claimed range: whatever was left of it is complete.
+            if self.open.is_some() {
+                self.seal(RollReason::Rewrite, settings, budget)?;
+            } else {
+                metrics.emit(Event::RewriteEmpty { tp: &self.tp, end });
+                self.chain_next = end + 1;
+                self.mode = Mode::Chain;
+            }
+        }
+        if let Some(file) = &self.open {
+            if let Some(reason) = settings.roll.before_append(&file.stats(), record.payload_size()) {
+                self.roll(reason, settings, budget)?;
+            }
+        }
+        let file = match &mut self.open {
+            Some(file) => file,
+            None => self.open.insert(OpenFile {
+                encoder: FileEncoder::new(settings.spec, Spool::new(settings.spool.clone()))?,
+                first: record.offset,
+                last: record.offset,
+                records: 0,
+                opened_at: now,
+                buffered: 0,
+                timestamps: None,
+            }),
+        };
+        file.encoder.append(record)?;
+        file.last = record.offset;
+        file.records += 1;
+        if let Some(ts) = record.timestamp_ms {
+            file.timestamps = Some(file.timestamps.map_or((ts, ts), |(lo, hi)| (lo.min(ts), hi.max(ts))));
+        }
+        let buffered = file.encoder.buffered_memory();
+        budget.resize(file.buffered, buffered);
+        file.buffered = buffered;
+        let stats = file.stats();
+        let reason = match self.rewrite_end() {
+            Some(end) => (record.offset == end).then_some(RollReason::Rewrite),
+            None => settings.roll.after_append(&stats),
+        };
+        match reason {
+            Some(reason) => self.seal(reason, settings, budget),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the open file must roll by age at `now`.
+    pub(super) fn roll_due(&self, settings: &PipelineSettings, now: Instant) -> bool {
+        self.open.as_ref().is_some_and(|f| settings.roll.due(&f.stats(), now).is_some())
+    }
+
+    /// Rolls the open file by the roll policy (records, bytes, age, budget, flush). A file re-writing a
+    /// claim is not rolled: it ends exactly at the claim's end, or is dropped.
+    pub(super) fn roll(
+        &mut self,
+        reason: RollReason,
+        settings: &PipelineSettings,
+        budget: &mut Budget,
+    ) -> Result<(), EncodeError> {
+        match self.mode {
+            Mode::Chain => self.seal(reason, settings, budget),
+            Mode::Rewrite(_) => Ok(()),
+        }
+    }
+
+    /// Drops the open file (its records are read again by the next owner); true if there was one.
+    pub(super) fn drop_open_file(&mut self, budget: &mut Budget) -> bool {
+        match self.open.take() {
+            Some(file) => {
+                budget.release(file.buffered);
+                budget.notify_freed();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops taking files: the uploader finishes what it has (or, with `abort`, stops at once).
+    pub(super) fn close(self, abort: bool) -> JoinHandle<()> {
+        drop(self.uploads);
+        if abort {
+            self.uploader.abort();
+        }
+        self.uploader
+    }
+
+    /// Seals the open file and queues it for upload, moving the chain on.
+    fn seal(
+        &mut self,
+        reason: RollReason,
+        settings: &PipelineSettings,
+        budget: &mut Budget,
+    ) -> Result<(), EncodeError> {
+        let Some(file) = self.open.take() else { return Ok(()) };
+        budget.release(file.buffered);
+        let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");
+        let spool = file.encoder.finish(&FileMeta { tp: self.tp.clone(), range, records: file.records })?;
+        let key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, settings.spec.kind());
+        let chain_start = self.chain_next;
+        let claim = match std::mem::replace(&mut self.mode, Mode::Chain) {
+            // The claim exists already: only its data object is written.
+            Mode::Rewrite(existing) => {
+                self.chain_next = existing.end + 1;
+                None
+            }
+            Mode::Chain => {
+                self.chain_next = range.next();
+                let retention_gap = std::mem::take(&mut self.retention_gap_pending);
+                settings.claims.then(|| Claim {
+                    chain_start,
+                    first: range.start(),
+                    end: range.end(),
+                    records: file.records,
+                    retention_gap,
+                    writer: settings.writer_id.clone(),
+                    time_ms: unix_ms(),
+                    timestamps: file.timestamps,
+                })
+            }
+        };
+        // The uploader only ends when this writer is closed or it gave up the chain (a restart is
+        // then on its way), so a failed send loses nothing.
+        let _ = self.uploads.send(SealedFile { key, records: file.records, spool, reason, chain_start, claim });
+        Ok(())
+    }
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}

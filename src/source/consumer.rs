@@ -1,0 +1,252 @@
+//! The consumer thread: creates the rdkafka consumer, checks the brokers and topics, subscribes, and
+//! polls — handing records to the pipeline, serving rebalance callbacks (`context`), and applying the
+//! pipeline's commits and seeks — until it is asked to stop.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tracing::{error, info, warn};
+
+use super::context::{ArchiverContext, SourceState};
+use super::convert::to_record;
+use super::messages::{Control, Fetched, SourceCommand, SourceLink};
+use super::SourceError;
+use crate::core::partition::TopicPartition;
+use crate::telemetry::Metrics;
+
+/// How long start-up waits for the brokers to answer before giving up with a clear error.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long one hand-over waits for room in the pipeline's channel before polling again (which keeps
+/// rebalance callbacks served).
+const HAND_OVER_WAIT: Duration = Duration::from_millis(100);
+/// Pending (polled, not yet handed over) record bytes above which fetching is paused.
+const PAUSE_ABOVE_BYTES: u64 = 32 << 20;
+
+/// Consumer settings the source needs.
+#[derive(Debug, Clone)]
+pub struct SourceSettings {
+    pub brokers: String,
+    pub group: String,
+    pub subscription: Vec<String>,
+    pub kafka_props: Vec<(String, String)>,
+    /// How long a revoke callback waits for the pipeline before giving up on it.
+    pub revoke_wait: Duration,
+}
+
+/// The pipeline's ends of the channels the source feeds.
+pub struct PipelineChannels {
+    pub records: mpsc::Sender<Fetched>,
+    pub control: mpsc::UnboundedSender<Control>,
+    pub commands: std_mpsc::Receiver<SourceCommand>,
+}
+
+/// The running consumer thread.
+pub struct KafkaSource {
+    thread: JoinHandle<Result<(), SourceError>>,
+    stop: Arc<AtomicBool>,
+    crashed: Arc<AtomicBool>,
+}
+
+impl KafkaSource {
+    /// Creates the consumer, checks the brokers answer and the topics exist, subscribes, and starts
+    /// polling on a new thread.
+    pub fn spawn(
+        settings: &SourceSettings,
+        channels: PipelineChannels,
+        link: &SourceLink,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, SourceError> {
+        let crashed = Arc::new(AtomicBool::new(false));
+        let context = ArchiverContext {
+            records: channels.records,
+            control: channels.control,
+            commands: Mutex::new(channels.commands),
+            seeks_to_retry: Mutex::default(),
+            epochs: link.epochs.clone(),
+            assignment_lost: link.assignment_lost.clone(),
+            state: Mutex::new(SourceState::default()),
+            revoke_wait: settings.revoke_wait,
+            crashed: crashed.clone(),
+            metrics,
+        };
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &settings.brokers)
+            .set("group.id", &settings.group)
+            .set("client.id", format!("kafka-s3-archiver-{}", std::process::id()))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            // An out-of-range position must surface as an error we handle, never as a silent jump.
+            .set("auto.offset.reset", "error")
+            .set("enable.partition.eof", "false")
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("statistics.interval.ms", "5000");
+        for (k, v) in &settings.kafka_props {
+            config.set(k, v);
+        }
+        let consumer: BaseConsumer<ArchiverContext> =
+            config.create_with_context(context).map_err(SourceError::Create)?;
+        check_topics(&consumer, settings)?;
+        let topics: Vec<&str> = settings.subscription.iter().map(String::as_str).collect();
+        consumer
+            .subscribe(&topics)
+            .map_err(|source| SourceError::Subscribe { topics: settings.subscription.clone(), source })?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = stop.clone();
+        let shutdown_wait = settings.revoke_wait + Duration::from_secs(10);
+        let thread = std::thread::Builder::new()
+            .name("kafka-source".into())
+            .spawn(move || poll_loop(consumer, thread_stop, shutdown_wait))
+            .expect("spawn kafka-source thread");
+        Ok(Self { thread, stop, crashed })
+    }
+
+    /// Graceful stop: leave the group (revoking, so every open file is flushed and committed), then end.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits for the polling thread to end.
+    pub fn join(self) -> Result<(), SourceError> {
+        self.thread.join().unwrap_or_else(|_| Err(SourceError::Fatal(KafkaError::Canceled)))
+    }
+
+    /// Simulates a crash (demo): no flush, no commit, consumer dropped.
+    pub fn crash(self) {
+        self.crashed.store(true, Ordering::SeqCst);
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+    }
+}
+
+/// Before subscribing: the brokers answer, and every topic named (not matched by a regex) exists.
+/// Blocks for up to `STARTUP_TIMEOUT`.
+fn check_topics(consumer: &BaseConsumer<ArchiverContext>, settings: &SourceSettings) -> Result<(), SourceError> {
+    let metadata = consumer.fetch_metadata(None, STARTUP_TIMEOUT).map_err(|source| SourceError::Unreachable {
+        brokers: settings.brokers.clone(),
+        timeout: STARTUP_TIMEOUT,
+        source,
+    })?;
+    for name in settings.subscription.iter().filter(|t| !t.starts_with('^')) {
+        let exists =
+            metadata.topics().iter().any(|t| t.name() == name && t.error().is_none() && !t.partitions().is_empty());
+        if !exists {
+            return Err(SourceError::UnknownTopic { topic: name.clone(), brokers: settings.brokers.clone() });
+        }
+    }
+    Ok(())
+}
+
+fn poll_loop(
+    consumer: BaseConsumer<ArchiverContext>,
+    stop: Arc<AtomicBool>,
+    shutdown_wait: Duration,
+) -> Result<(), SourceError> {
+    let ctx = consumer.context().clone();
+    let mut leaving: Option<Instant> = None;
+    let mut last_tp: Option<TopicPartition> = None;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            if ctx.crashed.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            match leaving {
+                None => {
+                    info!("leaving the consumer group");
+                    consumer.unsubscribe();
+                    leaving = Some(Instant::now());
+                }
+                Some(since) => {
+                    let done = ctx.state.lock().expect("source state").nothing_assigned();
+                    if done || since.elapsed() > shutdown_wait {
+                        if !done {
+                            warn!("gave up waiting for the group to revoke partitions after {shutdown_wait:?}");
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        match consumer.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Ok(msg)) => {
+                let tp = match &last_tp {
+                    Some(tp) if tp.partition() == msg.partition() && tp.topic() == msg.topic() => tp.clone(),
+                    _ => match TopicPartition::new(msg.topic(), msg.partition()) {
+                        Ok(tp) => tp,
+                        Err(e) => {
+                            error!("skipping a record of an unusable partition: {e}");
+                            continue;
+                        }
+                    },
+                };
+                last_tp = Some(tp.clone());
+                let mut state = ctx.state.lock().expect("source state");
+                if let Some(epoch) = state.epoch_for_record(&tp) {
+                    state.pending.push_back(Fetched { tp, epoch, record: to_record(&msg) });
+                }
+            }
+            Some(Err(KafkaError::MessageConsumption(
+                RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange,
+            ))) => ctx.on_out_of_range(&consumer),
+            Some(Err(e @ KafkaError::MessageConsumptionFatal(_))) => return Err(SourceError::Fatal(e)),
+            Some(Err(e)) => warn!("Kafka consumer error (librdkafka retries): {e}"),
+        }
+        ctx.assignment_lost.store(consumer.assignment_lost(), Ordering::SeqCst);
+        hand_over(&consumer, &ctx);
+        ctx.apply_commands(&consumer, CommitMode::Async);
+    }
+}
+
+/// Moves pending records into the pipeline's channel, waiting up to `HAND_OVER_WAIT` for room: while
+/// this thread waits, librdkafka's bounded prefetch queue fills and fetching slows down by itself.
+/// Only when the pipeline stays behind (the pending records exceed `PAUSE_ABOVE_BYTES`, e.g. uploads
+/// are failing) is fetching paused outright; pausing drops librdkafka's prefetched data, so it is
+/// kept for that case.
+fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
+    let deadline = Instant::now() + HAND_OVER_WAIT;
+    let mut state = ctx.state.lock().expect("source state");
+    loop {
+        while let Some(fetched) = state.pending.pop_front() {
+            match ctx.records.try_send(fetched) {
+                Ok(()) => {}
+                Err(TrySendError::Full(fetched)) => {
+                    state.pending.push_front(fetched);
+                    break;
+                }
+                Err(TrySendError::Closed(_)) => {
+                    state.pending.clear();
+                    break;
+                }
+            }
+        }
+        if state.pending.is_empty() || Instant::now() >= deadline {
+            break;
+        }
+        drop(state);
+        std::thread::sleep(Duration::from_millis(1));
+        state = ctx.state.lock().expect("source state");
+    }
+    let pause = state.pending.bytes() > PAUSE_ABOVE_BYTES;
+    if pause != state.paused_for_backpressure && (pause || state.pending.is_empty()) {
+        let active = state.active();
+        if pause {
+            warn!(
+                pending_bytes = state.pending.bytes(),
+                "the pipeline is behind (uploads slow or failing?): pausing fetch"
+            );
+            let _ = consumer.pause(&active);
+        } else {
+            info!("the pipeline caught up: resuming fetch");
+            let _ = consumer.resume(&active);
+        }
+        state.paused_for_backpressure = pause;
+    }
+}

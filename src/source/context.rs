@@ -1,0 +1,403 @@
+//! The consumer's context: librdkafka calls it on the polling thread for rebalances (assign: the
+//! pipeline recovers positions from the archive and the callback blocks until it answers; revoke: the
+//! pipeline flushes or drops the partitions' files), logs and statistics. The polling thread also has
+//! it apply the pipeline's commands (commits, seeks) and handle out-of-range positions.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::ClientContext;
+use tokio::sync::mpsc;
+use tracing::{debug, error, info, warn};
+
+use super::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand};
+use super::pending::Pending;
+use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::core::recovery::CommitHint;
+use crate::telemetry::{Event, Metrics};
+
+/// How long one metadata, watermark, committed-offsets or seek request may take.
+pub(super) const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a seek that failed (the partition's fetch had not started yet) is tried again.
+const SEEK_ATTEMPTS: u32 = 50;
+
+/// What the consumer thread knows of one assigned partition.
+struct Assigned {
+    epoch: u64,
+    /// Not consumed (the archive is ahead of the log, or recovery failed).
+    stopped: bool,
+    /// Where the partition was assigned to start, until its first record arrives.
+    awaiting_first: Option<i64>,
+}
+
+#[derive(Default)]
+pub(super) struct SourceState {
+    assigned: HashMap<TopicPartition, Assigned>,
+    /// Records polled while the pipeline's channel was full.
+    pub(super) pending: Pending,
+    pub(super) paused_for_backpressure: bool,
+}
+
+impl SourceState {
+    /// The partitions being consumed.
+    pub(super) fn active(&self) -> TopicPartitionList {
+        tpl_of(self.assigned.iter().filter(|(_, a)| !a.stopped).map(|(tp, _)| tp))
+    }
+
+    /// The epoch of a partition's records, if it is assigned and consumed; its first record arrived.
+    pub(super) fn epoch_for_record(&mut self, tp: &TopicPartition) -> Option<u64> {
+        let a = self.assigned.get_mut(tp).filter(|a| !a.stopped)?;
+        a.awaiting_first = None;
+        Some(a.epoch)
+    }
+
+    pub(super) fn nothing_assigned(&self) -> bool {
+        self.assigned.is_empty()
+    }
+}
+
+pub(super) struct ArchiverContext {
+    pub(super) records: mpsc::Sender<Fetched>,
+    pub(super) control: mpsc::UnboundedSender<Control>,
+    pub(super) commands: Mutex<std_mpsc::Receiver<SourceCommand>>,
+    /// Seeks that failed (the partition's fetch had not started yet), tried again on the next poll.
+    pub(super) seeks_to_retry: Mutex<Vec<(SourceCommand, u32)>>,
+    pub(super) epochs: Arc<AtomicU64>,
+    pub(super) assignment_lost: Arc<AtomicBool>,
+    pub(super) state: Mutex<SourceState>,
+    pub(super) revoke_wait: Duration,
+    /// Set when the process is crashing on purpose (demo): nothing more is flushed or committed.
+    pub(super) crashed: Arc<AtomicBool>,
+    pub(super) metrics: Arc<Metrics>,
+}
+
+impl ClientContext for ArchiverContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
+                error!(target: "librdkafka", "{fac}: {message}")
+            }
+            RDKafkaLogLevel::Warning => warn!(target: "librdkafka", "{fac}: {message}"),
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => info!(target: "librdkafka", "{fac}: {message}"),
+            RDKafkaLogLevel::Debug => debug!(target: "librdkafka", "{fac}: {message}"),
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        warn!(target: "librdkafka", "{error}: {reason}");
+    }
+
+    /// librdkafka's periodic statistics: each assigned partition's log end, and so what is not
+    /// archived yet (recovery set its archived offset).
+    fn stats(&self, statistics: rdkafka::Statistics) {
+        let assigned: Vec<TopicPartition> = self.state.lock().expect("source state").assigned.keys().cloned().collect();
+        for (topic, t) in &statistics.topics {
+            for (partition, p) in &t.partitions {
+                let is_assigned = assigned.iter().any(|tp| tp.topic() == topic && tp.partition() == *partition);
+                if !is_assigned || p.hi_offset < 0 {
+                    continue;
+                }
+                let labels = [topic.as_str(), &partition.to_string()];
+                self.metrics.log_end_offset.with_label_values(&labels).set(p.hi_offset);
+                if let Ok(archived) = self.metrics.archived_offset.get_metric_with_label_values(&labels) {
+                    let unarchived = (p.hi_offset - archived.get() - 1).max(0);
+                    self.metrics.unarchived_records.with_label_values(&labels).set(unarchived);
+                }
+            }
+        }
+    }
+}
+
+impl ConsumerContext for ArchiverContext {
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        self.metrics.rebalances.inc();
+        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                let stopped = self.on_assign(consumer, tpl);
+                let result = if cooperative { consumer.incremental_assign(tpl) } else { consumer.assign(tpl) };
+                if let Err(e) = result {
+                    error!("assigning partitions failed: {e}");
+                }
+                if !stopped.is_empty() {
+                    let _ = consumer.pause(&tpl_of(&stopped));
+                }
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let tps = to_tps(tpl);
+                self.on_revoke(consumer, &tps, consumer.assignment_lost());
+                let result = if cooperative { consumer.incremental_unassign(tpl) } else { consumer.unassign() };
+                if let Err(e) = result {
+                    error!("unassigning partitions failed: {e}");
+                }
+            }
+            other => {
+                error!("rebalance failed ({:?}); dropping every assigned partition", RDKafkaErrorCode::from(other));
+                let all: Vec<TopicPartition> =
+                    self.state.lock().expect("source state").assigned.keys().cloned().collect();
+                self.on_revoke(consumer, &all, true);
+                let _ = consumer.unassign();
+            }
+        }
+    }
+}
+
+/// The consumer's start offset for a partition; `None`: do not consume it.
+pub(super) fn kafka_offset(at: &ResumeAt) -> Option<Offset> {
+    match at {
+        ResumeAt::Offset(o) => Some(Offset::Offset(*o)),
+        ResumeAt::Earliest => Some(Offset::Beginning),
+        ResumeAt::Latest => Some(Offset::End),
+        ResumeAt::Stop => None,
+    }
+}
+
+impl ArchiverContext {
+    /// Has the pipeline recover the newly assigned partitions, and sets where each starts in `tpl`.
+    /// Returns the partitions not to consume.
+    fn on_assign(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) -> Vec<TopicPartition> {
+        let tps = to_tps(tpl);
+        if tps.is_empty() {
+            // A cooperative rebalance that gives this member nothing new.
+            return Vec::new();
+        }
+        let committed = consumer.committed_offsets(tpl.clone(), METADATA_TIMEOUT).unwrap_or_else(|e| {
+            warn!("could not read committed offsets ({e}); recovering from full archive listings");
+            TopicPartitionList::new()
+        });
+        let first_epoch = self.epochs.fetch_add(tps.len() as u64, Ordering::SeqCst);
+        let partitions: Vec<AssignedPartition> = tps
+            .iter()
+            .zip(first_epoch..)
+            .map(|(tp, epoch)| {
+                let hint = committed
+                    .find_partition(tp.topic(), tp.partition())
+                    .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
+                let log_start =
+                    consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok().map(|w| w.0);
+                AssignedPartition { tp: tp.clone(), epoch, hint, log_start }
+            })
+            .collect();
+        info!(partitions = ?names(&tps), "partitions assigned; recovering positions from the archive");
+        let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
+        let positions = if self.control.send(Control::Assigned { partitions, reply: reply_tx }).is_ok() {
+            reply_rx.recv().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let positions: HashMap<TopicPartition, ResumeAt> = positions.into_iter().collect();
+        let mut state = self.state.lock().expect("source state");
+        let mut stopped = Vec::new();
+        for (tp, epoch) in tps.iter().zip(first_epoch..) {
+            let offset = kafka_offset(positions.get(tp).unwrap_or(&ResumeAt::Stop));
+            if offset.is_none() {
+                stopped.push(tp.clone());
+            }
+            if let Err(e) = tpl.set_partition_offset(tp.topic(), tp.partition(), offset.unwrap_or(Offset::Beginning)) {
+                error!("cannot set the start offset of {tp}: {e}");
+            }
+            let awaiting_first = offset.and_then(|o| o.to_raw()).filter(|o| *o >= 0);
+            state.assigned.insert(tp.clone(), Assigned { epoch, stopped: offset.is_none(), awaiting_first });
+        }
+        stopped
+    }
+
+    fn on_revoke(&self, consumer: &BaseConsumer<Self>, tps: &[TopicPartition], lost: bool) {
+        // Polled but not yet handed over: never archived, so the next owner reads them again.
+        self.state.lock().expect("source state").pending.forget(tps);
+        if !self.crashed.load(Ordering::SeqCst) && !tps.is_empty() {
+            info!(partitions = ?names(tps), lost, "partitions revoked; flushing");
+            let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
+            let sent = self.control.send(Control::Revoked { partitions: tps.to_vec(), lost, reply: reply_tx });
+            if sent.is_ok() && reply_rx.recv_timeout(self.revoke_wait).is_err() {
+                error!("the pipeline did not finish revoking within {:?}", self.revoke_wait);
+            }
+            // Commit what became durable while the partitions are still ours, so the next owner's
+            // listing starts at the right key.
+            if !lost {
+                self.apply_commands(consumer, CommitMode::Sync);
+            }
+        }
+        let mut state = self.state.lock().expect("source state");
+        for tp in tps {
+            state.assigned.remove(tp);
+        }
+    }
+
+    /// Applies the pipeline's seeks and commits the latest durable position of each partition.
+    pub(super) fn apply_commands(&self, consumer: &BaseConsumer<Self>, mode: CommitMode) {
+        let mut latest: HashMap<TopicPartition, Commit> = HashMap::new();
+        let mut seeks: Vec<(SourceCommand, u32)> =
+            std::mem::take(&mut *self.seeks_to_retry.lock().expect("seek queue"));
+        for command in self.commands.lock().expect("command queue").try_iter() {
+            match command {
+                SourceCommand::Commit(c) => {
+                    latest.insert(c.tp.clone(), c);
+                }
+                seek @ SourceCommand::Seek { .. } => seeks.push((seek, 0)),
+            }
+        }
+        for (seek, attempts) in seeks {
+            self.seek(consumer, seek, attempts);
+        }
+        if latest.is_empty() || self.crashed.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut tpl = TopicPartitionList::new();
+        let state = self.state.lock().expect("source state");
+        for c in latest.values().filter(|c| state.assigned.contains_key(&c.tp)) {
+            let mut e = tpl.add_partition(c.tp.topic(), c.tp.partition());
+            if e.set_offset(Offset::Offset(c.next_offset)).is_ok() {
+                e.set_metadata(CommitHint::metadata_for(c.chain_start));
+            }
+        }
+        drop(state);
+        if tpl.count() > 0 {
+            if let Err(e) = consumer.commit(&tpl, mode) {
+                // Commits are hints: the archive is the source of truth, so a failed commit costs a
+                // longer listing on the next recovery, nothing more.
+                warn!("committing offsets failed: {e}");
+            }
+        }
+    }
+
+    fn seek(&self, consumer: &BaseConsumer<Self>, command: SourceCommand, attempts: u32) {
+        let SourceCommand::Seek { tp, from_epoch, epoch, position } = &command else { return };
+        let mut state = self.state.lock().expect("source state");
+        let Some(a) = state.assigned.get_mut(tp).filter(|a| a.epoch == *from_epoch && !a.stopped) else {
+            return; // Revoked or re-assigned since: the new assignment recovered by itself.
+        };
+        let Some(offset) = kafka_offset(position) else {
+            a.stopped = true;
+            let _ = consumer.pause(&tpl_of([tp]));
+            return;
+        };
+        match consumer.seek(tp.topic(), tp.partition(), offset, METADATA_TIMEOUT) {
+            Ok(()) => {
+                info!(%tp, ?position, "re-positioned after re-recovering from the archive");
+                a.epoch = *epoch;
+                a.awaiting_first = offset.to_raw().filter(|o| *o >= 0);
+                state.pending.forget(std::slice::from_ref(tp));
+            }
+            Err(e) if attempts < SEEK_ATTEMPTS => {
+                debug!(%tp, "seek failed ({e}); trying again");
+                drop(state);
+                self.seeks_to_retry.lock().expect("seek queue").push((command, attempts + 1));
+            }
+            Err(e) => {
+                a.stopped = true;
+                let _ = consumer.pause(&tpl_of([tp]));
+                drop(state);
+                let why = format!("cannot seek to {position:?} ({e}); this partition is stopped. Restart the archiver");
+                self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+            }
+        }
+    }
+
+    /// The broker said a fetch position is out of range. The error does not say which partition, so
+    /// check the partitions that have not delivered a record since they were assigned.
+    pub(super) fn on_out_of_range(&self, consumer: &BaseConsumer<Self>) {
+        let candidates: Vec<(TopicPartition, i64)> = {
+            let state = self.state.lock().expect("source state");
+            state
+                .assigned
+                .iter()
+                .filter(|(_, a)| !a.stopped)
+                .filter_map(|(tp, a)| a.awaiting_first.map(|o| (tp.clone(), o)))
+                .collect()
+        };
+        for (tp, start) in candidates {
+            let Ok((low, high)) = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT) else {
+                continue;
+            };
+            if start < low {
+                let missing = OffsetRange::new(start, low - 1).expect("start < low");
+                if let Err(e) = consumer.seek(tp.topic(), tp.partition(), Offset::Offset(low), METADATA_TIMEOUT) {
+                    error!(%tp, "cannot seek to the log start {low}: {e}");
+                }
+                if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
+                    a.awaiting_first = Some(low);
+                }
+                let _ = self.control.send(Control::RetentionGap { tp, missing, resume_at: low });
+            } else if start > high {
+                let _ = consumer.pause(&tpl_of([&tp]));
+                if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
+                    a.stopped = true;
+                }
+                let why = format!(
+                    "the archive of {tp} already holds offsets up to {}, but the partition's log ends at {high}: \
+                     the topic was probably deleted and re-created. This partition is stopped so that nothing is \
+                     skipped silently; archive the new topic under another --dest prefix (or move the old archive \
+                     away) and restart",
+                    start - 1
+                );
+                self.metrics.emit(Event::PartitionStopped { tp: &tp, why: &why });
+            }
+        }
+    }
+}
+
+fn names(tps: &[TopicPartition]) -> Vec<String> {
+    tps.iter().map(ToString::to_string).collect()
+}
+
+pub(super) fn to_tps(tpl: &TopicPartitionList) -> Vec<TopicPartition> {
+    tpl.elements()
+        .iter()
+        .filter_map(|e| match TopicPartition::new(e.topic(), e.partition()) {
+            Ok(tp) => Some(tp),
+            Err(err) => {
+                error!("ignoring assigned partition {}/{}: {err}", e.topic(), e.partition());
+                None
+            }
+        })
+        .collect()
+}
+
+pub(super) fn tpl_of<'a>(tps: impl IntoIterator<Item = &'a TopicPartition>) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    for tp in tps {
+        tpl.add_partition(tp.topic(), tp.partition());
+    }
+    tpl
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resume_positions_map_to_consumer_offsets() {
+        assert_eq!(kafka_offset(&ResumeAt::Offset(42)), Some(Offset::Offset(42)));
+        assert_eq!(kafka_offset(&ResumeAt::Earliest), Some(Offset::Beginning));
+        assert_eq!(kafka_offset(&ResumeAt::Latest), Some(Offset::End));
+        assert_eq!(kafka_offset(&ResumeAt::Stop), None);
+    }
+
+    #[test]
+    fn partition_lists_round_trip() {
+        let tps = vec![TopicPartition::new("a", 0).unwrap(), TopicPartition::new("b.c-d", 7).unwrap()];
+        assert_eq!(to_tps(&tpl_of(&tps)), tps);
+    }
+
+    #[test]
+    fn only_consumed_partitions_are_active_and_take_records() {
+        let mut state = SourceState::default();
+        let (a, b) = (TopicPartition::new("t", 0).unwrap(), TopicPartition::new("t", 1).unwrap());
+        state.assigned.insert(a.clone(), Assigned { epoch: 3, stopped: false, awaiting_first: Some(10) });
+        state.assigned.insert(b.clone(), Assigned { epoch: 4, stopped: true, awaiting_first: None });
+        assert_eq!(to_tps(&state.active()), vec![a.clone()]);
+        assert_eq!(state.epoch_for_record(&a), Some(3));
+        assert_eq!(state.assigned[&a].awaiting_first, None, "its first record arrived");
+        assert_eq!(state.epoch_for_record(&b), None);
+        assert_eq!(state.epoch_for_record(&TopicPartition::new("t", 2).unwrap()), None);
+        assert!(!state.nothing_assigned());
+    }
+}

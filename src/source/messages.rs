@@ -1,0 +1,96 @@
+//! What the consumer thread and the pipeline tell each other. Records go over a bounded channel,
+//! rebalances over a separate control channel (so a rebalance is handled even while the pipeline holds
+//! records back), and the pipeline's commits and seeks back over a command channel.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc};
+
+use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::core::record::Record;
+use crate::core::recovery::CommitHint;
+
+/// Where the consumer resumes a partition, as the pipeline recovered it from the archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResumeAt {
+    Offset(i64),
+    /// Nothing archived yet, and `--start-from earliest`.
+    Earliest,
+    /// Nothing archived yet, and `--start-from latest`.
+    Latest,
+    /// Do not consume this partition; the reason was reported.
+    Stop,
+}
+
+#[derive(Debug, Clone)]
+pub struct AssignedPartition {
+    pub tp: TopicPartition,
+    /// Identifies this assignment of the partition; its records carry it.
+    pub epoch: u64,
+    pub hint: Option<CommitHint>,
+    /// The partition's log start offset (low watermark), when the broker told it.
+    pub log_start: Option<i64>,
+}
+
+/// One consumed record.
+#[derive(Debug)]
+pub struct Fetched {
+    pub tp: TopicPartition,
+    pub epoch: u64,
+    pub record: Record,
+}
+
+/// Rebalance and position news for the pipeline.
+#[derive(Debug)]
+pub enum Control {
+    /// Recover these partitions and answer with where each resumes.
+    Assigned { partitions: Vec<AssignedPartition>, reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>> },
+    /// Flush (or, when `lost`, drop) these partitions and answer once nothing of them will be uploaded.
+    Revoked { partitions: Vec<TopicPartition>, lost: bool, reply: std_mpsc::SyncSender<()> },
+    /// Retention removed `missing` before it was archived; consumption resumed at `resume_at`.
+    RetentionGap { tp: TopicPartition, missing: OffsetRange, resume_at: i64 },
+}
+
+/// A durable object's end, to be committed to Kafka as a hint.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub tp: TopicPartition,
+    pub next_offset: i64,
+    pub chain_start: i64,
+}
+
+/// What the pipeline asks of the consumer thread.
+#[derive(Debug)]
+pub enum SourceCommand {
+    Commit(Commit),
+    /// Move a partition whose records carry `from_epoch` to `position`; records from then on carry
+    /// `epoch`. Sent when the pipeline re-recovered the partition (it lost a claim).
+    Seek {
+        tp: TopicPartition,
+        from_epoch: u64,
+        epoch: u64,
+        position: ResumeAt,
+    },
+}
+
+/// What the pipeline holds of the source.
+#[derive(Debug, Clone)]
+pub struct SourceLink {
+    pub commands: std_mpsc::Sender<SourceCommand>,
+    /// Epochs are drawn from one counter by the consumer (assignments) and the pipeline (seeks).
+    pub epochs: Arc<AtomicU64>,
+    /// The consumer's last word on whether its assignment was lost (e.g. it stalled past the session
+    /// timeout): checked before claiming, to narrow a zombie's window (claims close it).
+    pub assignment_lost: Arc<AtomicBool>,
+}
+
+impl SourceLink {
+    pub fn new() -> (Self, std_mpsc::Receiver<SourceCommand>) {
+        let (commands, rx) = std_mpsc::channel();
+        let link = Self { commands, epochs: Arc::new(AtomicU64::new(1)), assignment_lost: Arc::default() };
+        (link, rx)
+    }
+
+    pub fn next_epoch(&self) -> u64 {
+        self.epochs.fetch_add(1, Ordering::SeqCst)
+    }
+}

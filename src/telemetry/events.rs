@@ -1,0 +1,232 @@
+//! What the archiver reports as it works: each event's log line and the counters and gauges it moves,
+//! in one place. Code that decides says what happened (`metrics.emit(Event::…)`); this file says how
+//! that is logged and counted, so the decisions read as decisions and a log line never drifts from
+//! its counter.
+
+use std::time::Duration;
+
+use tracing::{error, info, warn};
+
+use super::metrics::Metrics;
+use crate::core::claim::Claim;
+use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::core::recovery::ResumePlan;
+use crate::core::roll::RollReason;
+use crate::store::PutOutcome;
+
+/// Why an open (or sealed, not yet uploaded) file was dropped: its records are read again by
+/// whoever archives the partition next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// The partition was lost (not revoked cleanly): its data must not be uploaded.
+    PartitionLost,
+    /// A file re-writing a claimed range was not complete at the revoke: uploading part of it would
+    /// hide the rest of the range from the next owner.
+    PartialRewrite,
+    /// The upload did not finish within the revoke timeout.
+    RevokeTimeout,
+    /// The uploader gave up the partition's chain (lost a claim, or the assignment was lost).
+    ChainGivenUp,
+}
+
+impl DropReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            DropReason::PartitionLost => "the partition was lost",
+            DropReason::PartialRewrite => "it re-wrote part of a claimed range when the partition was revoked",
+            DropReason::RevokeTimeout => "its upload did not finish within the revoke timeout",
+            DropReason::ChainGivenUp => "another writer holds its claim; recovering again",
+        }
+    }
+}
+
+/// A partition's position was recovered from the archive.
+#[derive(Debug)]
+pub struct RecoveryFinished<'a> {
+    pub tp: &'a TopicPartition,
+    pub plan: &'a ResumePlan,
+    pub list_requests: u32,
+    pub keys_seen: u64,
+    pub hinted: bool,
+    pub elapsed: Duration,
+}
+
+/// An object is durable (created now, or found already there).
+#[derive(Debug)]
+pub struct ObjectUploaded<'a> {
+    pub tp: &'a TopicPartition,
+    pub key: &'a str,
+    pub range: OffsetRange,
+    pub records: u64,
+    pub bytes: u64,
+    pub elapsed: Duration,
+    pub reason: RollReason,
+    pub outcome: PutOutcome,
+}
+
+/// Something the archiver did or found.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A partition's position was recovered from the archive.
+    RecoveryFinished(RecoveryFinished<'a>),
+    /// A key in a partition's folders that the archiver did not write.
+    ForeignKey {
+        tp: &'a TopicPartition,
+        key: &'a str,
+    },
+    /// Two data objects of a partition overlap (an archive written without claims).
+    Overlap {
+        tp: &'a TopicPartition,
+        earlier: OffsetRange,
+        later: OffsetRange,
+    },
+    /// Retention deleted `missing` before it was archived; consumption resumes at `resume_at`.
+    RetentionGap {
+        tp: &'a TopicPartition,
+        missing: OffsetRange,
+        resume_at: i64,
+    },
+    /// The last claim's data object is missing: its range is written again, exactly.
+    RewritingClaim {
+        tp: &'a TopicPartition,
+        claim: &'a Claim,
+    },
+    /// The claimed range being re-written has no records left (compacted or deleted).
+    RewriteEmpty {
+        tp: &'a TopicPartition,
+        end: i64,
+    },
+    ClaimCreated,
+    /// Another writer holds the claim for our file's chain position, for another range.
+    ClaimLost {
+        key: &'a str,
+        ours: OffsetRange,
+        theirs: &'a Claim,
+    },
+    /// The consumer lost its assignment: nothing more is claimed for this partition.
+    AssignmentLost {
+        tp: &'a TopicPartition,
+    },
+    /// An object is durable (created now, or found already there).
+    ObjectUploaded(ObjectUploaded<'a>),
+    /// A file was dropped without being uploaded.
+    FileDropped {
+        tp: &'a TopicPartition,
+        why: DropReason,
+    },
+    /// A partition is not archived any more until a restart; `why` says what to do.
+    PartitionStopped {
+        tp: &'a TopicPartition,
+        why: &'a str,
+    },
+}
+
+impl Metrics {
+    /// Logs the event and moves its metrics.
+    pub fn emit(&self, event: Event<'_>) {
+        match event {
+            Event::RecoveryFinished(e) => self.recovery_finished(e),
+            Event::ForeignKey { tp, key } => {
+                warn!(%tp, key, "ignoring an object in the archive folder that is not ours")
+            }
+            Event::Overlap { tp, earlier, later } => warn!(%tp, %earlier, %later, "archive holds overlapping objects"),
+            Event::RetentionGap { tp, missing, resume_at } => {
+                self.retention_gaps.inc();
+                error!(
+                    %tp,
+                    %missing,
+                    resume_at,
+                    "RETENTION GAP: offsets {missing} were deleted by Kafka retention before they were archived; \
+                     resuming at {resume_at}"
+                );
+            }
+            Event::RewritingClaim { tp, claim } => {
+                self.claims_rewritten.inc();
+                warn!(
+                    %tp,
+                    range = %claim.data(),
+                    writer = claim.writer,
+                    "the last claim's data object is missing (its writer stopped between claim and upload); \
+                     re-writing exactly that range"
+                );
+            }
+            Event::RewriteEmpty { tp, end } => warn!(
+                %tp,
+                end,
+                "no records left of the claimed range being re-written (compacted or deleted); going on after it"
+            ),
+            Event::ClaimCreated => self.claims_created.inc(),
+            Event::ClaimLost { key, ours, theirs } => {
+                self.claims_lost.inc();
+                warn!(
+                    key,
+                    %ours,
+                    theirs = %theirs.data(),
+                    writer = theirs.writer,
+                    "another writer claimed this start for another range; dropping our files and recovering again"
+                );
+            }
+            Event::AssignmentLost { tp } => {
+                warn!(%tp, "the consumer lost its assignment: not claiming; recovering again")
+            }
+            Event::ObjectUploaded(e) => self.object_uploaded(e),
+            Event::FileDropped { tp, why } => {
+                self.files_dropped.inc();
+                match why {
+                    DropReason::RevokeTimeout => {
+                        warn!(%tp, "a file was dropped: {}; the next owner re-reads it", why.as_str())
+                    }
+                    _ => info!(%tp, "a file was dropped: {}; its records are read again", why.as_str()),
+                }
+            }
+            Event::PartitionStopped { tp, why } => {
+                self.partitions_stopped.inc();
+                error!(%tp, "{why}");
+            }
+        }
+    }
+
+    fn recovery_finished(&self, e: RecoveryFinished<'_>) {
+        self.recoveries.inc();
+        self.recovery_list_requests.inc_by(u64::from(e.list_requests));
+        self.recovery_objects_seen.inc_by(e.keys_seen);
+        self.recovery_seconds.observe(e.elapsed.as_secs_f64());
+        self.archived_through(e.tp, e.plan.chain_next - 1);
+        info!(
+            tp = %e.tp,
+            consume_from = ?e.plan.consume_from,
+            chain_next = e.plan.chain_next,
+            list_requests = e.list_requests,
+            keys_seen = e.keys_seen,
+            hinted = e.hinted,
+            ms = e.elapsed.as_millis() as u64,
+            "recovered position from the archive"
+        );
+    }
+
+    fn object_uploaded(&self, e: ObjectUploaded<'_>) {
+        match e.outcome {
+            PutOutcome::Created => self.objects_uploaded.inc(),
+            PutOutcome::AlreadyExists => self.objects_already_present.inc(),
+        }
+        self.records_archived.inc_by(e.records);
+        self.bytes_uploaded.inc_by(e.bytes);
+        self.upload_seconds.observe(e.elapsed.as_secs_f64());
+        self.archived_through(e.tp, e.range.end());
+        info!(
+            key = e.key,
+            records = e.records,
+            bytes = e.bytes,
+            ms = e.elapsed.as_millis() as u64,
+            reason = e.reason.as_str(),
+            outcome = ?e.outcome,
+            "object uploaded"
+        );
+    }
+
+    /// The highest offset of `tp` whose object is durable.
+    fn archived_through(&self, tp: &TopicPartition, offset: i64) {
+        let partition = tp.partition().to_string();
+        self.archived_offset.with_label_values(&[tp.topic(), partition.as_str()]).set(offset);
+    }
+}
