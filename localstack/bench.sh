@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The throughput benchmark (examples/throughput.rs) against freshly started tansu and LocalStack S3.
+# The throughput benchmark (examples/throughput.rs) against freshly started Apache Kafka and LocalStack S3.
 # Usage: localstack/bench.sh [records] [value-bytes]
 set -euo pipefail
 cd "$(dirname "$0")/.."

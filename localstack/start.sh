@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts tansu (Kafka protocol) and an S3 server (LocalStack, or moto) on free 127.0.0.1 ports.
+# Starts Apache Kafka (a single-node KRaft broker) and an S3 server (LocalStack, or moto) on free
+# 127.0.0.1 ports.
 # Usage: localstack/start.sh STATE_DIR
 # Writes STATE_DIR/env (source it: KSA_TEST_BROKERS, KSA_TEST_S3_ENDPOINT, AWS_*), logs and pid files.
 # Exits non-zero, saying why, if a service does not come up; stop.sh STATE_DIR stops what was started.
@@ -7,6 +8,9 @@ set -euo pipefail
 
 STATE="${1:?usage: localstack/start.sh STATE_DIR}"
 SERVICES_DIR="${KSA_SERVICES_DIR:-$HOME/.cache/kafka-s3-archiver/services}"
+# shellcheck source=versions.sh
+source "$(dirname "$0")/versions.sh"
+KAFKA_DIR="$SERVICES_DIR/kafka-$KAFKA_VERSION"
 mkdir -p "$STATE"
 
 die() {
@@ -26,18 +30,63 @@ wait_tcp() { # port seconds name log
   done
 }
 
-[ -x "$SERVICES_DIR/tansu/tansu" ] || die "tansu is not installed; run localstack/install.sh first"
+[ -f "$KAFKA_DIR/.installed" ] || die "Apache Kafka $KAFKA_VERSION is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/s3-venv/.installed" ] || die "the S3 server is not installed; run localstack/install.sh first"
 
 KAFKA_PORT=$(free_port)
+CONTROLLER_PORT=$(free_port)
 S3_PORT=$(free_port)
 
-# tansu keeps topics in memory; it is started fresh for every test run.
-setsid "$SERVICES_DIR/tansu/tansu" broker \
-  --listener-url "tcp://127.0.0.1:$KAFKA_PORT" \
-  --advertised-listener-url "tcp://127.0.0.1:$KAFKA_PORT" \
-  --storage-engine "memory://tansu/" >"$STATE/tansu.log" 2>&1 &
-echo $! >"$STATE/tansu.pid"
+# A fresh single-node KRaft broker (broker and controller in one process) for every test run. Small
+# internal topics, no delay before the first rebalance, short session timeouts and heartbeats allowed
+# (classic and KIP-848 consumer groups), no topic auto-creation (the tests create what they use), and
+# no time-based retention: generated records carry timestamps from 2026-01-01 on, which the default
+# 7 days would delete (tests that need retention delete records themselves). The log cleaner looks
+# for work every 0.5 s, so compacted test topics are compacted soon.
+mkdir -p "$STATE/kafka-data"
+cat >"$STATE/kafka.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$STATE/kafka-data
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=1000
+group.consumer.min.session.timeout.ms=1000
+group.consumer.session.timeout.ms=6000
+group.consumer.min.heartbeat.interval.ms=100
+group.consumer.heartbeat.interval.ms=500
+auto.create.topics.enable=false
+log.retention.ms=-1
+log.cleaner.backoff.ms=500
+PROPS
+cat >"$STATE/kafka-log4j2.properties" <<'LOG4J'
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.out.ref = out
+logger.started.name = kafka.server.KafkaRaftServer
+logger.started.level = info
+LOG4J
+KAFKA_JAVA=(java -Xmx512m -Dlog4j2.configurationFile="$STATE/kafka-log4j2.properties" -cp "$KAFKA_DIR/libs/*")
+"${KAFKA_JAVA[@]}" kafka.tools.StorageTool format -t "$("${KAFKA_JAVA[@]}" kafka.tools.StorageTool random-uuid)" \
+  -c "$STATE/kafka.properties" >"$STATE/kafka-format.log" 2>&1 \
+  || { cat "$STATE/kafka-format.log" >&2; die "formatting the Kafka storage failed (log above)"; }
+setsid "${KAFKA_JAVA[@]}" kafka.Kafka "$STATE/kafka.properties" >"$STATE/kafka.log" 2>&1 &
+echo $! >"$STATE/kafka.pid"
 
 S3_KIND=$(cat "$SERVICES_DIR/s3-venv/.installed")
 mkdir -p "$STATE/s3-tmp"
@@ -52,7 +101,12 @@ else
 fi
 echo $! >"$STATE/s3.pid"
 
-wait_tcp "$KAFKA_PORT" 30 tansu "$STATE/tansu.log"
+wait_tcp "$KAFKA_PORT" 60 "Apache Kafka" "$STATE/kafka.log"
+deadline=$((SECONDS + 60))
+until grep -q "Kafka Server started" "$STATE/kafka.log"; do
+  [ $SECONDS -lt $deadline ] || { tail -n 30 "$STATE/kafka.log" >&2; die "Apache Kafka did not start within 60 s (log: $STATE/kafka.log)"; }
+  sleep 0.2
+done
 wait_tcp "$S3_PORT" 120 "$S3_KIND" "$STATE/s3.log"
 if [ "$S3_KIND" = localstack ]; then
   deadline=$((SECONDS + 120))
@@ -64,6 +118,7 @@ fi
 
 cat >"$STATE/env" <<ENV
 export KSA_TEST_BROKERS=127.0.0.1:$KAFKA_PORT
+export KSA_TEST_KAFKA_DIR=$KAFKA_DIR
 export KSA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export KSA_TEST_S3_KIND=$S3_KIND
 export KSA_TEST_PYTHON=$SERVICES_DIR/s3-venv/bin/python
@@ -72,4 +127,4 @@ export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=us-east-1
 export AWS_EC2_METADATA_DISABLED=true
 ENV
-echo "started tansu on 127.0.0.1:$KAFKA_PORT and $S3_KIND S3 on 127.0.0.1:$S3_PORT (state in $STATE)"
+echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT and $S3_KIND S3 on 127.0.0.1:$S3_PORT (state in $STATE)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: formatting (rustfmt) and lints (clippy, warnings are errors) first, then every test
-# (unit and integration) against real tansu and LocalStack S3, which it installs if needed, starts on
+# (unit and integration) against real Apache Kafka and LocalStack S3, which it installs if needed, starts on
 # free local ports and stops afterwards. Extra arguments go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."

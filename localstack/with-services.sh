@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs a command with the real test services up: installs tansu and LocalStack S3 if needed, starts
+# Runs a command with the real test services up: installs Apache Kafka and LocalStack S3 if needed, starts
 # them on free local ports, exports their addresses (KSA_TEST_*, AWS_*), runs the command, and stops
 # them afterwards whatever the command's outcome. Exits with the command's status.
 set -euo pipefail

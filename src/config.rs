@@ -55,14 +55,16 @@ pub enum ConfigError {
     Invalid { name: &'static str, value: String, why: String },
 }
 
-/// Librdkafka settings the archiver owns: its exactly-once logic depends on them.
-const RESERVED_KAFKA_KEYS: [&str; 6] = [
+/// Librdkafka settings the archiver owns: its exactly-once logic depends on them. (`isolation.level`:
+/// every instance of an archive must see the same records in a range, the committed ones.)
+const RESERVED_KAFKA_KEYS: [&str; 7] = [
     "group.id",
     "bootstrap.servers",
     "enable.auto.commit",
     "enable.auto.offset.store",
     "auto.offset.reset",
     "enable.partition.eof",
+    "isolation.level",
 ];
 
 /// Where a partition whose archive is empty starts.
@@ -303,7 +305,8 @@ impl Settings {
             props.insert(k, v);
         }
         if let Some(k) = props.keys().find(|k| RESERVED_KAFKA_KEYS.contains(&k.as_str())) {
-            let why = "the archiver sets this itself (use --brokers/--group for servers and group)";
+            let why = "the archiver sets this itself (use --brokers/--group for servers and group; it archives \
+                       what a read_committed consumer sees)";
             return Err(invalid("--kafka", k, why.into()));
         }
         Ok(props)

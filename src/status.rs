@@ -107,13 +107,19 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
     let offsets =
         tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &topics)).await??;
     let results: Vec<Result<(PartitionStatus, u32), StatusError>> = stream::iter(offsets)
-        .map(|(tp, PartitionOffsets { log, committed })| async move {
+        .map(|(tp, PartitionOffsets { log, committed, topic_id })| async move {
             let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
             let found = find_tail(store, &opts.prefix, &tp, hint, true, None)
                 .await
                 .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
-            let row =
-                partition_status(&tp, &found.tail, found.last_claim.as_ref(), committed.as_ref().map(|c| c.0), log);
+            let row = partition_status(
+                &tp,
+                &found.tail,
+                found.last_claim.as_ref(),
+                committed.as_ref().map(|c| c.0),
+                log,
+                topic_id.as_deref(),
+            );
             Ok((row, found.list_requests))
         })
         .buffered(16)

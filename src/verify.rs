@@ -137,6 +137,10 @@ fn describe(problem: &Problem) -> String {
             "AHEAD OF LOG: the archive reaches offset {} but the log ends at {log_end} (topic deleted and re-created?)",
             archive_next - 1
         ),
+        Problem::OtherIncarnation { archived, current } => format!(
+            "TOPIC RE-CREATED: the archive holds topic ID {archived}, the topic now has ID {current}; the archiver \
+             stops this partition (archive the new topic under another --dest prefix)"
+        ),
     }
 }
 
@@ -158,7 +162,8 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
         }
         None => BTreeMap::new(),
     };
-    let claims = read_claims(store, &opts.prefix, &listings, opts.concurrency).await;
+    // With the brokers, each partition's last claim too: it names the topic incarnation archived.
+    let claims = read_claims(store, &opts.prefix, &listings, opts.concurrency, !logs.is_empty()).await;
     let contents = match opts.deep {
         true => read_contents(store, &listings, opts.concurrency).await,
         false => BTreeMap::new(),
@@ -169,7 +174,8 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
         .map(|(tp, listing)| {
             let claims = claims.get(tp).unwrap_or(&no_claims);
             let contents = contents.get(tp).unwrap_or(&no_contents);
-            audit(tp, listing, claims, contents, logs.get(tp).copied())
+            let (log, topic_id) = logs.get(tp).map_or((None, None), |(log, id)| (Some(*log), id.as_deref()));
+            audit(tp, listing, claims, contents, log, topic_id)
         })
         .collect();
     Ok(VerifyReport {
@@ -230,28 +236,36 @@ async fn list_archive(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<L
     Ok(listed)
 }
 
-/// The partitions' log offsets in Kafka (a blocking client, off the async workers).
+/// The partitions' log offsets and topic IDs in Kafka (a blocking client, off the async workers).
 async fn log_offsets(
     brokers: &str,
     props: &[(String, String)],
     topics: Vec<String>,
-) -> Result<BTreeMap<TopicPartition, LogOffsets>, VerifyError> {
+) -> Result<BTreeMap<TopicPartition, (LogOffsets, Option<String>)>, VerifyError> {
     let (brokers, props) = (brokers.to_string(), props.to_vec());
     let offsets = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, None, &topics)).await??;
-    Ok(offsets.into_iter().map(|(tp, offsets)| (tp, offsets.log)).collect())
+    Ok(offsets.into_iter().map(|(tp, offsets)| (tp, (offsets.log, offsets.topic_id))).collect())
 }
 
 type ClaimBodies = BTreeMap<TopicPartition, BTreeMap<i64, Result<Claim, String>>>;
 
-/// The claim bodies the audit needs (around holes, claims without data), read concurrently.
+/// The claim bodies the audit needs (around holes, claims without data; with `last`, each partition's
+/// last claim too), read concurrently.
 async fn read_claims(
     store: &dyn ObjectStore,
     prefix: &Prefix,
     listings: &BTreeMap<TopicPartition, PartitionListing>,
     concurrency: usize,
+    last: bool,
 ) -> ClaimBodies {
-    let wanted: Vec<(TopicPartition, i64)> =
-        listings.iter().flat_map(|(tp, l)| claims_to_read(l).into_iter().map(move |s| (tp.clone(), s))).collect();
+    let wanted: Vec<(TopicPartition, i64)> = listings
+        .iter()
+        .flat_map(|(tp, l)| {
+            let mut starts: BTreeSet<i64> = claims_to_read(l).into_iter().collect();
+            starts.extend(l.claims.last().filter(|_| last));
+            starts.into_iter().map(move |s| (tp.clone(), s))
+        })
+        .collect();
     let bodies: Vec<(TopicPartition, i64, Result<Claim, String>)> = stream::iter(wanted)
         .map(|(tp, chain_start)| async move {
             let key = ClaimKey::new(prefix.clone(), tp.clone(), chain_start).to_string();

@@ -69,8 +69,9 @@ async fn file_hard_kill_then_new_group_is_exactly_once() {
 }
 
 /// Two instances in one group: the second joining moves partitions away from the first (revoke →
-/// flush), the first leaving moves them back; records keep arriving throughout.
-async fn two_instances_through_rebalances(dest: TestDest) {
+/// flush), the first leaving moves them back; records keep arriving throughout. `protocol` adapts the
+/// archivers' flags to the consumer group protocol under test.
+async fn two_instances_through_rebalances(dest: TestDest, protocol: fn(Vec<String>) -> Vec<String>) {
     let topic = unique("pair");
     create_topic(&topic, 4).await;
     let group = unique("g");
@@ -79,9 +80,9 @@ async fn two_instances_through_rebalances(dest: TestDest) {
     let spool_a = tempfile::tempdir().unwrap();
     let spool_b = tempfile::tempdir().unwrap();
 
-    let mut a = ArchiverProcess::spawn("pair-a", &archiver_args(&dest, &group, &topic, 250, spool_a.path()));
+    let mut a = ArchiverProcess::spawn("pair-a", &protocol(archiver_args(&dest, &group, &topic, 250, spool_a.path())));
     wait_objects(store.as_ref(), &dest.prefix(), &topic, 4, &mut a).await;
-    let mut b = ArchiverProcess::spawn("pair-b", &archiver_args(&dest, &group, &topic, 250, spool_b.path()));
+    let mut b = ArchiverProcess::spawn("pair-b", &protocol(archiver_args(&dest, &group, &topic, 250, spool_b.path())));
     wait_log(&mut b, "partitions assigned").await;
     wait_log(&mut a, "partitions revoked").await;
     merge(&mut produced, produce(&brokers(), &topic, 4, 3_000..6_000, 200).await.expect("produce"));
@@ -98,12 +99,40 @@ async fn two_instances_through_rebalances(dest: TestDest) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn s3_two_instances_through_rebalances_is_exactly_once() {
-    two_instances_through_rebalances(TestDest::s3().await).await;
+    two_instances_through_rebalances(TestDest::s3().await, classic_protocol).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn file_two_instances_through_rebalances_is_exactly_once() {
-    two_instances_through_rebalances(TestDest::file()).await;
+    two_instances_through_rebalances(TestDest::file(), classic_protocol).await;
+}
+
+/// KIP-848's consumer group protocol (`group.protocol=consumer`, GA in Kafka 4.0): the broker assigns
+/// and times sessions, so the client-side session and heartbeat settings go.
+#[tokio::test(flavor = "multi_thread")]
+async fn kip848_two_instances_through_rebalances_is_exactly_once() {
+    two_instances_through_rebalances(TestDest::s3().await, consumer_protocol).await;
+}
+
+fn classic_protocol(args: Vec<String>) -> Vec<String> {
+    args
+}
+
+fn consumer_protocol(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        if arg == "--kafka" {
+            let kv = it.next().expect("a --kafka value");
+            if !kv.starts_with("session.timeout.ms=") && !kv.starts_with("heartbeat.interval.ms=") {
+                out.extend([arg, kv]);
+            }
+        } else {
+            out.push(arg);
+        }
+    }
+    out.extend(["--kafka".to_string(), "group.protocol=consumer".to_string()]);
+    out
 }
 
 /// The lake case: DuckDB reads the whole archive as-is, with topic and partition from the path.

@@ -65,6 +65,7 @@ async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: 
         writer: "test:1".into(),
         time_ms: 0,
         timestamps: None,
+        topic_id: None,
     };
     put(store, &ClaimKey::new(prefix.clone(), tp(), start).to_string(), claim.to_json().into()).await;
 }

@@ -89,6 +89,7 @@ fn bad_values_name_the_setting() {
         (Settings { roll_age: Some("10ms".parse().unwrap()), ..minimal() }, "--roll-age"),
         (Settings { kafka_flags: Some(vec!["novalue".into()]), ..minimal() }, "--kafka"),
         (Settings { kafka_flags: Some(vec!["enable.auto.commit=true".into()]), ..minimal() }, "--kafka"),
+        (Settings { kafka_flags: Some(vec!["isolation.level=read_uncommitted".into()]), ..minimal() }, "--kafka"),
         (Settings { upload_part_size: Some(ByteSize(1 << 20)), ..minimal() }, "--upload-part-size"),
         (Settings { metrics_addr: Some("localhost".into()), ..minimal() }, "--metrics-addr"),
     ];

@@ -15,6 +15,7 @@ use super::claim::Claim;
 use super::object_key::ObjectKey;
 use super::partition::{OffsetRange, TopicPartition};
 use super::record::Record;
+use super::recovery::check_incarnation;
 
 /// One partition as listed.
 #[derive(Debug, Clone, Default)]
@@ -108,6 +109,12 @@ pub enum Problem {
         archive_next: i64,
         log_end: i64,
     },
+    /// The archive's last claim names another topic ID than the topic has now: it was deleted and
+    /// re-created, and the archive belongs to the old incarnation.
+    OtherIncarnation {
+        archived: String,
+        current: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -191,10 +198,15 @@ pub fn audit(
     bodies: &BTreeMap<i64, Result<Claim, String>>,
     contents: &BTreeMap<String, ObjectContents>,
     log: Option<LogOffsets>,
+    topic_id: Option<&str>,
 ) -> PartitionReport {
     let objects = sorted_objects(listing);
     let chain = chain_ranges(&listing.claims);
     let mut problems = overlaps(&objects);
+    let last_claim = listing.claims.last().and_then(|start| bodies.get(start)).and_then(|b| b.as_ref().ok());
+    if let Err(other) = check_incarnation(last_claim, topic_id) {
+        problems.push(Problem::OtherIncarnation { archived: other.archived, current: other.current });
+    }
     let pending_claim = check_claims(tp, &chain, bodies, &objects, &mut problems);
     check_holes(&chain, bodies, &objects, &mut problems);
     let records = check_contents(contents, &objects, &mut problems);
@@ -362,6 +374,7 @@ mod tests {
             writer: "w".into(),
             time_ms: 0,
             timestamps: None,
+            topic_id: None,
         }
     }
 
@@ -375,7 +388,7 @@ mod tests {
             .into_iter()
             .map(|s| (s, Ok(claims.iter().find(|c| c.chain_start == s).unwrap().clone())))
             .collect();
-        audit(&tp(), &listing, &bodies, &BTreeMap::new(), log)
+        audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, None)
     }
 
     #[test]
@@ -445,10 +458,10 @@ mod tests {
     fn bad_claims() {
         let listing = PartitionListing { objects: vec![obj(0, 9), obj(15, 19)], claims: [0, 10].into() };
         let bodies = BTreeMap::from([(10, Err("not JSON".to_string()))]);
-        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), None);
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), None, None);
         assert_eq!(r.problems, vec![Problem::BadClaim { claim: "t/0@10".into(), why: "not JSON".into() }]);
         let bodies = BTreeMap::from([(0, Ok(claim(0, 0, 7, false))), (10, Ok(claim(10, 15, 19, false)))]);
-        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), None);
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), None, None);
         assert!(
             matches!(&r.problems[..], [Problem::BadClaim { why, .. }] if why.contains("ends at 7")),
             "{:?}",
@@ -470,7 +483,7 @@ mod tests {
             (obj(20, 29).to_string(), read(20, 29, false)),
             (obj(30, 39).to_string(), ObjectContents::Unreadable("truncated".into())),
         ]);
-        let r = audit(&tp(), &listing, &BTreeMap::new(), &contents, None);
+        let r = audit(&tp(), &listing, &BTreeMap::new(), &contents, None, None);
         assert_eq!(r.records, Some(30));
         assert!(matches!(&r.problems[0], Problem::Mislabelled { key, .. } if *key == obj(10, 19).to_string()));
         assert!(matches!(&r.problems[1], Problem::Mislabelled { why, .. } if why.contains("increasing")));
@@ -516,5 +529,17 @@ mod tests {
         assert!(at(&[10, 12, 11, 12]).unwrap().contains("increasing"));
         assert!(at(&[]).is_some());
         assert_eq!(ObjectContents::Unreadable("gone".into()).mismatch(&obj(10, 12)), None);
+    }
+
+    #[test]
+    fn an_archive_of_another_incarnation_is_a_problem() {
+        let listing = PartitionListing { objects: vec![obj(0, 9)], claims: BTreeSet::from([0]) };
+        let old = Claim { topic_id: Some("old".into()), ..claim(0, 0, 9, false) };
+        let bodies = BTreeMap::from([(0, Ok(old))]);
+        let log = Some(LogOffsets { log_start: 0, log_end: 500 });
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, Some("new"));
+        assert_eq!(r.problems, vec![Problem::OtherIncarnation { archived: "old".into(), current: "new".into() }]);
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, Some("old"));
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
     }
 }

@@ -104,6 +104,10 @@ pub struct Claim {
     /// objects without reading them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamps: Option<(i64, i64)>,
+    /// The Kafka topic ID of the topic incarnation the records came from (absent in claims written
+    /// before topic IDs were recorded, or when the broker did not tell it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_id: Option<String>,
 }
 
 impl Claim {
@@ -164,6 +168,7 @@ mod tests {
             writer: "host:1".into(),
             time_ms: 0,
             timestamps: None,
+            topic_id: None,
         }
     }
 

@@ -206,7 +206,7 @@ impl Pipeline {
     }
 
     /// A writer for a recovered partition (none is there), with its uploader running.
-    fn start_writer(&mut self, tp: &TopicPartition, epoch: u64, plan: &ResumePlan) {
+    fn start_writer(&mut self, tp: &TopicPartition, topic_id: Option<String>, epoch: u64, plan: &ResumePlan) {
         let (uploads, files) = mpsc::unbounded_channel();
         let uploader = Uploader {
             store: self.store.clone(),
@@ -218,7 +218,8 @@ impl Pipeline {
             freed: self.budget.freed(),
             metrics: self.metrics.clone(),
         };
-        let writer = PartitionWriter::new(tp.clone(), epoch, plan, uploads, tokio::spawn(uploader.run(files)));
+        let writer =
+            PartitionWriter::new(tp.clone(), topic_id, epoch, plan, uploads, tokio::spawn(uploader.run(files)));
         self.partitions.insert(tp.clone(), writer);
     }
 
@@ -237,7 +238,8 @@ impl Pipeline {
         partitions: Vec<AssignedPartition>,
     ) -> Result<Vec<(TopicPartition, ResumeAt)>, PipelineError> {
         let recoverer = self.recoverer();
-        let recoveries = partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, p.log_start));
+        let recoveries =
+            partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, p.log_start, p.topic_id.as_deref()));
         let results = futures::future::join_all(recoveries).await;
         let mut positions = Vec::new();
         for (p, result) in partitions.into_iter().zip(results) {
@@ -247,7 +249,7 @@ impl Pipeline {
             }
             let plan = result?;
             if let Some(plan) = &plan {
-                self.start_writer(&p.tp, p.epoch, plan);
+                self.start_writer(&p.tp, p.topic_id, p.epoch, plan);
             }
             positions.push((p.tp, self.resume_at(plan.as_ref())));
         }
@@ -264,12 +266,13 @@ impl Pipeline {
         if old.drop_open_file(&mut self.budget) {
             self.metrics.emit(Event::FileDropped { tp: &tp, why: DropReason::ChainGivenUp });
         }
+        let topic_id = old.topic_id.take();
         old.close(true);
         let hint = CommitHint { next_offset: chain_start + 1, chain_start: Some(chain_start) };
         let epoch = self.link.next_epoch();
-        let plan = self.recoverer().recover(&tp, Some(hint), None).await?;
+        let plan = self.recoverer().recover(&tp, Some(hint), None, topic_id.as_deref()).await?;
         if let Some(plan) = &plan {
-            self.start_writer(&tp, epoch, plan);
+            self.start_writer(&tp, topic_id, epoch, plan);
         }
         let position = self.resume_at(plan.as_ref());
         let _ = self.link.commands.send(SourceCommand::Seek { tp, from_epoch, epoch, position });

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::PipelineError;
 use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
-use crate::core::recovery::{plan_resume, CommitHint, ResumePlan};
+use crate::core::recovery::{check_incarnation, plan_resume, CommitHint, ResumePlan};
 use crate::store::ObjectStore;
 use crate::tail::{find_tail, TailError};
 use crate::telemetry::events::RecoveryFinished;
@@ -22,12 +22,14 @@ pub(super) struct Recoverer {
 }
 
 impl Recoverer {
-    /// Recovers one partition's position. `None`: the partition cannot be archived (reported).
+    /// Recovers one partition's position. `None`: the partition cannot be archived (reported): its
+    /// chain cannot be followed, or it belongs to another incarnation of the topic than `topic_id`.
     pub(super) async fn recover(
         &self,
         tp: &TopicPartition,
         hint: Option<CommitHint>,
         log_start: Option<i64>,
+        topic_id: Option<&str>,
     ) -> Result<Option<ResumePlan>, PipelineError> {
         let started = Instant::now();
         self.metrics.recoveries_in_progress.inc();
@@ -45,6 +47,17 @@ impl Recoverer {
                 return Ok(None);
             }
         };
+        if let Err(other) = check_incarnation(found.last_claim.as_ref(), topic_id) {
+            let why = format!(
+                "the archive of {tp} holds topic ID {} but the topic now has ID {}: it was deleted and re-created, \
+                 and its offsets started again at 0. This partition is stopped so that the new topic's records never \
+                 continue, fill or skip against the old archive; archive the new topic under another --dest prefix \
+                 (or move the old archive aside) and restart",
+                other.archived, other.current
+            );
+            self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+            return Ok(None);
+        }
         for key in &found.ignored_keys {
             self.metrics.emit(Event::ForeignKey { tp, key });
         }

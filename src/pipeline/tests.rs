@@ -144,7 +144,7 @@ impl Harness {
         let (reply, rx) = std_mpsc::sync_channel(1);
         let epoch = self.link.next_epoch();
         self.epochs.lock().unwrap().insert(p, epoch);
-        let partitions = vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start }];
+        let partitions = vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start, topic_id: None }];
         self.control.send(Control::Assigned { partitions, reply }).unwrap();
         let mut positions = tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
         positions.pop().unwrap().1
@@ -227,6 +227,7 @@ impl Harness {
             writer: "other:2".into(),
             time_ms: 0,
             timestamps: None,
+            topic_id: None,
         };
         let key = ClaimKey::new(Prefix::default(), tp(p), start).to_string();
         let body = SpoolData::Memory(claim.to_json().into());

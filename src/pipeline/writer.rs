@@ -50,6 +50,8 @@ impl OpenFile {
 
 pub(super) struct PartitionWriter {
     tp: TopicPartition,
+    /// The topic's ID, recorded in every claim (when the broker told it).
+    pub(super) topic_id: Option<String>,
     /// The assignment (or re-positioning) this writer belongs to; records of others are ignored.
     pub(super) epoch: u64,
     /// The lowest offset still acceptable: records below it were already taken (a seek replayed them).
@@ -67,6 +69,7 @@ pub(super) struct PartitionWriter {
 impl PartitionWriter {
     pub(super) fn new(
         tp: TopicPartition,
+        topic_id: Option<String>,
         epoch: u64,
         plan: &ResumePlan,
         uploads: mpsc::UnboundedSender<SealedFile>,
@@ -74,6 +77,7 @@ impl PartitionWriter {
     ) -> Self {
         Self {
             tp,
+            topic_id,
             epoch,
             next_expected: plan.consume_from,
             chain_next: plan.chain_next,
@@ -244,6 +248,7 @@ impl PartitionWriter {
                     writer: settings.writer_id.clone(),
                     time_ms: unix_ms(),
                     timestamps: file.timestamps,
+                    topic_id: self.topic_id.clone(),
                 })
             }
         };

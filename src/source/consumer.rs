@@ -86,8 +86,15 @@ impl KafkaSource {
             // An out-of-range position must surface as an error we handle, never as a silent jump.
             .set("auto.offset.reset", "error")
             .set("enable.partition.eof", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky")
+            // Committed records only (aborted ones and transaction markers leave holes the claims
+            // explain), whichever instance reads a range.
+            .set("isolation.level", "read_committed")
             .set("statistics.interval.ms", "5000");
+        if !uses_consumer_protocol(&settings.kafka_props) {
+            // Classic groups: incremental rebalances, so partitions that stay are not flushed and
+            // recovered again. (KIP-848's consumer protocol is always incremental; the broker assigns.)
+            config.set("partition.assignment.strategy", "cooperative-sticky");
+        }
         for (k, v) in &settings.kafka_props {
             config.set(k, v);
         }
@@ -124,6 +131,12 @@ impl KafkaSource {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.thread.join();
     }
+}
+
+/// Whether the group uses KIP-848's consumer protocol (`--kafka group.protocol=consumer`), where the
+/// broker assigns partitions and client-side assignment settings are refused.
+fn uses_consumer_protocol(props: &[(String, String)]) -> bool {
+    props.iter().any(|(k, v)| k == "group.protocol" && v.eq_ignore_ascii_case("consumer"))
 }
 
 /// Before subscribing: the brokers answer, and every topic named (not matched by a regex) exists.
@@ -248,5 +261,19 @@ fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
             let _ = consumer.resume(&active);
         }
         state.paused_for_backpressure = pause;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_consumer_group_protocol_is_recognised() {
+        let props = |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        assert!(uses_consumer_protocol(&props(&[("group.protocol", "consumer")])));
+        assert!(uses_consumer_protocol(&props(&[("security.protocol", "SSL"), ("group.protocol", "CONSUMER")])));
+        assert!(!uses_consumer_protocol(&props(&[("group.protocol", "classic")])));
+        assert!(!uses_consumer_protocol(&props(&[])));
     }
 }

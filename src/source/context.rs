@@ -3,7 +3,7 @@
 //! pipeline flushes or drops the partitions' files), logs and statistics. The polling thread also has
 //! it apply the pipeline's commands (commits, seeks) and handle out-of-range positions.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +19,7 @@ use tracing::{debug, error, info, warn};
 
 use super::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand};
 use super::pending::Pending;
+use super::topic_id::topic_ids;
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::recovery::CommitHint;
 use crate::telemetry::{Event, Metrics};
@@ -172,6 +173,12 @@ impl ArchiverContext {
             warn!("could not read committed offsets ({e}); recovering from full archive listings");
             TopicPartitionList::new()
         });
+        let topics: Vec<String> =
+            tps.iter().map(|tp| tp.topic().to_string()).collect::<BTreeSet<_>>().into_iter().collect();
+        let topic_ids = topic_ids(consumer.client(), &topics, METADATA_TIMEOUT).unwrap_or_else(|e| {
+            warn!("{e}; archiving without checking the topics' identity (KIP-516 topic IDs)");
+            BTreeMap::new()
+        });
         let first_epoch = self.epochs.fetch_add(tps.len() as u64, Ordering::SeqCst);
         let partitions: Vec<AssignedPartition> = tps
             .iter()
@@ -182,7 +189,8 @@ impl ArchiverContext {
                     .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
                 let log_start =
                     consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok().map(|w| w.0);
-                AssignedPartition { tp: tp.clone(), epoch, hint, log_start }
+                let topic_id = topic_ids.get(tp.topic()).cloned();
+                AssignedPartition { tp: tp.clone(), epoch, hint, log_start, topic_id }
             })
             .collect();
         info!(partitions = ?names(&tps), "partitions assigned; recovering positions from the archive");

@@ -29,6 +29,8 @@ pub struct AssignedPartition {
     pub hint: Option<CommitHint>,
     /// The partition's log start offset (low watermark), when the broker told it.
     pub log_start: Option<i64>,
+    /// The topic's ID (KIP-516), when the broker told it.
+    pub topic_id: Option<String>,
 }
 
 /// One consumed record.

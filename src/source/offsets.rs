@@ -10,6 +10,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::topic_partition_list::TopicPartitionList;
 use thiserror::Error;
 
+use super::topic_id::topic_ids;
 use crate::core::audit::LogOffsets;
 use crate::core::partition::TopicPartition;
 
@@ -35,6 +36,8 @@ pub struct PartitionOffsets {
     pub log: LogOffsets,
     /// The group's committed offset and its metadata (when a group was named and it committed).
     pub committed: Option<(i64, String)>,
+    /// The topic's ID (KIP-516), when the broker tells it.
+    pub topic_id: Option<String>,
 }
 
 /// The offsets of every partition of `topics`, and the committed offsets of `group` when named. Blocks.
@@ -55,6 +58,8 @@ pub fn partition_offsets(
     let consumer: BaseConsumer = config.create().map_err(OffsetsError::Create)?;
     let unreachable = |source| OffsetsError::Unreachable { brokers: brokers.to_string(), source };
     let unknown = |topic: &String| OffsetsError::UnknownTopic { topic: topic.clone(), brokers: brokers.to_string() };
+    // Best effort: without IDs (an older broker), re-created topics are not recognised by their ID.
+    let topic_ids = topic_ids(consumer.client(), topics, REQUEST_TIMEOUT).unwrap_or_default();
     let mut out = BTreeMap::new();
     for topic in topics {
         let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(unreachable)?;
@@ -78,7 +83,8 @@ pub fn partition_offsets(
                 .as_ref()
                 .and_then(|c| c.find_partition(topic, p))
                 .and_then(|e| e.offset().to_raw().filter(|o| *o >= 0).map(|o| (o, e.metadata().to_string())));
-            out.insert(tp, PartitionOffsets { log: LogOffsets { log_start, log_end }, committed });
+            let log = LogOffsets { log_start, log_end };
+            out.insert(tp, PartitionOffsets { log, committed, topic_id: topic_ids.get(topic).cloned() });
         }
     }
     Ok(out)

@@ -18,10 +18,11 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 pub fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
-        panic!("{name} is not set: run the tests with ./localstack/test.sh, which starts tansu and LocalStack S3 and sets it")
+        panic!("{name} is not set: run the tests with ./localstack/test.sh, which starts Apache Kafka and LocalStack S3 and sets it")
     })
 }
 
@@ -41,12 +42,18 @@ pub fn unique(name: &str) -> String {
 }
 
 pub async fn create_topic(topic: &str, partitions: i32) {
+    create_topic_with(topic, partitions, &[]).await;
+}
+
+/// Creates a topic with topic-level settings (`cleanup.policy`, `segment.ms`…).
+pub async fn create_topic_with(topic: &str, partitions: i32, configs: &[(&str, &str)]) {
     let admin: AdminClient<DefaultClientContext> =
         ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("admin client");
-    let results = admin
-        .create_topics(&[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))], &AdminOptions::new())
-        .await
-        .expect("create_topics");
+    let mut new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for (k, v) in configs {
+        new_topic = new_topic.set(k, v);
+    }
+    let results = admin.create_topics(&[new_topic], &AdminOptions::new()).await.expect("create_topics");
     for r in results {
         r.unwrap_or_else(|(t, e)| panic!("creating topic {t} failed: {e}"));
     }
@@ -121,7 +128,7 @@ pub struct ArchiverProcess {
     name: String,
 }
 
-/// The usual flags of a test archiver: fast group joins on tansu, small files, quick age rolls.
+/// The usual flags of a test archiver: fast group joins, small files, quick age rolls.
 pub fn archiver_args(dest: &TestDest, group: &str, topic: &str, roll_records: u64, spool: &Path) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "run".into(),
@@ -347,6 +354,74 @@ pub async fn verify_deep(dest: &TestDest, topic: &str) -> kafka_s3_archiver::ver
         concurrency: 8,
     };
     kafka_s3_archiver::verify::verify(store.as_ref(), &options).await.expect("verify")
+}
+
+/// Deletes `topic` and waits until the brokers no longer know it (so it can be created again).
+pub async fn delete_topic(topic: &str) {
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("admin client");
+    for r in admin.delete_topics(&[topic], &AdminOptions::new()).await.expect("delete_topics") {
+        r.unwrap_or_else(|(t, e)| panic!("deleting topic {t} failed: {e}"));
+    }
+    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("consumer");
+    let started = Instant::now();
+    loop {
+        let md = consumer.fetch_metadata(None, Duration::from_secs(5)).expect("metadata");
+        if !md.topics().iter().any(|t| t.name() == topic) {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "topic {topic} was not deleted within 30 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Deletes the records of `topic`/`partition` below `offset`, as retention would (Kafka's DeleteRecords).
+pub async fn delete_records_before(topic: &str, partition: i32, offset: i64) {
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers()).create().expect("admin client");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, partition, Offset::Offset(offset)).expect("offset");
+    let result = admin.delete_records(&tpl, &AdminOptions::new()).await.expect("delete_records");
+    for e in result.elements() {
+        assert!(e.error().is_ok(), "deleting records of {topic}/{partition} failed: {:?}", e.error());
+        assert_eq!(e.offset(), Offset::Offset(offset), "the log start after deleting");
+    }
+}
+
+/// Every record a `read_committed` consumer reads from the start of each partition to its log end now.
+pub fn read_from_kafka(topic: &str, partitions: i32) -> BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .set("group.id", unique("read-back"))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    let mut ends = BTreeMap::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning).expect("offset");
+        let (_, high) = consumer.fetch_watermarks(topic, p, Duration::from_secs(10)).expect("watermarks");
+        ends.insert(p, high);
+    }
+    consumer.assign(&tpl).expect("assign");
+    let mut read: BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>> = BTreeMap::new();
+    let started = Instant::now();
+    loop {
+        let positions = consumer.position().expect("position");
+        let done = ends.iter().all(|(p, end)| {
+            let position = positions.find_partition(topic, *p).and_then(|e| e.offset().to_raw());
+            *end == 0 || position.is_some_and(|o| o >= *end)
+        });
+        if done {
+            return read;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "reading {topic} back did not reach {ends:?}");
+        if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+            use rdkafka::Message;
+            read.entry(msg.partition()).or_default().push(kafka_s3_archiver::source::convert::to_record(&msg));
+        }
+    }
 }
 
 /// Sets `--name value` in archiver flags, replacing the value when the flag is there already.

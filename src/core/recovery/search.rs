@@ -1,67 +1,10 @@
-//! Recovery planning: where a partition's archive ends, computed from listings alone.
-//!
-//! The planner is a state machine that asks for listing pages and is fed them, so it never touches the
-//! network. It rests on one property of the archive: objects of a partition do not overlap and their
-//! keys sort by start offset, so listing from any key at or before the last object's start returns
-//! the last object, whose end is the archive's end. The Kafka commit says where to list from: its
-//! metadata names the start offset of the object it was made for (one request then settles it); a
-//! commit without metadata (reset, or a broker that drops metadata) only gives the committed offset,
-//! and the planner probes backwards from it in doubling steps (O(log distance) requests) until a
-//! listing is not empty. Without any commit, the whole partition folder is listed (objects / 1000
-//! requests). The commit is never trusted for the position itself: that always comes from the keys.
-//!
-//! The same search finds a partition's last claim (see `claim`), whose keys also sort by start
-//! offset; [`assess_tail`] and [`plan_resume`] then turn the last claim and the data objects after it
-//! into where consumption resumes, including re-writing a claimed range whose data object is missing.
+//! The tail search: a state machine that asks for listing pages and is fed them, finding a partition's
+//! last data object or last claim from where the commit hint says (see the module above).
 
-use super::claim::{Claim, ClaimKey};
-use super::object_key::{ObjectKey, Prefix};
-use super::partition::{OffsetRange, TopicPartition};
-
-const HINT_METADATA_TAG: &str = "ksa1:";
-
-/// What the archiver finds committed in Kafka: where to start listing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CommitHint {
-    /// The committed offset: the archive should hold everything below it.
-    pub next_offset: i64,
-    /// From the commit metadata: chain position (claim start, at or below the data object's first
-    /// offset) of the file whose end is `next_offset - 1`.
-    pub chain_start: Option<i64>,
-}
-
-impl CommitHint {
-    /// The commit metadata string for a file at chain position `chain_start`.
-    pub fn metadata_for(chain_start: i64) -> String {
-        format!("{HINT_METADATA_TAG}{chain_start}")
-    }
-
-    /// Reads a committed offset and its metadata back; `None` when no offset is committed.
-    pub fn parse(next_offset: i64, metadata: &str) -> Option<Self> {
-        if next_offset <= 0 {
-            return None;
-        }
-        let chain_start = metadata
-            .strip_prefix(HINT_METADATA_TAG)
-            .and_then(|s| s.parse::<i64>().ok())
-            .filter(|s| (0..next_offset).contains(s));
-        Some(Self { next_offset, chain_start })
-    }
-}
-
-/// One listing request: keys under `prefix`, strictly after `start_after`, in key order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListRequest {
-    pub prefix: String,
-    pub start_after: Option<String>,
-}
-
-/// One page of a listing, as S3 ListObjectsV2 returns it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ListPage {
-    pub keys: Vec<String>,
-    pub truncated: bool,
-}
+use super::{CommitHint, ListPage, ListRequest};
+use crate::core::claim::ClaimKey;
+use crate::core::object_key::{ObjectKey, Prefix};
+use crate::core::partition::{OffsetRange, TopicPartition};
 
 /// Two objects of one partition whose offset ranges overlap.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,72 +173,6 @@ impl TailSearch {
             }
             _ => self.last_object = Some(key),
         }
-    }
-}
-
-/// How a partition's archive ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tail {
-    /// Nothing archived yet.
-    Empty,
-    /// Everything below `next` is archived (or was claimed and written).
-    Complete { next: i64 },
-    /// The last claim's data object is missing (its writer died or stalled between claim and upload):
-    /// exactly that claim's range must be written before anything else.
-    Unfulfilled(Claim),
-}
-
-/// The tail of an archive with claims, from its last claim and the data objects of the partition that
-/// start at or after the claim's start. A claim is fulfilled by a data object inside its range; data
-/// objects beyond the last claim (written without claims) move the position past them.
-pub fn assess_tail(last: &Claim, data_from_start: &[OffsetRange]) -> Tail {
-    let covers = last.covers();
-    let fulfilled = data_from_start.iter().any(|r| r.start() >= covers.start() && r.end() <= covers.end());
-    let data_end = data_from_start.iter().map(|r| r.end()).max();
-    match data_end {
-        Some(end) if end > covers.end() => Tail::Complete { next: end + 1 },
-        _ if fulfilled => Tail::Complete { next: covers.next() },
-        _ => Tail::Unfulfilled(last.clone()),
-    }
-}
-
-/// Where a partition resumes, decided from its tail and its log start offset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResumePlan {
-    /// The offset to consume from; `None`: nothing archived, use the configured start (earliest/latest).
-    pub consume_from: Option<i64>,
-    /// The chain position (claim start) of the next file.
-    pub chain_next: i64,
-    /// The first file re-writes this claim's range (its claim exists; only its data is written).
-    pub rewrite: Option<Claim>,
-    /// Offsets deleted by retention before they were archived.
-    pub retention_gap: Option<OffsetRange>,
-}
-
-/// Where a partition resumes: after its archive's tail, or at the log start when retention deleted
-/// offsets before they were archived (a retention gap, reported loudly, never skipped silently).
-pub fn plan_resume(tail: &Tail, log_start: Option<i64>) -> ResumePlan {
-    let low = log_start.unwrap_or(0);
-    // The archive continues at `next`; `lost_from` is where a retention gap would start.
-    let resume = |next: i64, lost_from: i64| {
-        let retention_gap = (next < low).then(|| OffsetRange::new(lost_from.min(next), low - 1).expect("ordered"));
-        ResumePlan { consume_from: Some(next.max(low)), chain_next: next, rewrite: None, retention_gap }
-    };
-    match tail {
-        Tail::Empty => ResumePlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None },
-        Tail::Complete { next } => resume(*next, *next),
-        Tail::Unfulfilled(claim) if low <= claim.end => {
-            let from = claim.first.max(low);
-            let retention_gap = (from > claim.first).then(|| OffsetRange::new(claim.first, from - 1).expect("ordered"));
-            ResumePlan {
-                consume_from: Some(from),
-                chain_next: claim.chain_start,
-                rewrite: Some(claim.clone()),
-                retention_gap,
-            }
-        }
-        // Retention deleted the whole claimed range before it was written: it is lost.
-        Tail::Unfulfilled(claim) => resume(claim.end + 1, claim.first),
     }
 }
 
@@ -522,79 +399,5 @@ mod tests {
         assert_eq!(r.last_claim, Some(24_990));
         assert!(r.list_requests <= 25, "{} requests", r.list_requests);
         assert_eq!(run_claims(&[], None).last_claim, None);
-    }
-
-    fn claim(start: i64, first: i64, end: i64) -> Claim {
-        Claim {
-            chain_start: start,
-            first,
-            end,
-            records: 1,
-            retention_gap: false,
-            writer: "w".into(),
-            time_ms: 0,
-            timestamps: None,
-        }
-    }
-
-    fn r(s: i64, e: i64) -> OffsetRange {
-        OffsetRange::new(s, e).unwrap()
-    }
-
-    #[test]
-    fn a_claim_is_fulfilled_by_a_data_object_inside_it() {
-        let c = claim(100, 102, 199);
-        assert_eq!(assess_tail(&c, &[r(102, 199)]), Tail::Complete { next: 200 });
-        // Compaction removed records before a re-write: a smaller object inside the claim still counts.
-        assert_eq!(assess_tail(&c, &[r(105, 190)]), Tail::Complete { next: 200 });
-        assert_eq!(assess_tail(&c, &[]), Tail::Unfulfilled(c.clone()));
-        // An object that is not inside the claim (another writer's, overlapping) does not fulfil it.
-        assert_eq!(assess_tail(&c, &[r(99, 150)]), Tail::Unfulfilled(c.clone()));
-        // Data beyond the last claim (written without claims) moves the position past it.
-        assert_eq!(assess_tail(&c, &[r(102, 199), r(200, 260)]), Tail::Complete { next: 261 });
-        assert_eq!(assess_tail(&c, &[r(150, 260)]), Tail::Complete { next: 261 });
-    }
-
-    #[test]
-    fn start_plans() {
-        let plan = |tail: &Tail, low| plan_resume(tail, low);
-        assert_eq!(
-            plan(&Tail::Empty, Some(40)),
-            ResumePlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None }
-        );
-        assert_eq!(
-            plan(&Tail::Complete { next: 200 }, Some(40)),
-            ResumePlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
-        );
-        // The log starts right where the archive ends: no gap.
-        assert_eq!(
-            plan(&Tail::Complete { next: 200 }, Some(200)),
-            ResumePlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
-        );
-        assert_eq!(
-            plan(&Tail::Complete { next: 200 }, Some(250)),
-            ResumePlan { consume_from: Some(250), chain_next: 200, rewrite: None, retention_gap: Some(r(200, 249)) }
-        );
-        let c = claim(100, 102, 199);
-        let tail = Tail::Unfulfilled(c.clone());
-        assert_eq!(
-            plan(&tail, None),
-            ResumePlan { consume_from: Some(102), chain_next: 100, rewrite: Some(c.clone()), retention_gap: None }
-        );
-        // Retention took the start of the claimed range: re-write what is left of it.
-        assert_eq!(
-            plan(&tail, Some(150)),
-            ResumePlan {
-                consume_from: Some(150),
-                chain_next: 100,
-                rewrite: Some(c.clone()),
-                retention_gap: Some(r(102, 149))
-            }
-        );
-        // ... or all of it: the claimed range is lost, and so is what retention took after it.
-        assert_eq!(
-            plan(&tail, Some(300)),
-            ResumePlan { consume_from: Some(300), chain_next: 200, rewrite: None, retention_gap: Some(r(102, 299)) }
-        );
     }
 }
