@@ -34,6 +34,7 @@ wait_tcp() { # port seconds name log
 [ -f "$SERVICES_DIR/s3-venv/.installed" ] || die "the S3 server is not installed; run localstack/install.sh first"
 
 KAFKA_PORT=$(free_port)
+KAFKA_SASL_SSL_PORT=$(free_port)
 CONTROLLER_PORT=$(free_port)
 S3_PORT=$(free_port)
 
@@ -43,14 +44,35 @@ S3_PORT=$(free_port)
 # no time-based retention: generated records carry timestamps from 2026-01-01 on, which the default
 # 7 days would delete (tests that need retention delete records themselves). The log cleaner looks
 # for work every 0.5 s, so compacted test topics are compacted soon.
-mkdir -p "$STATE/kafka-data"
+# A second listener speaks SASL_SSL (SCRAM-SHA-512 over TLS), as production brokers do: a CA and a
+# server certificate for 127.0.0.1 are made for this run, and the SCRAM user is added when formatting.
+TLS="$STATE/tls"
+mkdir -p "$STATE/kafka-data" "$TLS"
+SASL_USER=archiver
+SASL_PASSWORD="archiver-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+KEYSTORE_PASSWORD="keystore-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+{
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=ksa-test-ca" -keyout "$TLS/ca.key" -out "$TLS/ca.pem"
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$TLS/broker.key" -out "$TLS/broker.csr"
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$TLS/san.ext"
+  openssl x509 -req -in "$TLS/broker.csr" -CA "$TLS/ca.pem" -CAkey "$TLS/ca.key" -CAcreateserial -days 2 \
+    -extfile "$TLS/san.ext" -out "$TLS/broker.pem"
+  openssl pkcs12 -export -in "$TLS/broker.pem" -inkey "$TLS/broker.key" -name broker \
+    -passout "pass:$KEYSTORE_PASSWORD" -out "$TLS/broker.p12"
+} >"$STATE/tls.log" 2>&1 || { cat "$STATE/tls.log" >&2; die "making the test TLS certificates with openssl failed (log above)"; }
 cat >"$STATE/kafka.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_SSL_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_SSL_PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$TLS/broker.p12
+ssl.keystore.password=$KEYSTORE_PASSWORD
+ssl.key.password=$KEYSTORE_PASSWORD
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$STATE/kafka-data
@@ -83,7 +105,8 @@ logger.started.level = info
 LOG4J
 KAFKA_JAVA=(java -Xmx512m -Dlog4j2.configurationFile="$STATE/kafka-log4j2.properties" -cp "$KAFKA_DIR/libs/*")
 "${KAFKA_JAVA[@]}" kafka.tools.StorageTool format -t "$("${KAFKA_JAVA[@]}" kafka.tools.StorageTool random-uuid)" \
-  -c "$STATE/kafka.properties" >"$STATE/kafka-format.log" 2>&1 \
+  -c "$STATE/kafka.properties" --add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" \
+  >"$STATE/kafka-format.log" 2>&1 \
   || { cat "$STATE/kafka-format.log" >&2; die "formatting the Kafka storage failed (log above)"; }
 setsid "${KAFKA_JAVA[@]}" kafka.Kafka "$STATE/kafka.properties" >"$STATE/kafka.log" 2>&1 &
 echo $! >"$STATE/kafka.pid"
@@ -119,6 +142,10 @@ fi
 cat >"$STATE/env" <<ENV
 export KSA_TEST_BROKERS=127.0.0.1:$KAFKA_PORT
 export KSA_TEST_KAFKA_DIR=$KAFKA_DIR
+export KSA_TEST_SASL_SSL_BROKERS=127.0.0.1:$KAFKA_SASL_SSL_PORT
+export KSA_TEST_SASL_USERNAME=$SASL_USER
+export KSA_TEST_SASL_PASSWORD=$SASL_PASSWORD
+export KSA_TEST_CA=$TLS/ca.pem
 export KSA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export KSA_TEST_S3_KIND=$S3_KIND
 export KSA_TEST_PYTHON=$SERVICES_DIR/s3-venv/bin/python

@@ -2,11 +2,15 @@
 //! RETENTION GAP — flagged by `status` while the archive is behind the log start, logged with their
 //! exact range when the archiver resumes, counted, recorded in the next claim and reported by `verify`
 //! as a retention gap (never as a plain gap), with the log's offsets as Kafka gives them — and every
-//! record that still existed is archived exactly once.
+//! record that still existed is archived exactly once. At assignment, and mid-stream: while fetching is
+//! paused (an S3 outage) retention deletes past the consumer's position.
 
 mod common;
 
+use common::s3_proxy::{Fault, Kind, S3Proxy};
+
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use common::*;
 use kafka_s3_archiver::check::{compare, read_topic};
@@ -87,5 +91,62 @@ async fn a_retention_gap_at_assignment_is_recorded_reported_and_counted() {
         .collect();
     let contents = read_topic(store.as_ref(), &prefix, &topic).await.unwrap();
     let c = compare(&survivors, &contents);
+    assert!(c.is_exact(), "{c:?}");
+}
+
+/// Records of about 4 KiB: far more than the archiver takes in while S3 is down (the record channel's
+/// 4,096, the 64 KiB budget's few compressed files, about ten a second polled meanwhile, and a 1 MB
+/// librdkafka prefetch queue: under 8,000).
+const MID_STREAM_RECORDS: usize = 20_000;
+/// Retention deletes below this while the archiver is stalled.
+const DELETED_BELOW: i64 = 17_000;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retention_gap_mid_stream_is_recorded_and_the_partition_goes_on() {
+    let topic = unique("retention-mid");
+    create_topic(&topic, 1).await;
+    let dest = TestDest::s3().await;
+    let store = dest.store().await;
+    let prefix = dest.prefix();
+    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = through(archiver_args(&dest, &unique("retention-mid"), &topic, 500, spool.path()), &proxy.url);
+    args = set_flag(args, "--max-buffer-bytes", "64KiB");
+    args.extend(["--kafka".into(), "queued.max.messages.kbytes=1024".into()]);
+    let mut archiver = ArchiverProcess::spawn("retention-mid", &args);
+    wait_log(&mut archiver, "recovered position from the archive").await;
+
+    // S3 answers every upload 503 from now on: nothing is archived, the budget fills, the pipeline
+    // holds records back and the consumer falls behind the log.
+    proxy.set_rule(|req| match req.kind {
+        Kind::PutClaim | Kind::PutData | Kind::Multipart => Fault::Status(503, "SlowDown"),
+        _ => Fault::Pass,
+    });
+    let produced = produce(&brokers(), &topic, 1, 0..MID_STREAM_RECORDS, 4096).await.unwrap();
+    wait_log(&mut archiver, "request failed").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Retention deletes past the consumer's position; then S3 recovers.
+    delete_records_before(&topic, 0, DELETED_BELOW).await;
+    proxy.set_rule(|_| Fault::Pass);
+    let last = BTreeMap::from([(0, MID_STREAM_RECORDS as i64 - 1)]);
+    wait_archived(store.as_ref(), &prefix, &topic, &last, &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    assert!(archiver.log_text().contains("retention gaps 1, "), "{}", archiver.log_text());
+
+    // The gap lies between two objects, explained by the claim after it; the rest, exactly once.
+    let report = verify_deep(&dest, &topic).await;
+    println!("{}", report.table());
+    let [Problem::RetentionGap { from, to }] = report.partitions[0].problems.as_slice() else {
+        panic!("expected exactly one retention gap:\n{}", report.table());
+    };
+    assert_eq!(*to, DELETED_BELOW - 1);
+    assert!(*from > 0 && *from < DELETED_BELOW, "the consumer was paused before {DELETED_BELOW}: {from}");
+    let survivors: BTreeMap<i32, Vec<Record>> = produced
+        .into_iter()
+        .map(|(p, records)| {
+            (p, records.into_iter().filter(|r| r.offset < *from || r.offset >= DELETED_BELOW).collect())
+        })
+        .collect();
+    let c = compare(&survivors, &read_topic(store.as_ref(), &prefix, &topic).await.unwrap());
     assert!(c.is_exact(), "{c:?}");
 }

@@ -153,14 +153,11 @@ impl Claim {
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    fn claim(start: i64, first: i64, end: i64) -> Claim {
+impl Claim {
+    /// A consistent claim of one record, written by `host:1` at time 0 (for tests).
+    pub(crate) fn for_test(chain_start: i64, first: i64, end: i64) -> Claim {
         Claim {
-            chain_start: start,
+            chain_start,
             first,
             end,
             records: 1,
@@ -170,6 +167,17 @@ mod tests {
             timestamps: None,
             topic_id: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn claim(start: i64, first: i64, end: i64) -> Claim {
+        Claim::for_test(start, first, end)
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub enum RollReason {
     Flush,
     /// The file re-writes a claimed range whose data object was missing, and reached the claim's end.
     Rewrite,
+    /// Retention deleted the offsets after the file's last record before they were archived.
+    RetentionGap,
 }
 
 impl RollReason {
@@ -26,6 +28,7 @@ impl RollReason {
             RollReason::Budget => "budget",
             RollReason::Flush => "flush",
             RollReason::Rewrite => "rewrite",
+            RollReason::RetentionGap => "retention-gap",
         }
     }
 }

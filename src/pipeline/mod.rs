@@ -142,12 +142,6 @@ impl Pipeline {
                 self.revoke(&partitions, lost).await?;
                 let _ = reply.send(());
             }
-            Control::RetentionGap { tp, missing, resume_at } => {
-                self.metrics.emit(Event::RetentionGap { tp: &tp, missing, resume_at });
-                if let Some(w) = self.partitions.get_mut(&tp) {
-                    w.note_retention_gap();
-                }
-            }
         }
         Ok(())
     }
@@ -160,11 +154,14 @@ impl Pipeline {
     }
 
     fn append(&mut self, fetched: Fetched) -> Result<(), PipelineError> {
-        let Fetched { tp, epoch, record } = fetched;
+        let Fetched { tp, epoch, record, retention_gap } = fetched;
         let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) else { return Ok(()) };
-        writer
-            .append(&record, Instant::now(), &self.settings, &mut self.budget, &self.metrics)
-            .map_err(|source| PipelineError::Encode { tp, source })?;
+        let encode = |source| PipelineError::Encode { tp: tp.clone(), source };
+        if let Some(missing) = retention_gap {
+            self.metrics.emit(Event::RetentionGap { tp: &tp, missing, resume_at: record.offset });
+            writer.retention_gap(&self.settings, &mut self.budget).map_err(encode)?;
+        }
+        writer.append(&record, Instant::now(), &self.settings, &mut self.budget, &self.metrics).map_err(encode)?;
         if self.budget.exceeded() {
             self.roll_largest()?;
         }

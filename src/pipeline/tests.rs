@@ -164,7 +164,7 @@ impl Harness {
 
     async fn send_epoch(&self, p: i32, epoch: u64, offsets: std::ops::Range<i64>, size: usize) {
         for o in offsets {
-            self.records.send(Fetched { tp: tp(p), epoch, record: rec(o, size) }).await.unwrap();
+            self.records.send(Fetched { tp: tp(p), epoch, record: rec(o, size), retention_gap: None }).await.unwrap();
         }
     }
 
@@ -331,6 +331,27 @@ async fn a_partial_rewrite_is_dropped_on_revoke() {
     // Uploading 0..=3 would make the claim look fulfilled and hide 4..=6 from the next owner.
     assert!(h.keys().await.is_empty());
     assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(0));
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn a_retention_gap_found_mid_stream_ends_the_file_there() {
+    let h = harness(policy(100), 1 << 30, Duration::from_secs(10));
+    h.assign(0, Some(0)).await;
+    h.send(0, 0..5, 10).await;
+    // Retention deleted 5..=19 while fetching was paused: the next record comes with the gap.
+    let epoch = h.epochs.lock().unwrap()[&0];
+    let gap = Some(OffsetRange::new(5, 19).unwrap());
+    h.records.send(Fetched { tp: tp(0), epoch, record: rec(20, 10), retention_gap: gap }).await.unwrap();
+    h.send(0, 21..23, 10).await;
+    h.drained().await;
+    h.revoke(0, false).await;
+    // The gap lies between two objects, where verify can see it, and the claim after it says why.
+    assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 20, 22)]);
+    let claims = h.claims(0).await;
+    assert_eq!(claim_ranges(&claims), vec![(0, 0, 4), (5, 20, 22)]);
+    assert_eq!(claims.iter().map(|c| c.retention_gap).collect::<Vec<_>>(), vec![false, true]);
+    assert_eq!(h.metrics.retention_gaps.get(), 1);
     h.task.abort();
 }
 

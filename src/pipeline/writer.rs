@@ -110,9 +110,16 @@ impl PartitionWriter {
         self.open.as_ref().filter(|_| !self.is_rewriting()).map(|f| f.encoder.encoded_size())
     }
 
-    /// The next claim records a retention gap before its first offset.
-    pub(super) fn note_retention_gap(&mut self) {
+    /// Retention deleted the offsets right before the next record: the open file ends here, so the gap
+    /// lies between two objects, and the next claim records it before its first offset.
+    pub(super) fn retention_gap(
+        &mut self,
+        settings: &PipelineSettings,
+        budget: &mut Budget,
+    ) -> Result<(), EncodeError> {
+        self.roll(RollReason::RetentionGap, settings, budget)?;
         self.retention_gap_pending = true;
+        Ok(())
     }
 
     /// Takes one record at `now`: skips what a seek replayed, rolls as the mode and the roll policy say.

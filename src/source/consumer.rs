@@ -75,6 +75,7 @@ impl KafkaSource {
             revoke_wait: settings.revoke_wait,
             crashed: crashed.clone(),
             metrics,
+            first_failure: Mutex::default(),
         };
         let mut config = ClientConfig::new();
         config
@@ -142,10 +143,17 @@ fn uses_consumer_protocol(props: &[(String, String)]) -> bool {
 /// Before subscribing: the brokers answer, and every topic named (not matched by a regex) exists.
 /// Blocks for up to `STARTUP_TIMEOUT`.
 fn check_topics(consumer: &BaseConsumer<ArchiverContext>, settings: &SourceSettings) -> Result<(), SourceError> {
-    let metadata = consumer.fetch_metadata(None, STARTUP_TIMEOUT).map_err(|source| SourceError::Unreachable {
-        brokers: settings.brokers.clone(),
-        timeout: STARTUP_TIMEOUT,
-        source,
+    let metadata = consumer.fetch_metadata(None, STARTUP_TIMEOUT).map_err(|source| {
+        // librdkafka queues its logs and errors until the client is served: serve them, to say why.
+        for _ in 0..10 {
+            consumer.poll(Duration::from_millis(50));
+        }
+        let said = consumer.context().first_failure.lock().expect("first failure").take();
+        let why = match said {
+            Some(said) => format!("{source}; the client reported: {said}"),
+            None => source.to_string(),
+        };
+        SourceError::Unreachable { brokers: settings.brokers.clone(), timeout: STARTUP_TIMEOUT, why }
     })?;
     for name in settings.subscription.iter().filter(|t| !t.starts_with('^')) {
         let exists =
@@ -202,8 +210,8 @@ fn poll_loop(
                 };
                 last_tp = Some(tp.clone());
                 let mut state = ctx.state.lock().expect("source state");
-                if let Some(epoch) = state.epoch_for_record(&tp) {
-                    state.pending.push_back(Fetched { tp, epoch, record: to_record(&msg) });
+                if let Some((epoch, retention_gap)) = state.take_record(&tp, msg.offset()) {
+                    state.pending.push_back(Fetched { tp, epoch, record: to_record(&msg), retention_gap });
                 }
             }
             Some(Err(KafkaError::MessageConsumption(

@@ -34,8 +34,11 @@ struct Assigned {
     epoch: u64,
     /// Not consumed (the archive is ahead of the log, or recovery failed).
     stopped: bool,
-    /// Where the partition was assigned to start, until its first record arrives.
-    awaiting_first: Option<i64>,
+    /// The offset this partition delivers next: where it was assigned or moved to, then the last
+    /// record's offset + 1. `None` until known (started at earliest or latest, nothing delivered yet).
+    next_offset: Option<i64>,
+    /// Offsets retention deleted past `next_offset`, to hand over with the next record.
+    gap_before_next: Option<OffsetRange>,
 }
 
 #[derive(Default)]
@@ -52,11 +55,12 @@ impl SourceState {
         tpl_of(self.assigned.iter().filter(|(_, a)| !a.stopped).map(|(tp, _)| tp))
     }
 
-    /// The epoch of a partition's records, if it is assigned and consumed; its first record arrived.
-    pub(super) fn epoch_for_record(&mut self, tp: &TopicPartition) -> Option<u64> {
+    /// A partition's record at `offset`, if the partition is assigned and consumed: its epoch, and the
+    /// retention gap right before it, if one was found.
+    pub(super) fn take_record(&mut self, tp: &TopicPartition, offset: i64) -> Option<(u64, Option<OffsetRange>)> {
         let a = self.assigned.get_mut(tp).filter(|a| !a.stopped)?;
-        a.awaiting_first = None;
-        Some(a.epoch)
+        a.next_offset = Some(offset + 1);
+        Some((a.epoch, a.gap_before_next.take()))
     }
 
     pub(super) fn nothing_assigned(&self) -> bool {
@@ -77,13 +81,18 @@ pub(super) struct ArchiverContext {
     /// Set when the process is crashing on purpose (demo): nothing more is flushed or committed.
     pub(super) crashed: Arc<AtomicBool>,
     pub(super) metrics: Arc<Metrics>,
+    /// The first failure librdkafka reported (a broker refusing the credentials, a TLS handshake
+    /// failing, a refused connection): it says why start-up cannot reach the brokers. Later ones ("all
+    /// brokers are down") say less.
+    pub(super) first_failure: Mutex<Option<String>>,
 }
 
 impl ClientContext for ArchiverContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
         match level {
             RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
-                error!(target: "librdkafka", "{fac}: {message}")
+                error!(target: "librdkafka", "{fac}: {message}");
+                self.first_failure.lock().expect("first failure").get_or_insert_with(|| message.to_string());
             }
             RDKafkaLogLevel::Warning => warn!(target: "librdkafka", "{fac}: {message}"),
             RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => info!(target: "librdkafka", "{fac}: {message}"),
@@ -93,6 +102,7 @@ impl ClientContext for ArchiverContext {
 
     fn error(&self, error: KafkaError, reason: &str) {
         warn!(target: "librdkafka", "{error}: {reason}");
+        self.first_failure.lock().expect("first failure").get_or_insert_with(|| reason.to_string());
     }
 
     /// librdkafka's periodic statistics: each assigned partition's log end, and so what is not
@@ -211,8 +221,9 @@ impl ArchiverContext {
             if let Err(e) = tpl.set_partition_offset(tp.topic(), tp.partition(), offset.unwrap_or(Offset::Beginning)) {
                 error!("cannot set the start offset of {tp}: {e}");
             }
-            let awaiting_first = offset.and_then(|o| o.to_raw()).filter(|o| *o >= 0);
-            state.assigned.insert(tp.clone(), Assigned { epoch, stopped: offset.is_none(), awaiting_first });
+            let next_offset = offset.and_then(|o| o.to_raw()).filter(|o| *o >= 0);
+            let stopped = offset.is_none();
+            state.assigned.insert(tp.clone(), Assigned { epoch, stopped, next_offset, gap_before_next: None });
         }
         stopped
     }
@@ -291,7 +302,8 @@ impl ArchiverContext {
             Ok(()) => {
                 info!(%tp, ?position, "re-positioned after re-recovering from the archive");
                 a.epoch = *epoch;
-                a.awaiting_first = offset.to_raw().filter(|o| *o >= 0);
+                a.next_offset = offset.to_raw().filter(|o| *o >= 0);
+                a.gap_before_next = None;
                 state.pending.forget(std::slice::from_ref(tp));
             }
             Err(e) if attempts < SEEK_ATTEMPTS => {
@@ -309,8 +321,11 @@ impl ArchiverContext {
         }
     }
 
-    /// The broker said a fetch position is out of range. The error does not say which partition, so
-    /// check the partitions that have not delivered a record since they were assigned.
+    /// The broker said a fetch position is out of range. librdkafka's error does not say which partition,
+    /// so every consumed partition's next offset is compared with its log: below the log start,
+    /// retention deleted records before they were archived (at assignment, or mid-stream while fetching
+    /// was paused): record the gap and go on from the log start. Above the log end, the log is not the one
+    /// the archive continues (the topic was re-created, or the log was truncated): stop the partition.
     pub(super) fn on_out_of_range(&self, consumer: &BaseConsumer<Self>) {
         let candidates: Vec<(TopicPartition, i64)> = {
             let state = self.state.lock().expect("source state");
@@ -318,37 +333,54 @@ impl ArchiverContext {
                 .assigned
                 .iter()
                 .filter(|(_, a)| !a.stopped)
-                .filter_map(|(tp, a)| a.awaiting_first.map(|o| (tp.clone(), o)))
+                .filter_map(|(tp, a)| a.next_offset.map(|o| (tp.clone(), o)))
                 .collect()
         };
-        for (tp, start) in candidates {
+        for (tp, next) in candidates {
             let Ok((low, high)) = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT) else {
                 continue;
             };
-            if start < low {
-                let missing = OffsetRange::new(start, low - 1).expect("start < low");
-                if let Err(e) = consumer.seek(tp.topic(), tp.partition(), Offset::Offset(low), METADATA_TIMEOUT) {
-                    error!(%tp, "cannot seek to the log start {low}: {e}");
-                }
+            if next < low {
+                let missing = OffsetRange::new(next, low - 1).expect("next < low");
+                restart_fetch(consumer, &tp, low);
                 if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
-                    a.awaiting_first = Some(low);
+                    a.next_offset = Some(low);
+                    a.gap_before_next = Some(a.gap_before_next.map_or(missing, |earlier| {
+                        OffsetRange::new(earlier.start(), missing.end()).expect("gaps grow forward")
+                    }));
                 }
-                let _ = self.control.send(Control::RetentionGap { tp, missing, resume_at: low });
-            } else if start > high {
+            } else if next > high {
                 let _ = consumer.pause(&tpl_of([&tp]));
                 if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
                     a.stopped = true;
                 }
                 let why = format!(
                     "the archive of {tp} already holds offsets up to {}, but the partition's log ends at {high}: \
-                     the topic was probably deleted and re-created. This partition is stopped so that nothing is \
-                     skipped silently; archive the new topic under another --dest prefix (or move the old archive \
-                     away) and restart",
-                    start - 1
+                     the topic was probably deleted and re-created (or its log truncated). This partition is \
+                     stopped so that nothing is skipped silently; archive the new topic under another --dest \
+                     prefix (or move the old archive away) and restart",
+                    next - 1
                 );
                 self.metrics.emit(Event::PartitionStopped { tp: &tp, why: &why });
             }
         }
+    }
+}
+
+/// Moves `tp`'s fetching to `offset`. After an out-of-range error (with `auto.offset.reset=error`)
+/// librdkafka has stopped the partition's fetcher and refuses a seek, so the partition is taken out of
+/// the local assignment and put back at `offset` (incremental, so the group does not rebalance).
+fn restart_fetch(consumer: &BaseConsumer<ArchiverContext>, tp: &TopicPartition, offset: i64) {
+    if consumer.seek(tp.topic(), tp.partition(), Offset::Offset(offset), METADATA_TIMEOUT).is_ok() {
+        return;
+    }
+    let mut at = TopicPartitionList::new();
+    let reassigned = at
+        .add_partition_offset(tp.topic(), tp.partition(), Offset::Offset(offset))
+        .and_then(|()| consumer.incremental_unassign(&tpl_of([tp])))
+        .and_then(|()| consumer.incremental_assign(&at));
+    if let Err(e) = reassigned {
+        error!(%tp, "cannot move fetching to offset {offset}: {e}");
     }
 }
 
@@ -399,13 +431,21 @@ mod tests {
     fn only_consumed_partitions_are_active_and_take_records() {
         let mut state = SourceState::default();
         let (a, b) = (TopicPartition::new("t", 0).unwrap(), TopicPartition::new("t", 1).unwrap());
-        state.assigned.insert(a.clone(), Assigned { epoch: 3, stopped: false, awaiting_first: Some(10) });
-        state.assigned.insert(b.clone(), Assigned { epoch: 4, stopped: true, awaiting_first: None });
+        let gap = OffsetRange::new(11, 13).unwrap();
+        state
+            .assigned
+            .insert(a.clone(), Assigned { epoch: 3, stopped: false, next_offset: Some(10), gap_before_next: None });
+        state
+            .assigned
+            .insert(b.clone(), Assigned { epoch: 4, stopped: true, next_offset: None, gap_before_next: None });
         assert_eq!(to_tps(&state.active()), vec![a.clone()]);
-        assert_eq!(state.epoch_for_record(&a), Some(3));
-        assert_eq!(state.assigned[&a].awaiting_first, None, "its first record arrived");
-        assert_eq!(state.epoch_for_record(&b), None);
-        assert_eq!(state.epoch_for_record(&TopicPartition::new("t", 2).unwrap()), None);
+        assert_eq!(state.take_record(&a, 10), Some((3, None)));
+        state.assigned.get_mut(&a).unwrap().gap_before_next = Some(gap);
+        assert_eq!(state.take_record(&a, 14), Some((3, Some(gap))), "the gap goes with the next record");
+        assert_eq!(state.take_record(&a, 15), Some((3, None)), "once");
+        assert_eq!(state.assigned[&a].next_offset, Some(16), "follows what was delivered");
+        assert_eq!(state.take_record(&b, 0), None);
+        assert_eq!(state.take_record(&TopicPartition::new("t", 2).unwrap(), 0), None);
         assert!(!state.nothing_assigned());
     }
 }

@@ -39,6 +39,10 @@ pub struct Fetched {
     pub tp: TopicPartition,
     pub epoch: u64,
     pub record: Record,
+    /// Offsets right before this record that retention deleted before they were archived (found when
+    /// the consumer's position fell below the log start mid-stream). Carried with the record, so the
+    /// pipeline sees the gap exactly between the records around it.
+    pub retention_gap: Option<OffsetRange>,
 }
 
 /// Rebalance and position news for the pipeline.
@@ -48,8 +52,6 @@ pub enum Control {
     Assigned { partitions: Vec<AssignedPartition>, reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>> },
     /// Flush (or, when `lost`, drop) these partitions and answer once nothing of them will be uploaded.
     Revoked { partitions: Vec<TopicPartition>, lost: bool, reply: std_mpsc::SyncSender<()> },
-    /// Retention removed `missing` before it was archived; consumption resumed at `resume_at`.
-    RetentionGap { tp: TopicPartition, missing: OffsetRange, resume_at: i64 },
 }
 
 /// A durable object's end, to be committed to Kafka as a hint.

@@ -33,10 +33,10 @@ pub enum SourceError {
     #[error("fatal Kafka consumer error: {0}. The archiver stops; restart it once the cause is fixed")]
     Fatal(KafkaError),
     #[error(
-        "cannot reach the Kafka brokers {brokers} within {timeout:?} ({source}). Check --brokers, the network, \
-         and the TLS/SASL settings (--kafka)"
+        "cannot reach the Kafka brokers {brokers} within {timeout:?} ({why}). Check --brokers, the network, and \
+         the TLS/SASL settings (--kafka)"
     )]
-    Unreachable { brokers: String, timeout: Duration, source: KafkaError },
+    Unreachable { brokers: String, timeout: Duration, why: String },
     #[error("topic {topic:?} does not exist on {brokers}: create it, or correct --topic")]
     UnknownTopic { topic: String, brokers: String },
 }

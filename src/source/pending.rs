@@ -66,7 +66,7 @@ mod tests {
             value: Some(vec![b'v'; size]),
             headers: vec![],
         };
-        Fetched { tp: TopicPartition::new("t", p).unwrap(), epoch: 1, record }
+        Fetched { tp: TopicPartition::new("t", p).unwrap(), epoch: 1, record, retention_gap: None }
     }
 
     #[test]

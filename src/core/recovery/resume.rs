@@ -99,17 +99,7 @@ mod tests {
     use super::*;
 
     fn claim(start: i64, first: i64, end: i64) -> Claim {
-        Claim {
-            chain_start: start,
-            first,
-            end,
-            records: 1,
-            retention_gap: false,
-            writer: "w".into(),
-            time_ms: 0,
-            timestamps: None,
-            topic_id: None,
-        }
+        Claim::for_test(start, first, end)
     }
 
     fn r(s: i64, e: i64) -> OffsetRange {
