@@ -18,6 +18,7 @@ use kafka_s3_archiver::core::audit::{LogOffsets, Problem};
 use kafka_s3_archiver::core::claim::{Claim, ClaimKey};
 use kafka_s3_archiver::core::partition::TopicPartition;
 use kafka_s3_archiver::core::record::Record;
+use kafka_s3_archiver::core::spool::SpoolData;
 use kafka_s3_archiver::core::status::StatusFlag;
 use kafka_s3_archiver::generate::{merge, produce};
 use kafka_s3_archiver::status::{status, StatusOptions};
@@ -149,4 +150,63 @@ async fn a_retention_gap_mid_stream_is_recorded_and_the_partition_goes_on() {
         .collect();
     let c = compare(&survivors, &read_topic(store.as_ref(), &prefix, &topic).await.unwrap());
     assert!(c.is_exact(), "{c:?}");
+}
+
+/// A writer claimed 300..=399 and died before uploading it; retention then deleted everything below
+/// `deleted_below`; a new archiver re-writes what is left. Returns what `verify` reports.
+async fn claimed_range_after_retention(deleted_below: i64) -> Vec<Problem> {
+    let topic = unique("retention-claimed");
+    create_topic(&topic, 1).await;
+    let dest = TestDest::file();
+    let store = dest.store().await;
+    let prefix = dest.prefix();
+    let spool = tempfile::tempdir().unwrap();
+    let args = archiver_args(&dest, &unique("retention-claimed"), &topic, 100, spool.path());
+    let mut produced = produce(&brokers(), &topic, 1, 0..300, 64).await.unwrap();
+    let mut first = ArchiverProcess::spawn("retention-claimed-1", &args);
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut first]).await;
+    assert!(first.terminate().success(), "{}", first.log_text());
+
+    merge(&mut produced, produce(&brokers(), &topic, 1, 300..600, 64).await.unwrap());
+    let dead = Claim {
+        chain_start: 300,
+        first: 300,
+        end: 399,
+        records: 100,
+        retention_gap: false,
+        retention_gap_from: None,
+        writer: "dead-host:1".into(),
+        time_ms: 0,
+        timestamps: None,
+        topic_id: None,
+    };
+    let key = ClaimKey::new(prefix.clone(), TopicPartition::new(&topic, 0).unwrap(), 300).to_string();
+    let body = SpoolData::Memory(dead.to_json().into());
+    store.put_if_absent(&key, &body, dead.to_json().len() as u64).await.unwrap();
+    delete_records_before(&topic, 0, deleted_below).await;
+
+    let mut second = ArchiverProcess::spawn("retention-claimed-2", &args);
+    wait_archived(store.as_ref(), &prefix, &topic, &BTreeMap::from([(0, 599)]), &mut [&mut second]).await;
+    assert!(second.terminate().success(), "{}", second.log_text());
+    assert!(second.log_text().contains(&format!("RETENTION GAP: offsets 300..={}", deleted_below - 1)));
+    let report = verify_deep(&dest, &topic).await;
+    println!("{}", report.table());
+    // Whatever survived is archived exactly once.
+    let survivors: BTreeMap<i32, Vec<Record>> = produced
+        .into_iter()
+        .map(|(p, records)| (p, records.into_iter().filter(|r| !(300..deleted_below).contains(&r.offset)).collect()))
+        .collect();
+    let c = compare(&survivors, &read_topic(store.as_ref(), &prefix, &topic).await.unwrap());
+    assert!(c.is_exact(), "{c:?}");
+    report.partitions[0].problems.clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retention_inside_a_claimed_range_being_re_written_is_a_retention_gap() {
+    assert_eq!(claimed_range_after_retention(350).await, vec![Problem::RetentionGap { from: 300, to: 349 }]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claimed_range_retention_took_whole_is_a_retention_gap_not_missing_data() {
+    assert_eq!(claimed_range_after_retention(450).await, vec![Problem::RetentionGap { from: 300, to: 449 }]);
 }

@@ -210,6 +210,7 @@ pub fn audit(
     let pending_claim = check_claims(tp, &chain, bodies, &objects, &mut problems);
     check_holes(&chain, bodies, &objects, &mut problems);
     let records = check_contents(contents, &objects, &mut problems);
+    let mut problems = merge_retention_gaps(problems);
     let first_offset = objects.first().map(|k| k.range.start());
     let last_offset = objects.iter().map(|k| k.range.end()).max();
     let not_yet_archived = log.and_then(|log| compare_with_log(last_offset, log, &mut problems));
@@ -226,6 +227,26 @@ pub fn audit(
         not_yet_archived,
         problems,
     }
+}
+
+/// One retention gap where claims report adjacent pieces of it (a claim lost whole, then the gap the
+/// next claim records before its first offset).
+fn merge_retention_gaps(problems: Vec<Problem>) -> Vec<Problem> {
+    let mut merged: Vec<Problem> = Vec::with_capacity(problems.len());
+    for p in problems {
+        if let Problem::RetentionGap { from, to } = p {
+            let adjacent = merged.iter_mut().find_map(|m| match m {
+                Problem::RetentionGap { from: f, to: t } if *t + 1 == from || to + 1 == *f => Some((f, t)),
+                _ => None,
+            });
+            if let Some((f, t)) = adjacent {
+                (*f, *t) = ((*f).min(from), (*t).max(to));
+                continue;
+            }
+        }
+        merged.push(p);
+    }
+    merged
 }
 
 /// Each object against the furthest-reaching one before it.
@@ -271,12 +292,17 @@ fn check_claims(
         }
         if last {
             pending_claim = Some(c.start());
-        } else {
-            let (from, to) = match bodies.get(&c.start()) {
-                Some(Ok(body)) => (body.first, body.end),
-                _ => (c.start(), c.end()),
-            };
-            problems.push(Problem::MissingData { claim: claim_name(c.start()), from, to });
+            continue;
+        }
+        let (from, to) = match bodies.get(&c.start()) {
+            Some(Ok(body)) => (body.first, body.end),
+            _ => (c.start(), c.end()),
+        };
+        // Retention took the whole claimed range before anyone archived it: the next claim says so.
+        let next = chain.get(i + 1).and_then(|n| bodies.get(&n.start())).and_then(|b| b.as_ref().ok());
+        match next.and_then(|n| n.retention_gap_from).filter(|gap_from| *gap_from <= from) {
+            Some(_) => problems.push(Problem::RetentionGap { from, to }),
+            None => problems.push(Problem::MissingData { claim: claim_name(c.start()), from, to }),
         }
     }
     pending_claim
@@ -304,6 +330,11 @@ fn check_holes(
             let part_end = claim_end.min(hole.end());
             if let Some(body) = body.filter(|b| b.retention_gap && at < b.first) {
                 problems.push(Problem::RetentionGap { from: at, to: (body.first - 1).min(part_end) });
+            }
+            // Offsets the claim's writer read but its data object does not hold: the range was written
+            // again after its writer died, and retention had deleted them by then.
+            if let Some(body) = body.filter(|b| b.first <= part_end && fulfilled(*c, objects)) {
+                problems.push(Problem::RetentionGap { from: at.max(body.first), to: part_end });
             }
             // A claim without data is reported by `check_claims`; other offsets of a claim had no records.
             at = part_end + 1;
@@ -371,6 +402,7 @@ mod tests {
             end,
             records: (end - first + 1) as u64,
             retention_gap,
+            retention_gap_from: None,
             writer: "w".into(),
             time_ms: 0,
             timestamps: None,
@@ -541,5 +573,31 @@ mod tests {
         assert_eq!(r.problems, vec![Problem::OtherIncarnation { archived: "old".into(), current: "new".into() }]);
         let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, Some("old"));
         assert!(r.problems.is_empty(), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn a_claimed_range_re_written_after_retention_took_its_start_is_a_retention_gap() {
+        // 300..=399 was claimed; its writer died; retention deleted below 350; the next owner re-wrote
+        // what was left, 350..=399, under the same claim.
+        let claims = [claim(0, 0, 299, false), claim(300, 300, 399, false), claim(400, 400, 599, false)];
+        let r = run(&[(0, 299), (350, 399), (400, 599)], &claims, None);
+        assert_eq!(r.problems, vec![Problem::RetentionGap { from: 300, to: 349 }]);
+    }
+
+    #[test]
+    fn a_claimed_range_retention_took_whole_is_a_retention_gap_not_missing_data() {
+        let lost = claim(300, 300, 399, false);
+        let next = |from| Claim { retention_gap_from: from, ..claim(400, 450, 599, true) };
+        let r = run(&[(0, 299), (450, 599)], &[claim(0, 0, 299, false), lost.clone(), next(Some(300))], None);
+        assert_eq!(r.problems, vec![Problem::RetentionGap { from: 300, to: 449 }]);
+        // Without the next claim saying where the gap began, the claim's data is missing.
+        let r = run(&[(0, 299), (450, 599)], &[claim(0, 0, 299, false), lost, next(None)], None);
+        assert_eq!(
+            r.problems,
+            vec![
+                Problem::MissingData { claim: "t/0@300".into(), from: 300, to: 399 },
+                Problem::RetentionGap { from: 400, to: 449 }
+            ]
+        );
     }
 }

@@ -96,6 +96,11 @@ pub struct Claim {
     /// [start, first - 1] was deleted by retention before it could be archived.
     #[serde(default)]
     pub retention_gap: bool,
+    /// With `retention_gap`: where the gap began when that is before this claim's chain position, i.e.
+    /// retention also took an earlier claim's whole range before anyone archived it (its writer died
+    /// between claim and upload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_gap_from: Option<i64>,
     /// Which process wrote it (host and pid), for operators.
     pub writer: String,
     /// When it was written, milliseconds since the Unix epoch.
@@ -162,6 +167,7 @@ impl Claim {
             end,
             records: 1,
             retention_gap: false,
+            retention_gap_from: None,
             writer: "host:1".into(),
             time_ms: 0,
             timestamps: None,

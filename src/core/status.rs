@@ -120,6 +120,7 @@ mod tests {
             end,
             records: 1,
             retention_gap: false,
+            retention_gap_from: None,
             writer: "w".into(),
             time_ms: 1234,
             timestamps: None,

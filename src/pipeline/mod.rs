@@ -159,7 +159,7 @@ impl Pipeline {
         let encode = |source| PipelineError::Encode { tp: tp.clone(), source };
         if let Some(missing) = retention_gap {
             self.metrics.emit(Event::RetentionGap { tp: &tp, missing, resume_at: record.offset });
-            writer.retention_gap(&self.settings, &mut self.budget).map_err(encode)?;
+            writer.retention_gap(missing, &self.settings, &mut self.budget).map_err(encode)?;
         }
         writer.append(&record, Instant::now(), &self.settings, &mut self.budget, &self.metrics).map_err(encode)?;
         if self.budget.exceeded() {

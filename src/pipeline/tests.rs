@@ -224,6 +224,7 @@ impl Harness {
             end,
             records: 1,
             retention_gap: false,
+            retention_gap_from: None,
             writer: "other:2".into(),
             time_ms: 0,
             timestamps: None,

@@ -59,8 +59,8 @@ pub(super) struct PartitionWriter {
     /// The chain position (claim start) of the next file.
     chain_next: i64,
     mode: Mode,
-    /// The next claim records that retention deleted offsets before its first one.
-    retention_gap_pending: bool,
+    /// The next claim records that retention deleted offsets before its first one, from this offset on.
+    retention_gap_pending: Option<i64>,
     open: Option<OpenFile>,
     uploads: mpsc::UnboundedSender<SealedFile>,
     uploader: JoinHandle<()>,
@@ -82,7 +82,8 @@ impl PartitionWriter {
             next_expected: plan.consume_from,
             chain_next: plan.chain_next,
             mode: plan.rewrite.clone().map_or(Mode::Chain, Mode::Rewrite),
-            retention_gap_pending: plan.retention_gap.is_some() && plan.rewrite.is_none(),
+            // A gap inside a claimed range being re-written is told by that range's data object itself.
+            retention_gap_pending: plan.retention_gap.filter(|_| plan.rewrite.is_none()).map(|gap| gap.start()),
             open: None,
             uploads,
             uploader,
@@ -114,11 +115,12 @@ impl PartitionWriter {
     /// lies between two objects, and the next claim records it before its first offset.
     pub(super) fn retention_gap(
         &mut self,
+        missing: OffsetRange,
         settings: &PipelineSettings,
         budget: &mut Budget,
     ) -> Result<(), EncodeError> {
         self.roll(RollReason::RetentionGap, settings, budget)?;
-        self.retention_gap_pending = true;
+        self.retention_gap_pending = Some(missing.start());
         Ok(())
     }
 
@@ -245,13 +247,14 @@ impl PartitionWriter {
             }
             Mode::Chain => {
                 self.chain_next = range.next();
-                let retention_gap = std::mem::take(&mut self.retention_gap_pending);
+                let gap_from = self.retention_gap_pending.take();
                 settings.claims.then(|| Claim {
                     chain_start,
                     first: range.start(),
                     end: range.end(),
                     records: file.records,
-                    retention_gap,
+                    retention_gap: gap_from.is_some(),
+                    retention_gap_from: gap_from.filter(|from| *from < chain_start),
                     writer: settings.writer_id.clone(),
                     time_ms: unix_ms(),
                     timestamps: file.timestamps,
