@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use thiserror::Error;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -10,10 +12,10 @@ use tracing::warn;
 use crate::config::ArchiverConfig;
 use crate::core::destination::Destination;
 use crate::core::recovery::ListRequest;
-use crate::core::spool::{SpoolConfig, SpoolUsage};
+use crate::core::spool::{SpoolConfig, SpoolData, SpoolUsage};
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings};
-use crate::store::{LocalStore, ObjectStore, S3Settings, S3Store, StoreError};
+use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
 use crate::telemetry::Metrics;
 
 /// Records waiting between the consumer thread and the pipeline.
@@ -69,6 +71,32 @@ pub async fn open_reader(
 pub async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
     let req = ListRequest { prefix: config.store.dest.prefix().as_str().to_string(), start_after: None };
     store.list(&req, 1).await.map(|_| ())
+}
+
+/// Proves that the store honours conditional writes before anything is archived: a probe key put twice
+/// with `If-None-Match: *` must be refused the second time. A store that ignores the header would let
+/// every claim "win", and exactly-once would be void without a sign. The probe is removed afterwards.
+pub async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
+    let key = format!("{}_probe/{}-{:016x}.probe", config.store.dest.prefix().root(), writer_id(), fastrand::u64(..));
+    const PROBE: &[u8] = b"conditional write probe";
+    let (body, len) = (SpoolData::Memory(Bytes::from_static(PROBE)), PROBE.len() as u64);
+    store.put_if_absent(&key, &body, len).await?;
+    let second = store.put_if_absent(&key, &body, len).await;
+    let _ = store.delete(&key).await;
+    match second? {
+        PutOutcome::AlreadyExists => Ok(()),
+        PutOutcome::Created => Err(StoreError::Permanent {
+            what: format!(
+                "the store at {}{} does not honour conditional writes: a second PUT of {key} with \
+                 If-None-Match: * was accepted",
+                store.describe(),
+                config.store.s3_endpoint.as_deref().map(|e| format!(" (endpoint {e})")).unwrap_or_default()
+            ),
+            fix: "the archiver's exactly-once guarantee rests on them (claims, and never overwriting an object); use \
+                  a store that supports If-None-Match on PutObject and CompleteMultipartUpload"
+                .into(),
+        }),
+    }
 }
 
 /// Names this process in claims: host and pid.

@@ -114,6 +114,7 @@ pub async fn run(opts: DemoOptions) -> Result<Comparison, DemoError> {
         deep: true,
         brokers: Some((bootstrap.clone(), vec![])),
         concurrency: 8,
+        strict: false,
     };
     let report = verify(store.as_ref(), &options).await?;
     println!("8. verify --deep --brokers (the same check an operator runs):");

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, Archiver};
+use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, probe_conditional_writes, Archiver};
 use kafka_s3_archiver::config::{self, Settings};
 use kafka_s3_archiver::core::destination::Destination;
 use kafka_s3_archiver::core::encode::Format;
@@ -88,6 +88,9 @@ struct VerifyArgs {
     /// Concurrent reads.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Count keys that are not the archive's (stray files in its folders) as problems, not warnings.
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(Args)]
@@ -208,6 +211,7 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     let cannot_use = || format!("cannot use the archive at {}", config.store.dest);
     let store = open_store(&config).await.with_context(cannot_use)?;
     preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
+    probe_conditional_writes(&config, store.as_ref()).await.with_context(cannot_use)?;
     let metrics_listener = match config.metrics.addr {
         Some(addr) => Some(
             http::bind(addr)
@@ -329,7 +333,7 @@ async fn status(args: StatusArgs) -> anyhow::Result<()> {
 
 /// Runs `verify`; `Ok(true)` when the archive is clean.
 async fn verify(args: VerifyArgs) -> anyhow::Result<bool> {
-    let VerifyArgs { archive, topics, partitions, deep, brokers, kafka, json, concurrency } = args;
+    let VerifyArgs { archive, topics, partitions, deep, brokers, kafka, json, concurrency, strict } = args;
     let props = kafka_props(&kafka)?;
     let (dest, store) = archive.open().await?;
     let options = VerifyOptions {
@@ -339,6 +343,7 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<bool> {
         deep,
         brokers: brokers.map(|b| (b, props)),
         concurrency,
+        strict,
     };
     let report = kafka_s3_archiver::verify::verify(store.as_ref(), &options)
         .await

@@ -42,6 +42,9 @@ pub struct VerifyOptions {
     pub brokers: Option<(String, Vec<(String, String)>)>,
     /// Concurrent GETs.
     pub concurrency: usize,
+    /// Keys that are not the archive's count as problems (by default they are warnings: a stray file
+    /// in a folder should not page anyone).
+    pub strict: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,11 +57,14 @@ pub struct VerifyReport {
     pub partitions: Vec<PartitionReport>,
     /// Keys under the archive's prefix that are neither data objects nor claims.
     pub foreign_keys: Vec<String>,
+    /// Whether the foreign keys count as problems.
+    pub strict: bool,
 }
 
 impl VerifyReport {
     pub fn problem_count(&self) -> usize {
-        self.partitions.iter().map(|p| p.problems.len()).sum::<usize>() + self.foreign_keys.len()
+        let foreign = if self.strict { self.foreign_keys.len() } else { 0 };
+        self.partitions.iter().map(|p| p.problems.len()).sum::<usize>() + foreign
     }
 
     pub fn is_clean(&self) -> bool {
@@ -103,8 +109,9 @@ impl VerifyReport {
                 let _ = writeln!(out, "{}/{}: {}", p.topic, p.partition, describe(problem));
             }
         }
+        let severity = if self.strict { "problem" } else { "warning" };
         for key in &self.foreign_keys {
-            let _ = writeln!(out, "not an archive object (ignored by the archiver): {key}");
+            let _ = writeln!(out, "{severity}: not an archive object (ignored by the archiver): {key}");
         }
         let _ = write!(
             out,
@@ -186,6 +193,7 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
         objects_read: contents.values().map(|c| c.len() as u64).sum(),
         partitions,
         foreign_keys,
+        strict: opts.strict,
     })
 }
 

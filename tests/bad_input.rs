@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Command;
 
-use common::s3_proxy::{Fault, S3Proxy};
+use common::s3_proxy::{Fault, Kind, S3Proxy};
 use common::*;
 use kafka_s3_archiver::core::spool::SpoolData;
 use kafka_s3_archiver::generate::produce;
@@ -76,6 +76,55 @@ async fn wrong_credentials_fail_fast_and_say_what_to_check() {
     let line = error_line(&log);
     println!("wrong credentials -> {line}");
     assert!(line.contains("denied") && line.contains("credentials"), "{log}");
+}
+
+/// A store that ignores conditional writes (If-None-Match) would let every claim "win": the archiver
+/// proves the store honours them before it starts, and refuses to run, naming them and the endpoint.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_ignoring_conditional_writes_is_refused_at_start() {
+    let dest = TestDest::s3().await;
+    let topic = unique("unconditional");
+    create_topic(&topic, 1).await;
+    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    proxy.set_rule(|_| Fault::StripConditional);
+    let spool = tempfile::tempdir().unwrap();
+    let args = through(archiver_args(&dest, &unique("g"), &topic, 10, spool.path()), &proxy.url);
+    let mut archiver = ArchiverProcess::spawn("unconditional", &args);
+    let status = archiver.wait_exit(std::time::Duration::from_secs(30)).await;
+    assert!(!status.success());
+    let log = archiver.log_text();
+    let line = error_line(&log);
+    println!("store without conditional writes -> {line}");
+    assert!(line.contains("does not honour conditional writes") && line.contains(&proxy.url), "{log}");
+    let store = dest.store().await;
+    assert!(kafka_s3_archiver::store::list_all(store.as_ref(), "").await.unwrap().is_empty(), "the probe was left");
+}
+
+/// A store that refuses every upload for good (400 InvalidRequest: a key too long, an argument it does
+/// not support) stops the archiver with one line naming the operation, the key and the S3 code, instead
+/// of retrying forever while every partition stalls.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permanent_upload_error_stops_the_archiver_naming_operation_key_and_code() {
+    let dest = TestDest::s3().await;
+    let topic = unique("refused");
+    create_topic(&topic, 1).await;
+    produce(&brokers(), &topic, 1, 0..50, 50).await.unwrap();
+    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    // Uploads of the archive (not the start-up probe) are refused.
+    proxy.set_rule(|req| match req.kind {
+        Kind::PutClaim | Kind::PutData if !req.key.contains("/_probe/") => Fault::Status(400, "InvalidRequest"),
+        _ => Fault::Pass,
+    });
+    let spool = tempfile::tempdir().unwrap();
+    let args = through(archiver_args(&dest, &unique("g"), &topic, 10, spool.path()), &proxy.url);
+    let mut archiver = ArchiverProcess::spawn("refused", &args);
+    let status = archiver.wait_exit(std::time::Duration::from_secs(60)).await;
+    assert!(!status.success());
+    let log = archiver.log_text();
+    let line = error_line(&log);
+    println!("permanent upload error -> {line}");
+    assert!(line.contains("PutObject") && line.contains("InvalidRequest") && line.contains("HTTP 400"), "{log}");
+    assert!(line.contains(&format!("_claims/topic={topic}/partition=0/")), "the key is named: {line}");
 }
 
 /// Keys in the archive's folders that are not archive objects are skipped with a warning; the

@@ -65,6 +65,7 @@ async fn a_re_created_topic_never_continues_the_old_archive() {
         deep: false,
         brokers: Some((brokers(), vec![])),
         concurrency: 8,
+        strict: false,
     };
     let report = verify(store.as_ref(), &options).await.unwrap();
     println!("{}", report.table());

@@ -77,6 +77,7 @@ async fn a_retention_gap_at_assignment_is_recorded_reported_and_counted() {
         deep: true,
         brokers: Some((brokers(), vec![])),
         concurrency: 8,
+        strict: false,
     };
     let report = verify(store.as_ref(), &options).await.unwrap();
     println!("{}", report.table());

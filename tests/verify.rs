@@ -82,6 +82,24 @@ fn verify(dest: &TestDest, extra: &[&str]) -> (i32, String) {
     (out.status.code().expect("exit code"), text)
 }
 
+/// A stray file in the archive's folders is a warning (exit 0), not a problem, unless `--strict`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stray_file_is_a_warning_unless_strict() {
+    let dest = TestDest::s3().await;
+    let store = dest.store().await;
+    let prefix = dest.prefix();
+    let tmp = tempfile::tempdir().unwrap();
+    put_claim(store.as_ref(), &prefix, 0, 0, 9).await;
+    put(store.as_ref(), &key(&prefix, 0, 9), parquet(0..=9, tmp.path())).await;
+    put(store.as_ref(), &format!("{}notes.txt", prefix.partition_folder(&tp())), Bytes::from_static(b"hi")).await;
+    let (code, text) = verify(&dest, &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("warning: not an archive object (ignored by the archiver)"), "{text}");
+    let (code, text) = verify(&dest, &["--strict"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("1 partitions, 1 problems"), "{text}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn verify_names_each_planted_defect() {
     let dest = TestDest::s3().await;

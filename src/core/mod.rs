@@ -12,6 +12,7 @@ pub mod record;
 pub mod recovery;
 pub mod restore;
 pub mod roll;
+pub mod s3_errors;
 pub mod spool;
 pub mod stale;
 pub mod status;

@@ -44,9 +44,9 @@ const TICK: Duration = Duration::from_millis(200);
 pub enum PipelineError {
     #[error("archive store failed: {0}")]
     Store(#[from] StoreError),
-    #[error("uploading {key} failed: {source}")]
+    #[error("uploading {key} failed")]
     Upload { key: String, source: StoreError },
-    #[error("encoding a file of {tp} failed: {source}")]
+    #[error("encoding a file of {tp} failed")]
     Encode { tp: TopicPartition, source: EncodeError },
 }
 

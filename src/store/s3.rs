@@ -18,6 +18,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::{ObjectStore, PutOutcome, StoreError};
 use crate::core::object_key::Prefix;
 use crate::core::recovery::{ListPage, ListRequest};
+use crate::core::s3_errors::{classify, ErrorClass};
 use crate::core::spool::SpoolData;
 use crate::core::stale::{stale_uploads, PendingUpload};
 
@@ -163,23 +164,37 @@ impl S3Store {
         let code = err.code().map(str::to_string);
         let bucket = &self.settings.bucket;
         let detail = DisplayErrorContext(&err).to_string();
-        match (status, code.as_deref()) {
-            (_, Some("NoSuchBucket")) => StoreError::Permanent {
+        if matches!(err, SdkError::ConstructionFailure(_)) {
+            return StoreError::Permanent {
+                what: format!("could not build the S3 request ({op} {key}): {detail}"),
+                fix: "check the AWS credentials and region configuration".into(),
+            };
+        }
+        match classify(status, code.as_deref()) {
+            ErrorClass::NoSuchBucket => StoreError::Permanent {
                 what: format!("bucket {bucket:?} does not exist ({op} {key})"),
                 fix: "create the bucket, or check --dest and --s3-endpoint".into(),
             },
-            (Some(403), _) | (_, Some("AccessDenied" | "InvalidAccessKeyId" | "SignatureDoesNotMatch")) => {
-                StoreError::Permanent {
-                    what: format!("access to bucket {bucket:?} was denied ({op} {key}): {}", code.unwrap_or_default()),
-                    fix: "check the credentials (AWS_ACCESS_KEY_ID/AWS_PROFILE) and that they may read, write and list the bucket".into(),
-                }
-            }
-            (Some(404), _) | (_, Some("NoSuchKey" | "NotFound")) => StoreError::NotFound(key.to_string()),
-            _ if matches!(err, SdkError::ConstructionFailure(_)) => StoreError::Permanent {
-                what: format!("could not build the S3 request ({op} {key}): {detail}"),
-                fix: "check the AWS credentials and region configuration".into(),
+            ErrorClass::AccessDenied => StoreError::Permanent {
+                what: format!("access to bucket {bucket:?} was denied ({op} {key}): {}", code.unwrap_or_default()),
+                fix: "check the credentials (AWS_ACCESS_KEY_ID/AWS_PROFILE) and that they may read, write and list \
+                      the bucket"
+                    .into(),
             },
-            _ => StoreError::Transient(format!("S3 {op} {key} in bucket {bucket:?} failed: {detail}")),
+            ErrorClass::NotFound => StoreError::NotFound(key.to_string()),
+            ErrorClass::Transient => {
+                StoreError::Transient(format!("S3 {op} {key} in bucket {bucket:?} failed: {detail}"))
+            }
+            ErrorClass::Permanent => StoreError::Permanent {
+                what: format!(
+                    "S3 {op} {key} in bucket {bucket:?} was refused: HTTP {} {}",
+                    status.map_or("-".into(), |s| s.to_string()),
+                    code.as_deref().unwrap_or("(no error code)")
+                ),
+                fix: "retrying will not help: check that this store supports the request (--dest, --s3-endpoint, \
+                      --s3-region)"
+                    .into(),
+            },
         }
     }
 

@@ -352,6 +352,7 @@ pub async fn verify_deep(dest: &TestDest, topic: &str) -> kafka_s3_archiver::ver
         deep: true,
         brokers: None,
         concurrency: 8,
+        strict: false,
     };
     kafka_s3_archiver::verify::verify(store.as_ref(), &options).await.expect("verify")
 }

@@ -50,6 +50,8 @@ pub enum Fault {
     DropResponse,
     /// Hold the request this long, then forward it whatever the client did meanwhile.
     Hold(Duration),
+    /// Forward without its `If-None-Match` header: a store that ignores conditional writes.
+    StripConditional,
 }
 
 impl Fault {
@@ -62,6 +64,7 @@ impl Fault {
             Fault::StallResponse(_) => "response stalled past timeout",
             Fault::DropResponse => "response dropped after store",
             Fault::Hold(_) => "request held, forwarded late",
+            Fault::StripConditional => "If-None-Match dropped",
         }
     }
 }
@@ -179,12 +182,15 @@ async fn handle(
     counts: Arc<Mutex<ProxyCounts>>,
 ) -> Result<Answer, std::io::Error> {
     let info = classify(&req);
+    let fault = (rule.read().unwrap())(&info);
     let (mut parts, body) = req.into_parts();
     let body = body.collect().await.map_err(std::io::Error::other)?.to_bytes();
     // The body is forwarded whole, with a length.
     parts.headers.remove(hyper::header::TRANSFER_ENCODING);
+    if fault == Fault::StripConditional {
+        parts.headers.remove(hyper::header::IF_NONE_MATCH);
+    }
     let forward_req = Request::from_parts(parts, Full::new(body));
-    let fault = (rule.read().unwrap())(&info);
     {
         let mut c = counts.lock().unwrap();
         *c.requests.entry(info.kind).or_default() += 1;
@@ -193,7 +199,7 @@ async fn handle(
         }
     }
     match fault {
-        Fault::Pass => forward(upstream, forward_req).await,
+        Fault::Pass | Fault::StripConditional => forward(upstream, forward_req).await,
         Fault::Status(status, code) => {
             let xml = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>injected by the test proxy</Message></Error>");
             Ok(Response::builder()
