@@ -50,7 +50,14 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
             }
             Arc::new(store)
         }
-        Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
+        Destination::File { root, .. } => {
+            let store = LocalStore::new(root)?;
+            let removed = store.remove_stale_temp_files(config.store.abort_stale_uploads_after)?;
+            if !removed.is_empty() {
+                warn!(count = removed.len(), files = ?removed, "removed stale temporary files left by earlier crashes");
+            }
+            Arc::new(store)
+        }
     })
 }
 

@@ -68,12 +68,24 @@ async fn local_store_conforms() {
     let dir = tempfile::tempdir().unwrap();
     let store = kafka_s3_archiver::store::LocalStore::new(dir.path()).unwrap();
     conformance(&store, 3 << 20).await;
-    // Temporary files never show up as objects, and those of crashed processes are removed on open.
+    // Temporary files never show up as objects. The directory may be shared by several hosts: another
+    // host's temporary file (an upload in flight there) stays, one a crash left long ago goes.
     assert!(list_all(&store, "").await.unwrap().iter().all(|k| !k.contains(".ksa-tmp")));
-    let leftover = dir.path().join(".ksa-tmp").join(format!("{}-7.tmp", u32::MAX));
-    std::fs::write(&leftover, b"half an object").unwrap();
-    kafka_s3_archiver::store::LocalStore::new(dir.path()).unwrap();
-    assert!(!leftover.exists());
+    let tmp = dir.path().join(".ksa-tmp");
+    let in_flight = tmp.join("other-host~1~00-7.tmp");
+    let leftover = tmp.join("other-host~1~01-8.tmp");
+    for f in [&in_flight, &leftover] {
+        std::fs::write(f, b"half an object").unwrap();
+    }
+    let two_days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(48 * 3600);
+    std::fs::File::options().write(true).open(&leftover).unwrap().set_modified(two_days_ago).unwrap();
+    let removed = store.remove_stale_temp_files(std::time::Duration::from_secs(24 * 3600)).unwrap();
+    assert_eq!(removed, vec![leftover.clone()]);
+    assert!(in_flight.exists() && !leftover.exists());
+    // Its own uploads never write into another writer's temporary file.
+    let body = SpoolData::Memory(bytes::Bytes::from_static(b"ours"));
+    assert_eq!(store.put_if_absent("x/y/new", &body, 4).await.unwrap(), PutOutcome::Created);
+    assert_eq!(std::fs::read(&in_flight).unwrap(), b"half an object");
 }
 
 #[tokio::test]

@@ -50,26 +50,58 @@ impl SpoolConfig {
     /// process sharing the directory are left alone.
     pub fn prepare_dir(&self) -> io::Result<()> {
         fs::create_dir_all(&self.dir)?;
-        remove_files_of_dead_processes(&self.dir, ".spool")
+        remove_files_of_dead_processes(&self.dir, &host_name(), ".spool")
     }
 }
 
-/// Removes the files in `dir` named `<pid>-<anything><suffix>` whose process is gone. Temporary files
-/// are named this way so that processes sharing a directory never remove each other's live files.
-pub fn remove_files_of_dead_processes(dir: &Path, suffix: &str) -> io::Result<()> {
+/// A temporary file name no other process, here or on another host sharing the directory, uses:
+/// `<host>~<pid>~<random>-<seq><suffix>`.
+pub fn temp_name(host: &str, seq: u64, suffix: &str) -> String {
+    format!("{host}~{}~{:016x}-{seq}{suffix}", std::process::id(), fastrand::u64(..))
+}
+
+/// This host's name, as temporary file names carry it.
+pub fn host_name() -> String {
+    let host = fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    let host: String = host.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')).collect();
+    if host.is_empty() {
+        "unknown-host".into()
+    } else {
+        host
+    }
+}
+
+/// Removes the files in `dir` named by [`temp_name`] on this host (`host`) whose process is gone. Files
+/// of other hosts sharing the directory are left alone: their processes cannot be seen from here.
+pub fn remove_files_of_dead_processes(dir: &Path, host: &str, suffix: &str) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(stem) = name.strip_suffix(suffix) else { continue };
-        let owner_alive = stem
-            .split_once('-')
-            .and_then(|(pid, _)| pid.parse::<u32>().ok())
-            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
-        if !owner_alive {
+        let mut parts = stem.split('~');
+        let (Some(file_host), Some(pid)) = (parts.next(), parts.next().and_then(|p| p.parse::<u32>().ok())) else {
+            continue;
+        };
+        if file_host == host && !Path::new(&format!("/proc/{pid}")).exists() {
             fs::remove_file(entry.path())?;
         }
     }
     Ok(())
+}
+
+/// Removes the files in `dir` ending in `suffix` last modified more than `older_than` ago, whoever wrote
+/// them (for a directory other hosts write to as well).
+pub fn remove_files_older_than(dir: &Path, suffix: &str, older_than: std::time::Duration) -> io::Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let stale = entry.metadata()?.modified()?.elapsed().is_ok_and(|age| age > older_than);
+        if stale && entry.file_name().to_string_lossy().ends_with(suffix) {
+            fs::remove_file(entry.path())?;
+            removed.push(entry.path());
+        }
+    }
+    Ok(removed)
 }
 
 static SPOOL_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -105,7 +137,7 @@ impl Spool {
 
     fn move_to_disk(&mut self) -> io::Result<()> {
         let Storage::Memory(buf) = &mut self.storage else { return Ok(()) };
-        let name = format!("{}-{}.spool", std::process::id(), SPOOL_SEQ.fetch_add(1, Ordering::Relaxed));
+        let name = temp_name(&host_name(), SPOOL_SEQ.fetch_add(1, Ordering::Relaxed), ".spool");
         let path = self.config.dir.join(name);
         let mut file = BufWriter::with_capacity(
             256 * 1024,
@@ -272,14 +304,27 @@ mod tests {
     }
 
     #[test]
-    fn prepare_dir_removes_only_spools_of_dead_processes() {
+    fn prepare_dir_removes_only_this_hosts_spools_of_dead_processes() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(format!("{}-4.spool", u32::MAX)), b"x").unwrap();
-        fs::write(dir.path().join("1-4.spool"), b"init is alive").unwrap();
-        fs::write(dir.path().join("keep.txt"), b"x").unwrap();
+        let here = host_name();
+        let dead = format!("{here}~{}~00-4.spool", u32::MAX);
+        let alive = format!("{here}~1~00-4.spool");
+        let other_host = format!("another-host~{}~00-4.spool", u32::MAX);
+        for name in [&dead, &alive, &other_host, &"keep.txt".to_string()] {
+            fs::write(dir.path().join(name), b"x").unwrap();
+        }
         config(dir.path(), 10).prepare_dir().unwrap();
-        let mut names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let mut names: Vec<String> =
+            fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         names.sort();
-        assert_eq!(names, vec![std::ffi::OsString::from("1-4.spool"), std::ffi::OsString::from("keep.txt")]);
+        let mut want = vec![alive, other_host, "keep.txt".to_string()];
+        want.sort();
+        assert_eq!(names, want, "the dead process's spool of this host goes; others stay");
+    }
+
+    #[test]
+    fn temp_names_differ_even_for_one_pid_and_sequence() {
+        assert_ne!(temp_name("h", 1, ".tmp"), temp_name("h", 1, ".tmp"));
+        assert!(temp_name("h", 7, ".tmp").starts_with(&format!("h~{}~", std::process::id())));
     }
 }

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::{ObjectStore, PutOutcome, StoreError};
 use crate::core::recovery::{ListPage, ListRequest};
-use crate::core::spool::{remove_files_of_dead_processes, SpoolData};
+use crate::core::spool::{host_name, remove_files_older_than, temp_name, SpoolData};
 
 const TMP_DIR: &str = ".ksa-tmp";
 static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -20,21 +20,28 @@ static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 #[derive(Debug, Clone)]
 pub struct LocalStore {
     root: PathBuf,
+    /// Names this host in temporary file names (the directory may be shared by several hosts).
+    host: String,
 }
 
 impl LocalStore {
-    /// Opens (creating it if needed) an archive directory, removing temporary files that crashed
-    /// processes left behind (the local counterpart of stale multipart uploads).
+    /// Opens (creating it if needed) an archive directory.
     pub fn new(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let root = root.into();
         let tmp = root.join(TMP_DIR);
-        fs::create_dir_all(&tmp).and_then(|()| remove_files_of_dead_processes(&tmp, ".tmp")).map_err(|e| {
-            StoreError::Permanent {
-                what: format!("cannot prepare archive directory {}: {e}", root.display()),
-                fix: "check that the path is writable by this user".into(),
-            }
+        fs::create_dir_all(&tmp).map_err(|e| StoreError::Permanent {
+            what: format!("cannot prepare archive directory {}: {e}", root.display()),
+            fix: "check that the path is writable by this user".into(),
         })?;
-        Ok(Self { root })
+        Ok(Self { root, host: host_name() })
+    }
+
+    /// Removes temporary files older than `older_than` that crashed writers left behind (the local
+    /// counterpart of stale multipart uploads). By age only: the directory may be shared by other hosts,
+    /// whose processes cannot be checked from here. Returns the files removed.
+    pub fn remove_stale_temp_files(&self, older_than: std::time::Duration) -> Result<Vec<PathBuf>, StoreError> {
+        let tmp = self.root.join(TMP_DIR);
+        remove_files_older_than(&tmp, ".tmp", older_than).map_err(|e| io_err("clean", &tmp, e))
     }
 
     fn path_of(&self, key: &str) -> Result<PathBuf, StoreError> {
@@ -62,26 +69,25 @@ fn io_err(op: &str, path: &Path, e: io::Error) -> StoreError {
     }
 }
 
-fn put_blocking(root: &Path, path: &Path, data: &SpoolData) -> Result<PutOutcome, StoreError> {
+fn put_blocking(root: &Path, host: &str, path: &Path, data: &SpoolData) -> Result<PutOutcome, StoreError> {
     if path.exists() {
         return Ok(PutOutcome::AlreadyExists);
     }
     let parent = path.parent().expect("keys have a parent folder");
     fs::create_dir_all(parent).map_err(|e| io_err("create folder", parent, e))?;
-    let tmp =
-        root.join(TMP_DIR).join(format!("{}-{}.tmp", std::process::id(), TMP_SEQ.fetch_add(1, Ordering::Relaxed)));
+    let tmp = root.join(TMP_DIR).join(temp_name(host, TMP_SEQ.fetch_add(1, Ordering::Relaxed), ".tmp"));
+    // A new file, never an existing one: a clash of names fails instead of mixing two writers' bytes.
+    let mut f =
+        fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(|e| io_err("create", &tmp, e))?;
     let result = (|| {
         match data {
-            SpoolData::Memory(bytes) => {
-                let mut f = fs::File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
-                f.write_all(bytes).map_err(|e| io_err("write", &tmp, e))?;
-                f.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
-            }
+            SpoolData::Memory(bytes) => f.write_all(bytes).map_err(|e| io_err("write", &tmp, e))?,
             SpoolData::Disk(src) => {
-                fs::copy(src, &tmp).map_err(|e| io_err("copy to", &tmp, e))?;
-                fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(|e| io_err("sync", &tmp, e))?;
+                let mut from = fs::File::open(src).map_err(|e| io_err("open", src, e))?;
+                io::copy(&mut from, &mut f).map_err(|e| io_err("copy to", &tmp, e))?;
             }
         }
+        f.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
         match fs::hard_link(&tmp, path) {
             Ok(()) => {
                 fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err("sync", parent, e))?;
@@ -147,9 +153,8 @@ impl ObjectStore for LocalStore {
 
     async fn put_if_absent(&self, key: &str, data: &SpoolData, _len: u64) -> Result<PutOutcome, StoreError> {
         let path = self.path_of(key)?;
-        let root = self.root.clone();
-        let data = data.clone();
-        blocking(move || put_blocking(&root, &path, &data)).await
+        let (root, host, data) = (self.root.clone(), self.host.clone(), data.clone());
+        blocking(move || put_blocking(&root, &host, &path, &data)).await
     }
 
     async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
