@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, probe_conditional_writes, Archiver};
-use kafka_s3_archiver::config::{self, Settings};
+use kafka_s3_archiver::config::{self, ArchiverConfig, Settings};
 use kafka_s3_archiver::core::destination::Destination;
 use kafka_s3_archiver::core::encode::Format;
 use kafka_s3_archiver::core::restore::{Partitioning, Selection};
@@ -208,24 +208,19 @@ fn init_logging(format: LogFormat, default_filter: &str) {
 
 async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
     let config = flags.resolve(config_file.as_deref())?;
-    let cannot_use = || format!("cannot use the archive at {}", config.store.dest);
-    let store = open_store(&config).await.with_context(cannot_use)?;
-    preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
-    probe_conditional_writes(&config, store.as_ref()).await.with_context(cannot_use)?;
-    let metrics_listener = match config.metrics.addr {
-        Some(addr) => Some(
-            http::bind(addr)
-                .await
-                .with_context(|| format!("cannot serve metrics on --metrics-addr {addr} (in use?)"))?,
-        ),
-        None => None,
-    };
-    info!(dest = %config.store.dest, group = %config.source.group, topics = ?config.source.subscription, "starting");
-    // Start-up waits (bounded) for the brokers to answer: keep that off the async workers.
-    let archiver = tokio::task::block_in_place(|| Archiver::start(&config, store))?;
-    let metrics_server = metrics_listener.map(|listener| http::serve(listener, archiver.metrics()));
+    // Signals are handled from the first moment: one during start-up (which may wait on a slow store or
+    // brokers) stops it cleanly, as nothing has been consumed yet.
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let started = tokio::select! {
+        started = start(config) => Some(started?),
+        _ = term.recv() => None,
+        _ = int.recv() => None,
+    };
+    let Some((archiver, metrics_server)) = started else {
+        info!("signal received while starting: stopped before consuming anything");
+        return Ok(());
+    };
     loop {
         tokio::select! {
             _ = term.recv() => break,
@@ -251,6 +246,27 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
     }
     info!("{}", metrics.summary());
     result.map_err(Into::into)
+}
+
+/// Everything before archiving: the store and its checks, the metrics endpoint, the consumer.
+async fn start(config: ArchiverConfig) -> anyhow::Result<(Archiver, Option<tokio::task::JoinHandle<()>>)> {
+    let cannot_use = || format!("cannot use the archive at {}", config.store.dest);
+    let store = open_store(&config).await.with_context(cannot_use)?;
+    preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
+    probe_conditional_writes(&config, store.as_ref()).await.with_context(cannot_use)?;
+    let metrics_listener = match config.metrics.addr {
+        Some(addr) => Some(
+            http::bind(addr)
+                .await
+                .with_context(|| format!("cannot serve metrics on --metrics-addr {addr} (in use?)"))?,
+        ),
+        None => None,
+    };
+    info!(dest = %config.store.dest, group = %config.source.group, topics = ?config.source.subscription, "starting");
+    // Start-up waits (bounded) for the brokers to answer: keep that off the async workers.
+    let archiver = tokio::task::spawn_blocking(move || Archiver::start(&config, store)).await??;
+    let metrics_server = metrics_listener.map(|listener| http::serve(listener, archiver.metrics()));
+    Ok((archiver, metrics_server))
 }
 
 /// `run --print-config`: the settings in effect, checked.
