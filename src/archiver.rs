@@ -12,7 +12,7 @@ use tracing::warn;
 use crate::config::ArchiverConfig;
 use crate::core::destination::Destination;
 use crate::core::recovery::ListRequest;
-use crate::core::spool::{SpoolConfig, SpoolData, SpoolUsage};
+use crate::core::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings};
 use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
@@ -108,8 +108,7 @@ pub async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn Objec
 
 /// Names this process in claims: host and pid.
 fn writer_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
-    format!("{}:{}", if host.is_empty() { "unknown-host" } else { &host }, std::process::id())
+    format!("{}:{}", host_name(), std::process::id())
 }
 
 /// A running archiver.

@@ -15,7 +15,6 @@ use kafka_s3_archiver::core::status::StatusFlag;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::status::{status, StatusOptions};
 use kafka_s3_archiver::store::list_all;
-use kafka_s3_archiver::verify::{verify, VerifyOptions};
 
 const STOPPED: &str = "it was deleted and re-created, and its offsets started again at 0";
 
@@ -58,16 +57,7 @@ async fn a_re_created_topic_never_continues_the_old_archive() {
     println!("{}", report.table());
     assert!(report.partitions.iter().all(|p| p.flags.contains(&StatusFlag::TopicRecreated)), "{}", report.table());
 
-    let options = VerifyOptions {
-        prefix: prefix.clone(),
-        topics: vec![topic.clone()],
-        partitions: vec![],
-        deep: false,
-        brokers: Some((brokers(), vec![])),
-        concurrency: 8,
-        strict: false,
-    };
-    let report = verify(store.as_ref(), &options).await.unwrap();
+    let report = verify_with_brokers(&dest, &topic, false).await;
     println!("{}", report.table());
     for p in &report.partitions {
         assert!(matches!(p.problems.as_slice(), [Problem::OtherIncarnation { .. }]), "{}", report.table());

@@ -22,7 +22,6 @@ use kafka_s3_archiver::core::spool::SpoolData;
 use kafka_s3_archiver::core::status::StatusFlag;
 use kafka_s3_archiver::generate::{merge, produce};
 use kafka_s3_archiver::status::{status, StatusOptions};
-use kafka_s3_archiver::verify::{verify, VerifyOptions};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retention_gap_at_assignment_is_recorded_reported_and_counted() {
@@ -70,16 +69,7 @@ async fn a_retention_gap_at_assignment_is_recorded_reported_and_counted() {
     let key = ClaimKey::new(prefix.clone(), tp, 300).to_string();
     let claim = Claim::from_json(&key, &store.get(&key).await.unwrap()).unwrap();
     assert!(claim.retention_gap && claim.first == 450, "{claim:?}");
-    let options = VerifyOptions {
-        prefix: prefix.clone(),
-        topics: vec![topic.clone()],
-        partitions: vec![],
-        deep: true,
-        brokers: Some((brokers(), vec![])),
-        concurrency: 8,
-        strict: false,
-    };
-    let report = verify(store.as_ref(), &options).await.unwrap();
+    let report = verify_with_brokers(&dest, &topic, true).await;
     println!("{}", report.table());
     let row = &report.partitions[0];
     assert_eq!(row.problems, vec![Problem::RetentionGap { from: 300, to: 449 }]);

@@ -344,13 +344,27 @@ pub async fn assert_exactly_once(
 }
 
 pub async fn verify_deep(dest: &TestDest, topic: &str) -> kafka_s3_archiver::verify::VerifyReport {
+    run_verify(dest, topic, true, None).await
+}
+
+/// `verify` of `topic` compared with the test broker's logs (`--brokers`), reading objects when `deep`.
+pub async fn verify_with_brokers(dest: &TestDest, topic: &str, deep: bool) -> kafka_s3_archiver::verify::VerifyReport {
+    run_verify(dest, topic, deep, Some((brokers(), vec![]))).await
+}
+
+async fn run_verify(
+    dest: &TestDest,
+    topic: &str,
+    deep: bool,
+    brokers: Option<(String, Vec<(String, String)>)>,
+) -> kafka_s3_archiver::verify::VerifyReport {
     let store = dest.store().await;
     let options = kafka_s3_archiver::verify::VerifyOptions {
         prefix: dest.prefix(),
         topics: vec![topic.to_string()],
         partitions: vec![],
-        deep: true,
-        brokers: None,
+        deep,
+        brokers,
         concurrency: 8,
         strict: false,
     };
