@@ -1,6 +1,7 @@
 //! Wires a Kafka source, a pipeline and a store into a running archiver.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -11,6 +12,7 @@ use tracing::warn;
 
 use crate::config::ArchiverConfig;
 use crate::core::destination::Destination;
+use crate::core::object_key::Prefix;
 use crate::core::recovery::ListRequest;
 use crate::core::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
@@ -35,20 +37,25 @@ pub enum ArchiverError {
     Join(#[from] tokio::task::JoinError),
 }
 
-/// Opens the store a destination names. On S3, first aborts our multipart uploads that crashes left
-/// behind (older than `--abort-stale-uploads-after`).
+/// Opens the store a destination names. On S3, a sweeper aborts our multipart uploads that crashes left
+/// behind (pending for longer than `--abort-stale-uploads-after`); in a directory, stale temporary
+/// files are removed.
 pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
     Ok(match &config.store.dest {
         Destination::S3 { bucket, prefix } => {
             let settings = S3Settings::new(bucket, config.store.s3_endpoint.clone(), config.store.s3_region.clone())
                 .uploads(config.store.upload_part_size, config.store.upload_concurrency)
-                .attempt_timeout(config.store.s3_attempt_timeout);
-            let store = S3Store::connect(settings).await;
-            let aborted = store.abort_stale_uploads(prefix, config.store.abort_stale_uploads_after).await?;
-            if !aborted.is_empty() {
-                warn!(count = aborted.len(), keys = ?aborted, "aborted stale multipart uploads left by earlier crashes");
-            }
-            Arc::new(store)
+                .attempt_timeout(config.store.s3_attempt_timeout)
+                .objects(config.store.s3_objects.clone());
+            let store = Arc::new(S3Store::connect(settings).await);
+            // The first sweep takes note of what is pending (and fails fast on a bucket we may not use).
+            store.abort_stale_uploads(prefix, config.store.abort_stale_uploads_after).await?;
+            tokio::spawn(sweep_stale_uploads(
+                Arc::downgrade(&store),
+                prefix.clone(),
+                config.store.abort_stale_uploads_after,
+            ));
+            store
         }
         Destination::File { root, .. } => {
             let store = LocalStore::new(root)?;
@@ -59,6 +66,22 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
             Arc::new(store)
         }
     })
+}
+
+/// Aborts stale multipart uploads now and then, for as long as the store is in use.
+async fn sweep_stale_uploads(store: std::sync::Weak<S3Store>, prefix: Prefix, older_than: Duration) {
+    let every = (older_than / 4).clamp(Duration::from_secs(60), Duration::from_secs(3600));
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(store) = store.upgrade() else { return };
+        match store.abort_stale_uploads(&prefix, older_than).await {
+            Ok(aborted) if aborted.is_empty() => {}
+            Ok(aborted) => {
+                warn!(count = aborted.len(), keys = ?aborted, "aborted stale multipart uploads left by crashes")
+            }
+            Err(e) => warn!("looking for stale multipart uploads failed (tried again later): {e}"),
+        }
+    }
 }
 
 /// Opens a destination for reading (`verify`): no uploads, no clean-up.

@@ -21,7 +21,10 @@ use crate::core::destination::Destination;
 use crate::core::encode::{Compression, FileSpec, Format};
 use crate::core::roll::RollPolicy;
 use crate::core::units::{ByteSize, HumanDuration};
-use crate::store::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE, MIN_PART_SIZE};
+use crate::store::{
+    ObjectOptions, Sse, StorageClass, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE,
+    MIN_PART_SIZE,
+};
 
 pub const DEFAULT_FORMAT: Format = Format::Parquet;
 pub const DEFAULT_COMPRESSION: Compression = Compression::Zstd;
@@ -66,6 +69,19 @@ const RESERVED_KAFKA_KEYS: [&str; 7] = [
     "enable.partition.eof",
     "isolation.level",
 ];
+
+/// Server-side encryption asked of S3 for every object written (`--s3-sse`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+pub enum SseMode {
+    /// SSE-S3: keys managed by S3.
+    #[value(name = "AES256")]
+    #[serde(rename = "AES256")]
+    Aes256,
+    /// SSE-KMS: a KMS key (`--s3-sse-kms-key-id`, or the account's aws/s3 key).
+    #[value(name = "aws:kms")]
+    #[serde(rename = "aws:kms")]
+    AwsKms,
+}
 
 /// Where a partition whose archive is empty starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
@@ -135,6 +151,20 @@ pub struct Settings {
     #[arg(long, env = "KSA_S3_ATTEMPT_TIMEOUT", help_heading = "Archive",
         help = with_default("Timeout of one S3 request attempt", DEFAULT_S3_ATTEMPT_TIMEOUT))]
     pub s3_attempt_timeout: Option<HumanDuration>,
+    /// Server-side encryption of every object written (data, claims, multipart uploads): AES256 (SSE-S3)
+    /// or aws:kms (SSE-KMS); default: the bucket's default encryption.
+    #[arg(long, env = "KSA_S3_SSE", help_heading = "Archive")]
+    pub s3_sse: Option<SseMode>,
+    /// The KMS key (ID, ARN or alias) for --s3-sse aws:kms; default: the account's aws/s3 key.
+    #[arg(long, env = "KSA_S3_SSE_KMS_KEY_ID", help_heading = "Archive")]
+    pub s3_sse_kms_key_id: Option<String>,
+    /// Storage class of every object written, e.g. STANDARD_IA, INTELLIGENT_TIERING, GLACIER_IR;
+    /// default: STANDARD. Classes that need a restore before reading (GLACIER, DEEP_ARCHIVE) are refused.
+    #[arg(long, env = "KSA_S3_STORAGE_CLASS", help_heading = "Archive")]
+    pub s3_storage_class: Option<String>,
+    /// The AWS account ID that must own the bucket: every request fails (403) if another account owns it.
+    #[arg(long, env = "KSA_S3_EXPECTED_BUCKET_OWNER", help_heading = "Archive")]
+    pub s3_expected_bucket_owner: Option<String>,
     #[arg(long, env = "KSA_ABORT_STALE_UPLOADS_AFTER", help_heading = "Archive",
         help = with_default("On start, abort our multipart uploads older than this (left by crashes)", DEFAULT_ABORT_STALE_UPLOADS_AFTER))]
     pub abort_stale_uploads_after: Option<HumanDuration>,
@@ -213,6 +243,8 @@ pub struct StoreConfig {
     pub upload_concurrency: usize,
     pub s3_attempt_timeout: Duration,
     pub abort_stale_uploads_after: Duration,
+    /// Encryption, storage class and owner check of every object written.
+    pub s3_objects: ObjectOptions,
 }
 
 #[derive(Debug, Clone)]
@@ -375,7 +407,29 @@ impl Settings {
             upload_concurrency: set(self.upload_concurrency, "--upload-concurrency")?.max(1),
             s3_attempt_timeout: set(self.s3_attempt_timeout, "--s3-attempt-timeout")?.0,
             abort_stale_uploads_after: set(self.abort_stale_uploads_after, "--abort-stale-uploads-after")?.0,
+            s3_objects: self.object_options()?,
         })
+    }
+
+    fn object_options(&self) -> Result<ObjectOptions, ConfigError> {
+        let sse = self.s3_sse.map(|mode| match mode {
+            SseMode::Aes256 => Sse::Aes256,
+            SseMode::AwsKms => Sse::Kms { key_id: self.s3_sse_kms_key_id.clone() },
+        });
+        if let (Some(key), false) = (&self.s3_sse_kms_key_id, matches!(sse, Some(Sse::Kms { .. }))) {
+            return Err(invalid("--s3-sse-kms-key-id", key, "it needs --s3-sse aws:kms".into()));
+        }
+        let storage_class = match &self.s3_storage_class {
+            Some(name) => Some(StorageClass::parse(name).map_err(|why| invalid("--s3-storage-class", name, why))?),
+            None => None,
+        };
+        let expected_bucket_owner = match &self.s3_expected_bucket_owner {
+            Some(id) if id.len() != 12 || !id.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(invalid("--s3-expected-bucket-owner", id, "an AWS account ID is 12 digits".into()));
+            }
+            other => other.clone(),
+        };
+        Ok(ObjectOptions { sse, storage_class, expected_bucket_owner })
     }
 
     fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {

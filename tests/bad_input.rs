@@ -50,6 +50,10 @@ fn invalid_settings_fail_before_connecting_and_name_the_input() {
         (base(&["--start-from", "middle"]), "--start-from"),
         (base(&["--topic", "a/b"]), "a/b"),
         (base(&["--claims", "maybe"]), "--claims"),
+        (base(&["--s3-sse", "rot13"]), "--s3-sse"),
+        (base(&["--s3-sse-kms-key-id", "alias/k"]), "--s3-sse-kms-key-id"),
+        (base(&["--s3-storage-class", "DEEP_ARCHIVE"]), "lifecycle rule"),
+        (base(&["--s3-expected-bucket-owner", "acme"]), "--s3-expected-bucket-owner"),
     ];
     for (args, names) in cases {
         let (code, stderr) = run(&args);

@@ -104,7 +104,9 @@ async fn s3_missing_bucket_is_a_permanent_error_naming_the_bucket() {
     assert!(err.to_string().contains("no-such-bucket-here"), "{err}");
 }
 
-/// Multipart uploads left by a crash are invisible; on start ours (and only ours) are aborted once old.
+/// Multipart uploads left by a crash are invisible; ours (and only ours) are aborted once pending for
+/// longer than the threshold by the store's clock and by the store's own sightings (the first sweep takes
+/// note: moto dates every upload 2010, which alone would abort live uploads).
 #[tokio::test]
 async fn s3_stale_multipart_uploads_of_ours_are_aborted() {
     use kafka_s3_archiver::core::object_key::Prefix;

@@ -3,6 +3,7 @@
 //! against both).
 
 mod local;
+mod options;
 mod s3;
 
 use async_trait::async_trait;
@@ -10,6 +11,7 @@ use bytes::Bytes;
 use thiserror::Error;
 
 pub use self::local::LocalStore;
+pub use self::options::{ObjectOptions, Sse, StorageClass};
 pub use self::s3::{
     S3Settings, S3Store, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE, MIN_PART_SIZE,
 };

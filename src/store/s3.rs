@@ -10,17 +10,18 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::{ByteStream, Length};
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ServerSideEncryption, StorageClass as S3Class};
 use aws_sdk_s3::Client;
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
+use super::options::{ObjectOptions, Sse};
 use super::{ObjectStore, PutOutcome, StoreError};
 use crate::core::object_key::Prefix;
 use crate::core::recovery::{ListPage, ListRequest};
 use crate::core::s3_errors::{classify, ErrorClass};
 use crate::core::spool::SpoolData;
-use crate::core::stale::{stale_uploads, PendingUpload};
+use crate::core::stale::{PendingSeen, PendingUpload};
 
 /// Multipart part size unless set otherwise (`--upload-part-size`).
 pub const DEFAULT_PART_SIZE: u64 = 8 << 20;
@@ -44,6 +45,8 @@ pub struct S3Settings {
     part_concurrency: usize,
     /// Upper bound for one HTTP attempt.
     attempt_timeout: Duration,
+    /// Encryption and storage class of every object written; the bucket owner of every request.
+    objects: ObjectOptions,
 }
 
 impl S3Settings {
@@ -57,6 +60,7 @@ impl S3Settings {
             part_size: DEFAULT_PART_SIZE,
             part_concurrency: DEFAULT_PART_CONCURRENCY,
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
+            objects: ObjectOptions::default(),
         }
     }
 
@@ -68,11 +72,34 @@ impl S3Settings {
     pub fn attempt_timeout(self, attempt_timeout: Duration) -> Self {
         Self { attempt_timeout, ..self }
     }
+
+    /// Writes every object with these options, and checks the bucket owner on every request.
+    pub fn objects(self, objects: ObjectOptions) -> Self {
+        Self { objects, ..self }
+    }
+
+    fn owner(&self) -> Option<String> {
+        self.objects.expected_bucket_owner.clone()
+    }
+
+    fn sse(&self) -> (Option<ServerSideEncryption>, Option<String>) {
+        match &self.objects.sse {
+            None => (None, None),
+            Some(Sse::Aes256) => (Some(ServerSideEncryption::Aes256), None),
+            Some(Sse::Kms { key_id }) => (Some(ServerSideEncryption::AwsKms), key_id.clone()),
+        }
+    }
+
+    fn storage_class(&self) -> Option<S3Class> {
+        self.objects.storage_class.map(|c| S3Class::from(c.as_str()))
+    }
 }
 
 pub struct S3Store {
     client: Client,
     settings: S3Settings,
+    /// Our multipart uploads seen pending, and since when (see `core::stale`).
+    pending_seen: std::sync::Mutex<PendingSeen>,
 }
 
 impl S3Store {
@@ -101,11 +128,12 @@ impl S3Store {
                     .build(),
             )
             .build();
-        Self { client: Client::from_conf(config), settings }
+        Self { client: Client::from_conf(config), settings, pending_seen: Default::default() }
     }
 
     /// Aborts our multipart uploads under `prefix` that were started more than `older_than` ago and
-    /// never completed (left by crashes). Returns the keys aborted.
+    /// never completed (left by crashes), by the store's clock and by this store's own sightings: the
+    /// first call only takes note (see `core::stale`). Returns the keys aborted.
     pub async fn abort_stale_uploads(&self, prefix: &Prefix, older_than: Duration) -> Result<Vec<String>, StoreError> {
         let bucket = &self.settings.bucket;
         let mut pending = Vec::new();
@@ -115,6 +143,7 @@ impl S3Store {
                 .client
                 .list_multipart_uploads()
                 .bucket(bucket)
+                .set_expected_bucket_owner(self.settings.owner())
                 .prefix(prefix.as_str())
                 .set_key_marker(key_marker.clone())
                 .set_upload_id_marker(id_marker.clone())
@@ -136,17 +165,23 @@ impl S3Store {
                 break;
             }
         }
+        let stale: Vec<PendingUpload> = {
+            let mut seen = self.pending_seen.lock().expect("pending uploads");
+            seen.observe(&pending, prefix, SystemTime::now(), older_than).into_iter().cloned().collect()
+        };
         let mut aborted = Vec::new();
-        for u in stale_uploads(&pending, prefix, SystemTime::now(), older_than) {
+        for u in stale {
             self.client
                 .abort_multipart_upload()
                 .bucket(bucket)
+                .set_expected_bucket_owner(self.settings.owner())
                 .key(&u.key)
                 .upload_id(&u.id)
                 .send()
                 .await
                 .map_err(|e| self.classify("AbortMultipartUpload", &u.key, e))?;
-            aborted.push(u.key.clone());
+            self.pending_seen.lock().expect("pending uploads").forget(&u.id);
+            aborted.push(u.key);
         }
         Ok(aborted)
     }
@@ -177,9 +212,15 @@ impl S3Store {
             },
             ErrorClass::AccessDenied => StoreError::Permanent {
                 what: format!("access to bucket {bucket:?} was denied ({op} {key}): {}", code.unwrap_or_default()),
-                fix: "check the credentials (AWS_ACCESS_KEY_ID/AWS_PROFILE) and that they may read, write and list \
-                      the bucket"
-                    .into(),
+                fix: match &self.settings.objects.expected_bucket_owner {
+                    Some(owner) => format!(
+                        "check that account {owner} (--s3-expected-bucket-owner) owns the bucket, and the credentials \
+                         (AWS_ACCESS_KEY_ID/AWS_PROFILE) may read, write and list it"
+                    ),
+                    None => "check the credentials (AWS_ACCESS_KEY_ID/AWS_PROFILE) and that they may read, write and \
+                             list the bucket"
+                        .into(),
+                },
             },
             ErrorClass::NotFound => StoreError::NotFound(key.to_string()),
             ErrorClass::Transient => {
@@ -218,10 +259,15 @@ impl S3Store {
     }
 
     async fn put_single(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+        let (sse, kms_key) = self.settings.sse();
         let result = self
             .client
             .put_object()
             .bucket(&self.settings.bucket)
+            .set_expected_bucket_owner(self.settings.owner())
+            .set_server_side_encryption(sse)
+            .set_ssekms_key_id(kms_key)
+            .set_storage_class(self.settings.storage_class())
             .key(key)
             .if_none_match("*")
             .content_length(len as i64)
@@ -237,10 +283,15 @@ impl S3Store {
 
     async fn put_multipart(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
         let bucket = &self.settings.bucket;
+        let (sse, kms_key) = self.settings.sse();
         let created = self
             .client
             .create_multipart_upload()
             .bucket(bucket)
+            .set_expected_bucket_owner(self.settings.owner())
+            .set_server_side_encryption(sse)
+            .set_ssekms_key_id(kms_key)
+            .set_storage_class(self.settings.storage_class())
             .key(key)
             .send()
             .await
@@ -253,7 +304,8 @@ impl S3Store {
         if !matches!(result, Ok(PutOutcome::Created)) {
             // Nothing became visible; free the parts. Failing to abort leaves an invisible upload that
             // a lifecycle rule or the stale-upload cleanup removes.
-            let _ = self.client.abort_multipart_upload().bucket(bucket).key(key).upload_id(&upload_id).send().await;
+            let abort = self.client.abort_multipart_upload().bucket(bucket).key(key).upload_id(&upload_id);
+            let _ = abort.set_expected_bucket_owner(self.settings.owner()).send().await;
         }
         result
     }
@@ -276,6 +328,7 @@ impl S3Store {
                     .client
                     .upload_part()
                     .bucket(&self.settings.bucket)
+                    .set_expected_bucket_owner(self.settings.owner())
                     .key(key)
                     .upload_id(upload_id)
                     .part_number(number)
@@ -294,6 +347,7 @@ impl S3Store {
             .client
             .complete_multipart_upload()
             .bucket(&self.settings.bucket)
+            .set_expected_bucket_owner(self.settings.owner())
             .key(key)
             .upload_id(upload_id)
             .if_none_match("*")
@@ -327,6 +381,7 @@ impl ObjectStore for S3Store {
             .client
             .list_objects_v2()
             .bucket(&self.settings.bucket)
+            .set_expected_bucket_owner(self.settings.owner())
             .prefix(&req.prefix)
             .set_start_after(req.start_after.clone())
             .max_keys(max_keys.min(1000) as i32)
@@ -342,6 +397,7 @@ impl ObjectStore for S3Store {
             .client
             .get_object()
             .bucket(&self.settings.bucket)
+            .set_expected_bucket_owner(self.settings.owner())
             .key(key)
             .send()
             .await
@@ -355,7 +411,8 @@ impl ObjectStore for S3Store {
     }
 
     async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        match self.client.head_object().bucket(&self.settings.bucket).key(key).send().await {
+        let head = self.client.head_object().bucket(&self.settings.bucket).key(key);
+        match head.set_expected_bucket_owner(self.settings.owner()).send().await {
             Ok(out) => Ok(Some(out.content_length().unwrap_or(0).max(0) as u64)),
             Err(e) => match self.classify("HeadObject", key, e) {
                 StoreError::NotFound(_) => Ok(None),
@@ -368,6 +425,7 @@ impl ObjectStore for S3Store {
         self.client
             .delete_object()
             .bucket(&self.settings.bucket)
+            .set_expected_bucket_owner(self.settings.owner())
             .key(key)
             .send()
             .await

@@ -35,6 +35,9 @@ pub struct RequestInfo {
     pub kind: Kind,
     /// The object key (path after the bucket), percent-decoded.
     pub key: String,
+    /// The `x-amz-expected-bucket-owner` header (S3 test servers ignore it; AWS answers 403 when another
+    /// account owns the bucket).
+    pub expected_owner: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +150,9 @@ fn classify(req: &Request<Incoming>) -> RequestInfo {
         "DELETE" => Kind::Delete,
         _ => Kind::Other,
     };
-    RequestInfo { kind, key }
+    let expected_owner =
+        req.headers().get("x-amz-expected-bucket-owner").and_then(|v| v.to_str().ok()).map(str::to_string);
+    RequestInfo { kind, key, expected_owner }
 }
 
 fn percent_decode(s: &str) -> String {
