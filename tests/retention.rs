@@ -170,6 +170,7 @@ async fn claimed_range_after_retention(deleted_below: i64) -> Vec<Problem> {
         time_ms: 0,
         timestamps: None,
         topic_id: None,
+        object: None,
     };
     let key = ClaimKey::new(prefix.clone(), TopicPartition::new(&topic, 0).unwrap(), 300).to_string();
     let body = SpoolData::Memory(dead.to_json().into());

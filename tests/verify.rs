@@ -67,6 +67,7 @@ async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: 
         time_ms: 0,
         timestamps: None,
         topic_id: None,
+        object: None,
     };
     put(store, &ClaimKey::new(prefix.clone(), tp(), start).to_string(), claim.to_json().into()).await;
 }

@@ -407,6 +407,7 @@ mod tests {
             time_ms: 0,
             timestamps: None,
             topic_id: None,
+            object: None,
         }
     }
 

@@ -17,7 +17,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::object_key::{parse_padded_offset, parse_partition, KeyError, Prefix};
+use super::object_key::{parse_padded_offset, parse_partition, KeyError, ObjectKey, Prefix};
 use super::partition::{OffsetRange, TopicPartition};
 
 const EXTENSION: &str = ".json";
@@ -28,6 +28,8 @@ pub enum ClaimError {
     Body { key: String, why: String },
     #[error("claim {key} is not consistent: need 0 <= start ({start}) <= first ({first}) <= end ({end})")]
     Inconsistent { key: String, start: i64, first: i64, end: i64 },
+    #[error("claim {key} names data object {object:?}, which is not an archive key for offsets {first}..={end}")]
+    Object { key: String, object: String, first: i64, end: i64 },
 }
 
 /// The name of the claim for chain position `start`:
@@ -113,6 +115,11 @@ pub struct Claim {
     /// before topic IDs were recorded, or when the broker did not tell it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_id: Option<String>,
+    /// The data object's key below the prefix (`topic=<t>/partition=<p>/<t>+<p>+<first>+<end>.<ext>`):
+    /// the one key its range may be written under, whatever format the writer that re-writes it uses.
+    /// Absent in claims written before it was recorded: then any key of the range fulfils the claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
 }
 
 impl Claim {
@@ -126,10 +133,21 @@ impl Claim {
         OffsetRange::new(self.first, self.end).expect("checked when built or parsed")
     }
 
-    /// Whether another claim for the same start holds the same data range: then writing its data
-    /// object is the same work, and both writers may go on.
-    pub fn same_range(&self, other: &Claim) -> bool {
-        (self.chain_start, self.first, self.end) == (other.chain_start, other.first, other.end)
+    /// Whether another claim for the same start names the same data object (the same range, and the
+    /// same key when both record one): then writing it is the same work, and both writers may go on.
+    /// The same range under another key (another format or compression) is another writer's.
+    pub fn same_object(&self, other: &Claim) -> bool {
+        let same_key = match (&self.object, &other.object) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        same_key && (self.chain_start, self.first, self.end) == (other.chain_start, other.first, other.end)
+    }
+
+    /// The key its data object must have under `prefix`, when the claim records one.
+    pub fn object_key(&self, prefix: &Prefix) -> Option<ObjectKey> {
+        let relative = ObjectKey::parse(&Prefix::default(), self.object.as_deref()?).ok()?;
+        Some(ObjectKey { prefix: prefix.clone(), ..relative })
     }
 
     pub fn to_json(&self) -> Vec<u8> {
@@ -144,15 +162,22 @@ impl Claim {
     }
 
     pub fn check(&self, key: &str) -> Result<(), ClaimError> {
-        if 0 <= self.chain_start && self.chain_start <= self.first && self.first <= self.end {
-            Ok(())
-        } else {
-            Err(ClaimError::Inconsistent {
+        if !(0 <= self.chain_start && self.chain_start <= self.first && self.first <= self.end) {
+            return Err(ClaimError::Inconsistent {
                 key: key.to_string(),
                 start: self.chain_start,
                 first: self.first,
                 end: self.end,
-            })
+            });
+        }
+        match (&self.object, self.object_key(&Prefix::default())) {
+            (Some(object), named) if named.as_ref().is_none_or(|k| k.range != self.data()) => Err(ClaimError::Object {
+                key: key.to_string(),
+                object: object.clone(),
+                first: self.first,
+                end: self.end,
+            }),
+            _ => Ok(()),
         }
     }
 }
@@ -172,6 +197,7 @@ impl Claim {
             time_ms: 0,
             timestamps: None,
             topic_id: None,
+            object: None,
         }
     }
 }
@@ -240,11 +266,37 @@ mod tests {
     }
 
     #[test]
-    fn same_range_ignores_who_and_when() {
+    fn same_object_ignores_who_and_when_but_not_the_key() {
         let a = claim(0, 0, 99);
-        assert!(a.same_range(&Claim { writer: "other:2".into(), time_ms: 5, ..a.clone() }));
-        assert!(!a.same_range(&claim(0, 0, 98)));
-        assert!(!a.same_range(&claim(0, 1, 99)));
+        assert!(a.same_object(&Claim { writer: "other:2".into(), time_ms: 5, ..a.clone() }));
+        assert!(!a.same_object(&claim(0, 0, 98)));
+        assert!(!a.same_object(&claim(0, 1, 99)));
+        let named = |ext: &str| Claim {
+            object: Some(format!("topic=t/partition=0/t+0+{:020}+{:020}.{ext}", 0, 99)),
+            ..claim(0, 0, 99)
+        };
+        assert!(named("parquet").same_object(&named("parquet")));
+        // The same range in another format is another writer's object.
+        assert!(!named("parquet").same_object(&named("jsonl")));
+        // A claim from before keys were recorded matches any key of its range.
+        assert!(a.same_object(&named("jsonl")));
+    }
+
+    #[test]
+    fn the_recorded_key_is_checked_against_the_range() {
+        let named = |object: &str| Claim { object: Some(object.into()), ..claim(0, 5, 9) };
+        let ok = named("topic=t/partition=0/t+0+00000000000000000005+00000000000000000009.jsonl.gz");
+        assert_eq!(Claim::from_json("k", &ok.to_json()).unwrap(), ok);
+        let key = ok.object_key(&Prefix::new("arch")).unwrap();
+        assert_eq!(key.to_string(), format!("arch/{}", ok.object.as_deref().unwrap()));
+        for bad in [
+            "topic=t/partition=0/t+0+00000000000000000005+00000000000000000008.jsonl.gz",
+            "topic=t/partition=0/notes.txt",
+            "arch/topic=t/partition=0/t+0+00000000000000000005+00000000000000000009.parquet",
+        ] {
+            let err = Claim::from_json("k", &named(bad).to_json()).unwrap_err();
+            assert!(matches!(err, ClaimError::Object { .. }), "{bad}: {err}");
+        }
     }
 
     proptest! {

@@ -145,6 +145,13 @@ impl ObjectKey {
     }
 }
 
+impl ObjectKey {
+    /// The key below its prefix (`topic=<t>/partition=<p>/<file>`), as claims record it.
+    pub fn relative(&self) -> String {
+        ObjectKey { prefix: Prefix::default(), ..self.clone() }.to_string()
+    }
+}
+
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -125,6 +125,7 @@ mod tests {
             time_ms: 1234,
             timestamps: None,
             topic_id: None,
+            object: None,
         }
     }
 

@@ -126,7 +126,7 @@ impl Uploader {
             PutOutcome::AlreadyExists => {
                 let existing = self.retry_transient(key, || self.store.get(key)).await?;
                 match Claim::from_json(key, &existing) {
-                    Ok(other) if other.same_range(claim) => Ok(ClaimOutcome::Won),
+                    Ok(other) if other.same_object(claim) => Ok(ClaimOutcome::Won),
                     Ok(other) => Ok(ClaimOutcome::Lost(other)),
                     Err(e) => Err(StoreError::Permanent {
                         what: e.to_string(),

@@ -11,7 +11,7 @@ use super::budget::Budget;
 use super::uploader::SealedFile;
 use super::PipelineSettings;
 use crate::core::claim::Claim;
-use crate::core::encode::{EncodeError, FileEncoder, FileMeta};
+use crate::core::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
 use crate::core::object_key::ObjectKey;
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::record::Record;
@@ -102,6 +102,17 @@ impl PartitionWriter {
         }
     }
 
+    /// How files are written: by the settings, except a re-write, which writes the kind of object its
+    /// claim names (another writer may have used another format or compression).
+    fn file_spec(&self, settings: &PipelineSettings) -> FileSpec {
+        match &self.mode {
+            Mode::Rewrite(claim) => {
+                claim.object_key(&settings.prefix).map_or(settings.spec, |key| settings.spec.writing(key.kind))
+            }
+            Mode::Chain => settings.spec,
+        }
+    }
+
     pub(super) fn has_open_file(&self) -> bool {
         self.open.is_some()
     }
@@ -157,7 +168,7 @@ impl PartitionWriter {
         let file = match &mut self.open {
             Some(file) => file,
             None => self.open.insert(OpenFile {
-                encoder: FileEncoder::new(settings.spec, Spool::new(settings.spool.clone()))?,
+                encoder: FileEncoder::new(self.file_spec(settings), Spool::new(settings.spool.clone()))?,
                 first: record.offset,
                 last: record.offset,
                 records: 0,
@@ -237,12 +248,19 @@ impl PartitionWriter {
         budget.release(file.buffered);
         let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");
         let spool = file.encoder.finish(&FileMeta { tp: self.tp.clone(), range, records: file.records })?;
-        let key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, settings.spec.kind());
+        let mut key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, self.file_spec(settings).kind());
         let chain_start = self.chain_next;
         let claim = match std::mem::replace(&mut self.mode, Mode::Chain) {
-            // The claim exists already: only its data object is written.
+            // The claim exists already: only its data object is written, under exactly the key it names
+            // (so a late upload by its first writer meets a 412). When Kafka removed records at the
+            // range's edges since (retention, compaction), the object is named by what it holds.
             Mode::Rewrite(existing) => {
                 self.chain_next = existing.end + 1;
+                if let Some(claimed) =
+                    existing.object_key(&settings.prefix).filter(|k| k.range == range && k.tp == self.tp)
+                {
+                    key = claimed;
+                }
                 None
             }
             Mode::Chain => {
@@ -259,6 +277,7 @@ impl PartitionWriter {
                     time_ms: unix_ms(),
                     timestamps: file.timestamps,
                     topic_id: self.topic_id.clone(),
+                    object: Some(key.relative()),
                 })
             }
         };

@@ -98,6 +98,19 @@ impl FileSpec {
         self.compression
     }
 
+    /// The spec that writes files of `kind`: this one when it does, else the format and compression the
+    /// kind names (Parquet keeps this spec's compression).
+    pub fn writing(self, kind: FileKind) -> FileSpec {
+        let (format, compression) = match kind {
+            _ if self.kind() == kind => return self,
+            FileKind::Parquet => (Format::Parquet, self.compression),
+            FileKind::Jsonl => (Format::Jsonl, Compression::None),
+            FileKind::JsonlGz => (Format::Jsonl, Compression::Gzip),
+            FileKind::JsonlZst => (Format::Jsonl, Compression::Zstd),
+        };
+        FileSpec { format, compression }
+    }
+
     pub fn kind(&self) -> FileKind {
         match (self.format, self.compression) {
             (Format::Parquet, _) => FileKind::Parquet,

@@ -1,0 +1,249 @@
+//! The pipeline under test: a synthetic source and a local store that can be slowed down or made to fail.
+
+use std::sync::atomic::AtomicU32;
+use std::sync::mpsc as std_mpsc;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::super::*;
+use crate::core::claim::{Claim, ClaimKey};
+use crate::core::encode::{Compression, Format};
+use crate::core::object_key::FileKind;
+use crate::core::object_key::{ObjectKey, Prefix};
+use crate::core::partition::OffsetRange;
+use crate::core::record::{Record, TimestampKind};
+use crate::core::recovery::{ListPage, ListRequest};
+use crate::core::roll::RollPolicy;
+use crate::core::spool::SpoolUsage;
+use crate::core::spool::{SpoolConfig, SpoolData};
+use crate::source::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
+use crate::store::{list_all, LocalStore};
+use crate::store::{ObjectStore, PutOutcome, StoreError};
+use crate::telemetry::Metrics;
+
+/// A local store that logs put starts and ends, and can be slowed down or made to fail.
+pub(super) struct TestStore {
+    pub(super) inner: LocalStore,
+    pub(super) log: Mutex<Vec<String>>,
+    pub(super) put_delay: Mutex<Duration>,
+    pub(super) transient_failures: AtomicU32,
+}
+
+#[async_trait]
+impl ObjectStore for TestStore {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+        self.log.lock().unwrap().push(format!("start {key}"));
+        let delay = *self.put_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
+        if self.transient_failures.load(Ordering::SeqCst) > 0 {
+            self.transient_failures.fetch_sub(1, Ordering::SeqCst);
+            return Err(StoreError::Transient("injected 503 SlowDown".into()));
+        }
+        let out = self.inner.put_if_absent(key, data, len).await;
+        self.log.lock().unwrap().push(format!("done {key}"));
+        out
+    }
+
+    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+        self.inner.list(req, max_keys).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+        self.inner.get(key).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        self.inner.head(key).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.delete(key).await
+    }
+}
+
+pub(super) struct Harness {
+    pub(super) _dir: tempfile::TempDir,
+    pub(super) store: Arc<TestStore>,
+    pub(super) control: mpsc::UnboundedSender<Control>,
+    pub(super) records: mpsc::Sender<Fetched>,
+    pub(super) commands: std_mpsc::Receiver<SourceCommand>,
+    pub(super) link: SourceLink,
+    pub(super) epochs: Mutex<HashMap<i32, u64>>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) task: JoinHandle<Result<(), PipelineError>>,
+}
+
+pub(super) fn tp(p: i32) -> TopicPartition {
+    TopicPartition::new("t", p).unwrap()
+}
+
+pub(super) fn rec(offset: i64, size: usize) -> Record {
+    Record {
+        offset,
+        timestamp_ms: Some(offset),
+        timestamp_kind: TimestampKind::CreateTime,
+        key: None,
+        value: Some(vec![b'v'; size]),
+        headers: vec![],
+    }
+}
+
+pub(super) fn harness(roll: RollPolicy, max_buffer_bytes: u64, revoke_timeout: Duration) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(TestStore {
+        inner: LocalStore::new(dir.path().join("archive")).unwrap(),
+        log: Mutex::default(),
+        put_delay: Mutex::new(Duration::ZERO),
+        transient_failures: AtomicU32::new(0),
+    });
+    let settings = PipelineSettings {
+        prefix: Prefix::default(),
+        spec: FileSpec::new(Format::Jsonl, Compression::None).unwrap(),
+        roll,
+        spool: SpoolConfig {
+            memory_threshold: 1 << 20,
+            dir: dir.path().join("spool"),
+            usage: Arc::new(SpoolUsage::default()),
+        },
+        max_buffer_bytes,
+        max_spool_bytes: 1 << 30,
+        revoke_timeout,
+        start_from: StartFrom::Earliest,
+        claims: true,
+        writer_id: "test:1".into(),
+    };
+    std::fs::create_dir_all(dir.path().join("spool")).unwrap();
+    let (control, control_rx) = mpsc::unbounded_channel();
+    let (records, records_rx) = mpsc::channel(64);
+    let (link, commands) = SourceLink::new();
+    let metrics = Arc::new(Metrics::default());
+    let task =
+        tokio::spawn(Pipeline::new(settings, store.clone(), link.clone(), metrics.clone()).run(control_rx, records_rx));
+    Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), metrics, task }
+}
+
+pub(super) fn policy(records: u64) -> RollPolicy {
+    RollPolicy { max_records: records, max_bytes: 1 << 30, max_age: Duration::from_secs(3600) }
+}
+
+impl Harness {
+    pub(super) async fn assign(&self, p: i32, log_start: Option<i64>) -> ResumeAt {
+        let (reply, rx) = std_mpsc::sync_channel(1);
+        let epoch = self.link.next_epoch();
+        self.epochs.lock().unwrap().insert(p, epoch);
+        let partitions = vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start, topic_id: None }];
+        self.control.send(Control::Assigned { partitions, reply }).unwrap();
+        let mut positions = tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
+        positions.pop().unwrap().1
+    }
+
+    pub(super) async fn revoke(&self, p: i32, lost: bool) {
+        let (reply, rx) = std_mpsc::sync_channel(1);
+        self.control.send(Control::Revoked { partitions: vec![tp(p)], lost, reply }).unwrap();
+        tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
+    }
+
+    /// Sends records of the partition's current assignment.
+    pub(super) async fn send(&self, p: i32, offsets: std::ops::Range<i64>, size: usize) {
+        let epoch = self.epochs.lock().unwrap().get(&p).copied().unwrap_or(0);
+        self.send_epoch(p, epoch, offsets, size).await;
+    }
+
+    pub(super) async fn send_epoch(&self, p: i32, epoch: u64, offsets: std::ops::Range<i64>, size: usize) {
+        for o in offsets {
+            self.records.send(Fetched { tp: tp(p), epoch, record: rec(o, size), retention_gap: None }).await.unwrap();
+        }
+    }
+
+    pub(super) async fn next_command(&self) -> SourceCommand {
+        for _ in 0..200 {
+            if let Ok(c) = self.commands.try_recv() {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no command for the source within 5 s");
+    }
+
+    pub(super) async fn next_commit(&self) -> Commit {
+        match self.next_command().await {
+            SourceCommand::Commit(c) => c,
+            other => panic!("expected a commit, got {other:?}"),
+        }
+    }
+
+    /// Waits for the pipeline to re-position partition `p`, and applies it as the consumer would.
+    pub(super) async fn next_seek(&self, p: i32) -> ResumeAt {
+        loop {
+            if let SourceCommand::Seek { tp: seek_tp, epoch, position, .. } = self.next_command().await {
+                assert_eq!(seek_tp, tp(p));
+                self.epochs.lock().unwrap().insert(p, epoch);
+                return position;
+            }
+        }
+    }
+
+    /// Waits until the pipeline has taken every record sent so far.
+    pub(super) async fn drained(&self) {
+        while self.records.capacity() < self.records.max_capacity() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The data objects' keys.
+    pub(super) async fn keys(&self) -> Vec<String> {
+        list_all(self.store.as_ref(), "topic=").await.unwrap()
+    }
+
+    pub(super) async fn claims(&self, p: i32) -> Vec<Claim> {
+        let mut out = Vec::new();
+        for key in list_all(self.store.as_ref(), &Prefix::default().claims_folder(&tp(p))).await.unwrap() {
+            out.push(Claim::from_json(&key, &self.store.get(&key).await.unwrap()).unwrap());
+        }
+        out
+    }
+
+    /// Plants a claim as another writer (of an older version: no data key recorded) would have made it.
+    pub(super) async fn plant_claim(&self, p: i32, start: i64, first: i64, end: i64) {
+        self.plant(p, Claim { writer: "other:2".into(), ..Claim::for_test(start, first, end) }).await;
+    }
+
+    pub(super) async fn plant(&self, p: i32, claim: Claim) {
+        let key = ClaimKey::new(Prefix::default(), tp(p), claim.chain_start).to_string();
+        let body = SpoolData::Memory(claim.to_json().into());
+        let len = claim.to_json().len() as u64;
+        assert_eq!(self.store.inner.put_if_absent(&key, &body, len).await.unwrap(), PutOutcome::Created);
+    }
+
+    pub(super) async fn wait_keys(&self, n: usize) -> Vec<String> {
+        for _ in 0..100 {
+            let keys = self.keys().await;
+            if keys.len() >= n {
+                return keys;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("fewer than {n} objects: {:?}", self.keys().await);
+    }
+}
+
+pub(super) fn key(p: i32, s: i64, e: i64) -> String {
+    ObjectKey::new(Prefix::default(), tp(p), OffsetRange::new(s, e).unwrap(), FileKind::Jsonl).to_string()
+}
+
+pub(super) fn claim_ranges(claims: &[Claim]) -> Vec<(i64, i64, i64)> {
+    claims.iter().map(|c| (c.chain_start, c.first, c.end)).collect()
+}

@@ -1,0 +1,95 @@
+//! Re-writes: a claim whose data object is missing is written again, exactly its range, under
+//! exactly the key it names.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::harness::*;
+use crate::core::claim::Claim;
+use crate::core::object_key::{FileKind, ObjectKey, Prefix};
+use crate::core::partition::OffsetRange;
+use crate::core::spool::SpoolData;
+use crate::source::ResumeAt;
+use crate::store::{ObjectStore, PutOutcome};
+
+fn key_of(p: i32, s: i64, e: i64, kind: FileKind) -> ObjectKey {
+    ObjectKey::new(Prefix::default(), tp(p), OffsetRange::new(s, e).unwrap(), kind)
+}
+
+/// A claim as a writer of this version makes it: with its data object's key.
+fn named_claim(start: i64, first: i64, end: i64, kind: FileKind) -> Claim {
+    Claim {
+        writer: "other:2".into(),
+        object: Some(key_of(0, first, end, kind).relative()),
+        ..Claim::for_test(start, first, end)
+    }
+}
+
+#[tokio::test]
+async fn a_claim_without_its_data_object_is_rewritten_exactly() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    // A writer claimed 0..=6 and died before its upload.
+    h.plant_claim(0, 0, 0, 6).await;
+    assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(0));
+    h.send(0, 0..12, 10).await;
+    // The first file holds exactly the claimed range, whatever the roll policy says.
+    assert_eq!(h.wait_keys(2).await, vec![key(0, 0, 6), key(0, 7, 9)]);
+    assert_eq!(h.metrics.claims_rewritten.get(), 1);
+    h.revoke(0, false).await;
+    assert_eq!(h.keys().await, vec![key(0, 0, 6), key(0, 7, 9), key(0, 10, 11)]);
+    assert_eq!(claim_ranges(&h.claims(0).await), vec![(0, 0, 6), (7, 7, 9), (10, 10, 11)]);
+    // The dead writer's upload landing late changes nothing.
+    let late = SpoolData::Memory(Bytes::from_static(b"late"));
+    assert_eq!(h.store.inner.put_if_absent(&key(0, 0, 6), &late, 4).await.unwrap(), PutOutcome::AlreadyExists);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn a_partial_rewrite_is_dropped_on_revoke() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.plant_claim(0, 0, 0, 6).await;
+    h.assign(0, Some(0)).await;
+    h.send(0, 0..4, 10).await;
+    h.drained().await;
+    h.revoke(0, false).await;
+    // Uploading 0..=3 would make the claim look fulfilled and hide 4..=6 from the next owner.
+    assert!(h.keys().await.is_empty());
+    assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(0));
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn a_rewrite_writes_the_claimed_key_whatever_this_writer_is_set_to() {
+    // The harness writes JSON lines; the dead writer that claimed 0..=6 wrote Parquet.
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.plant(0, named_claim(0, 0, 6, FileKind::Parquet)).await;
+    assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(0));
+    h.send(0, 0..12, 10).await;
+    let parquet = key_of(0, 0, 6, FileKind::Parquet).to_string();
+    assert_eq!(h.wait_keys(2).await, vec![parquet.clone(), key(0, 7, 9)]);
+    let body = h.store.get(&parquet).await.unwrap();
+    assert!(body.starts_with(b"PAR1") && body.ends_with(b"PAR1"), "a Parquet file under the Parquet key");
+    // The dead writer's upload landing late meets its own key: a 412, not a second object.
+    let late = SpoolData::Memory(Bytes::from_static(b"late"));
+    assert_eq!(h.store.inner.put_if_absent(&parquet, &late, 4).await.unwrap(), PutOutcome::AlreadyExists);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn the_same_range_claimed_under_another_key_is_another_writers() {
+    let h = harness(policy(5), 1 << 30, Duration::from_secs(10));
+    assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Earliest);
+    // Another instance, set to Parquet, built the identical range 0..=4 and claimed it first; its
+    // upload has not landed yet.
+    h.plant(0, named_claim(0, 0, 4, FileKind::Parquet)).await;
+    h.send(0, 0..5, 10).await;
+    // Ours (JSON lines) lost the claim: it is not uploaded, and the claimed object is written as claimed.
+    assert_eq!(h.next_seek(0).await, ResumeAt::Offset(0));
+    assert_eq!(h.metrics.claims_lost.get(), 1);
+    h.send(0, 0..10, 10).await;
+    h.drained().await;
+    h.revoke(0, false).await;
+    assert_eq!(h.keys().await, vec![key_of(0, 0, 4, FileKind::Parquet).to_string(), key(0, 5, 9)]);
+    h.task.abort();
+}
