@@ -8,7 +8,7 @@ use bytes::Bytes;
 use common::*;
 use kafka_s3_archiver::core::recovery::ListRequest;
 use kafka_s3_archiver::core::spool::SpoolData;
-use kafka_s3_archiver::store::{list_all, ObjectStore, PutOutcome, StoreError};
+use kafka_s3_archiver::store::{list_all, LocalStore, ObjectStore, PutOutcome, StoreError};
 
 fn mem(b: &[u8]) -> SpoolData {
     SpoolData::Memory(Bytes::copy_from_slice(b))
@@ -86,6 +86,38 @@ async fn local_store_conforms() {
     let body = SpoolData::Memory(bytes::Bytes::from_static(b"ours"));
     assert_eq!(store.put_if_absent("x/y/new", &body, 4).await.unwrap(), PutOutcome::Created);
     assert_eq!(std::fs::read(&in_flight).unwrap(), b"half an object");
+}
+
+/// An aborted upload to a directory never appears later: the link of a put whose future was dropped is
+/// not made (the blocking thread writing the file cannot be stopped, so the store gates the link).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_put_aborted_midway_never_appears_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(LocalStore::new(dir.path()).unwrap());
+    // Large enough that writing and syncing it takes a while.
+    let len = 256usize << 20;
+    let data = SpoolData::Memory(Bytes::from(vec![7u8; len]));
+    let key = "t/partition=0/big";
+    let putting = {
+        let store = store.clone();
+        tokio::spawn(async move { store.put_if_absent(key, &data, len as u64).await })
+    };
+    let tmp = dir.path().join(".ksa-tmp");
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&tmp).unwrap().next().is_none() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "the put never started writing");
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    putting.abort();
+    let _ = putting.await;
+    let at_abort = store.head(key).await.unwrap().is_some();
+    // Wait for the blocking thread to finish (it removes its temporary file), then look again.
+    while std::fs::read_dir(&tmp).unwrap().next().is_some() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the temporary file stayed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    println!("linked before the abort ended: {at_abort}");
+    assert_eq!(store.head(key).await.unwrap().is_some(), at_abort, "the object appeared after the abort ended");
 }
 
 #[tokio::test]

@@ -305,6 +305,10 @@ impl Pipeline {
         for (tp, mut task) in waiting {
             if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
                 task.abort();
+                // Ends once the upload's future is dropped: a file:// link under way is finished or
+                // never made. (An S3 request already sent may still be applied by S3: claims make that
+                // harmless, it can only create the claimed key.)
+                let _ = task.await;
                 self.metrics.emit(Event::FileDropped { tp: &tp, why: DropReason::RevokeTimeout });
             }
         }

@@ -1,11 +1,16 @@
 //! A local directory as an object store: for the embedded demo and for users who archive to disk.
 //! Objects appear atomically: written to a temporary file, synced, then hard-linked under the final
 //! name (which fails if the name exists, giving put-if-absent without a race).
+//!
+//! The file work runs on a blocking thread, which dropping the put's future cannot stop; so the future
+//! carries a gate: once it is dropped (an aborted upload), the link is never made, and the drop waits
+//! for a link already under way. When an aborted put's task has ended, nothing of it appears any more.
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -69,7 +74,21 @@ fn io_err(op: &str, path: &Path, e: io::Error) -> StoreError {
     }
 }
 
-fn put_blocking(root: &Path, host: &str, path: &Path, data: &SpoolData) -> Result<PutOutcome, StoreError> {
+/// Whether the put's future is gone (its upload was aborted): then its object must not appear. Locked
+/// across the link, so a drop waits for a link already under way.
+#[derive(Clone, Default)]
+struct Gate(Arc<Mutex<bool>>);
+
+/// Closes the gate when the put's future is dropped, finished or not.
+struct CloseOnDrop(Gate);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        *self.0 .0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    }
+}
+
+fn put_blocking(root: &Path, host: &str, path: &Path, data: &SpoolData, gate: &Gate) -> Result<PutOutcome, StoreError> {
     if path.exists() {
         return Ok(PutOutcome::AlreadyExists);
     }
@@ -88,7 +107,13 @@ fn put_blocking(root: &Path, host: &str, path: &Path, data: &SpoolData) -> Resul
             }
         }
         f.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
-        match fs::hard_link(&tmp, path) {
+        let closed = gate.0.lock().unwrap_or_else(|e| e.into_inner());
+        if *closed {
+            return Err(StoreError::Transient(format!("the upload of {} was abandoned", path.display())));
+        }
+        let linked = fs::hard_link(&tmp, path);
+        drop(closed);
+        match linked {
             Ok(()) => {
                 fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err("sync", parent, e))?;
                 Ok(PutOutcome::Created)
@@ -154,7 +179,9 @@ impl ObjectStore for LocalStore {
     async fn put_if_absent(&self, key: &str, data: &SpoolData, _len: u64) -> Result<PutOutcome, StoreError> {
         let path = self.path_of(key)?;
         let (root, host, data) = (self.root.clone(), self.host.clone(), data.clone());
-        blocking(move || put_blocking(&root, &host, &path, &data)).await
+        let gate = Gate::default();
+        let _close = CloseOnDrop(gate.clone());
+        blocking(move || put_blocking(&root, &host, &path, &data, &gate)).await
     }
 
     async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
