@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use tracing::warn;
 
 use crate::config::ArchiverConfig;
+use crate::core::backoff::Backoff;
 use crate::core::destination::Destination;
 use crate::core::object_key::Prefix;
 use crate::core::recovery::ListRequest;
@@ -68,6 +69,40 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
     })
 }
 
+/// How long start-up keeps trying a store that fails transiently (a brownout) before it gives up.
+pub const STARTUP_STORE_PATIENCE: Duration = Duration::from_secs(5 * 60);
+
+/// Opens the store and checks it (`open_store`, `preflight`, `probe_conditional_writes`), trying again
+/// on transient errors for up to [`STARTUP_STORE_PATIENCE`] and saying so; permanent errors (no
+/// bucket, access denied, no conditional writes) fail at once.
+pub async fn open_checked_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    let started = std::time::Instant::now();
+    let backoff = Backoff::default();
+    let mut attempt = 0;
+    loop {
+        let opened = async {
+            let store = open_store(config).await?;
+            preflight(config, store.as_ref()).await?;
+            probe_conditional_writes(config, store.as_ref()).await?;
+            Ok::<_, StoreError>(store)
+        };
+        match opened.await {
+            Err(e) if e.is_transient() && started.elapsed() < STARTUP_STORE_PATIENCE => {
+                let left = STARTUP_STORE_PATIENCE.saturating_sub(started.elapsed());
+                warn!(
+                    "the archive store does not answer at start-up (attempt {}): {e}; trying again for up to {}s \
+                     before giving up",
+                    attempt + 1,
+                    left.as_secs()
+                );
+                tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Aborts stale multipart uploads now and then, for as long as the store is in use.
 async fn sweep_stale_uploads(store: std::sync::Weak<S3Store>, prefix: Prefix, older_than: Duration) {
     let every = (older_than / 4).clamp(Duration::from_secs(60), Duration::from_secs(3600));
@@ -98,7 +133,7 @@ pub async fn open_reader(
 
 /// Checks, before anything consumes, that the archive can be listed: a missing bucket or wrong
 /// credentials fail here with a message that says what to fix.
-pub async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
+async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
     let req = ListRequest { prefix: config.store.dest.prefix().as_str().to_string(), start_after: None };
     store.list(&req, 1).await.map(|_| ())
 }
@@ -106,7 +141,7 @@ pub async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Resu
 /// Proves that the store honours conditional writes before anything is archived: a probe key put twice
 /// with `If-None-Match: *` must be refused the second time. A store that ignores the header would let
 /// every claim "win", and exactly-once would be void without a sign. The probe is removed afterwards.
-pub async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
+async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
     let key = format!("{}_probe/{}-{:016x}.probe", config.store.dest.prefix().root(), writer_id(), fastrand::u64(..));
     const PROBE: &[u8] = b"conditional write probe";
     let (body, len) = (SpoolData::Memory(Bytes::from_static(PROBE)), PROBE.len() as u64);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kafka_s3_archiver::archiver::{open_reader, open_store, preflight, probe_conditional_writes, Archiver};
+use kafka_s3_archiver::archiver::{open_checked_store, open_reader, Archiver};
 use kafka_s3_archiver::config::{self, ArchiverConfig, Settings};
 use kafka_s3_archiver::core::destination::Destination;
 use kafka_s3_archiver::core::encode::Format;
@@ -251,9 +251,7 @@ async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()
 /// Everything before archiving: the store and its checks, the metrics endpoint, the consumer.
 async fn start(config: ArchiverConfig) -> anyhow::Result<(Archiver, Option<tokio::task::JoinHandle<()>>)> {
     let cannot_use = || format!("cannot use the archive at {}", config.store.dest);
-    let store = open_store(&config).await.with_context(cannot_use)?;
-    preflight(&config, store.as_ref()).await.with_context(cannot_use)?;
-    probe_conditional_writes(&config, store.as_ref()).await.with_context(cannot_use)?;
+    let store = open_checked_store(&config).await.with_context(cannot_use)?;
     let metrics_listener = match config.metrics.addr {
         Some(addr) => Some(
             http::bind(addr)

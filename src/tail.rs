@@ -15,8 +15,22 @@ use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::Metrics;
 use prometheus::{IntCounter, IntGauge};
 
-/// Listing retries before a store error is returned.
-const ATTEMPTS: u32 = 8;
+/// How often a failing request is tried: for as long as it takes (the archiver's recoveries: a store
+/// brownout must not crash-loop a fleet), or a few times (a command that a user waits for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patience {
+    Forever,
+    Attempts(u32),
+}
+
+impl Patience {
+    fn attempts(self) -> u32 {
+        match self {
+            Patience::Forever => u32::MAX,
+            Patience::Attempts(n) => n,
+        }
+    }
+}
 
 #[derive(Debug, Error)]
 pub enum TailError {
@@ -46,9 +60,11 @@ pub async fn find_tail(
     tp: &TopicPartition,
     hint: Option<CommitHint>,
     claims: bool,
+    patience: Patience,
     metrics: Option<&Metrics>,
 ) -> Result<FoundTail, TailError> {
     let watch = metrics.map(|s| (&s.list_retries, &s.store_up));
+    let attempts = patience.attempts();
     let mut found = FoundTail {
         tail: Tail::Empty,
         last_claim: None,
@@ -58,15 +74,15 @@ pub async fn find_tail(
         overlaps: vec![],
     };
     if claims {
-        let listed = run_plan(store, TailSearch::claims(prefix, tp, hint), watch).await?;
+        let listed = run_plan(store, TailSearch::claims(prefix, tp, hint), attempts, watch).await?;
         found.list_requests += listed.list_requests;
         found.keys_seen += listed.objects_seen;
         found.ignored_keys.extend(listed.ignored_keys);
         if let Some(start) = listed.last_claim {
             let key = ClaimKey::new(prefix.clone(), tp.clone(), start).to_string();
-            let body = with_retries(ATTEMPTS, "reading a claim", watch, || store.get(&key)).await?;
+            let body = with_retries(attempts, "reading a claim", watch, || store.get(&key)).await?;
             let claim = Claim::from_json(&key, &body)?;
-            let (data, requests) = data_from(store, prefix, tp, start, watch).await?;
+            let (data, requests) = data_from(store, prefix, tp, start, attempts, watch).await?;
             found.list_requests += requests;
             found.keys_seen += data.len() as u64;
             found.tail = assess_tail(&claim, &data);
@@ -74,7 +90,7 @@ pub async fn find_tail(
             return Ok(found);
         }
     }
-    let listed = run_plan(store, TailSearch::data(prefix, tp, hint), watch).await?;
+    let listed = run_plan(store, TailSearch::data(prefix, tp, hint), attempts, watch).await?;
     found.list_requests += listed.list_requests;
     found.keys_seen += listed.objects_seen;
     found.ignored_keys.extend(listed.ignored_keys);
@@ -86,10 +102,11 @@ pub async fn find_tail(
 async fn run_plan(
     store: &dyn ObjectStore,
     (mut plan, mut req): (TailSearch, ListRequest),
+    attempts: u32,
     watch: Watch<'_>,
 ) -> Result<TailListing, StoreError> {
     loop {
-        let page = with_retries(ATTEMPTS, "listing the archive", watch, || store.list(&req, 1000)).await?;
+        let page = with_retries(attempts, "listing the archive", watch, || store.list(&req, 1000)).await?;
         match plan.feed(page) {
             Step::List(next) => req = next,
             Step::Done(r) => return Ok(r),
@@ -103,6 +120,7 @@ async fn data_from(
     prefix: &Prefix,
     tp: &TopicPartition,
     start: i64,
+    attempts: u32,
     watch: Watch<'_>,
 ) -> Result<(Vec<OffsetRange>, u32), StoreError> {
     let mut req =
@@ -110,7 +128,7 @@ async fn data_from(
     let mut ranges = Vec::new();
     let mut requests = 0;
     loop {
-        let page = with_retries(ATTEMPTS, "listing the archive", watch, || store.list(&req, 1000)).await?;
+        let page = with_retries(attempts, "listing the archive", watch, || store.list(&req, 1000)).await?;
         requests += 1;
         ranges.extend(
             page.keys.iter().filter_map(|k| ObjectKey::parse(prefix, k).ok()).filter(|k| &k.tp == tp).map(|k| k.range),

@@ -5,23 +5,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use common::*;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::store::list_all;
-
-/// A plain HTTP/1.0 GET; returns the status code and the body.
-fn get(addr: &str, path: &str) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the metrics endpoint");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, body.to_string())
-}
 
 /// Metric samples by name with labels, e.g. `ksa_archived_offset{partition="0",topic="t"}`.
 fn samples(text: &str) -> BTreeMap<String, f64> {
@@ -51,8 +39,8 @@ async fn metrics_move_and_agree_with_the_archive() {
         assert!(started.elapsed() < Duration::from_secs(30), "not ready in 30 s; log:\n{}", archiver.log_text());
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(get(&addr, "/healthz").0, 200);
-    let before = samples(&get(&addr, "/metrics").1);
+    assert_eq!(http_get(&addr, "/healthz").0, 200);
+    let before = samples(&http_get(&addr, "/metrics").1);
     assert_eq!(before["ksa_records_archived_total"], 0.0);
 
     let produced = produce(&brokers(), &topic, 2, 0..1200, 100).await.unwrap();
@@ -60,7 +48,7 @@ async fn metrics_move_and_agree_with_the_archive() {
     wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
     // The uploader counts right after the upload returns; give the last one a moment.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (status, text) = get(&addr, "/metrics");
+    let (status, text) = http_get(&addr, "/metrics");
     assert_eq!(status, 200);
     let after = samples(&text);
     let objects = list_all(store.as_ref(), &dest.prefix().topic_folder(&topic)).await.unwrap().len() as f64;
@@ -78,12 +66,12 @@ async fn metrics_move_and_agree_with_the_archive() {
     // wrong, so only their presence is checked here; the mock-cluster status test checks figures.)
     let lag = format!("ksa_unarchived_records{{partition=\"0\",topic=\"{topic}\"}}");
     let started = Instant::now();
-    while !samples(&get(&addr, "/metrics").1).contains_key(&lag) {
+    while !samples(&http_get(&addr, "/metrics").1).contains_key(&lag) {
         assert!(started.elapsed() < Duration::from_secs(15), "no {lag} within 15 s");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert!(after["ksa_rebalances_total"] >= 1.0);
-    assert_eq!(get(&addr, "/readyz").0, 200);
+    assert_eq!(http_get(&addr, "/readyz").0, 200);
     assert!(archiver.terminate().success());
 
     // JSON logs: one line per object and per recovery with their figures; never a payload.
@@ -103,5 +91,5 @@ async fn metrics_move_and_agree_with_the_archive() {
 }
 
 fn get_ready(addr: &str) -> u16 {
-    std::net::TcpStream::connect(addr).map(|_| get(addr, "/readyz").0).unwrap_or(0)
+    std::net::TcpStream::connect(addr).map(|_| http_get(addr, "/readyz").0).unwrap_or(0)
 }

@@ -16,14 +16,18 @@ mod uploader;
 mod writer;
 
 use std::collections::HashMap;
+use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
 
 use thiserror::Error;
 use tokio::sync::mpsc;
 
 use self::budget::Budget;
-use self::recoverer::Recoverer;
+use self::recoverer::{Recovered, Recoverer};
 use self::uploader::{Uploader, UploaderEvent};
 use self::writer::PartitionWriter;
 use crate::config::StartFrom;
@@ -75,6 +79,12 @@ pub struct Pipeline {
     budget: Budget,
     uploader_events: mpsc::UnboundedSender<UploaderEvent>,
     from_uploaders: mpsc::UnboundedReceiver<UploaderEvent>,
+    /// Recoveries under way, off the loop: a store that fails for a while (retried for as long as it
+    /// takes) never keeps revokes, uploads or other partitions' records waiting.
+    recoveries: FuturesUnordered<BoxFuture<'static, Recovered>>,
+    /// The partitions being recovered, with the epoch the recovery is for: a revoke (or a newer
+    /// assignment) since makes the result void.
+    recovering: HashMap<TopicPartition, u64>,
 }
 
 impl Pipeline {
@@ -88,7 +98,18 @@ impl Pipeline {
         metrics.buffer_budget_bytes.set(i64::try_from(settings.max_buffer_bytes).unwrap_or(i64::MAX));
         metrics.store_up.set(1);
         let budget = Budget::new(settings.max_buffer_bytes, settings.max_spool_bytes, settings.spool.usage.clone());
-        Self { settings, store, link, metrics, partitions: HashMap::new(), budget, uploader_events, from_uploaders }
+        Self {
+            settings,
+            store,
+            link,
+            metrics,
+            partitions: HashMap::new(),
+            budget,
+            uploader_events,
+            from_uploaders,
+            recoveries: FuturesUnordered::new(),
+            recovering: HashMap::new(),
+        }
     }
 
     /// Records are held back while over budget, except while a partition re-writes a claimed range:
@@ -114,6 +135,7 @@ impl Pipeline {
                 biased;
                 Some(ev) = control.recv() => self.handle(ev).await?,
                 Some(ev) = self.from_uploaders.recv() => self.on_uploader_event(ev).await?,
+                Some(done) = self.recoveries.next(), if !self.recoveries.is_empty() => self.recovered(done)?,
                 fetched = records.recv(), if !holding_back => match fetched {
                     Some(fetched) => self.append(fetched)?,
                     None => break,
@@ -134,10 +156,7 @@ impl Pipeline {
 
     async fn handle(&mut self, ev: Control) -> Result<(), PipelineError> {
         match ev {
-            Control::Assigned { partitions, reply } => {
-                let positions = self.assign(partitions).await?;
-                let _ = reply.send(positions);
-            }
+            Control::Assigned { partitions, reply } => self.assign(partitions, reply),
             Control::Revoked { partitions, lost, reply } => {
                 self.revoke(&partitions, lost).await?;
                 let _ = reply.send(());
@@ -149,7 +168,10 @@ impl Pipeline {
     async fn on_uploader_event(&mut self, ev: UploaderEvent) -> Result<(), PipelineError> {
         match ev {
             UploaderEvent::Failed { key, error } => Err(PipelineError::Upload { key, source: error }),
-            UploaderEvent::GaveUp { tp, epoch, chain_start } => self.restart(tp, epoch, chain_start).await,
+            UploaderEvent::GaveUp { tp, epoch, chain_start } => {
+                self.restart(tp, epoch, chain_start);
+                Ok(())
+            }
         }
     }
 
@@ -230,34 +252,33 @@ impl Pipeline {
         }
     }
 
-    async fn assign(
+    /// Starts recovering newly assigned partitions; the answer goes to `reply` once all are recovered.
+    fn assign(
         &mut self,
         partitions: Vec<AssignedPartition>,
-    ) -> Result<Vec<(TopicPartition, ResumeAt)>, PipelineError> {
-        let recoverer = self.recoverer();
-        let recoveries =
-            partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, p.log_start, p.topic_id.as_deref()));
-        let results = futures::future::join_all(recoveries).await;
-        let mut positions = Vec::new();
-        for (p, result) in partitions.into_iter().zip(results) {
+        reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>>,
+    ) {
+        for p in &partitions {
             if let Some(mut old) = self.partitions.remove(&p.tp) {
                 old.drop_open_file(&mut self.budget);
                 old.close(true);
             }
-            let plan = result?;
-            if let Some(plan) = &plan {
-                self.start_writer(&p.tp, p.topic_id, p.epoch, plan);
-            }
-            positions.push((p.tp, self.resume_at(plan.as_ref())));
+            self.recovering.insert(p.tp.clone(), p.epoch);
         }
-        Ok(positions)
+        let recoverer = self.recoverer();
+        self.recoveries.push(Box::pin(async move {
+            let recoveries =
+                partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, p.log_start, p.topic_id.as_deref()));
+            let plans = futures::future::join_all(recoveries).await;
+            Recovered::Assigned { partitions, plans, reply }
+        }));
     }
 
     /// An uploader gave up its partition's chain: drop what is buffered, recover from the archive again
-    /// and move the consumer to the new position.
-    async fn restart(&mut self, tp: TopicPartition, from_epoch: u64, chain_start: i64) -> Result<(), PipelineError> {
+    /// (off the loop) and then move the consumer to the new position.
+    fn restart(&mut self, tp: TopicPartition, from_epoch: u64, chain_start: i64) {
         if self.partitions.get(&tp).is_none_or(|w| w.epoch != from_epoch) {
-            return Ok(()); // Revoked or re-assigned since.
+            return; // Revoked or re-assigned since.
         }
         let mut old = self.partitions.remove(&tp).expect("checked above");
         if old.drop_open_file(&mut self.budget) {
@@ -267,13 +288,52 @@ impl Pipeline {
         old.close(true);
         let hint = CommitHint { next_offset: chain_start + 1, chain_start: Some(chain_start) };
         let epoch = self.link.next_epoch();
-        let plan = self.recoverer().recover(&tp, Some(hint), None, topic_id.as_deref()).await?;
-        if let Some(plan) = &plan {
-            self.start_writer(&tp, topic_id, epoch, plan);
+        self.recovering.insert(tp.clone(), epoch);
+        let recoverer = self.recoverer();
+        self.recoveries.push(Box::pin(async move {
+            let plan = recoverer.recover(&tp, Some(hint), None, topic_id.as_deref()).await;
+            Recovered::Restarted { tp, topic_id, from_epoch, epoch, plan: Box::new(plan) }
+        }));
+    }
+
+    /// A recovery ended: start the writers of the partitions still ours, and tell the consumer where
+    /// they resume. A permanent store error stops the archiver.
+    fn recovered(&mut self, done: Recovered) -> Result<(), PipelineError> {
+        match done {
+            Recovered::Assigned { partitions, plans, reply } => {
+                let mut positions = Vec::new();
+                for (p, plan) in partitions.into_iter().zip(plans) {
+                    let plan = if self.still_recovering(&p.tp, p.epoch) { plan? } else { None };
+                    if let Some(plan) = &plan {
+                        self.start_writer(&p.tp, p.topic_id, p.epoch, plan);
+                    }
+                    positions.push((p.tp, self.resume_at(plan.as_ref())));
+                }
+                let _ = reply.send(positions);
+            }
+            Recovered::Restarted { tp, topic_id, from_epoch, epoch, plan } => {
+                if !self.still_recovering(&tp, epoch) {
+                    return Ok(());
+                }
+                let plan = (*plan)?;
+                if let Some(plan) = &plan {
+                    self.start_writer(&tp, topic_id, epoch, plan);
+                }
+                let position = self.resume_at(plan.as_ref());
+                let _ = self.link.commands.send(SourceCommand::Seek { tp, from_epoch, epoch, position });
+            }
         }
-        let position = self.resume_at(plan.as_ref());
-        let _ = self.link.commands.send(SourceCommand::Seek { tp, from_epoch, epoch, position });
         Ok(())
+    }
+
+    /// Whether `tp` is still being recovered for `epoch` (not revoked or re-assigned since); ends it.
+    fn still_recovering(&mut self, tp: &TopicPartition, epoch: u64) -> bool {
+        if self.recovering.get(tp) == Some(&epoch) {
+            self.recovering.remove(tp);
+            true
+        } else {
+            false
+        }
     }
 
     /// Flushes (or drops, when `lost`) the partitions' open files and waits, within the revoke
@@ -284,6 +344,8 @@ impl Pipeline {
         let deadline = tokio::time::Instant::now() + self.settings.revoke_timeout;
         let mut waiting = Vec::new();
         for tp in partitions {
+            // A recovery under way has nothing to upload; its result will be dropped.
+            self.recovering.remove(tp);
             let Some(mut writer) = self.partitions.remove(tp) else { continue };
             let drop_reason = match (lost, writer.is_rewriting()) {
                 (true, _) => Some(DropReason::PartitionLost),

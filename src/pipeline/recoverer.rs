@@ -2,6 +2,7 @@
 //! objects where there are no claims), then plan where to resume (`core::recovery`). Owned, so the
 //! recoveries of an assignment run concurrently off the pipeline.
 
+use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -9,10 +10,29 @@ use super::PipelineError;
 use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
 use crate::core::recovery::{check_incarnation, plan_resume, CommitHint, ResumePlan};
+use crate::source::{AssignedPartition, ResumeAt};
 use crate::store::ObjectStore;
-use crate::tail::{find_tail, TailError};
+use crate::tail::{find_tail, Patience, TailError};
 use crate::telemetry::events::RecoveryFinished;
 use crate::telemetry::{Event, Metrics};
+
+/// A recovery that ended (run off the pipeline's loop).
+pub(super) enum Recovered {
+    /// Newly assigned partitions; the consumer waits for their positions on `reply`.
+    Assigned {
+        partitions: Vec<AssignedPartition>,
+        plans: Vec<Result<Option<ResumePlan>, PipelineError>>,
+        reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>>,
+    },
+    /// A partition whose uploader gave up its chain; the consumer is moved once it is recovered.
+    Restarted {
+        tp: TopicPartition,
+        topic_id: Option<String>,
+        from_epoch: u64,
+        epoch: u64,
+        plan: Box<Result<Option<ResumePlan>, PipelineError>>,
+    },
+}
 
 pub(super) struct Recoverer {
     pub(super) store: Arc<dyn ObjectStore>,
@@ -33,7 +53,10 @@ impl Recoverer {
     ) -> Result<Option<ResumePlan>, PipelineError> {
         let started = Instant::now();
         self.metrics.recoveries_in_progress.inc();
-        let found = find_tail(self.store.as_ref(), &self.prefix, tp, hint, self.claims, Some(&self.metrics)).await;
+        // Retried for as long as it takes: meanwhile /readyz says why, and the consumer stays in the group.
+        let found =
+            find_tail(self.store.as_ref(), &self.prefix, tp, hint, self.claims, Patience::Forever, Some(&self.metrics))
+                .await;
         self.metrics.recoveries_in_progress.dec();
         let found = match found {
             Ok(found) => found,

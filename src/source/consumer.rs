@@ -26,6 +26,10 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long one hand-over waits for room in the pipeline's channel before polling again (which keeps
 /// rebalance callbacks served).
 const HAND_OVER_WAIT: Duration = Duration::from_millis(100);
+/// The longest an assign callback waits for recovery (see `assign_wait`).
+const ASSIGN_WAIT: Duration = Duration::from_secs(10);
+/// librdkafka's default `max.poll.interval.ms`.
+const DEFAULT_MAX_POLL_INTERVAL: Duration = Duration::from_secs(300);
 /// Pending (polled, not yet handed over) record bytes above which fetching is paused.
 const PAUSE_ABOVE_BYTES: u64 = 32 << 20;
 
@@ -73,6 +77,7 @@ impl KafkaSource {
             assignment_lost: link.assignment_lost.clone(),
             state: Mutex::new(SourceState::default()),
             revoke_wait: settings.revoke_wait,
+            assign_wait: assign_wait(&settings.kafka_props),
             crashed: crashed.clone(),
             metrics,
             first_failure: Mutex::default(),
@@ -221,6 +226,7 @@ fn poll_loop(
             Some(Err(e)) => warn!("Kafka consumer error (librdkafka retries): {e}"),
         }
         ctx.assignment_lost.store(consumer.assignment_lost(), Ordering::SeqCst);
+        ctx.apply_late_answers(&consumer);
         hand_over(&consumer, &ctx);
         ctx.apply_commands(&consumer, CommitMode::Async);
     }
@@ -272,9 +278,29 @@ fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
     }
 }
 
+/// How long an assign callback waits for recovery: long enough for a healthy store, and well below
+/// `max.poll.interval.ms`, which the callback's wait counts against (the group would evict a member
+/// that does not poll for that long). A recovery still running then ends later; see `context`.
+fn assign_wait(kafka_props: &[(String, String)]) -> Duration {
+    let max_poll_interval = kafka_props
+        .iter()
+        .find(|(k, _)| k == "max.poll.interval.ms")
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .map_or(DEFAULT_MAX_POLL_INTERVAL, Duration::from_millis);
+    ASSIGN_WAIT.min(max_poll_interval / 4)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_assign_wait_stays_well_below_the_poll_interval() {
+        let props = |v: &str| vec![("max.poll.interval.ms".to_string(), v.to_string())];
+        assert_eq!(assign_wait(&[]), ASSIGN_WAIT);
+        assert_eq!(assign_wait(&props("600000")), ASSIGN_WAIT);
+        assert_eq!(assign_wait(&props("20000")), Duration::from_secs(5));
+    }
 
     #[test]
     fn the_consumer_group_protocol_is_recognised() {

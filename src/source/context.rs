@@ -1,10 +1,13 @@
 //! The consumer's context: librdkafka calls it on the polling thread for rebalances (assign: the
-//! pipeline recovers positions from the archive and the callback blocks until it answers; revoke: the
+//! pipeline recovers positions from the archive and the callback waits for its answer, a bounded
+//! while — a recovery still running then, e.g. on a failing store, ends later and its partitions wait
+//! paused until it does, so the thread goes back to polling and stays in the group; revoke: the
 //! pipeline flushes or drops the partitions' files), logs and statistics. The polling thread also has
 //! it apply the pipeline's commands (commits, seeks) and handle out-of-range positions.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -32,7 +35,7 @@ const SEEK_ATTEMPTS: u32 = 50;
 /// What the consumer thread knows of one assigned partition.
 struct Assigned {
     epoch: u64,
-    /// Not consumed (the archive is ahead of the log, or recovery failed).
+    /// Not consumed (the archive is ahead of the log, recovery failed, or recovery has not ended yet).
     stopped: bool,
     /// The offset this partition delivers next: where it was assigned or moved to, then the last
     /// record's offset + 1. `None` until known (started at earliest or latest, nothing delivered yet).
@@ -41,9 +44,18 @@ struct Assigned {
     gap_before_next: Option<OffsetRange>,
 }
 
+/// The answer of a recovery that outlasted the assign callback's wait.
+struct LateAnswer {
+    reply: std_mpsc::Receiver<Vec<(TopicPartition, ResumeAt)>>,
+    /// The assignment (epoch) each partition's position is for.
+    epochs: HashMap<TopicPartition, u64>,
+}
+
 #[derive(Default)]
 pub(super) struct SourceState {
     assigned: HashMap<TopicPartition, Assigned>,
+    /// Recoveries still running after their assign callback returned.
+    late: Vec<LateAnswer>,
     /// Records polled while the pipeline's channel was full.
     pub(super) pending: Pending,
     pub(super) paused_for_backpressure: bool,
@@ -78,6 +90,8 @@ pub(super) struct ArchiverContext {
     pub(super) assignment_lost: Arc<AtomicBool>,
     pub(super) state: Mutex<SourceState>,
     pub(super) revoke_wait: Duration,
+    /// How long an assign callback waits for the pipeline's recovery (below `max.poll.interval.ms`).
+    pub(super) assign_wait: Duration,
     /// Set when the process is crashing on purpose (demo): nothing more is flushed or committed.
     pub(super) crashed: Arc<AtomicBool>,
     pub(super) metrics: Arc<Metrics>,
@@ -205,13 +219,26 @@ impl ArchiverContext {
             .collect();
         info!(partitions = ?names(&tps), "partitions assigned; recovering positions from the archive");
         let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
-        let positions = if self.control.send(Control::Assigned { partitions, reply: reply_tx }).is_ok() {
-            reply_rx.recv().unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let positions: HashMap<TopicPartition, ResumeAt> = positions.into_iter().collect();
+        let mut positions = HashMap::new();
+        let mut late = None;
+        if self.control.send(Control::Assigned { partitions, reply: reply_tx }).is_ok() {
+            match reply_rx.recv_timeout(self.assign_wait) {
+                Ok(answer) => positions.extend(answer),
+                Err(RecvTimeoutError::Timeout) => {
+                    warn!(
+                        partitions = ?names(&tps),
+                        "recovery is taking longer than {:?} (is the archive store failing?): these partitions wait, \
+                         paused, and start where recovery says once it ends",
+                        self.assign_wait
+                    );
+                    let epochs = tps.iter().cloned().zip(first_epoch..).collect();
+                    late = Some(LateAnswer { reply: reply_rx, epochs });
+                }
+                Err(RecvTimeoutError::Disconnected) => {}
+            }
+        }
         let mut state = self.state.lock().expect("source state");
+        state.late.extend(late);
         let mut stopped = Vec::new();
         for (tp, epoch) in tps.iter().zip(first_epoch..) {
             let offset = kafka_offset(positions.get(tp).unwrap_or(&ResumeAt::Stop));
@@ -226,6 +253,39 @@ impl ArchiverContext {
             state.assigned.insert(tp.clone(), Assigned { epoch, stopped, next_offset, gap_before_next: None });
         }
         stopped
+    }
+
+    /// Starts the partitions whose recovery ended after their assign callback returned (still assigned
+    /// to the same epoch), at the position recovery found.
+    pub(super) fn apply_late_answers(&self, consumer: &BaseConsumer<Self>) {
+        let mut arrived = Vec::new();
+        self.state.lock().expect("source state").late.retain(|late| match late.reply.try_recv() {
+            Ok(answer) => {
+                arrived.push((answer, late.epochs.clone()));
+                false
+            }
+            Err(TryRecvError::Empty) => true,
+            Err(TryRecvError::Disconnected) => false,
+        });
+        for (answer, epochs) in arrived {
+            for (tp, at) in answer {
+                let offset = {
+                    let mut state = self.state.lock().expect("source state");
+                    let Some(a) = state.assigned.get_mut(&tp).filter(|a| Some(&a.epoch) == epochs.get(&tp)) else {
+                        continue; // Revoked or re-assigned since.
+                    };
+                    let Some(offset) = kafka_offset(&at) else { continue };
+                    a.stopped = false;
+                    a.next_offset = offset.to_raw().filter(|o| *o >= 0);
+                    offset
+                };
+                info!(%tp, position = ?at, "recovery ended; starting the partition");
+                restart_fetch(consumer, &tp, offset);
+                if !self.state.lock().expect("source state").paused_for_backpressure {
+                    let _ = consumer.resume(&tpl_of([&tp]));
+                }
+            }
+        }
     }
 
     fn on_revoke(&self, consumer: &BaseConsumer<Self>, tps: &[TopicPartition], lost: bool) {
@@ -342,7 +402,7 @@ impl ArchiverContext {
             };
             if next < low {
                 let missing = OffsetRange::new(next, low - 1).expect("next < low");
-                restart_fetch(consumer, &tp, low);
+                restart_fetch(consumer, &tp, Offset::Offset(low));
                 if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
                     a.next_offset = Some(low);
                     a.gap_before_next = Some(a.gap_before_next.map_or(missing, |earlier| {
@@ -370,17 +430,17 @@ impl ArchiverContext {
 /// Moves `tp`'s fetching to `offset`. After an out-of-range error (with `auto.offset.reset=error`)
 /// librdkafka has stopped the partition's fetcher and refuses a seek, so the partition is taken out of
 /// the local assignment and put back at `offset` (incremental, so the group does not rebalance).
-fn restart_fetch(consumer: &BaseConsumer<ArchiverContext>, tp: &TopicPartition, offset: i64) {
-    if consumer.seek(tp.topic(), tp.partition(), Offset::Offset(offset), METADATA_TIMEOUT).is_ok() {
+fn restart_fetch(consumer: &BaseConsumer<ArchiverContext>, tp: &TopicPartition, offset: Offset) {
+    if consumer.seek(tp.topic(), tp.partition(), offset, METADATA_TIMEOUT).is_ok() {
         return;
     }
     let mut at = TopicPartitionList::new();
     let reassigned = at
-        .add_partition_offset(tp.topic(), tp.partition(), Offset::Offset(offset))
+        .add_partition_offset(tp.topic(), tp.partition(), offset)
         .and_then(|()| consumer.incremental_unassign(&tpl_of([tp])))
         .and_then(|()| consumer.incremental_assign(&at));
     if let Err(e) = reassigned {
-        error!(%tp, "cannot move fetching to offset {offset}: {e}");
+        error!(%tp, "cannot move fetching to {offset:?}: {e}");
     }
 }
 

@@ -35,6 +35,8 @@ pub struct RequestInfo {
     pub kind: Kind,
     /// The object key (path after the bucket), percent-decoded.
     pub key: String,
+    /// The query string, percent-decoded (a list's `prefix=`...).
+    pub query: String,
     /// The `x-amz-expected-bucket-owner` header (S3 test servers ignore it; AWS answers 403 when another
     /// account owns the bucket).
     pub expected_owner: Option<String>,
@@ -152,7 +154,7 @@ fn classify(req: &Request<Incoming>) -> RequestInfo {
     };
     let expected_owner =
         req.headers().get("x-amz-expected-bucket-owner").and_then(|v| v.to_str().ok()).map(str::to_string);
-    RequestInfo { kind, key, expected_owner }
+    RequestInfo { kind, key, query: percent_decode(query), expected_owner }
 }
 
 fn percent_decode(s: &str) -> String {

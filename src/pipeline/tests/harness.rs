@@ -36,6 +36,8 @@ pub(super) struct TestStore {
     pub(super) log: Mutex<Vec<String>>,
     pub(super) put_delay: Mutex<Duration>,
     pub(super) transient_failures: AtomicU32,
+    /// While set, every list request fails transiently (an S3 brownout).
+    pub(super) lists_fail: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -58,6 +60,9 @@ impl ObjectStore for TestStore {
     }
 
     async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+        if self.lists_fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Transient("injected 503 SlowDown".into()));
+        }
         self.inner.list(req, max_keys).await
     }
 
@@ -108,6 +113,7 @@ pub(super) fn harness(roll: RollPolicy, max_buffer_bytes: u64, revoke_timeout: D
         log: Mutex::default(),
         put_delay: Mutex::new(Duration::ZERO),
         transient_failures: AtomicU32::new(0),
+        lists_fail: Default::default(),
     });
     let settings = PipelineSettings {
         prefix: Prefix::default(),
@@ -141,13 +147,23 @@ pub(super) fn policy(records: u64) -> RollPolicy {
 
 impl Harness {
     pub(super) async fn assign(&self, p: i32, log_start: Option<i64>) -> ResumeAt {
+        let rx = self.start_assign(p, log_start);
+        let mut positions = tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
+        positions.pop().unwrap().1
+    }
+
+    /// Assigns partition `p` without waiting for the answer, which comes on the receiver.
+    pub(super) fn start_assign(
+        &self,
+        p: i32,
+        log_start: Option<i64>,
+    ) -> std_mpsc::Receiver<Vec<(TopicPartition, ResumeAt)>> {
         let (reply, rx) = std_mpsc::sync_channel(1);
         let epoch = self.link.next_epoch();
         self.epochs.lock().unwrap().insert(p, epoch);
         let partitions = vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start, topic_id: None }];
         self.control.send(Control::Assigned { partitions, reply }).unwrap();
-        let mut positions = tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
-        positions.pop().unwrap().1
+        rx
     }
 
     pub(super) async fn revoke(&self, p: i32, lost: bool) {
@@ -205,12 +221,12 @@ impl Harness {
 
     /// The data objects' keys.
     pub(super) async fn keys(&self) -> Vec<String> {
-        list_all(self.store.as_ref(), "topic=").await.unwrap()
+        list_all(&self.store.inner, "topic=").await.unwrap()
     }
 
     pub(super) async fn claims(&self, p: i32) -> Vec<Claim> {
         let mut out = Vec::new();
-        for key in list_all(self.store.as_ref(), &Prefix::default().claims_folder(&tp(p))).await.unwrap() {
+        for key in list_all(&self.store.inner, &Prefix::default().claims_folder(&tp(p))).await.unwrap() {
             out.push(Claim::from_json(&key, &self.store.get(&key).await.unwrap()).unwrap());
         }
         out

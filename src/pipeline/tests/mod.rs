@@ -1,6 +1,7 @@
 //! Pipeline tests with a synthetic source and a local store that can be slowed down or made to fail.
 
 mod harness;
+mod recovery;
 mod rewrite;
 
 use std::sync::atomic::Ordering;
