@@ -113,10 +113,15 @@ impl Pipeline {
     }
 
     /// Records are held back while over budget, except while a partition re-writes a claimed range:
-    /// that file cannot roll early, so holding back could wait forever (re-writes are rare and bounded
-    /// by the claim's size).
+    /// that file cannot roll early, so it must get its records; the other partitions are parked
+    /// meanwhile (their records are dropped and read again once there is room), so the budget holds.
+    /// Only the re-write's own file may pass it, bounded by its claim (another writer's roll size).
     fn holding_back(&self) -> bool {
-        self.budget.exceeded() && !self.partitions.values().any(|w| w.is_rewriting() && w.has_open_file())
+        self.budget.exceeded() && !self.rewrite_waiting()
+    }
+
+    fn rewrite_waiting(&self) -> bool {
+        self.partitions.values().any(|w| w.is_rewriting() && w.has_open_file())
     }
 
     /// Runs until the source closes its channels (then flushes what is left) or a fatal error. Control
@@ -177,7 +182,14 @@ impl Pipeline {
 
     fn append(&mut self, fetched: Fetched) -> Result<(), PipelineError> {
         let Fetched { tp, epoch, record, retention_gap } = fetched;
+        let rewrite_waiting = self.rewrite_waiting();
         let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) else { return Ok(()) };
+        if writer.is_parked() || (self.budget.exceeded() && rewrite_waiting && !writer.is_rewriting()) {
+            if writer.park(record.offset) {
+                self.metrics.emit(Event::Parked { tp: &tp, at: record.offset });
+            }
+            return Ok(());
+        }
         let encode = |source| PipelineError::Encode { tp: tp.clone(), source };
         if let Some(missing) = retention_gap {
             self.metrics.emit(Event::RetentionGap { tp: &tp, missing, resume_at: record.offset });
@@ -205,7 +217,24 @@ impl Pipeline {
     }
 
     /// Age rolls, and the gauges of what is buffered.
+    /// Moves the parked partitions back to where they parked, once the budget has room.
+    fn unpark(&mut self) {
+        if self.budget.exceeded() {
+            return;
+        }
+        for (tp, writer) in self.partitions.iter_mut().filter(|(_, w)| w.is_parked()) {
+            let from_epoch = writer.epoch;
+            let epoch = self.link.next_epoch();
+            if let Some(at) = writer.unpark(epoch) {
+                self.metrics.emit(Event::Unparked { tp, at });
+                let position = ResumeAt::Offset(at);
+                let _ = self.link.commands.send(SourceCommand::Seek { tp: tp.clone(), from_epoch, epoch, position });
+            }
+        }
+    }
+
     fn tick(&mut self, now: Instant) -> Result<(), PipelineError> {
+        self.unpark();
         self.metrics.buffered_bytes.set(i64::try_from(self.budget.memory_used()).unwrap_or(i64::MAX));
         self.metrics.open_files.set(self.partitions.values().filter(|w| w.has_open_file()).count() as i64);
         self.metrics.assigned_partitions.set(self.partitions.len() as i64);

@@ -61,6 +61,9 @@ pub(super) struct PartitionWriter {
     mode: Mode,
     /// The next claim records that retention deleted offsets before its first one, from this offset on.
     retention_gap_pending: Option<i64>,
+    /// Takes no records from this offset on (the budget is exceeded while another partition re-writes a
+    /// claimed range); the consumer is moved back here when there is room.
+    parked_at: Option<i64>,
     open: Option<OpenFile>,
     uploads: mpsc::UnboundedSender<SealedFile>,
     uploader: JoinHandle<()>,
@@ -84,6 +87,7 @@ impl PartitionWriter {
             mode: plan.rewrite.clone().map_or(Mode::Chain, Mode::Rewrite),
             // A gap inside a claimed range being re-written is told by that range's data object itself.
             retention_gap_pending: plan.retention_gap.filter(|_| plan.rewrite.is_none()).map(|gap| gap.start()),
+            parked_at: None,
             open: None,
             uploads,
             uploader,
@@ -120,6 +124,25 @@ impl PartitionWriter {
     /// The open file's encoded size, when it may be rolled early for the budget (not a re-write).
     pub(super) fn early_rollable_size(&self) -> Option<u64> {
         self.open.as_ref().filter(|_| !self.is_rewriting()).map(|f| f.encoder.encoded_size())
+    }
+
+    /// Stops taking records from `offset` on (see `parked_at`); false if already parked.
+    pub(super) fn park(&mut self, offset: i64) -> bool {
+        let newly = self.parked_at.is_none();
+        self.parked_at.get_or_insert(offset);
+        newly
+    }
+
+    pub(super) fn is_parked(&self) -> bool {
+        self.parked_at.is_some()
+    }
+
+    /// Takes records again, from the offset it parked at, under a new epoch (records of the old one,
+    /// still in flight, are ignored). Returns that offset.
+    pub(super) fn unpark(&mut self, epoch: u64) -> Option<i64> {
+        let at = self.parked_at.take()?;
+        self.epoch = epoch;
+        Some(at)
     }
 
     /// Retention deleted the offsets right before the next record: the open file ends here, so the gap

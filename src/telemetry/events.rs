@@ -97,6 +97,17 @@ pub enum Event<'a> {
         end: i64,
     },
     ClaimCreated,
+    /// Over budget while another partition re-writes a claimed range (that file cannot roll early):
+    /// this partition takes no records from `at` on until the budget has room, then is moved back.
+    Parked {
+        tp: &'a TopicPartition,
+        at: i64,
+    },
+    /// A parked partition goes on from `at`.
+    Unparked {
+        tp: &'a TopicPartition,
+        at: i64,
+    },
     /// Another writer holds the claim for our file's chain position, for another range.
     ClaimLost {
         key: &'a str,
@@ -156,6 +167,11 @@ impl Metrics {
                 "no records left of the claimed range being re-written (compacted or deleted); going on after it"
             ),
             Event::ClaimCreated => self.claims_created.inc(),
+            Event::Parked { tp, at } => {
+                self.partitions_parked.inc();
+                info!(%tp, at, "over the buffer budget while a claimed range is re-written: pausing this partition")
+            }
+            Event::Unparked { tp, at } => info!(%tp, at, "the buffer budget has room again: resuming this partition"),
             Event::ClaimLost { key, ours, theirs } => {
                 self.claims_lost.inc();
                 warn!(

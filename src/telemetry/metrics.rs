@@ -25,6 +25,7 @@ pub struct Metrics {
     pub claims_lost: IntCounter,
     /// Claimed ranges whose data object was missing at recovery, re-written.
     pub claims_rewritten: IntCounter,
+    pub partitions_parked: IntCounter,
     pub recovery_list_requests: IntCounter,
     /// Keys listed by recoveries (two per partition when the commit hint is exact).
     pub recovery_objects_seen: IntCounter,
@@ -122,6 +123,12 @@ impl Default for Metrics {
             recoveries: counter(&r, "recoveries_total", "Partition positions recovered from the archive."),
             claims_created: counter(&r, "claims_created_total", "Claims created."),
             claims_lost: counter(&r, "claims_lost_total", "Claims another writer held for another range."),
+            partitions_parked: counter(
+                &r,
+                "partitions_parked_total",
+                "Times a partition stopped taking records (and was moved back later) to keep the budget while \
+                 another re-wrote a claimed range.",
+            ),
             claims_rewritten: counter(
                 &r,
                 "claims_rewritten_total",

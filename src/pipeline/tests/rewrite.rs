@@ -93,3 +93,27 @@ async fn the_same_range_claimed_under_another_key_is_another_writers() {
     assert_eq!(h.keys().await, vec![key_of(0, 0, 4, FileKind::Parquet).to_string(), key(0, 5, 9)]);
     h.task.abort();
 }
+
+#[tokio::test]
+async fn the_budget_holds_while_a_claimed_range_is_rewritten() {
+    // 64 KiB of memory; a dead writer claimed 0..=99 (100 records of 1 kB) of partition 0 and died.
+    let h = harness(policy(1_000_000), 64 << 10, Duration::from_secs(10));
+    h.plant_claim(0, 0, 0, 99).await;
+    h.assign(0, Some(0)).await;
+    h.assign(1, Some(0)).await;
+    // The re-write cannot roll early and fills the budget: partition 1's records are not buffered
+    // (parked: dropped, and read again later) instead of growing the buffer past it.
+    h.send(0, 0..80, 1000).await;
+    h.send(1, 0..20, 1000).await;
+    h.drained().await;
+    assert_eq!(h.metrics.partitions_parked.get(), 1);
+    assert!(h.keys().await.is_empty());
+    // The re-write completes and uploads; the budget has room again and partition 1 is moved back.
+    h.send(0, 80..100, 1000).await;
+    assert_eq!(h.next_seek(1).await, ResumeAt::Offset(0));
+    h.send(1, 0..20, 1000).await;
+    h.drained().await;
+    h.revoke(1, false).await;
+    assert_eq!(h.keys().await, vec![key(0, 0, 99), key(1, 0, 19)]);
+    h.task.abort();
+}
