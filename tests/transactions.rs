@@ -85,3 +85,27 @@ async fn only_committed_records_are_archived_exactly_once_across_a_crash() {
     // Every committed record once, bytes equal; no aborted record; the holes explained by the claims.
     assert_exactly_once(&dest, &topic, &committed).await;
 }
+
+/// The range probe (used when a re-written claimed range stops receiving records) tells a range that a
+/// `read_committed` consumer sees nothing of (an aborted transaction and its marker) from one that still
+/// holds a record.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_range_probe_sees_what_a_read_committed_consumer_sees() {
+    use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
+    use kafka_s3_archiver::source::probe::{probe_config, probe_range, RangeProbe};
+    let topic = unique("probe");
+    create_topic(&topic, PARTITIONS).await;
+    let committed = produce_transactions(&topic).await;
+    let offsets: Vec<i64> = committed[&0].iter().map(|r| r.offset).collect();
+    // The first hole between committed records: an aborted transaction's records, and markers.
+    let (before, after) = offsets.windows(2).map(|w| (w[0], w[1])).find(|(a, b)| b - a > 1).expect("a hole");
+    let tp = TopicPartition::new(&topic, 0).unwrap();
+    let config = probe_config(&brokers(), &[]);
+    let probe = |s, e| probe_range(&config, &tp, OffsetRange::new(s, e).unwrap()).expect("probe");
+    assert_eq!(probe(before + 1, after - 1), RangeProbe::Empty, "hole {}..={}", before + 1, after - 1);
+    assert_eq!(probe(before + 1, after), RangeProbe::HasRecords);
+    assert_eq!(probe(before, before), RangeProbe::HasRecords);
+    // Past the log's end nothing can be told yet.
+    let end = *offsets.last().unwrap();
+    assert_eq!(probe(end + 1, end + 100), RangeProbe::Unknown);
+}

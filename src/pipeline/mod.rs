@@ -162,6 +162,13 @@ impl Pipeline {
     async fn handle(&mut self, ev: Control) -> Result<(), PipelineError> {
         match ev {
             Control::Assigned { partitions, reply } => self.assign(partitions, reply),
+            Control::RangeEmpty { tp, epoch, range } => {
+                if let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) {
+                    writer
+                        .range_empty(range, &self.settings, &mut self.budget, &self.metrics)
+                        .map_err(|source| PipelineError::Encode { tp: tp.clone(), source })?;
+                }
+            }
             Control::Revoked { partitions, lost, reply } => {
                 self.revoke(&partitions, lost).await?;
                 let _ = reply.send(());
@@ -243,6 +250,13 @@ impl Pipeline {
         for tp in due {
             self.roll(&tp, RollReason::Age)?;
         }
+        // Re-writes whose records stopped coming for a roll age: is anything of their range left?
+        for (tp, writer) in &mut self.partitions {
+            if let Some(range) = writer.range_to_check(now, self.settings.roll.max_age) {
+                let check = SourceCommand::CheckRange { tp: tp.clone(), epoch: writer.epoch, range };
+                let _ = self.link.commands.send(check);
+            }
+        }
         Ok(())
     }
 
@@ -266,8 +280,8 @@ impl Pipeline {
             freed: self.budget.freed(),
             metrics: self.metrics.clone(),
         };
-        let writer =
-            PartitionWriter::new(tp.clone(), topic_id, epoch, plan, uploads, tokio::spawn(uploader.run(files)));
+        let uploader = tokio::spawn(uploader.run(files));
+        let writer = PartitionWriter::new(tp.clone(), topic_id, epoch, plan, uploads, uploader, Instant::now());
         self.partitions.insert(tp.clone(), writer);
     }
 

@@ -2,7 +2,7 @@
 //! (extending the claims chain) or, while the partition re-writes a claimed range whose data object is
 //! missing, exactly at that claim's end. Sealed files go to the partition's uploader, in order.
 
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -61,6 +61,11 @@ pub(super) struct PartitionWriter {
     mode: Mode,
     /// The next claim records that retention deleted offsets before its first one, from this offset on.
     retention_gap_pending: Option<i64>,
+    /// When the last record was taken (or the writer started): a re-write whose records stop coming is
+    /// checked against Kafka (its range's tail may be gone).
+    last_record_at: Instant,
+    /// When the re-written range was last checked.
+    range_checked_at: Option<Instant>,
     /// Takes no records from this offset on (the budget is exceeded while another partition re-writes a
     /// claimed range); the consumer is moved back here when there is room.
     parked_at: Option<i64>,
@@ -77,6 +82,7 @@ impl PartitionWriter {
         plan: &ResumePlan,
         uploads: mpsc::UnboundedSender<SealedFile>,
         uploader: JoinHandle<()>,
+        now: Instant,
     ) -> Self {
         Self {
             tp,
@@ -88,6 +94,8 @@ impl PartitionWriter {
             // A gap inside a claimed range being re-written is told by that range's data object itself.
             retention_gap_pending: plan.retention_gap.filter(|_| plan.rewrite.is_none()).map(|gap| gap.start()),
             parked_at: None,
+            last_record_at: now,
+            range_checked_at: None,
             open: None,
             uploads,
             uploader,
@@ -173,15 +181,10 @@ impl PartitionWriter {
             return Ok(());
         }
         self.next_expected = Some(record.offset + 1);
-        if let Some(end) = self.rewrite_end().filter(|end| record.offset > *end) {
+        self.last_record_at = now;
+        if self.rewrite_end().is_some_and(|end| record.offset > end) {
             // Past the end of the claimed range: whatever was left of it is complete.
-            if self.open.is_some() {
-                self.seal(RollReason::Rewrite, settings, budget)?;
-            } else {
-                metrics.emit(Event::RewriteEmpty { tp: &self.tp, end });
-                self.chain_next = end + 1;
-                self.mode = Mode::Chain;
-            }
+            self.finish_rewrite(settings, budget, metrics)?;
         }
         if let Some(file) = &self.open {
             if let Some(reason) = settings.roll.before_append(&file.stats(), record.payload_size()) {
@@ -217,6 +220,52 @@ impl PartitionWriter {
         match reason {
             Some(reason) => self.seal(reason, settings, budget),
             None => Ok(()),
+        }
+    }
+
+    /// The re-written range still to come, when its records stopped coming for `after` (and it was not
+    /// checked for as long): the consumer is asked whether Kafka still holds any of it.
+    pub(super) fn range_to_check(&mut self, now: Instant, after: Duration) -> Option<OffsetRange> {
+        let Mode::Rewrite(claim) = &self.mode else { return None };
+        let quiet = |since: Instant| now.saturating_duration_since(since) >= after;
+        if !quiet(self.last_record_at) || !self.range_checked_at.is_none_or(quiet) {
+            return None;
+        }
+        self.range_checked_at = Some(now);
+        OffsetRange::new(self.next_expected.unwrap_or(claim.first), claim.end).ok()
+    }
+
+    /// Kafka holds no record of `range` any more (compacted away, or followed only by a transaction
+    /// marker): the re-write is complete with what it has, if `range` is what is still to come of it.
+    pub(super) fn range_empty(
+        &mut self,
+        range: OffsetRange,
+        settings: &PipelineSettings,
+        budget: &mut Budget,
+        metrics: &Metrics,
+    ) -> Result<(), EncodeError> {
+        let next = self.next_expected.unwrap_or(range.start());
+        if self.rewrite_end() == Some(range.end()) && next >= range.start() {
+            self.finish_rewrite(settings, budget, metrics)?;
+        }
+        Ok(())
+    }
+
+    /// The claimed range being re-written has no more records: upload what it has, or go on after it.
+    fn finish_rewrite(
+        &mut self,
+        settings: &PipelineSettings,
+        budget: &mut Budget,
+        metrics: &Metrics,
+    ) -> Result<(), EncodeError> {
+        let Some(end) = self.rewrite_end() else { return Ok(()) };
+        if self.open.is_some() {
+            self.seal(RollReason::Rewrite, settings, budget)
+        } else {
+            metrics.emit(Event::RewriteEmpty { tp: &self.tp, end });
+            self.chain_next = end + 1;
+            self.mode = Mode::Chain;
+            Ok(())
         }
     }
 

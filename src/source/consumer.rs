@@ -17,6 +17,7 @@ use tracing::{error, info, warn};
 use super::context::{ArchiverContext, SourceState};
 use super::convert::to_record;
 use super::messages::{Control, Fetched, SourceCommand, SourceLink};
+use super::probe::probe_config;
 use super::SourceError;
 use crate::core::partition::TopicPartition;
 use crate::telemetry::Metrics;
@@ -78,6 +79,7 @@ impl KafkaSource {
             state: Mutex::new(SourceState::default()),
             revoke_wait: settings.revoke_wait,
             assign_wait: assign_wait(&settings.kafka_props),
+            probe: probe_config(&settings.brokers, &settings.kafka_props),
             crashed: crashed.clone(),
             metrics,
             first_failure: Mutex::default(),

@@ -11,7 +11,7 @@ use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
@@ -22,6 +22,7 @@ use tracing::{debug, error, info, warn};
 
 use super::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand};
 use super::pending::Pending;
+use super::probe::{probe_range, RangeProbe};
 use super::topic_id::topic_ids;
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::recovery::CommitHint;
@@ -92,6 +93,8 @@ pub(super) struct ArchiverContext {
     pub(super) revoke_wait: Duration,
     /// How long an assign callback waits for the pipeline's recovery (below `max.poll.interval.ms`).
     pub(super) assign_wait: Duration,
+    /// How to reach the brokers for range probes (see `probe`).
+    pub(super) probe: ClientConfig,
     /// Set when the process is crashing on purpose (demo): nothing more is flushed or committed.
     pub(super) crashed: Arc<AtomicBool>,
     pub(super) metrics: Arc<Metrics>,
@@ -255,6 +258,24 @@ impl ArchiverContext {
         stopped
     }
 
+    /// Probes `range` on a thread of its own (a probe takes up to seconds); tells the pipeline if it is
+    /// empty.
+    fn check_range(&self, tp: TopicPartition, epoch: u64, range: OffsetRange) {
+        let (config, control) = (self.probe.clone(), self.control.clone());
+        let spawned = std::thread::Builder::new().name("range-probe".into()).spawn(move || {
+            match probe_range(&config, &tp, range) {
+                Ok(RangeProbe::Empty) => {
+                    let _ = control.send(Control::RangeEmpty { tp, epoch, range });
+                }
+                Ok(found) => debug!(%tp, %range, ?found, "range probe"),
+                Err(e) => warn!(%tp, %range, "probing the re-written range failed (tried again later): {e}"),
+            }
+        });
+        if let Err(e) = spawned {
+            warn!("cannot start a range probe (tried again later): {e}");
+        }
+    }
+
     /// Starts the partitions whose recovery ended after their assign callback returned (still assigned
     /// to the same epoch), at the position recovery found.
     pub(super) fn apply_late_answers(&self, consumer: &BaseConsumer<Self>) {
@@ -321,6 +342,7 @@ impl ArchiverContext {
                     latest.insert(c.tp.clone(), c);
                 }
                 seek @ SourceCommand::Seek { .. } => seeks.push((seek, 0)),
+                SourceCommand::CheckRange { tp, epoch, range } => self.check_range(tp, epoch, range),
             }
         }
         for (seek, attempts) in seeks {

@@ -52,6 +52,8 @@ pub enum Control {
     Assigned { partitions: Vec<AssignedPartition>, reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>> },
     /// Flush (or, when `lost`, drop) these partitions and answer once nothing of them will be uploaded.
     Revoked { partitions: Vec<TopicPartition>, lost: bool, reply: std_mpsc::SyncSender<()> },
+    /// The assignment `epoch` of `tp` has no record left in `range` (answering `CheckRange`).
+    RangeEmpty { tp: TopicPartition, epoch: u64, range: OffsetRange },
 }
 
 /// A durable object's end, to be committed to Kafka as a hint.
@@ -73,6 +75,13 @@ pub enum SourceCommand {
         from_epoch: u64,
         epoch: u64,
         position: ResumeAt,
+    },
+    /// Find out whether `range` of `tp` still holds a record; answered with `Control::RangeEmpty` when
+    /// it does not. Sent for a re-write whose records stopped coming.
+    CheckRange {
+        tp: TopicPartition,
+        epoch: u64,
+        range: OffsetRange,
     },
 }
 

@@ -14,6 +14,7 @@ pub mod convert;
 mod messages;
 pub mod offsets;
 mod pending;
+pub mod probe;
 pub mod topic_id;
 
 use std::time::Duration;

@@ -10,7 +10,7 @@ use crate::core::claim::Claim;
 use crate::core::object_key::{FileKind, ObjectKey, Prefix};
 use crate::core::partition::OffsetRange;
 use crate::core::spool::SpoolData;
-use crate::source::ResumeAt;
+use crate::source::{Control, ResumeAt, SourceCommand};
 use crate::store::{ObjectStore, PutOutcome};
 
 fn key_of(p: i32, s: i64, e: i64, kind: FileKind) -> ObjectKey {
@@ -115,5 +115,35 @@ async fn the_budget_holds_while_a_claimed_range_is_rewritten() {
     h.drained().await;
     h.revoke(1, false).await;
     assert_eq!(h.keys().await, vec![key(0, 0, 99), key(1, 0, 19)]);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn a_rewrite_whose_records_are_gone_completes_once_kafka_says_so() {
+    // A claim of 0..=9 whose tail 5..=9 Kafka compacted away since; nothing newer arrives.
+    let roll =
+        crate::core::roll::RollPolicy { max_records: 1000, max_bytes: 1 << 30, max_age: Duration::from_millis(300) };
+    let h = harness(roll, 1 << 30, Duration::from_secs(10));
+    h.plant_claim(0, 0, 0, 9).await;
+    h.assign(0, Some(0)).await;
+    h.send(0, 0..5, 10).await;
+    // After a roll age without records, the consumer is asked about the rest of the range.
+    let (epoch, range) = loop {
+        if let SourceCommand::CheckRange { tp: checked, epoch, range } = h.next_command().await {
+            assert_eq!(checked, tp(0));
+            break (epoch, range);
+        }
+    };
+    assert_eq!(range, OffsetRange::new(5, 9).unwrap());
+    assert!(h.keys().await.is_empty(), "nothing uploaded before Kafka answers");
+    // Kafka holds none of it: the re-write uploads what it has, and the chain goes on after the claim.
+    h.control.send(Control::RangeEmpty { tp: tp(0), epoch, range }).unwrap();
+    assert_eq!(h.wait_keys(1).await, vec![key(0, 0, 4)]);
+    h.send(0, 12..14, 10).await;
+    h.drained().await;
+    h.revoke(0, false).await;
+    assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 12, 13)]);
+    let chain: Vec<(i64, i64, i64)> = h.claims(0).await.iter().map(|c| (c.chain_start, c.first, c.end)).collect();
+    assert_eq!(chain, vec![(0, 0, 9), (10, 12, 13)]);
     h.task.abort();
 }
