@@ -16,7 +16,7 @@ use crate::core::recovery::CommitHint;
 use crate::core::status::{partition_status, PartitionStatus};
 use crate::source::offsets::{partition_offsets, OffsetsError, PartitionOffsets};
 use crate::store::ObjectStore;
-use crate::tail::{find_tail, Patience, TailError};
+use crate::tail::{find_tail, Patience, TailError, TailHints};
 
 /// Tries of each store request before `status` reports the error.
 const STATUS_ATTEMPTS: u32 = 8;
@@ -112,7 +112,8 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
     let results: Vec<Result<(PartitionStatus, u32), StatusError>> = stream::iter(offsets)
         .map(|(tp, PartitionOffsets { log, committed, topic_id })| async move {
             let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
-            let found = find_tail(store, &opts.prefix, &tp, hint, true, Patience::Attempts(STATUS_ATTEMPTS), None)
+            let hints = TailHints { commit: hint, log_end: Some(log.log_end) };
+            let found = find_tail(store, &opts.prefix, &tp, hints, true, Patience::Attempts(STATUS_ATTEMPTS), None)
                 .await
                 .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
             let row = partition_status(

@@ -41,6 +41,14 @@ pub enum TailError {
     BadClaim(#[from] ClaimError),
 }
 
+/// Where the search for a partition's tail may start and end: the Kafka commit (where to list from)
+/// and the log-end offset (no key starts at or past it); both only speed the search up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TailHints {
+    pub commit: Option<CommitHint>,
+    pub log_end: Option<i64>,
+}
+
 #[derive(Debug)]
 pub struct FoundTail {
     pub tail: Tail,
@@ -58,7 +66,7 @@ pub async fn find_tail(
     store: &dyn ObjectStore,
     prefix: &Prefix,
     tp: &TopicPartition,
-    hint: Option<CommitHint>,
+    hints: TailHints,
     claims: bool,
     patience: Patience,
     metrics: Option<&Metrics>,
@@ -74,7 +82,8 @@ pub async fn find_tail(
         overlaps: vec![],
     };
     if claims {
-        let listed = run_plan(store, TailSearch::claims(prefix, tp, hint), attempts, watch).await?;
+        let listed =
+            run_plan(store, TailSearch::claims(prefix, tp, hints.commit, hints.log_end), attempts, watch).await?;
         found.list_requests += listed.list_requests;
         found.keys_seen += listed.objects_seen;
         found.ignored_keys.extend(listed.ignored_keys);
@@ -90,7 +99,7 @@ pub async fn find_tail(
             return Ok(found);
         }
     }
-    let listed = run_plan(store, TailSearch::data(prefix, tp, hint), attempts, watch).await?;
+    let listed = run_plan(store, TailSearch::data(prefix, tp, hints.commit, hints.log_end), attempts, watch).await?;
     found.list_requests += listed.list_requests;
     found.keys_seen += listed.objects_seen;
     found.ignored_keys.extend(listed.ignored_keys);

@@ -310,8 +310,9 @@ impl Pipeline {
         }
         let recoverer = self.recoverer();
         self.recoveries.push(Box::pin(async move {
-            let recoveries =
-                partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, p.log_start, p.topic_id.as_deref()));
+            let recoveries = partitions
+                .iter()
+                .map(|p| recoverer.recover(&p.tp, p.hint, (p.log_start, p.log_end), p.topic_id.as_deref()));
             let plans = futures::future::join_all(recoveries).await;
             Recovered::Assigned { partitions, plans, reply }
         }));
@@ -334,7 +335,7 @@ impl Pipeline {
         self.recovering.insert(tp.clone(), epoch);
         let recoverer = self.recoverer();
         self.recoveries.push(Box::pin(async move {
-            let plan = recoverer.recover(&tp, Some(hint), None, topic_id.as_deref()).await;
+            let plan = recoverer.recover(&tp, Some(hint), (None, None), topic_id.as_deref()).await;
             Recovered::Restarted { tp, topic_id, from_epoch, epoch, plan: Box::new(plan) }
         }));
     }

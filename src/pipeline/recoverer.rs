@@ -12,7 +12,7 @@ use crate::core::partition::TopicPartition;
 use crate::core::recovery::{check_incarnation, plan_resume, CommitHint, ResumePlan};
 use crate::source::{AssignedPartition, ResumeAt};
 use crate::store::ObjectStore;
-use crate::tail::{find_tail, Patience, TailError};
+use crate::tail::{find_tail, Patience, TailError, TailHints};
 use crate::telemetry::events::RecoveryFinished;
 use crate::telemetry::{Event, Metrics};
 
@@ -48,15 +48,23 @@ impl Recoverer {
         &self,
         tp: &TopicPartition,
         hint: Option<CommitHint>,
-        log_start: Option<i64>,
+        (log_start, log_end): (Option<i64>, Option<i64>),
         topic_id: Option<&str>,
     ) -> Result<Option<ResumePlan>, PipelineError> {
         let started = Instant::now();
+        let hints = TailHints { commit: hint, log_end };
         self.metrics.recoveries_in_progress.inc();
         // Retried for as long as it takes: meanwhile /readyz says why, and the consumer stays in the group.
-        let found =
-            find_tail(self.store.as_ref(), &self.prefix, tp, hint, self.claims, Patience::Forever, Some(&self.metrics))
-                .await;
+        let found = find_tail(
+            self.store.as_ref(),
+            &self.prefix,
+            tp,
+            hints,
+            self.claims,
+            Patience::Forever,
+            Some(&self.metrics),
+        )
+        .await;
         self.metrics.recoveries_in_progress.dec();
         let found = match found {
             Ok(found) => found,

@@ -214,10 +214,10 @@ impl ArchiverContext {
                 let hint = committed
                     .find_partition(tp.topic(), tp.partition())
                     .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
-                let log_start =
-                    consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok().map(|w| w.0);
+                let watermarks = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok();
+                let (log_start, log_end) = (watermarks.map(|w| w.0), watermarks.map(|w| w.1));
                 let topic_id = topic_ids.get(tp.topic()).cloned();
-                AssignedPartition { tp: tp.clone(), epoch, hint, log_start, topic_id }
+                AssignedPartition { tp: tp.clone(), epoch, hint, log_start, log_end, topic_id }
             })
             .collect();
         info!(partitions = ?names(&tps), "partitions assigned; recovering positions from the archive");

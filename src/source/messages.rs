@@ -29,6 +29,9 @@ pub struct AssignedPartition {
     pub hint: Option<CommitHint>,
     /// The partition's log start offset (low watermark), when the broker told it.
     pub log_start: Option<i64>,
+    /// The partition's log-end offset (high watermark), when the broker told it: bounds the search
+    /// for the archive's end.
+    pub log_end: Option<i64>,
     /// The topic's ID (KIP-516), when the broker told it.
     pub topic_id: Option<String>,
 }

@@ -45,16 +45,37 @@ enum Listing {
     Claims,
 }
 
+/// Where a search stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The first request: from the hint, or from the folder's start.
+    First,
+    /// Nothing at or after the hint: probing backwards from `at`, `distance` below the hint.
+    Backward { at: i64, distance: i64 },
+    /// The folder goes on past a full page: searching for its last key by start offset. A key starts
+    /// at `lo`; none starts at `hi` or later (once known); the next probe lists from `at`; without `hi`
+    /// the probes gallop ahead in steps of `step`, doubling.
+    Seek { lo: i64, hi: Option<i64>, step: i64, at: i64 },
+    /// Listing forward from the last key's start to the folder's end.
+    Tail,
+}
+
+/// Finds a partition's last data object or last claim in O(log n) list requests: one with a commit
+/// hint that names the chain start; otherwise a search over `StartAfter` by start offset (galloping,
+/// then bisecting; bounded by the log-end offset when known).
 #[derive(Debug)]
 pub struct TailSearch {
     prefix: Prefix,
     tp: TopicPartition,
     listing: Listing,
     folder: String,
-    /// While probing backwards: the offset probed from and how far below the hint it is.
-    probe: Option<(i64, i64)>,
+    phase: Phase,
     /// The offset the backward probes count down from.
     probe_base: i64,
+    /// The partition's log-end offset: no key starts at or after it (unless the archive is ahead of
+    /// the log, which the search then finds out).
+    log_end: Option<i64>,
+    log_end_probed: bool,
     hinted: bool,
     list_requests: u32,
     last_object: Option<ObjectKey>,
@@ -66,16 +87,32 @@ pub struct TailSearch {
 
 impl TailSearch {
     /// Starts a search for the partition's last data object; returns it with the first request to make.
-    pub fn data(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>) -> (Self, ListRequest) {
-        Self::new(prefix, tp, hint, Listing::Data)
+    pub fn data(
+        prefix: &Prefix,
+        tp: &TopicPartition,
+        hint: Option<CommitHint>,
+        log_end: Option<i64>,
+    ) -> (Self, ListRequest) {
+        Self::new(prefix, tp, hint, log_end, Listing::Data)
     }
 
     /// Starts a search for the partition's last claim.
-    pub fn claims(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>) -> (Self, ListRequest) {
-        Self::new(prefix, tp, hint, Listing::Claims)
+    pub fn claims(
+        prefix: &Prefix,
+        tp: &TopicPartition,
+        hint: Option<CommitHint>,
+        log_end: Option<i64>,
+    ) -> (Self, ListRequest) {
+        Self::new(prefix, tp, hint, log_end, Listing::Claims)
     }
 
-    fn new(prefix: &Prefix, tp: &TopicPartition, hint: Option<CommitHint>, listing: Listing) -> (Self, ListRequest) {
+    fn new(
+        prefix: &Prefix,
+        tp: &TopicPartition,
+        hint: Option<CommitHint>,
+        log_end: Option<i64>,
+        listing: Listing,
+    ) -> (Self, ListRequest) {
         let folder = match listing {
             Listing::Data => prefix.partition_folder(tp),
             Listing::Claims => prefix.claims_folder(tp),
@@ -86,8 +123,10 @@ impl TailSearch {
             tp: tp.clone(),
             listing,
             folder: folder.clone(),
-            probe: base.map(|b| (b, 0)),
+            phase: Phase::First,
             probe_base: base.unwrap_or(0),
+            log_end,
+            log_end_probed: false,
             hinted: hint.is_some(),
             list_requests: 1,
             last_object: None,
@@ -108,21 +147,103 @@ impl TailSearch {
         }
     }
 
+    /// The start offset a key names, if it is one of this partition's archive keys.
+    fn start_of(&self, raw: &str) -> Option<i64> {
+        match self.listing {
+            Listing::Data => {
+                ObjectKey::parse(&self.prefix, raw).ok().filter(|k| k.tp == self.tp).map(|k| k.range.start())
+            }
+            Listing::Claims => {
+                ClaimKey::parse(&self.prefix, raw).ok().filter(|k| k.tp == self.tp).map(|k| k.chain_start)
+            }
+        }
+    }
+
     /// Feeds the page answering the last request; returns the next request or the result.
     pub fn feed(&mut self, page: ListPage) -> Step {
+        if let Phase::Seek { lo, hi, step, at } = self.phase {
+            return self.seek(page, lo, hi, step, at);
+        }
+        let starts: Vec<i64> = page.keys.iter().filter_map(|k| self.start_of(k)).collect();
+        if page.truncated && self.phase != Phase::Tail {
+            if let (Some(&first), Some(&lo)) = (starts.first(), starts.iter().max()) {
+                // More keys than a page: search for the last one instead of paging through them all.
+                let step = (lo - first).max(1);
+                let foreign: Vec<String> = page.keys.iter().filter(|k| self.start_of(k).is_none()).cloned().collect();
+                self.ignored_keys.extend(foreign);
+                return self.probe(lo, None, step);
+            }
+        }
+        self.take(&page);
+        if page.truncated {
+            if let Some(last) = page.keys.last() {
+                return self.request(Some(last.clone()));
+            }
+        }
+        let found = !starts.is_empty();
+        match self.phase {
+            Phase::First if !found && self.hinted && self.probe_base > 0 => self.backward(0),
+            Phase::Backward { at, distance } if !found && at > 0 => self.backward(distance),
+            _ => self.done(),
+        }
+    }
+
+    /// Nothing at or after the last backward probe: the archive ends lower. Probe twice as far back.
+    fn backward(&mut self, distance: i64) -> Step {
+        let distance = distance.saturating_mul(2).max(1);
+        let at = (self.probe_base - distance).max(0);
+        self.phase = Phase::Backward { at, distance };
+        self.ignored_keys.clear();
+        self.request(Some(self.start_after(at)))
+    }
+
+    /// One step of the search for the last key (see [`Phase::Seek`]).
+    fn seek(&mut self, page: ListPage, mut lo: i64, mut hi: Option<i64>, step: i64, at: i64) -> Step {
+        let last_start = page.keys.iter().filter_map(|k| self.start_of(k)).max();
+        match last_start {
+            None => hi = Some(at),
+            Some(_) if !page.truncated => {
+                // The folder's end is on this page.
+                self.phase = Phase::Tail;
+                self.take(&page);
+                return self.done();
+            }
+            Some(start) => lo = lo.max(start),
+        }
+        self.probe(lo, hi, step.saturating_mul(2))
+    }
+
+    /// Asks for the next probe of the search, or lists the tail once the last key's start is known.
+    fn probe(&mut self, lo: i64, hi: Option<i64>, step: i64) -> Step {
+        let at = match hi {
+            Some(hi) if hi - lo <= 1 => {
+                self.phase = Phase::Tail;
+                return self.request(Some(self.start_after(lo)));
+            }
+            Some(hi) => lo + (hi - lo) / 2,
+            // First make sure nothing starts at the log end or later; then gallop.
+            None => match self.log_end.filter(|end| *end > lo && !self.log_end_probed) {
+                Some(end) => {
+                    self.log_end_probed = true;
+                    end
+                }
+                None => lo.saturating_add(step),
+            },
+        };
+        self.phase = Phase::Seek { lo, hi, step, at };
+        self.request(Some(self.start_after(at)))
+    }
+
+    /// Takes the keys of a page into the result.
+    fn take(&mut self, page: &ListPage) {
         for raw in &page.keys {
-            // Found a key at or after the probe: from here on, just page forward.
             match self.listing {
                 Listing::Data => match ObjectKey::parse(&self.prefix, raw) {
-                    Ok(k) if k.tp == self.tp => {
-                        self.probe = None;
-                        self.observe(k);
-                    }
+                    Ok(k) if k.tp == self.tp => self.observe(k),
                     _ => self.ignored_keys.push(raw.clone()),
                 },
                 Listing::Claims => match ClaimKey::parse(&self.prefix, raw) {
                     Ok(k) if k.tp == self.tp => {
-                        self.probe = None;
                         self.objects_seen += 1;
                         self.last_claim = Some(self.last_claim.map_or(k.chain_start, |s| s.max(k.chain_start)));
                     }
@@ -130,21 +251,9 @@ impl TailSearch {
                 },
             }
         }
-        if page.truncated {
-            if let Some(last) = page.keys.last() {
-                return self.request(Some(last.clone()));
-            }
-        }
-        if let Some((at, distance)) = self.probe {
-            if at > 0 {
-                // Nothing at or after `at`: the archive ends lower. Probe twice as far back.
-                let distance = distance.saturating_mul(2).max(1);
-                let next = (self.probe_base - distance).max(0);
-                self.probe = Some((next, distance));
-                self.ignored_keys.clear();
-                return self.request(Some(self.start_after(next)));
-            }
-        }
+    }
+
+    fn done(&mut self) -> Step {
         Step::Done(TailListing {
             next_offset: self.last_object.as_ref().map(|k| k.range.next()),
             last_object: self.last_object.take(),
@@ -183,23 +292,42 @@ mod tests {
 
     /// ListObjectsV2 semantics over a set of keys: sorted, after `start_after`, at most `max_keys`.
     fn list(all: &[String], req: &ListRequest, max_keys: usize) -> ListPage {
-        let mut keys: Vec<&String> = all
-            .iter()
-            .filter(|k| k.starts_with(&req.prefix) && req.start_after.as_ref().is_none_or(|sa| *k > sa))
-            .collect();
-        keys.sort();
-        ListPage { truncated: keys.len() > max_keys, keys: keys.into_iter().take(max_keys).cloned().collect() }
+        let mut sorted = all.to_vec();
+        sorted.sort();
+        list_sorted(&sorted, req, max_keys)
     }
 
-    type Start = fn(&Prefix, &TopicPartition, Option<CommitHint>) -> (TailSearch, ListRequest);
+    /// The same over keys already sorted (fast enough for a million keys).
+    fn list_sorted(sorted: &[String], req: &ListRequest, max_keys: usize) -> ListPage {
+        let from = match &req.start_after {
+            Some(sa) => sorted.partition_point(|k| k <= sa),
+            None => sorted.partition_point(|k| k < &req.prefix),
+        };
+        let keys: Vec<String> =
+            sorted[from..].iter().take_while(|k| k.starts_with(&req.prefix)).take(max_keys + 1).cloned().collect();
+        ListPage { truncated: keys.len() > max_keys, keys: keys.into_iter().take(max_keys).collect() }
+    }
+
+    type Start = fn(&Prefix, &TopicPartition, Option<CommitHint>, Option<i64>) -> (TailSearch, ListRequest);
 
     /// Runs a plan over `all` keys to the end.
-    fn run_plan(start: Start, all: &[String], hint: Option<CommitHint>) -> TailListing {
+    fn run_plan(start: Start, all: &[String], hint: Option<CommitHint>, log_end: Option<i64>) -> TailListing {
+        run_paged(start, all, hint, log_end, 1000)
+    }
+
+    /// The same with pages of `page` keys (small pages make small archives need the search).
+    fn run_paged(
+        start: Start,
+        all: &[String],
+        hint: Option<CommitHint>,
+        log_end: Option<i64>,
+        page: usize,
+    ) -> TailListing {
         let prefix = Prefix::new("arch");
         let tp = TopicPartition::new("t", 0).unwrap();
-        let (mut plan, mut req) = start(&prefix, &tp, hint);
+        let (mut plan, mut req) = start(&prefix, &tp, hint, log_end);
         for _ in 0..10_000 {
-            match plan.feed(list(all, &req, 1000)) {
+            match plan.feed(list(all, &req, page)) {
                 Step::List(next) => req = next,
                 Step::Done(r) => return r,
             }
@@ -208,7 +336,7 @@ mod tests {
     }
 
     fn run(all: &[String], hint: Option<CommitHint>) -> TailListing {
-        run_plan(TailSearch::data, all, hint)
+        run_plan(TailSearch::data, all, hint, None)
     }
 
     fn k(p: i32, s: i64, e: i64) -> String {
@@ -241,13 +369,55 @@ mod tests {
     }
 
     #[test]
-    fn thousands_of_files_page_through() {
+    fn thousands_of_files_are_searched_not_paged_through() {
         let all = chain(3500, 10);
         let r = run(&all, None);
         assert_eq!(r.next_offset, Some(35_000));
-        assert_eq!(r.objects_seen, 3500);
-        assert_eq!(r.list_requests, 4);
+        assert!(r.list_requests <= 6, "{} requests", r.list_requests);
         assert!(r.overlaps.is_empty());
+    }
+
+    #[test]
+    fn a_million_objects_without_any_hint_take_a_few_dozen_requests() {
+        // 1,000,000 objects of 1,000 offsets each (the last ends at offset 999,999,999).
+        let mut all: Vec<String> = (0..1_000_000).map(|i| k(0, i * 1000, i * 1000 + 999)).collect();
+        all.push("arch/topic=t/partition=0/zz-notes.txt".into());
+        all.sort();
+        let search = |log_end: Option<i64>, hint: Option<CommitHint>| {
+            let prefix = Prefix::new("arch");
+            let tp = TopicPartition::new("t", 0).unwrap();
+            let (mut plan, mut req) = TailSearch::data(&prefix, &tp, hint, log_end);
+            loop {
+                match plan.feed(list_sorted(&all, &req, 1000)) {
+                    Step::List(next) => req = next,
+                    Step::Done(r) => return r,
+                }
+            }
+        };
+        let bounded = search(Some(1_000_000_000), None);
+        assert_eq!(bounded.next_offset, Some(1_000_000_000));
+        assert!(bounded.list_requests <= 40, "{} requests with the log end", bounded.list_requests);
+        let unbounded = search(None, None);
+        assert_eq!(unbounded.next_offset, Some(1_000_000_000));
+        assert!(unbounded.list_requests <= 60, "{} requests without the log end", unbounded.list_requests);
+        let hinted = search(Some(1_000_000_000), hint(1_000_000_000, Some(999_999_000)));
+        assert_eq!((hinted.next_offset, hinted.list_requests), (Some(1_000_000_000), 1));
+        // A commit reset to the start (offset 1, no metadata) costs a search, not a million keys.
+        let reset = search(Some(1_000_000_000), hint(1, None));
+        assert_eq!(reset.next_offset, Some(1_000_000_000));
+        assert!(reset.list_requests <= 40, "{} requests after a reset commit", reset.list_requests);
+        println!(
+            "1,000,000 objects: {} requests with the log end, {} without, {} with a reset commit, 1 with the hint",
+            bounded.list_requests, unbounded.list_requests, reset.list_requests
+        );
+    }
+
+    #[test]
+    fn an_archive_ahead_of_the_log_is_still_found_to_its_end() {
+        // The topic was re-created: its log end (500) is far below the archive's end.
+        let all = chain(5000, 10);
+        let r = run_plan(TailSearch::data, &all, None, Some(500));
+        assert_eq!(r.next_offset, Some(50_000));
     }
 
     fn hint(next_offset: i64, chain_start: Option<i64>) -> Option<CommitHint> {
@@ -372,8 +542,15 @@ mod tests {
                 at += len;
             }
             let expected = (!all.is_empty()).then_some(at);
-            let r = run(&all, CommitHint::parse(next, &chain_start.map(CommitHint::metadata_for).unwrap_or_default()));
+            let hint = CommitHint::parse(next, &chain_start.map(CommitHint::metadata_for).unwrap_or_default());
+            let r = run(&all, hint);
             proptest::prop_assert_eq!(r.next_offset, expected);
+            // With pages of 3 keys (so most archives need the search), and a log end right or wrong (a
+            // re-created topic's) or unknown: the same end.
+            for log_end in [None, Some(at), Some(at / 2), Some(at + 7)] {
+                let r = run_paged(TailSearch::data, &all, hint, log_end, 3);
+                proptest::prop_assert_eq!(r.next_offset, expected, "log end {:?}", log_end);
+            }
         }
     }
 
@@ -382,7 +559,7 @@ mod tests {
     }
 
     fn run_claims(all: &[String], hint: Option<CommitHint>) -> TailListing {
-        run_plan(TailSearch::claims, all, hint)
+        run_plan(TailSearch::claims, all, hint, None)
     }
 
     #[test]
@@ -391,7 +568,8 @@ mod tests {
         all.extend(chain(2500, 10));
         all.push(ClaimKey::new(Prefix::new("arch"), TopicPartition::new("t", 1).unwrap(), 1 << 40).to_string());
         let r = run_claims(&all, None);
-        assert_eq!((r.last_claim, r.objects_seen, r.list_requests), (Some(24_990), 2500, 3));
+        assert_eq!(r.last_claim, Some(24_990));
+        assert!(r.list_requests <= 6, "{} requests", r.list_requests);
         assert!(r.ignored_keys.is_empty(), "data objects live in another folder");
         let r = run_claims(&all, hint(25_000, Some(24_990)));
         assert_eq!((r.last_claim, r.list_requests), (Some(24_990), 1));

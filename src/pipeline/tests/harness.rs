@@ -161,7 +161,8 @@ impl Harness {
         let (reply, rx) = std_mpsc::sync_channel(1);
         let epoch = self.link.next_epoch();
         self.epochs.lock().unwrap().insert(p, epoch);
-        let partitions = vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start, topic_id: None }];
+        let partitions =
+            vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start, log_end: None, topic_id: None }];
         self.control.send(Control::Assigned { partitions, reply }).unwrap();
         rx
     }
