@@ -3,7 +3,7 @@
 //! Produces N records of about 1 KiB to a 4-partition topic, then measures, in the same run:
 //! 1. a plain rdkafka consumer that discards records (the ceiling the broker allows), and
 //! 2. the archiver binary archiving the topic to S3, from start until the archive holds every record,
-//!    and its peak RSS (VmHWM).
+//!    its CPU seconds (user + system, from /proc) and its peak RSS (VmHWM).
 //!
 //! Usage: cargo run --example throughput -- [records] [value-bytes]
 
@@ -23,6 +23,15 @@ use rdkafka::Message;
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run this through localstack/bench.sh"))
+}
+
+/// CPU seconds (user + system) a process has used so far, from /proc (`self` or a pid).
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+    ticks / 100.0 // USER_HZ
 }
 
 fn peak_rss_kib(pid: u32) -> u64 {
@@ -55,20 +64,26 @@ async fn main() {
     println!("produced {records} records ({mb:.1} MB of keys+values) in {:.1}s", started.elapsed().as_secs_f64());
     let last: BTreeMap<i32, i64> = produced.iter().map(|(p, r)| (*p, r.last().unwrap().offset)).collect();
 
+    let cpu_before = cpu_seconds("self");
     let (plain, join) = plain_consumer(&brokers, &topic, records);
+    let plain_cpu = cpu_seconds("self") - cpu_before;
     println!(
-        "plain rdkafka consumer (discard): {:.0} records/s, {:.1} MB/s ({plain:.1}s from first record, join took {join:.1}s)",
+        "plain rdkafka consumer (discard): {:.0} records/s, {:.1} MB/s ({plain:.1}s from first record, join took {join:.1}s), \
+         {plain_cpu:.1} CPU s ({:.1} per GB)",
         records as f64 / plain,
         mb / plain,
+        plain_cpu / (mb / 1000.0),
     );
     let run = archiver(&brokers, &topic, &last).await;
     println!(
         "archiver to S3: {:.0} records/s, {:.1} MB/s ({:.1}s from partitions recovered to all objects listed, incl. \
-         the last file's 1s roll-age; join took {:.1}s), peak RSS {:.0} MiB, exit {}",
+         the last file's 1s roll-age; join took {:.1}s), {:.1} CPU s ({:.1} per GB), peak RSS {:.0} MiB, exit {}",
         records as f64 / run.seconds,
         mb / run.seconds,
         run.seconds,
         run.join_seconds,
+        run.cpu_seconds,
+        run.cpu_seconds / (mb / 1000.0),
         run.peak_rss_kib as f64 / 1024.0,
         run.status
     );
@@ -105,6 +120,8 @@ struct ArchiverRun {
     /// From partitions recovered to every record's object listed.
     seconds: f64,
     join_seconds: f64,
+    /// CPU seconds of the whole process, start to exit.
+    cpu_seconds: f64,
     peak_rss_kib: u64,
     status: std::process::ExitStatus,
 }
@@ -153,7 +170,9 @@ async fn archiver(brokers: &str, topic: &str, last: &BTreeMap<i32, i64>) -> Arch
     }
     let seconds = t0.elapsed().as_secs_f64();
     peak = peak.max(peak_rss_kib(child.id()));
+    let cpu = cpu_seconds(&child.id().to_string());
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let status = child.wait().unwrap();
-    ArchiverRun { seconds, join_seconds: launched.elapsed().as_secs_f64() - seconds, peak_rss_kib: peak, status }
+    let join_seconds = launched.elapsed().as_secs_f64() - seconds;
+    ArchiverRun { seconds, join_seconds, cpu_seconds: cpu, peak_rss_kib: peak, status }
 }

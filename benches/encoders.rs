@@ -1,0 +1,74 @@
+//! The encoders' hot path: records/s per core turning records into a sealed file (Parquet and JSON
+//! lines, each compression), for compressible values (JSON-like, as `generate` makes them) and for
+//! incompressible ones (random bytes). Run with `cargo bench --bench encoders`; figures in the README.
+
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use kafka_s3_archiver::core::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
+use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
+use kafka_s3_archiver::core::record::Record;
+use kafka_s3_archiver::core::spool::{Spool, SpoolConfig, SpoolUsage};
+use kafka_s3_archiver::generate::generated;
+
+/// Records per encoded file.
+const RECORDS: usize = 20_000;
+const VALUE_BYTES: usize = 1024;
+
+fn records(random: bool) -> Vec<Record> {
+    let mut rng = fastrand::Rng::with_seed(7);
+    (0..RECORDS)
+        .map(|i| {
+            let mut r = generated(i, VALUE_BYTES);
+            r.offset = i as i64;
+            if random {
+                r.value = Some((0..VALUE_BYTES).map(|_| rng.u8(..)).collect());
+            }
+            r
+        })
+        .collect()
+}
+
+fn encode(spec: FileSpec, records: &[Record], spool: &SpoolConfig) -> u64 {
+    let mut encoder = FileEncoder::new(spec, Spool::new(spool.clone())).expect("encoder");
+    for r in records {
+        encoder.append(r).expect("append");
+    }
+    let meta = FileMeta {
+        tp: TopicPartition::new("bench", 0).expect("topic"),
+        range: OffsetRange::new(0, records.len() as i64 - 1).expect("range"),
+        records: records.len() as u64,
+    };
+    encoder.finish(&meta).expect("finish").len()
+}
+
+fn encoders(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("spool dir");
+    // Everything stays in memory: the encoders are measured, not the disk.
+    let spool =
+        SpoolConfig { memory_threshold: 1 << 34, dir: dir.path().into(), usage: Arc::new(SpoolUsage::default()) };
+    let specs = [
+        (Format::Parquet, Compression::Zstd),
+        (Format::Parquet, Compression::Snappy),
+        (Format::Jsonl, Compression::Zstd),
+        (Format::Jsonl, Compression::Gzip),
+        (Format::Jsonl, Compression::None),
+    ];
+    for (values, random) in [("compressible", false), ("random", true)] {
+        let input = records(random);
+        let mut group = c.benchmark_group(format!("encode-1KiB-{values}"));
+        group.throughput(Throughput::Elements(RECORDS as u64));
+        group.sample_size(10);
+        for (format, compression) in specs {
+            let spec = FileSpec::new(format, compression).expect("spec");
+            let name = format!("{format}-{compression}");
+            group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
+                b.iter_batched(|| (), |()| encode(spec, input, &spool), BatchSize::PerIteration)
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, encoders);
+criterion_main!(benches);
