@@ -2,8 +2,9 @@
 //!
 //! Produces N records of about 1 KiB to a 4-partition topic, then measures, in the same run:
 //! 1. a plain rdkafka consumer that discards records (the ceiling the broker allows), and
-//! 2. the archiver binary archiving the topic to S3, from start until the archive holds every record,
-//!    its CPU seconds (user + system, from /proc) and its peak RSS (VmHWM).
+//! 2. the archiver binary archiving the topic to a local directory (the pipeline without S3's costs)
+//!    and to S3, each from start until the archive holds every record, with its CPU seconds (user +
+//!    system, from /proc) and its peak RSS (VmHWM).
 //!
 //! Usage: cargo run --example throughput -- [records] [value-bytes]
 
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use kafka_s3_archiver::check::archived_ends;
 use kafka_s3_archiver::core::object_key::Prefix;
 use kafka_s3_archiver::generate::produce;
-use kafka_s3_archiver::store::{S3Settings, S3Store};
+use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Settings, S3Store};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -32,6 +33,19 @@ fn cpu_seconds(pid: &str) -> f64 {
     let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
     let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
     ticks / 100.0 // USER_HZ
+}
+
+/// CPU seconds per thread name of a process (threads of one name summed), busiest first.
+fn thread_cpu(pid: u32) -> Vec<(String, f64)> {
+    let mut by_name: BTreeMap<String, f64> = BTreeMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let tid = task.file_name().to_string_lossy().into_owned();
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default().trim().to_string();
+        *by_name.entry(name).or_default() += cpu_seconds(&format!("{pid}/task/{tid}"));
+    }
+    let mut threads: Vec<(String, f64)> = by_name.into_iter().collect();
+    threads.sort_by(|a, b| b.1.total_cmp(&a.1));
+    threads
 }
 
 fn peak_rss_kib(pid: u32) -> u64 {
@@ -74,9 +88,26 @@ async fn main() {
         mb / plain,
         plain_cpu / (mb / 1000.0),
     );
-    let run = archiver(&brokers, &topic, &last).await;
+    for target in [Target::Directory, Target::S3] {
+        let run = archiver(&brokers, &topic, &last, target).await;
+        report(target, &run, records, mb);
+    }
+}
+
+/// Where the archiver writes: a local directory isolates the pipeline from S3's costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Directory,
+    S3,
+}
+
+fn report(target: Target, run: &ArchiverRun, records: usize, mb: f64) {
+    let to = match target {
+        Target::Directory => "a local directory",
+        Target::S3 => "S3",
+    };
     println!(
-        "archiver to S3: {:.0} records/s, {:.1} MB/s ({:.1}s from partitions recovered to all objects listed, incl. \
+        "archiver to {to}: {:.0} records/s, {:.1} MB/s ({:.1}s from partitions recovered to all objects listed, incl. \
          the last file's 1s roll-age; join took {:.1}s), {:.1} CPU s ({:.1} per GB), peak RSS {:.0} MiB, exit {}",
         records as f64 / run.seconds,
         mb / run.seconds,
@@ -87,6 +118,9 @@ async fn main() {
         run.peak_rss_kib as f64 / 1024.0,
         run.status
     );
+    let busiest: Vec<String> = run.threads.iter().take(5).map(|(name, s)| format!("{name} {s:.1}s")).collect();
+    println!("  CPU by thread: {}", busiest.join(", "));
+    println!("  files by roll reason: {:?}; fetch paused {} times", run.rolls, run.paused);
 }
 
 /// A plain rdkafka consumer that discards `records` records of `topic`: seconds from its first record
@@ -122,24 +156,42 @@ struct ArchiverRun {
     join_seconds: f64,
     /// CPU seconds of the whole process, start to exit.
     cpu_seconds: f64,
+    /// CPU seconds by thread name, busiest first.
+    threads: Vec<(String, f64)>,
+    /// Files uploaded by roll reason (records, bytes, age, budget, flush...).
+    rolls: BTreeMap<String, u32>,
+    /// Times the consumer paused fetching because the pipeline was behind.
+    paused: usize,
     peak_rss_kib: u64,
     status: std::process::ExitStatus,
 }
 
 /// The archiver binary, as a process, archiving `topic` to a new S3 bucket until every partition's
 /// `last` offset is archived.
-async fn archiver(brokers: &str, topic: &str, last: &BTreeMap<i32, i64>) -> ArchiverRun {
-    let endpoint = env("KSA_TEST_S3_ENDPOINT");
-    let bucket = format!("bench-{}", std::process::id());
-    let store = S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
-    store.client().create_bucket().bucket(&bucket).send().await.unwrap();
-    let exe = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("kafka-s3-archiver");
+async fn archiver(brokers: &str, topic: &str, last: &BTreeMap<i32, i64>, target: Target) -> ArchiverRun {
     let spool = tempfile::tempdir().unwrap();
+    let (store, dest): (Box<dyn ObjectStore>, Vec<String>) = match target {
+        Target::S3 => {
+            let endpoint = env("KSA_TEST_S3_ENDPOINT");
+            let bucket = format!("bench-{}", std::process::id());
+            let store =
+                S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
+            store.client().create_bucket().bucket(&bucket).send().await.unwrap();
+            (Box::new(store), vec!["--dest".into(), format!("s3://{bucket}/bench"), "--s3-endpoint".into(), endpoint])
+        }
+        Target::Directory => {
+            let dir = spool.path().join("archive");
+            let store = LocalStore::new(&dir).unwrap();
+            (Box::new(store), vec!["--dest".into(), format!("file://{}/bench", dir.display())])
+        }
+    };
+    let exe = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("kafka-s3-archiver");
     let log_path = spool.path().join("archiver.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut child = Command::new(&exe)
-        .args(["run", "--brokers", brokers, "--group", &format!("bench-archiver-{}", std::process::id())])
-        .args(["--topic", topic, "--dest", &format!("s3://{bucket}/bench"), "--s3-endpoint", &endpoint])
+        .args(["run", "--brokers", brokers, "--group", &format!("bench-archiver-{}-{target:?}", std::process::id())])
+        .args(["--topic", topic])
+        .args(&dest)
         .args(["--roll-bytes", "16MiB", "--roll-age", "1s"])
         .args(["--kafka", "session.timeout.ms=3000", "--kafka", "heartbeat.interval.ms=500"])
         .arg("--spool-dir")
@@ -161,7 +213,7 @@ async fn archiver(brokers: &str, topic: &str, last: &BTreeMap<i32, i64>) -> Arch
     let mut peak = 0;
     loop {
         peak = peak.max(peak_rss_kib(child.id()));
-        let ends = archived_ends(&store, &prefix, topic).await.unwrap();
+        let ends = archived_ends(store.as_ref(), &prefix, topic).await.unwrap();
         if last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o)) {
             break;
         }
@@ -171,8 +223,15 @@ async fn archiver(brokers: &str, topic: &str, last: &BTreeMap<i32, i64>) -> Arch
     let seconds = t0.elapsed().as_secs_f64();
     peak = peak.max(peak_rss_kib(child.id()));
     let cpu = cpu_seconds(&child.id().to_string());
+    let threads = thread_cpu(child.id());
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let status = child.wait().unwrap();
     let join_seconds = launched.elapsed().as_secs_f64() - seconds;
-    ArchiverRun { seconds, join_seconds, cpu_seconds: cpu, peak_rss_kib: peak, status }
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let mut rolls: BTreeMap<String, u32> = BTreeMap::new();
+    for reason in log.lines().filter(|l| l.contains("object uploaded")).filter_map(|l| l.split("reason=").nth(1)) {
+        *rolls.entry(reason.split_whitespace().next().unwrap_or("").trim_matches('"').to_string()).or_default() += 1;
+    }
+    let paused = log.matches("pausing fetch").count();
+    ArchiverRun { seconds, join_seconds, cpu_seconds: cpu, threads, rolls, paused, peak_rss_kib: peak, status }
 }

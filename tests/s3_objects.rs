@@ -58,6 +58,8 @@ async fn data_objects_and_claims_are_encrypted_in_the_storage_class_and_owner_as
     let store = dest.store().await;
     wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success());
+    let log = archiver.log_text();
+    assert!(log.contains("object uploaded") && !log.contains('\u{1b}'), "log files carry no colour codes:\n{log}");
 
     let s3 = S3Store::connect(s3_settings(bucket, 8 << 20)).await;
     let data = list_all(store.as_ref(), &dest.prefix().topic_folder(&topic)).await.unwrap();
