@@ -97,7 +97,13 @@ impl KafkaSource {
             // Committed records only (aborted ones and transaction markers leave holes the claims
             // explain), whichever instance reads a range.
             .set("isolation.level", "read_committed")
-            .set("statistics.interval.ms", "5000");
+            .set("statistics.interval.ms", "5000")
+            // librdkafka waits this long before fetching again once its queue is full (1000 ms by
+            // default): a consumer that drains the queue in less than that — any that does real work
+            // per record — then idles each second. At the default the archiver took ~100k records/s
+            // on a broker that serves 1.2M/s; at 20 ms, ~270k (`localstack/bench.sh`). `--kafka` may
+            // set it otherwise.
+            .set("fetch.queue.backoff.ms", "20");
         if !uses_consumer_protocol(&settings.kafka_props) {
             // Classic groups: incremental rebalances, so partitions that stay are not flushed and
             // recovered again. (KIP-848's consumer protocol is always incremental; the broker assigns.)
