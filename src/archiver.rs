@@ -17,12 +17,13 @@ use crate::core::object_key::Prefix;
 use crate::core::recovery::ListRequest;
 use crate::core::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
-use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings};
+use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings, HAND_OVER_BATCH};
 use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
 use crate::telemetry::Metrics;
 
-/// Records waiting between the consumer thread and the pipeline.
-const RECORD_QUEUE: usize = 4096;
+/// Batches of records (up to `HAND_OVER_BATCH` each) waiting between the consumer thread and the
+/// pipeline: at most 4,096 records.
+const RECORD_BATCHES: usize = 4096 / HAND_OVER_BATCH;
 
 #[derive(Debug, Error)]
 pub enum ArchiverError {
@@ -188,7 +189,7 @@ impl Archiver {
             source,
         })?;
         let metrics = Arc::new(Metrics::default());
-        let (records_tx, records_rx) = mpsc::channel(RECORD_QUEUE);
+        let (records_tx, records_rx) = mpsc::channel(RECORD_BATCHES);
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let (link, commands) = SourceLink::new();
         let settings = PipelineSettings {

@@ -129,7 +129,7 @@ impl Pipeline {
     pub async fn run(
         mut self,
         mut control: mpsc::UnboundedReceiver<Control>,
-        mut records: mpsc::Receiver<Fetched>,
+        mut records: mpsc::Receiver<Vec<Fetched>>,
     ) -> Result<(), PipelineError> {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -141,8 +141,12 @@ impl Pipeline {
                 Some(ev) = control.recv() => self.handle(ev).await?,
                 Some(ev) = self.from_uploaders.recv() => self.on_uploader_event(ev).await?,
                 Some(done) = self.recoveries.next(), if !self.recoveries.is_empty() => self.recovered(done)?,
-                fetched = records.recv(), if !holding_back => match fetched {
-                    Some(fetched) => self.append(fetched)?,
+                batch = records.recv(), if !holding_back => match batch {
+                    Some(batch) => {
+                        for fetched in batch {
+                            self.append(fetched)?;
+                        }
+                    }
                     None => break,
                 },
                 _ = freed.notified(), if holding_back => {}

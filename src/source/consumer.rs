@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::BorrowedMessage;
 use rdkafka::message::Message;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use tracing::{error, info, warn};
@@ -27,6 +28,10 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long one hand-over waits for room in the pipeline's channel before polling again (which keeps
 /// rebalance callbacks served).
 const HAND_OVER_WAIT: Duration = Duration::from_millis(100);
+/// Messages polled before the pending ones are handed over.
+const POLL_BATCH: usize = 256;
+/// Records per channel message to the pipeline (one wake-up of the pipeline per batch, not per record).
+pub const HAND_OVER_BATCH: usize = 256;
 /// The longest an assign callback waits for recovery (see `assign_wait`).
 const ASSIGN_WAIT: Duration = Duration::from_secs(10);
 /// librdkafka's default `max.poll.interval.ms`.
@@ -47,7 +52,8 @@ pub struct SourceSettings {
 
 /// The pipeline's ends of the channels the source feeds.
 pub struct PipelineChannels {
-    pub records: mpsc::Sender<Fetched>,
+    /// Batches of up to `HAND_OVER_BATCH` records.
+    pub records: mpsc::Sender<Vec<Fetched>>,
     pub control: mpsc::UnboundedSender<Control>,
     pub commands: std_mpsc::Receiver<SourceCommand>,
 }
@@ -208,35 +214,59 @@ fn poll_loop(
                 }
             }
         }
-        match consumer.poll(Duration::from_millis(100)) {
-            None => {}
-            Some(Ok(msg)) => {
-                let tp = match &last_tp {
-                    Some(tp) if tp.partition() == msg.partition() && tp.topic() == msg.topic() => tp.clone(),
-                    _ => match TopicPartition::new(msg.topic(), msg.partition()) {
-                        Ok(tp) => tp,
-                        Err(e) => {
-                            error!("skipping a record of an unusable partition: {e}");
-                            continue;
-                        }
-                    },
-                };
-                last_tp = Some(tp.clone());
-                let mut state = ctx.state.lock().expect("source state");
-                if let Some((epoch, retention_gap)) = state.take_record(&tp, msg.offset()) {
-                    state.pending.push_back(Fetched { tp, epoch, record: to_record(&msg), retention_gap });
-                }
-            }
-            Some(Err(KafkaError::MessageConsumption(
-                RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange,
-            ))) => ctx.on_out_of_range(&consumer),
-            Some(Err(e @ KafkaError::MessageConsumptionFatal(_))) => return Err(SourceError::Fatal(e)),
-            Some(Err(e)) => warn!("Kafka consumer error (librdkafka retries): {e}"),
-        }
+        poll_batch(&consumer, &ctx, &mut last_tp)?;
         ctx.assignment_lost.store(consumer.assignment_lost(), Ordering::SeqCst);
         ctx.apply_late_answers(&consumer);
         hand_over(&consumer, &ctx);
         ctx.apply_commands(&consumer, CommitMode::Async);
+    }
+}
+
+/// Polls up to `POLL_BATCH` messages into the pending queue, waiting up to 100 ms for the first: the
+/// bookkeeping after it (hand-over, commands) then runs once per batch, not once per record.
+fn poll_batch(
+    consumer: &BaseConsumer<ArchiverContext>,
+    ctx: &ArchiverContext,
+    last_tp: &mut Option<TopicPartition>,
+) -> Result<(), SourceError> {
+    let mut wait = Duration::from_millis(100);
+    for _ in 0..POLL_BATCH {
+        match consumer.poll(wait) {
+            None => return Ok(()),
+            Some(Ok(msg)) => take_message(ctx, &msg, last_tp),
+            Some(Err(KafkaError::MessageConsumption(
+                RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange,
+            ))) => {
+                ctx.on_out_of_range(consumer);
+                return Ok(());
+            }
+            Some(Err(e @ KafkaError::MessageConsumptionFatal(_))) => return Err(SourceError::Fatal(e)),
+            Some(Err(e)) => {
+                warn!("Kafka consumer error (librdkafka retries): {e}");
+                return Ok(());
+            }
+        }
+        wait = Duration::ZERO;
+    }
+    Ok(())
+}
+
+/// Queues one polled message for the pipeline, if its partition is consumed.
+fn take_message(ctx: &ArchiverContext, msg: &BorrowedMessage<'_>, last_tp: &mut Option<TopicPartition>) {
+    let tp = match last_tp.as_ref() {
+        Some(tp) if tp.partition() == msg.partition() && tp.topic() == msg.topic() => tp.clone(),
+        _ => match TopicPartition::new(msg.topic(), msg.partition()) {
+            Ok(tp) => tp,
+            Err(e) => {
+                error!("skipping a record of an unusable partition: {e}");
+                return;
+            }
+        },
+    };
+    *last_tp = Some(tp.clone());
+    let mut state = ctx.state.lock().expect("source state");
+    if let Some((epoch, retention_gap)) = state.take_record(&tp, msg.offset()) {
+        state.pending.push_back(Fetched { tp, epoch, record: to_record(msg), retention_gap });
     }
 }
 
@@ -246,22 +276,17 @@ fn poll_loop(
 /// are failing) is fetching paused outright; pausing drops librdkafka's prefetched data, so it is
 /// kept for that case.
 fn hand_over(consumer: &BaseConsumer<ArchiverContext>, ctx: &ArchiverContext) {
-    let deadline = Instant::now() + HAND_OVER_WAIT;
+    let mut deadline = None;
     let mut state = ctx.state.lock().expect("source state");
     loop {
-        while let Some(fetched) = state.pending.pop_front() {
-            match ctx.records.try_send(fetched) {
-                Ok(()) => {}
-                Err(TrySendError::Full(fetched)) => {
-                    state.pending.push_front(fetched);
-                    break;
-                }
-                Err(TrySendError::Closed(_)) => {
-                    state.pending.clear();
-                    break;
-                }
+        while !state.pending.is_empty() {
+            match ctx.records.try_reserve() {
+                Ok(permit) => permit.send(state.pending.take_batch(HAND_OVER_BATCH)),
+                Err(TrySendError::Full(())) => break,
+                Err(TrySendError::Closed(())) => state.pending.clear(),
             }
         }
+        let deadline = *deadline.get_or_insert_with(|| Instant::now() + HAND_OVER_WAIT);
         if state.pending.is_empty() || Instant::now() >= deadline {
             break;
         }

@@ -82,7 +82,7 @@ impl SourceState {
 }
 
 pub(super) struct ArchiverContext {
-    pub(super) records: mpsc::Sender<Fetched>,
+    pub(super) records: mpsc::Sender<Vec<Fetched>>,
     pub(super) control: mpsc::UnboundedSender<Control>,
     pub(super) commands: Mutex<std_mpsc::Receiver<SourceCommand>>,
     /// Seeks that failed (the partition's fetch had not started yet), tried again on the next poll.

@@ -19,16 +19,11 @@ impl Pending {
         self.queue.push_back(fetched);
     }
 
-    /// Puts back a record that could not be handed over, ahead of the rest.
-    pub(super) fn push_front(&mut self, fetched: Fetched) {
-        self.bytes += fetched.record.payload_size();
-        self.queue.push_front(fetched);
-    }
-
-    pub(super) fn pop_front(&mut self) -> Option<Fetched> {
-        let fetched = self.queue.pop_front()?;
-        self.bytes -= fetched.record.payload_size();
-        Some(fetched)
+    /// The oldest `max` records (fewer if fewer are queued), in order.
+    pub(super) fn take_batch(&mut self, max: usize) -> Vec<Fetched> {
+        let batch: Vec<Fetched> = self.queue.drain(..max.min(self.queue.len())).collect();
+        self.bytes -= batch.iter().map(|f| f.record.payload_size()).sum::<u64>();
+        batch
     }
 
     /// Forgets the records of `tps` (revoked, or moved by a seek): never archived from here, so they
@@ -72,15 +67,17 @@ mod tests {
     #[test]
     fn bytes_follow_what_is_queued() {
         let mut pending = Pending::default();
-        pending.push_back(fetched(0, 0, 10));
-        pending.push_back(fetched(0, 1, 20));
+        for offset in 0..3 {
+            pending.push_back(fetched(0, offset, 10 * (offset as usize + 1)));
+        }
         // key 1 + value + 32 bytes of per-record overhead each
-        assert_eq!(pending.bytes(), 43 + 53);
-        let first = pending.pop_front().unwrap();
-        assert_eq!((first.record.offset, pending.bytes()), (0, 53));
-        pending.push_front(first);
-        assert_eq!(pending.bytes(), 43 + 53);
-        assert_eq!(pending.pop_front().unwrap().record.offset, 0, "put back ahead of the rest");
+        assert_eq!(pending.bytes(), 43 + 53 + 63);
+        let batch = pending.take_batch(2);
+        assert_eq!(batch.iter().map(|f| f.record.offset).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(pending.bytes(), 63);
+        assert_eq!(pending.take_batch(10).len(), 1);
+        assert!(pending.is_empty() && pending.bytes() == 0);
+        assert!(pending.take_batch(10).is_empty());
     }
 
     #[test]
@@ -92,7 +89,7 @@ mod tests {
         pending.forget(&[TopicPartition::new("t", 1).unwrap(), TopicPartition::new("t", 2).unwrap()]);
         assert_eq!(pending.bytes(), 2 * 43);
         let left: Vec<(i32, i64)> =
-            std::iter::from_fn(|| pending.pop_front()).map(|f| (f.tp.partition(), f.record.offset)).collect();
+            pending.take_batch(10).into_iter().map(|f| (f.tp.partition(), f.record.offset)).collect();
         assert_eq!(left, vec![(0, 0), (0, 1)]);
         assert!(pending.is_empty() && pending.bytes() == 0);
         pending.push_back(fetched(0, 2, 5));

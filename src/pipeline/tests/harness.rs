@@ -83,7 +83,7 @@ pub(super) struct Harness {
     pub(super) _dir: tempfile::TempDir,
     pub(super) store: Arc<TestStore>,
     pub(super) control: mpsc::UnboundedSender<Control>,
-    pub(super) records: mpsc::Sender<Fetched>,
+    pub(super) records: mpsc::Sender<Vec<Fetched>>,
     pub(super) commands: std_mpsc::Receiver<SourceCommand>,
     pub(super) link: SourceLink,
     pub(super) epochs: Mutex<HashMap<i32, u64>>,
@@ -181,7 +181,8 @@ impl Harness {
 
     pub(super) async fn send_epoch(&self, p: i32, epoch: u64, offsets: std::ops::Range<i64>, size: usize) {
         for o in offsets {
-            self.records.send(Fetched { tp: tp(p), epoch, record: rec(o, size), retention_gap: None }).await.unwrap();
+            let fetched = Fetched { tp: tp(p), epoch, record: rec(o, size), retention_gap: None };
+            self.records.send(vec![fetched]).await.unwrap();
         }
     }
 

@@ -73,7 +73,7 @@ async fn a_retention_gap_found_mid_stream_ends_the_file_there() {
     // Retention deleted 5..=19 while fetching was paused: the next record comes with the gap.
     let epoch = h.epochs.lock().unwrap()[&0];
     let gap = Some(OffsetRange::new(5, 19).unwrap());
-    h.records.send(Fetched { tp: tp(0), epoch, record: rec(20, 10), retention_gap: gap }).await.unwrap();
+    h.records.send(vec![Fetched { tp: tp(0), epoch, record: rec(20, 10), retention_gap: gap }]).await.unwrap();
     h.send(0, 21..23, 10).await;
     h.drained().await;
     h.revoke(0, false).await;
