@@ -1,6 +1,7 @@
 //! Topic-partition and offset-range domain types.
 
 use std::fmt;
+use std::sync::Arc;
 
 use thiserror::Error;
 
@@ -28,21 +29,21 @@ pub fn validate_topic(topic: &str) -> Result<(), PartitionError> {
     }
 }
 
-/// One partition of one topic.
+/// One partition of one topic. Cheap to clone (the name is shared): every consumed record carries one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicPartition {
-    topic: String,
+    topic: Arc<str>,
     partition: i32,
 }
 
 impl TopicPartition {
     pub fn new(topic: impl Into<String>, partition: i32) -> Result<Self, PartitionError> {
-        let topic = topic.into();
+        let topic: String = topic.into();
         validate_topic(&topic)?;
         if partition < 0 {
             return Err(PartitionError::NegativePartition(partition));
         }
-        Ok(Self { topic, partition })
+        Ok(Self { topic: topic.into(), partition })
     }
 
     pub fn topic(&self) -> &str {

@@ -143,8 +143,9 @@ impl Pipeline {
                 Some(done) = self.recoveries.next(), if !self.recoveries.is_empty() => self.recovered(done)?,
                 batch = records.recv(), if !holding_back => match batch {
                     Some(batch) => {
+                        let now = Instant::now();
                         for fetched in batch {
-                            self.append(fetched)?;
+                            self.append(fetched, now)?;
                         }
                     }
                     None => break,
@@ -191,11 +192,13 @@ impl Pipeline {
         }
     }
 
-    fn append(&mut self, fetched: Fetched) -> Result<(), PipelineError> {
+    /// Takes one record, received at `now`.
+    fn append(&mut self, fetched: Fetched, now: Instant) -> Result<(), PipelineError> {
         let Fetched { tp, epoch, record, retention_gap } = fetched;
-        let rewrite_waiting = self.rewrite_waiting();
+        // Looked at only when over budget: it visits every partition.
+        let park_others = self.budget.exceeded() && self.rewrite_waiting();
         let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) else { return Ok(()) };
-        if writer.is_parked() || (self.budget.exceeded() && rewrite_waiting && !writer.is_rewriting()) {
+        if writer.is_parked() || (park_others && !writer.is_rewriting()) {
             if writer.park(record.offset) {
                 self.metrics.emit(Event::Parked { tp: &tp, at: record.offset });
             }
@@ -206,7 +209,7 @@ impl Pipeline {
             self.metrics.emit(Event::RetentionGap { tp: &tp, missing, resume_at: record.offset });
             writer.retention_gap(missing, &self.settings, &mut self.budget).map_err(encode)?;
         }
-        writer.append(&record, Instant::now(), &self.settings, &mut self.budget, &self.metrics).map_err(encode)?;
+        writer.append(&record, now, &self.settings, &mut self.budget, &self.metrics).map_err(encode)?;
         if self.budget.exceeded() {
             self.roll_largest()?;
         }
