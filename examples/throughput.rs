@@ -1,12 +1,12 @@
 //! Throughput benchmark of `run` against real services (start them with `localstack/bench.sh`).
 //!
-//! Produces N records of about 1 KiB to a 4-partition topic, then measures, in the same run:
+//! Produces N records of about 1 KiB to a topic of 4 partitions (or as many as asked), then measures, in the same run:
 //! 1. a plain rdkafka consumer that discards records (the ceiling the broker allows), and
 //! 2. the archiver binary archiving the topic to a local directory (the pipeline without S3's costs)
 //!    and to S3, each from start until the archive holds every record, with its CPU seconds (user +
 //!    system, from /proc) and its peak RSS (VmHWM).
 //!
-//! Usage: cargo run --example throughput -- [records] [value-bytes]
+//! Usage: cargo run --example throughput -- [records] [value-bytes] [partitions] [max-buffer-bytes]
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -61,14 +61,20 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let records: usize = args.next().map_or(100_000, |a| a.parse().expect("records"));
     let value_size: usize = args.next().map_or(1024, |a| a.parse().expect("value bytes"));
+    let partitions: i32 = args.next().map_or(4, |a| a.parse().expect("partitions"));
+    // The archiver's memory budget (`--max-buffer-bytes`), e.g. 64MiB; its default when not given.
+    let budget: Option<String> = args.next();
     let brokers = env("KSA_TEST_BROKERS");
     let topic = format!("bench-{}", std::process::id());
 
     let admin: AdminClient<DefaultClientContext> =
         ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-    admin.create_topics(&[NewTopic::new(&topic, 4, TopicReplication::Fixed(1))], &AdminOptions::new()).await.unwrap();
+    admin
+        .create_topics(&[NewTopic::new(&topic, partitions, TopicReplication::Fixed(1))], &AdminOptions::new())
+        .await
+        .unwrap();
     let started = Instant::now();
-    let produced = produce(&brokers, &topic, 4, 0..records, value_size).await.expect("produce");
+    let produced = produce(&brokers, &topic, partitions, 0..records, value_size).await.expect("produce");
     let payload_bytes: u64 = produced
         .values()
         .flatten()
@@ -89,7 +95,7 @@ async fn main() {
         plain_cpu / (mb / 1000.0),
     );
     for target in [Target::Directory, Target::S3] {
-        let run = archiver(&brokers, &topic, &last, target).await;
+        let run = archiver(&brokers, &topic, &last, target, budget.as_deref()).await;
         report(target, &run, records, mb);
     }
 }
@@ -168,7 +174,13 @@ struct ArchiverRun {
 
 /// The archiver binary, as a process, archiving `topic` to a new S3 bucket until every partition's
 /// `last` offset is archived.
-async fn archiver(brokers: &str, topic: &str, last: &BTreeMap<i32, i64>, target: Target) -> ArchiverRun {
+async fn archiver(
+    brokers: &str,
+    topic: &str,
+    last: &BTreeMap<i32, i64>,
+    target: Target,
+    budget: Option<&str>,
+) -> ArchiverRun {
     let spool = tempfile::tempdir().unwrap();
     let (store, dest): (Box<dyn ObjectStore>, Vec<String>) = match target {
         Target::S3 => {
@@ -192,6 +204,7 @@ async fn archiver(brokers: &str, topic: &str, last: &BTreeMap<i32, i64>, target:
         .args(["run", "--brokers", brokers, "--group", &format!("bench-archiver-{}-{target:?}", std::process::id())])
         .args(["--topic", topic])
         .args(&dest)
+        .args(budget.map(|b| ["--max-buffer-bytes", b]).into_iter().flatten())
         .args(["--roll-bytes", "16MiB", "--roll-age", "1s"])
         .args(["--kafka", "session.timeout.ms=3000", "--kafka", "heartbeat.interval.ms=500"])
         .arg("--spool-dir")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The throughput benchmark (examples/throughput.rs) against freshly started Apache Kafka and LocalStack S3.
-# Usage: localstack/bench.sh [records] [value-bytes]
+# Usage: localstack/bench.sh [records] [value-bytes] [partitions] [max-buffer-bytes]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec ./localstack/with-services.sh sh -c \
