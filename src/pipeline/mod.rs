@@ -139,7 +139,7 @@ impl Pipeline {
             tokio::select! {
                 biased;
                 Some(ev) = control.recv() => self.handle(ev).await?,
-                Some(ev) = self.from_uploaders.recv() => self.on_uploader_event(ev).await?,
+                Some(ev) = self.from_uploaders.recv() => self.on_uploader_event(ev)?,
                 Some(done) = self.recoveries.next(), if !self.recoveries.is_empty() => self.recovered(done)?,
                 batch = records.recv(), if !holding_back => match batch {
                     Some(batch) => {
@@ -182,7 +182,7 @@ impl Pipeline {
         Ok(())
     }
 
-    async fn on_uploader_event(&mut self, ev: UploaderEvent) -> Result<(), PipelineError> {
+    fn on_uploader_event(&mut self, ev: UploaderEvent) -> Result<(), PipelineError> {
         match ev {
             UploaderEvent::Failed { key, error } => Err(PipelineError::Upload { key, source: error }),
             UploaderEvent::GaveUp { tp, epoch, chain_start } => {

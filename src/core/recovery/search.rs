@@ -164,23 +164,22 @@ impl TailSearch {
         if let Phase::Seek { lo, hi, step, at } = self.phase {
             return self.seek(page, lo, hi, step, at);
         }
-        let starts: Vec<i64> = page.keys.iter().filter_map(|k| self.start_of(k)).collect();
         if page.truncated && self.phase != Phase::Tail {
-            if let (Some(&first), Some(&lo)) = (starts.first(), starts.iter().max()) {
+            let starts: Vec<Option<i64>> = page.keys.iter().map(|k| self.start_of(k)).collect();
+            let ours = starts.iter().flatten();
+            if let (Some(&first), Some(&lo)) = (ours.clone().next(), ours.max()) {
                 // More keys than a page: search for the last one instead of paging through them all.
-                let step = (lo - first).max(1);
-                let foreign: Vec<String> = page.keys.iter().filter(|k| self.start_of(k).is_none()).cloned().collect();
+                let foreign = page.keys.iter().zip(&starts).filter(|(_, s)| s.is_none()).map(|(k, _)| k.clone());
                 self.ignored_keys.extend(foreign);
-                return self.probe(lo, None, step);
+                return self.probe(lo, None, (lo - first).max(1));
             }
         }
-        self.take(&page);
+        let found = self.take(&page);
         if page.truncated {
             if let Some(last) = page.keys.last() {
                 return self.request(Some(last.clone()));
             }
         }
-        let found = !starts.is_empty();
         match self.phase {
             Phase::First if !found && self.hinted && self.probe_base > 0 => self.backward(0),
             Phase::Backward { at, distance } if !found && at > 0 => self.backward(distance),
@@ -234,16 +233,21 @@ impl TailSearch {
         self.request(Some(self.start_after(at)))
     }
 
-    /// Takes the keys of a page into the result.
-    fn take(&mut self, page: &ListPage) {
+    /// Takes the keys of a page into the result; true if any is one of this partition's.
+    fn take(&mut self, page: &ListPage) -> bool {
+        let mut found = false;
         for raw in &page.keys {
             match self.listing {
                 Listing::Data => match ObjectKey::parse(&self.prefix, raw) {
-                    Ok(k) if k.tp == self.tp => self.observe(k),
+                    Ok(k) if k.tp == self.tp => {
+                        found = true;
+                        self.observe(k);
+                    }
                     _ => self.ignored_keys.push(raw.clone()),
                 },
                 Listing::Claims => match ClaimKey::parse(&self.prefix, raw) {
                     Ok(k) if k.tp == self.tp => {
+                        found = true;
                         self.objects_seen += 1;
                         self.last_claim = Some(self.last_claim.map_or(k.chain_start, |s| s.max(k.chain_start)));
                     }
@@ -251,6 +255,7 @@ impl TailSearch {
                 },
             }
         }
+        found
     }
 
     fn done(&mut self) -> Step {
