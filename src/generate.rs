@@ -50,6 +50,17 @@ pub async fn produce(
     indexes: Range<usize>,
     value_size: usize,
 ) -> Result<BTreeMap<i32, Vec<Record>>, KafkaError> {
+    produce_records(bootstrap, topic, partitions, indexes, |i| generated(i, value_size)).await
+}
+
+/// Like [`produce`], with record number `i` made by `make(i)`.
+pub async fn produce_records(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    indexes: Range<usize>,
+    make: impl Fn(usize) -> Record,
+) -> Result<BTreeMap<i32, Vec<Record>>, KafkaError> {
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "5")
@@ -57,7 +68,7 @@ pub async fn produce(
         .create()?;
     let mut pending = Vec::with_capacity(indexes.len());
     for i in indexes {
-        let rec = generated(i, value_size);
+        let rec = make(i);
         let mut fr = to_future_record(topic, (i % partitions as usize) as i32, &rec, kafka_headers(&rec));
         let delivery = loop {
             match producer.send_result(fr) {

@@ -3,7 +3,7 @@
 //! has no rename, so the whole file is spooled and uploaded once under its final name.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -160,8 +160,9 @@ impl Spool {
         let data = match storage {
             Storage::Memory(buf) => SpoolData::Memory(bytes::Bytes::from(buf)),
             Storage::Disk { path, file } => {
-                let file = file.into_inner().map_err(|e| e.into_error())?;
-                file.sync_data()?;
+                // Written through to the page cache, never synced: after a crash the records are read
+                // from Kafka again and the spool file is removed.
+                file.into_inner().map_err(|e| e.into_error())?;
                 SpoolData::Disk(path)
             }
         };
@@ -207,6 +208,35 @@ impl Drop for Spool {
 pub enum SpoolData {
     Memory(bytes::Bytes),
     Disk(PathBuf),
+}
+
+impl SpoolData {
+    /// The CRC32 (ISO-HDLC, as S3's `ChecksumCRC32`) of `len` bytes from `offset`.
+    pub fn crc32(&self, offset: u64, len: u64) -> io::Result<u32> {
+        match self {
+            SpoolData::Memory(b) => Ok(crc32fast::hash(&b[offset as usize..(offset + len) as usize])),
+            SpoolData::Disk(path) => {
+                let mut file = File::open(path)?;
+                file.seek(SeekFrom::Start(offset))?;
+                let mut hasher = crc32fast::Hasher::new();
+                let mut buf = vec![0u8; 256 * 1024];
+                let mut left = len;
+                while left > 0 {
+                    let want = left.min(buf.len() as u64) as usize;
+                    let n = file.read(&mut buf[..want])?;
+                    if n == 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            format!("{} is short", path.display()),
+                        ));
+                    }
+                    hasher.update(&buf[..n]);
+                    left -= n as u64;
+                }
+                Ok(hasher.finalize())
+            }
+        }
+    }
 }
 
 /// A finished file waiting for upload. Dropping it frees its budget and deletes its spool file.
@@ -290,6 +320,28 @@ mod tests {
         drop(sealed);
         assert!(!path.exists());
         assert_eq!(cfg.usage.disk(), 0);
+    }
+
+    #[test]
+    fn checksums_of_any_range_agree_in_memory_and_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes: Vec<u8> = (0..600_000u32).map(|i| (i * 7 % 251) as u8).chain(*b"123456789").collect();
+        let on_disk = {
+            let mut s = Spool::new(config(dir.path(), 100));
+            s.write_all(&bytes).unwrap();
+            s.seal().unwrap()
+        };
+        let in_memory = SpoolData::Memory(bytes::Bytes::from(bytes.clone()));
+        // The standard CRC-32 check value of "123456789".
+        assert_eq!(in_memory.crc32(600_000, 9).unwrap(), 0xCBF4_3926);
+        for (offset, len) in [(0, 600_009), (600_000, 9), (1, 300_000), (262_144, 262_145), (5, 0)] {
+            assert_eq!(
+                on_disk.data().crc32(offset, len).unwrap(),
+                in_memory.crc32(offset, len).unwrap(),
+                "{offset}+{len}"
+            );
+        }
+        assert_eq!(on_disk.data().crc32(600_000, 10).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
     }
 
     #[test]

@@ -1,0 +1,161 @@
+//! The archiver binary, as a process, archiving the bench topic until every record is in the archive.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kafka_s3_archiver::check::archived_ends;
+use kafka_s3_archiver::core::object_key::Prefix;
+use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Settings, S3Store};
+
+use crate::measure::{cpu_seconds, peak_rss_kib, thread_cpu};
+use crate::{env, Bench};
+
+/// Where the archiver writes, and in which format: a local directory isolates the pipeline from S3's costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Directory,
+    S3,
+    S3JsonLines,
+}
+
+impl Target {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Target::Directory => "run to a local directory",
+            Target::S3 => "run to S3",
+            Target::S3JsonLines => "run to S3, JSON lines",
+        }
+    }
+}
+
+pub struct ArchiverRun {
+    /// From partitions recovered to every record's object listed.
+    pub seconds: f64,
+    pub join_seconds: f64,
+    /// CPU seconds of the whole process, start to exit.
+    pub cpu_seconds: f64,
+    /// CPU seconds by thread name, busiest first.
+    pub threads: Vec<(String, f64)>,
+    /// Files uploaded by roll reason (records, bytes, age, budget, flush...).
+    pub rolls: BTreeMap<String, u32>,
+    /// Times the consumer paused fetching because the pipeline was behind.
+    pub paused: usize,
+    pub peak_rss_kib: u64,
+    pub status: std::process::ExitStatus,
+    /// Where its log was kept.
+    pub log: PathBuf,
+}
+
+impl ArchiverRun {
+    pub fn details(&self) -> String {
+        let busiest: Vec<String> = self.threads.iter().take(5).map(|(name, s)| format!("{name} {s:.1}s")).collect();
+        format!(
+            "{:.1}s from partitions recovered to all objects listed (incl. the last file's 1s roll-age), join {:.1}s, \
+             exit {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} times; log {}",
+            self.seconds,
+            self.join_seconds,
+            self.status,
+            busiest.join(", "),
+            self.rolls,
+            self.paused,
+            self.log.display()
+        )
+    }
+}
+
+/// Where `target` lives: a store to watch and the archiver's `--dest` arguments.
+async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (Box<dyn ObjectStore>, Vec<String>) {
+    match target {
+        Target::S3 | Target::S3JsonLines => {
+            let endpoint = env("KSA_TEST_S3_ENDPOINT");
+            let bucket = format!("bench-{}-{}-{target:?}", std::process::id(), bench.values.name()).to_lowercase();
+            let store =
+                S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
+            store.client().create_bucket().bucket(&bucket).send().await.unwrap();
+            let mut args = vec!["--dest".into(), format!("s3://{bucket}/bench"), "--s3-endpoint".into(), endpoint];
+            if target == Target::S3JsonLines {
+                args.extend(["--format".into(), "jsonl".into()]);
+            }
+            (Box::new(store), args)
+        }
+        Target::Directory => {
+            let dir = dir.join("archive");
+            let store = LocalStore::new(&dir).unwrap();
+            (Box::new(store), vec!["--dest".into(), format!("file://{}/bench", dir.display())])
+        }
+    }
+}
+
+/// Runs the archiver binary on the bench topic until every partition's `last` offset is archived.
+pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
+    let spool = tempfile::tempdir().unwrap();
+    let (store, dest) = destination(bench, target, spool.path()).await;
+    let exe = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("kafka-s3-archiver");
+    let log_path =
+        std::env::temp_dir().join(format!("bench-{}-{}-{target:?}.log", std::process::id(), bench.values.name()));
+    let log = std::fs::File::create(&log_path).unwrap();
+    let group = format!("bench-archiver-{}-{target:?}", std::process::id());
+    let mut child = Command::new(&exe)
+        .args(["run", "--brokers", &bench.brokers, "--group", &group, "--topic", &bench.topic])
+        .args(&dest)
+        .args(bench.budget.iter().flat_map(|b| ["--max-buffer-bytes", b]))
+        .args(["--roll-bytes", "16MiB", "--roll-age", "1s"])
+        .args(bench.archiver_args.split_whitespace())
+        .args(["--kafka", "session.timeout.ms=3000", "--kafka", "heartbeat.interval.ms=500"])
+        .arg("--spool-dir")
+        .arg(spool.path().join("spool"))
+        .env("RUST_LOG", "info,librdkafka=warn")
+        .stdin(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {}: {e} (build it first: cargo build)", exe.display()));
+    let launched = Instant::now();
+    // Consumption starts once the assigned partitions are recovered: time from there, like the plain
+    // consumer is timed from its first record.
+    while !std::fs::read_to_string(&log_path).unwrap_or_default().contains("recovered position from the archive") {
+        assert!(
+            launched.elapsed() < Duration::from_secs(60),
+            "archiver never got partitions: see {}",
+            log_path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let t0 = Instant::now();
+    let prefix = Prefix::new("bench");
+    let mut peak = 0;
+    loop {
+        peak = peak.max(peak_rss_kib(child.id()));
+        let ends = archived_ends(store.as_ref(), &prefix, &bench.topic).await.unwrap();
+        if bench.last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o)) {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish: see {}", log_path.display());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    peak = peak.max(peak_rss_kib(child.id()));
+    let cpu = cpu_seconds(&child.id().to_string());
+    let threads = thread_cpu(child.id());
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let status = child.wait().unwrap();
+    let join_seconds = launched.elapsed().as_secs_f64() - seconds;
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let mut rolls: BTreeMap<String, u32> = BTreeMap::new();
+    for reason in log.lines().filter(|l| l.contains("object uploaded")).filter_map(|l| l.split("reason=").nth(1)) {
+        *rolls.entry(reason.split_whitespace().next().unwrap_or("").trim_matches('"').to_string()).or_default() += 1;
+    }
+    let paused = log.matches("pausing fetch").count();
+    ArchiverRun {
+        seconds,
+        join_seconds,
+        cpu_seconds: cpu,
+        threads,
+        rolls,
+        paused,
+        peak_rss_kib: peak,
+        status,
+        log: log_path,
+    }
+}

@@ -1,0 +1,271 @@
+//! Throughput benchmark of `run` against real services (start them with `localstack/bench.sh`).
+//!
+//! For compressible values (JSON-like, as `generate` makes them) and for incompressible ones (random
+//! bytes), produces N records to a topic of 4 partitions (or as many as asked), then measures, in the same run:
+//! 1. a plain rdkafka consumer that discards records (the ceiling the broker allows);
+//! 2. plain S3 PUTs of the same number of bytes in 16 MiB objects (the ceiling the store allows);
+//! 3. the archiver binary archiving the topic to a local directory (the pipeline without S3's costs),
+//!    to S3, and to S3 as JSON lines, each from start until the archive holds every record, with its
+//!    CPU seconds (user + system, from /proc) and its peak RSS (VmHWM).
+//!
+//! It ends with one table of all of them and the performance targets' ratios.
+//!
+//! Usage: cargo run --example throughput -- [records] [value-bytes] [partitions] [max-buffer-bytes]
+//! (KSA_BENCH_VALUES=compressible or =random measures only those values; KSA_BENCH_ARCHIVER_ARGS adds
+//! flags to the archiver's command line, e.g. "--spool-memory-threshold 32MiB".)
+
+mod archiver;
+mod measure;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use kafka_s3_archiver::core::record::Record;
+use kafka_s3_archiver::core::spool::SpoolData;
+use kafka_s3_archiver::generate::{generated, produce_records};
+use kafka_s3_archiver::store::{ObjectStore, S3Settings, S3Store};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::Message;
+
+use archiver::{archiver, Target};
+use measure::cpu_seconds;
+
+/// Size of the plain S3 PUTs, the archiver's `--roll-bytes` here.
+const PUT_OBJECT_BYTES: usize = 16 << 20;
+/// Plain S3 PUTs in flight at most (the archiver uploads one file per partition at a time).
+const MAX_PUTS_IN_FLIGHT: usize = 16;
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run this through localstack/bench.sh"))
+}
+
+/// What the record values hold.
+#[derive(Debug, Clone, Copy)]
+enum Values {
+    /// JSON-like text padded with one repeated byte, as `generate` makes it.
+    Compressible,
+    /// Random bytes.
+    Random,
+}
+
+impl Values {
+    fn name(self) -> &'static str {
+        match self {
+            Values::Compressible => "compressible",
+            Values::Random => "random",
+        }
+    }
+
+    fn record(self, i: usize, value_size: usize) -> Record {
+        let mut r = generated(i, value_size);
+        if let Values::Random = self {
+            let mut rng = fastrand::Rng::with_seed(i as u64);
+            r.value = Some((0..value_size).map(|_| rng.u8(..)).collect());
+        }
+        r
+    }
+}
+
+/// One topic's worth of produced records, and how to reach the services.
+struct Bench {
+    brokers: String,
+    topic: String,
+    values: Values,
+    records: usize,
+    partitions: i32,
+    /// Keys + values produced, in bytes.
+    payload_bytes: u64,
+    /// Last offset produced per partition.
+    last: BTreeMap<i32, i64>,
+    /// The archiver's memory budget (`--max-buffer-bytes`), its default when `None`.
+    budget: Option<String>,
+    /// More flags for the archiver.
+    archiver_args: String,
+}
+
+/// One line of the results table.
+struct Row {
+    contender: String,
+    values: Values,
+    seconds: f64,
+    cpu_seconds: f64,
+    peak_rss_kib: Option<u64>,
+}
+
+impl Row {
+    fn records_per_s(&self, bench: &Bench) -> f64 {
+        bench.records as f64 / self.seconds
+    }
+
+    fn cpu_per_gb(&self, bench: &Bench) -> f64 {
+        self.cpu_seconds / (bench.payload_bytes as f64 / 1e9)
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let records: usize = args.next().map_or(100_000, |a| a.parse().expect("records"));
+    let value_size: usize = args.next().map_or(1024, |a| a.parse().expect("value bytes"));
+    let partitions: i32 = args.next().map_or(4, |a| a.parse().expect("partitions"));
+    let budget: Option<String> = args.next();
+    let mut results = Vec::new();
+    let only = std::env::var("KSA_BENCH_VALUES").ok();
+    for values in
+        [Values::Compressible, Values::Random].into_iter().filter(|v| only.as_deref().is_none_or(|o| o == v.name()))
+    {
+        let bench = produce(values, records, value_size, partitions, budget.clone()).await;
+        let mut rows = vec![plain_consumer(&bench), s3_put(&bench).await];
+        for target in [Target::Directory, Target::S3, Target::S3JsonLines] {
+            let run = archiver(&bench, target).await;
+            println!("{} ({}): {}", target.describe(), values.name(), run.details());
+            rows.push(Row {
+                contender: target.describe().into(),
+                values,
+                seconds: run.seconds,
+                cpu_seconds: run.cpu_seconds,
+                peak_rss_kib: Some(run.peak_rss_kib),
+            });
+        }
+        results.push((bench, rows));
+    }
+    print_table(&results);
+}
+
+async fn produce(values: Values, records: usize, value_size: usize, partitions: i32, budget: Option<String>) -> Bench {
+    let brokers = env("KSA_TEST_BROKERS");
+    let topic = format!("bench-{}-{}", std::process::id(), values.name());
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    admin
+        .create_topics(&[NewTopic::new(&topic, partitions, TopicReplication::Fixed(1))], &AdminOptions::new())
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let produced = produce_records(&brokers, &topic, partitions, 0..records, |i| values.record(i, value_size))
+        .await
+        .expect("produce");
+    let payload_bytes: u64 = produced
+        .values()
+        .flatten()
+        .map(|r| (r.value.as_ref().map_or(0, Vec::len) + r.key.as_ref().map_or(0, Vec::len)) as u64)
+        .sum();
+    println!(
+        "produced {records} records with {} values ({:.1} MB of keys+values) in {:.1}s",
+        values.name(),
+        payload_bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    let last = produced.iter().map(|(p, r)| (*p, r.last().unwrap().offset)).collect();
+    let archiver_args = std::env::var("KSA_BENCH_ARCHIVER_ARGS").unwrap_or_default();
+    Bench { brokers, topic, values, records, partitions, payload_bytes, last, budget, archiver_args }
+}
+
+/// A plain rdkafka consumer that discards the bench's records, timed from its first record to the last.
+fn plain_consumer(bench: &Bench) -> Row {
+    let cpu_before = cpu_seconds("self");
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bench.brokers)
+        .set("group.id", format!("bench-plain-{}", std::process::id()))
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", "3000")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[&bench.topic]).unwrap();
+    let mut seen = 0usize;
+    let mut first_at = None;
+    let t0 = Instant::now();
+    while seen < bench.records {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            first_at.get_or_insert_with(Instant::now);
+            std::hint::black_box(m.payload());
+            seen += 1;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(600), "plain consumer stalled at {seen}");
+    }
+    let seconds = first_at.unwrap().elapsed().as_secs_f64();
+    let row = Row {
+        contender: "plain rdkafka consumer, discarding".into(),
+        values: bench.values,
+        seconds,
+        cpu_seconds: cpu_seconds("self") - cpu_before,
+        peak_rss_kib: None,
+    };
+    println!(
+        "plain consumer ({}): {:.0} records/s ({seconds:.1}s from first record, join {:.1}s)",
+        bench.values.name(),
+        row.records_per_s(bench),
+        t0.elapsed().as_secs_f64() - seconds
+    );
+    row
+}
+
+/// Plain S3 PUTs of as many random bytes as the bench's keys and values, in objects of the archiver's
+/// roll size, one per partition in flight (at most [`MAX_PUTS_IN_FLIGHT`]), through the archiver's S3 client.
+async fn s3_put(bench: &Bench) -> Row {
+    let endpoint = env("KSA_TEST_S3_ENDPOINT");
+    let bucket = format!("bench-{}-{}-put", std::process::id(), bench.values.name());
+    let store = S3Store::connect(S3Settings::new(&bucket, Some(endpoint), Some("us-east-1".into()))).await;
+    store.client().create_bucket().bucket(&bucket).send().await.unwrap();
+    let mut rng = fastrand::Rng::with_seed(11);
+    let body = bytes::Bytes::from((0..PUT_OBJECT_BYTES).map(|_| rng.u8(..)).collect::<Vec<u8>>());
+    let total = bench.payload_bytes as usize;
+    let in_flight = (bench.partitions as usize).clamp(1, MAX_PUTS_IN_FLIGHT);
+    let cpu_before = cpu_seconds("self");
+    let t0 = Instant::now();
+    futures::stream::iter((0..total).step_by(PUT_OBJECT_BYTES))
+        .map(|from| {
+            let len = PUT_OBJECT_BYTES.min(total - from);
+            let data = SpoolData::Memory(body.slice(..len));
+            let store = &store;
+            async move { store.put_if_absent(&format!("put/{from:020}"), &data, len as u64).await }
+        })
+        .buffer_unordered(in_flight)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("S3 PUT");
+    let row = Row {
+        contender: format!("S3 PUTs of the same bytes, {} MiB objects, {in_flight} at once", PUT_OBJECT_BYTES >> 20),
+        values: bench.values,
+        seconds: t0.elapsed().as_secs_f64(),
+        cpu_seconds: cpu_seconds("self") - cpu_before,
+        peak_rss_kib: None,
+    };
+    println!("{} ({}): {:.1}s", row.contender, bench.values.name(), row.seconds);
+    row
+}
+
+fn print_table(results: &[(Bench, Vec<Row>)]) {
+    println!("\n| values | contender | records/s | MB/s (keys + values) | CPU s per GB | peak RSS |");
+    println!("|---|---|---|---|---|---|");
+    for (bench, rows) in results {
+        for row in rows {
+            let rss = row.peak_rss_kib.map_or(String::new(), |k| format!("{:.0} MiB", k as f64 / 1024.0));
+            println!(
+                "| {} | {} | {:.0} | {:.0} | {:.2} | {rss} |",
+                row.values.name(),
+                row.contender,
+                row.records_per_s(bench),
+                bench.payload_bytes as f64 / 1e6 / row.seconds,
+                row.cpu_per_gb(bench),
+            );
+        }
+    }
+    println!();
+    for (bench, rows) in results {
+        let [plain, put, _, s3, ..] = rows.as_slice() else { unreachable!("five rows per value kind") };
+        let ceiling = plain.records_per_s(bench).min(put.records_per_s(bench));
+        println!(
+            "{} values: run to S3 archives at {:.2} × min(plain consumer, S3 PUT) (target ≥ 0.8); \
+             uses {:.1} × the plain consumer's CPU per GB (target ≤ 2)",
+            bench.values.name(),
+            s3.records_per_s(bench) / ceiling,
+            s3.cpu_per_gb(bench) / plain.cpu_per_gb(bench),
+        );
+    }
+}
