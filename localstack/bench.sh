@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The throughput benchmark (examples/throughput.rs) against freshly started Apache Kafka and LocalStack S3.
+# The throughput benchmark (examples/throughput/) against freshly started Apache Kafka and LocalStack S3.
 # Usage: localstack/bench.sh [records] [value-bytes] [partitions] [max-buffer-bytes]
 # Measures compressible and random values, each against a plain consumer and plain S3 PUTs, and prints one table.
 set -euo pipefail

@@ -48,6 +48,7 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
             let settings = S3Settings::new(bucket, config.store.s3_endpoint.clone(), config.store.s3_region.clone())
                 .uploads(config.store.upload_part_size, config.store.upload_concurrency)
                 .attempt_timeout(config.store.s3_attempt_timeout)
+                .max_requests(config.store.s3_max_requests)
                 .objects(config.store.s3_objects.clone());
             let store = Arc::new(S3Store::connect(settings).await);
             // The first sweep takes note of what is pending (and fails fast on a bucket we may not use).

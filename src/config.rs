@@ -22,8 +22,8 @@ use crate::core::encode::{Compression, FileSpec, Format};
 use crate::core::roll::RollPolicy;
 use crate::core::units::{ByteSize, HumanDuration};
 use crate::store::{
-    ObjectOptions, Sse, StorageClass, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE,
-    MIN_PART_SIZE,
+    ObjectOptions, Sse, StorageClass, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY,
+    DEFAULT_PART_SIZE, MIN_PART_SIZE,
 };
 
 pub const DEFAULT_FORMAT: Format = Format::Parquet;
@@ -37,6 +37,7 @@ pub const DEFAULT_MAX_BUFFER_BYTES: ByteSize = ByteSize(256 << 20);
 pub const DEFAULT_MAX_SPOOL_BYTES: ByteSize = ByteSize(4 << 30);
 pub const DEFAULT_UPLOAD_PART_SIZE: ByteSize = ByteSize(DEFAULT_PART_SIZE);
 pub const DEFAULT_UPLOAD_CONCURRENCY: usize = DEFAULT_PART_CONCURRENCY;
+pub const DEFAULT_S3_MAX_REQUESTS: usize = DEFAULT_MAX_REQUESTS;
 pub const DEFAULT_S3_ATTEMPT_TIMEOUT: HumanDuration = HumanDuration(DEFAULT_ATTEMPT_TIMEOUT);
 pub const DEFAULT_REVOKE_TIMEOUT: HumanDuration = HumanDuration(Duration::from_secs(20));
 pub const DEFAULT_ABORT_STALE_UPLOADS_AFTER: HumanDuration = HumanDuration(Duration::from_secs(24 * 3600));
@@ -148,6 +149,9 @@ pub struct Settings {
     #[arg(long, env = "KSA_UPLOAD_CONCURRENCY", help_heading = "Archive",
         help = with_default("Parts of one multipart upload sent in parallel", DEFAULT_UPLOAD_CONCURRENCY))]
     pub upload_concurrency: Option<usize>,
+    #[arg(long, env = "KSA_S3_MAX_REQUESTS", help_heading = "Archive",
+        help = with_default("S3 requests in flight at once, across all partitions", DEFAULT_S3_MAX_REQUESTS))]
+    pub s3_max_requests: Option<usize>,
     #[arg(long, env = "KSA_S3_ATTEMPT_TIMEOUT", help_heading = "Archive",
         help = with_default("Timeout of one S3 request attempt", DEFAULT_S3_ATTEMPT_TIMEOUT))]
     pub s3_attempt_timeout: Option<HumanDuration>,
@@ -241,6 +245,7 @@ pub struct StoreConfig {
     pub s3_region: Option<String>,
     pub upload_part_size: u64,
     pub upload_concurrency: usize,
+    pub s3_max_requests: usize,
     pub s3_attempt_timeout: Duration,
     pub abort_stale_uploads_after: Duration,
     /// Encryption, storage class and owner check of every object written.
@@ -271,6 +276,7 @@ impl Settings {
             start_from: Some(DEFAULT_START_FROM),
             upload_part_size: Some(DEFAULT_UPLOAD_PART_SIZE),
             upload_concurrency: Some(DEFAULT_UPLOAD_CONCURRENCY),
+            s3_max_requests: Some(DEFAULT_S3_MAX_REQUESTS),
             s3_attempt_timeout: Some(DEFAULT_S3_ATTEMPT_TIMEOUT),
             abort_stale_uploads_after: Some(DEFAULT_ABORT_STALE_UPLOADS_AFTER),
             format: Some(DEFAULT_FORMAT),
@@ -405,6 +411,7 @@ impl Settings {
             s3_region: self.s3_region.clone(),
             upload_part_size: part_size.bytes(),
             upload_concurrency: set(self.upload_concurrency, "--upload-concurrency")?.max(1),
+            s3_max_requests: set(self.s3_max_requests, "--s3-max-requests")?.max(1),
             s3_attempt_timeout: set(self.s3_attempt_timeout, "--s3-attempt-timeout")?.0,
             abort_stale_uploads_after: set(self.abort_stale_uploads_after, "--abort-stale-uploads-after")?.0,
             s3_objects: self.object_options()?,

@@ -16,6 +16,7 @@ const EVERY_SETTING: &[(&str, &str, &str)] = &[
     ("s3-region", r#""eu-west-1""#, "eu-west-1"),
     ("upload-part-size", r#""16MiB""#, "16MiB"),
     ("upload-concurrency", "7", "7"),
+    ("s3-max-requests", "9", "9"),
     ("s3-attempt-timeout", r#""45s""#, "45s"),
     ("s3-sse", r#""aws:kms""#, "aws:kms"),
     ("s3-sse-kms-key-id", r#""alias/archive""#, "alias/archive"),

@@ -1,7 +1,8 @@
 //! What the archiver asks of S3 for every object it writes (`--s3-sse`, `--s3-sse-kms-key-id`,
 //! `--s3-storage-class`, `--s3-expected-bucket-owner`), read back with HEAD from the S3 test server:
 //! data objects, claims and multipart uploads alike. The S3 test servers do not check the bucket
-//! owner, so a proxy in front of them checks the header and answers 403 as AWS does.
+//! owner, so a proxy in front of them checks the header and answers 403 as AWS does. And how many
+//! requests go out at once (`--s3-max-requests`).
 
 mod common;
 
@@ -121,4 +122,35 @@ async fn multipart_uploads_carry_the_options_and_kms_names_its_key() {
         assert_eq!(out.e_tag().is_some_and(|t| t.trim_matches('"').ends_with("-3")), key == "big", "{key}");
         assert_eq!(out.storage_class(), Some(&S3Class::GlacierIr), "{key}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_more_requests_than_the_limit_are_in_flight_at_once() {
+    let bucket = unique("ksa").to_lowercase();
+    s3_store_with(&bucket, 8 << 20).await;
+    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    // Slow answers, so that concurrent requests overlap at the proxy.
+    proxy.set_rule(|_| Fault::StallResponse(Duration::from_millis(300)));
+    let put_many = |limit: Option<usize>, run: &'static str| {
+        let settings =
+            kafka_s3_archiver::store::S3Settings::new(&bucket, Some(proxy.url.clone()), Some("us-east-1".into()));
+        let settings = match limit {
+            Some(n) => settings.max_requests(n),
+            None => settings,
+        };
+        async move {
+            let store = S3Store::connect(settings).await;
+            let body = SpoolData::Memory(vec![1u8; 100].into());
+            let puts = (0..12).map(|i| {
+                let (store, body) = (&store, &body);
+                async move { store.put_if_absent(&format!("{run}/{i}"), body, 100).await.expect("put") }
+            });
+            futures::future::join_all(puts).await;
+        }
+    };
+    put_many(Some(3), "limited").await;
+    assert_eq!(proxy.counts().max_in_flight, 3, "at most 3 requests at once, and the 12 puts overlapped");
+    // The same puts under the default limit (64) all go out together: the proxy does see concurrency.
+    put_many(None, "default").await;
+    assert_eq!(proxy.counts().max_in_flight, 12);
 }

@@ -13,7 +13,8 @@ use thiserror::Error;
 pub use self::local::LocalStore;
 pub use self::options::{ObjectOptions, Sse, StorageClass};
 pub use self::s3::{
-    S3Settings, S3Store, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE, MIN_PART_SIZE,
+    S3Settings, S3Store, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE,
+    MIN_PART_SIZE,
 };
 use crate::core::recovery::{ListPage, ListRequest};
 use crate::core::spool::SpoolData;

@@ -17,6 +17,7 @@ use aws_sdk_s3::Client;
 use base64::Engine;
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::options::{ObjectOptions, Sse};
 use super::{ObjectStore, PutOutcome, StoreError};
@@ -32,6 +33,8 @@ pub const DEFAULT_PART_SIZE: u64 = 8 << 20;
 pub const DEFAULT_PART_CONCURRENCY: usize = 4;
 /// Timeout of one HTTP attempt unless set otherwise (`--s3-attempt-timeout`).
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Requests in flight at once, across all partitions, unless set otherwise (`--s3-max-requests`).
+pub const DEFAULT_MAX_REQUESTS: usize = 64;
 /// S3's smallest part (all but the last).
 pub const MIN_PART_SIZE: u64 = 5 << 20;
 
@@ -48,6 +51,8 @@ pub struct S3Settings {
     part_concurrency: usize,
     /// Upper bound for one HTTP attempt.
     attempt_timeout: Duration,
+    /// Requests in flight at once; more wait for a free slot.
+    max_requests: usize,
     /// Encryption and storage class of every object written; the bucket owner of every request.
     objects: ObjectOptions,
 }
@@ -63,6 +68,7 @@ impl S3Settings {
             part_size: DEFAULT_PART_SIZE,
             part_concurrency: DEFAULT_PART_CONCURRENCY,
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
+            max_requests: DEFAULT_MAX_REQUESTS,
             objects: ObjectOptions::default(),
         }
     }
@@ -74,6 +80,12 @@ impl S3Settings {
 
     pub fn attempt_timeout(self, attempt_timeout: Duration) -> Self {
         Self { attempt_timeout, ..self }
+    }
+
+    /// At most `max_requests` requests in flight at once (a thousand partitions rolling together
+    /// otherwise open a thousand connections, which S3-compatible servers answer by resetting them).
+    pub fn max_requests(self, max_requests: usize) -> Self {
+        Self { max_requests: max_requests.max(1), ..self }
     }
 
     /// Writes every object with these options, and checks the bucket owner on every request.
@@ -103,6 +115,8 @@ pub struct S3Store {
     settings: S3Settings,
     /// Our multipart uploads seen pending, and since when (see `core::stale`).
     pending_seen: std::sync::Mutex<PendingSeen>,
+    /// One permit per request in flight.
+    requests: Semaphore,
 }
 
 impl S3Store {
@@ -131,7 +145,13 @@ impl S3Store {
                     .build(),
             )
             .build();
-        Self { client: Client::from_conf(config), settings, pending_seen: Default::default() }
+        let requests = Semaphore::new(settings.max_requests);
+        Self { client: Client::from_conf(config), settings, pending_seen: Default::default(), requests }
+    }
+
+    /// Waits for a free request slot; the request goes out while the permit lives.
+    async fn slot(&self) -> SemaphorePermit<'_> {
+        self.requests.acquire().await.expect("the request semaphore is never closed")
     }
 
     /// Aborts our multipart uploads under `prefix` that were started more than `older_than` ago and
@@ -142,6 +162,7 @@ impl S3Store {
         let mut pending = Vec::new();
         let (mut key_marker, mut id_marker) = (None::<String>, None::<String>);
         loop {
+            let slot = self.slot().await;
             let out = self
                 .client
                 .list_multipart_uploads()
@@ -153,6 +174,7 @@ impl S3Store {
                 .send()
                 .await
                 .map_err(|e| self.classify("ListMultipartUploads", prefix.as_str(), e))?;
+            drop(slot);
             for u in out.uploads() {
                 if let (Some(key), Some(id), Some(started)) = (u.key(), u.upload_id(), u.initiated()) {
                     let started = SystemTime::try_from(*started).unwrap_or(SystemTime::UNIX_EPOCH);
@@ -174,6 +196,7 @@ impl S3Store {
         };
         let mut aborted = Vec::new();
         for u in stale {
+            let _slot = self.slot().await;
             self.client
                 .abort_multipart_upload()
                 .bucket(bucket)
@@ -280,6 +303,7 @@ impl S3Store {
 
     async fn put_single(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
         let (sse, kms_key) = self.settings.sse();
+        let _slot = self.slot().await;
         let result = self
             .client
             .put_object()
@@ -307,6 +331,7 @@ impl S3Store {
     async fn put_multipart(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
         let bucket = &self.settings.bucket;
         let (sse, kms_key) = self.settings.sse();
+        let slot = self.slot().await;
         let created = self
             .client
             .create_multipart_upload()
@@ -319,6 +344,7 @@ impl S3Store {
             .send()
             .await
             .map_err(|e| self.classify("CreateMultipartUpload", key, e))?;
+        drop(slot);
         let upload_id = created
             .upload_id()
             .ok_or_else(|| StoreError::Transient(format!("CreateMultipartUpload for {key} returned no upload id")))?
@@ -327,6 +353,7 @@ impl S3Store {
         if !matches!(result, Ok(PutOutcome::Created)) {
             // Nothing became visible; free the parts. Failing to abort leaves an invisible upload that
             // a lifecycle rule or the stale-upload cleanup removes.
+            let _slot = self.slot().await;
             let abort = self.client.abort_multipart_upload().bucket(bucket).key(key).upload_id(&upload_id);
             let _ = abort.set_expected_bucket_owner(self.settings.owner()).send().await;
         }
@@ -347,6 +374,7 @@ impl S3Store {
                 let offset = i * part_size;
                 let size = part_size.min(len - offset);
                 let number = i as i32 + 1;
+                let _slot = self.slot().await;
                 let out = self
                     .client
                     .upload_part()
@@ -369,6 +397,7 @@ impl S3Store {
             .try_collect()
             .await?;
         completed.sort_by_key(|p| p.part_number());
+        let _slot = self.slot().await;
         let result = self
             .client
             .complete_multipart_upload()
@@ -403,6 +432,7 @@ impl ObjectStore for S3Store {
     }
 
     async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+        let _slot = self.slot().await;
         let out = self
             .client
             .list_objects_v2()
@@ -419,6 +449,7 @@ impl ObjectStore for S3Store {
     }
 
     async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+        let _slot = self.slot().await;
         let out = self
             .client
             .get_object()
@@ -437,6 +468,7 @@ impl ObjectStore for S3Store {
     }
 
     async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let _slot = self.slot().await;
         let head = self.client.head_object().bucket(&self.settings.bucket).key(key);
         match head.set_expected_bucket_owner(self.settings.owner()).send().await {
             Ok(out) => Ok(Some(out.content_length().unwrap_or(0).max(0) as u64)),
@@ -448,6 +480,7 @@ impl ObjectStore for S3Store {
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let _slot = self.slot().await;
         self.client
             .delete_object()
             .bucket(&self.settings.bucket)

@@ -82,6 +82,27 @@ pub struct ProxyCounts {
     pub faults: BTreeMap<&'static str, u64>,
     /// Held requests that reached S3 after their hold.
     pub forwarded_late: u64,
+    /// Requests being answered now, and the most there ever were at once.
+    pub in_flight: u64,
+    pub max_in_flight: u64,
+}
+
+/// Counts a request in flight until dropped.
+struct InFlight(Arc<Mutex<ProxyCounts>>);
+
+impl InFlight {
+    fn start(counts: &Arc<Mutex<ProxyCounts>>) -> Self {
+        let mut c = counts.lock().unwrap();
+        c.in_flight += 1;
+        c.max_in_flight = c.max_in_flight.max(c.in_flight);
+        Self(counts.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().in_flight -= 1;
+    }
 }
 
 pub struct S3Proxy {
@@ -188,6 +209,7 @@ async fn handle(
     rule: Arc<RwLock<Rule>>,
     counts: Arc<Mutex<ProxyCounts>>,
 ) -> Result<Answer, std::io::Error> {
+    let _in_flight = InFlight::start(&counts);
     let info = classify(&req);
     let fault = (rule.read().unwrap())(&info);
     let (mut parts, body) = req.into_parts();
