@@ -110,7 +110,8 @@ impl JsonlEncoder {
 
     pub fn append(&mut self, r: &Record) -> Result<(), EncodeError> {
         write_line(r, None, &mut self.block)?;
-        if self.block.len() >= BLOCK_BYTES {
+        // Uncompressed lines go straight to the spool.
+        if self.block.len() >= BLOCK_BYTES || self.compression == Compression::None {
             self.flush_block()?;
         }
         Ok(())
