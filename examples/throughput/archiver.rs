@@ -65,12 +65,17 @@ impl ArchiverRun {
     }
 }
 
+/// The bucket an S3 target archives to.
+pub fn bucket(bench: &Bench, target: Target) -> String {
+    format!("bench-{}-{}-{target:?}", std::process::id(), bench.values.name()).to_lowercase()
+}
+
 /// Where `target` lives: a store to watch and the archiver's `--dest` arguments.
 async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (Box<dyn ObjectStore>, Vec<String>) {
     match target {
         Target::S3 | Target::S3JsonLines => {
             let endpoint = env("KSA_TEST_S3_ENDPOINT");
-            let bucket = format!("bench-{}-{}-{target:?}", std::process::id(), bench.values.name()).to_lowercase();
+            let bucket = bucket(bench, target);
             let store =
                 S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
             store.client().create_bucket().bucket(&bucket).send().await.unwrap();

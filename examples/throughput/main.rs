@@ -6,7 +6,9 @@
 //! 2. plain S3 PUTs of the same number of bytes in 16 MiB objects (the ceiling the store allows);
 //! 3. the archiver binary archiving the topic to a local directory (the pipeline without S3's costs),
 //!    to S3, and to S3 as JSON lines, each from start until the archive holds every record, with its
-//!    CPU seconds (user + system, from /proc) and its peak RSS (VmHWM).
+//!    CPU seconds (user + system, from /proc) and its peak RSS (VmHWM);
+//! 4. a plain rdkafka producer writing the same records to a new topic, and `restore` of the S3 archive
+//!    into a new topic.
 //!
 //! It ends with one table of all of them and the performance targets' ratios.
 //!
@@ -16,6 +18,8 @@
 
 mod archiver;
 mod measure;
+mod producer;
+mod restore;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -118,7 +122,7 @@ async fn main() {
     for values in
         [Values::Compressible, Values::Random].into_iter().filter(|v| only.as_deref().is_none_or(|o| o == v.name()))
     {
-        let bench = produce(values, records, value_size, partitions, budget.clone()).await;
+        let (bench, produced) = produce(values, records, value_size, partitions, budget.clone()).await;
         let mut rows = vec![plain_consumer(&bench), s3_put(&bench).await];
         for target in [Target::Directory, Target::S3, Target::S3JsonLines] {
             let run = archiver(&bench, target).await;
@@ -131,12 +135,22 @@ async fn main() {
                 peak_rss_kib: Some(run.peak_rss_kib),
             });
         }
+        rows.push(producer::plain_producer(&bench, &produced).await);
+        drop(produced);
+        rows.extend(restore::restore_twice(&bench).await);
         results.push((bench, rows));
     }
     print_table(&results);
 }
 
-async fn produce(values: Values, records: usize, value_size: usize, partitions: i32, budget: Option<String>) -> Bench {
+/// Produces the bench's records; returns them per partition too.
+async fn produce(
+    values: Values,
+    records: usize,
+    value_size: usize,
+    partitions: i32,
+    budget: Option<String>,
+) -> (Bench, BTreeMap<i32, Vec<Record>>) {
     let brokers = env("KSA_TEST_BROKERS");
     let topic = format!("bench-{}-{}", std::process::id(), values.name());
     let admin: AdminClient<DefaultClientContext> =
@@ -162,7 +176,7 @@ async fn produce(values: Values, records: usize, value_size: usize, partitions: 
     );
     let last = produced.iter().map(|(p, r)| (*p, r.last().unwrap().offset)).collect();
     let archiver_args = std::env::var("KSA_BENCH_ARCHIVER_ARGS").unwrap_or_default();
-    Bench { brokers, topic, values, records, partitions, payload_bytes, last, budget, archiver_args }
+    (Bench { brokers, topic, values, records, partitions, payload_bytes, last, budget, archiver_args }, produced)
 }
 
 /// A plain rdkafka consumer that discards the bench's records, timed from its first record to the last.
@@ -258,7 +272,9 @@ fn print_table(results: &[(Bench, Vec<Row>)]) {
     }
     println!();
     for (bench, rows) in results {
-        let [plain, put, _, s3, ..] = rows.as_slice() else { unreachable!("five rows per value kind") };
+        let [plain, put, _, s3, _, producer, restore, _] = rows.as_slice() else {
+            unreachable!("eight rows per value kind")
+        };
         let ceiling = plain.records_per_s(bench).min(put.records_per_s(bench));
         println!(
             "{} values: run to S3 archives at {:.2} × min(plain consumer, S3 PUT) (target ≥ 0.8); \
@@ -266,6 +282,11 @@ fn print_table(results: &[(Bench, Vec<Row>)]) {
             bench.values.name(),
             s3.records_per_s(bench) / ceiling,
             s3.cpu_per_gb(bench) / plain.cpu_per_gb(bench),
+        );
+        println!(
+            "{} values: restore writes at {:.2} × the plain producer's rate (target ≥ 0.5)",
+            bench.values.name(),
+            restore.records_per_s(bench) / producer.records_per_s(bench),
         );
     }
 }

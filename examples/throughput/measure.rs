@@ -32,3 +32,12 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
 }
+
+/// CPU seconds (user + system) used by this process's children that have exited and been waited for.
+pub fn children_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    // cutime and cstime follow utime and stime.
+    let ticks: f64 = fields.get(13..15).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+    ticks / 100.0
+}
