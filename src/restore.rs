@@ -32,6 +32,8 @@ use crate::store::{list_all, ObjectStore, StoreError};
 
 /// How long the target must stay silent before reading it back is considered complete.
 const READ_BACK_IDLE: Duration = Duration::from_secs(3);
+/// How long a target partition may lack a leader (a topic created moments ago) before restore gives up.
+const LEADER_PATIENCE: Duration = Duration::from_secs(30);
 /// Deliveries awaited at most at once before sending more.
 const MAX_IN_FLIGHT: usize = 20_000;
 
@@ -322,9 +324,10 @@ fn read_back(
     let mut tpl = TopicPartitionList::new();
     let mut any = false;
     for p in 0..partitions {
-        let (low, high) = consumer
-            .fetch_watermarks(topic, p, Duration::from_secs(15))
-            .map_err(kafka_err("reading the target's offsets"))?;
+        let (low, high) = until_led(LEADER_PATIENCE, Duration::from_millis(200), || {
+            consumer.fetch_watermarks(topic, p, Duration::from_secs(15))
+        })
+        .map_err(kafka_err("reading the target's offsets"))?;
         any |= high > low;
         tpl.add_partition_offset(topic, p, Offset::Beginning).map_err(kafka_err("assigning the target"))?;
     }
@@ -351,6 +354,33 @@ fn read_back(
     }
     info!(topic, records = read, "read the target back to skip what an earlier restore wrote");
     Ok(progress)
+}
+
+/// Whether `e` says a partition has no leader yet (a topic created moments ago, or a leader moving).
+fn leaderless(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::NotLeaderForPartition
+                | RDKafkaErrorCode::LeaderNotAvailable
+                | RDKafkaErrorCode::UnknownTopicOrPartition
+        )
+    )
+}
+
+/// Runs `op` until it succeeds, fails otherwise than for a missing leader, or `patience` has passed.
+fn until_led<T>(
+    patience: Duration,
+    pause: Duration,
+    mut op: impl FnMut() -> Result<T, KafkaError>,
+) -> Result<T, KafkaError> {
+    let started = Instant::now();
+    loop {
+        match op() {
+            Err(e) if leaderless(&e) && started.elapsed() < patience => std::thread::sleep(pause),
+            other => return other,
+        }
+    }
 }
 
 pub async fn restore(
@@ -430,5 +460,41 @@ pub async fn restore(
     match sink {
         Sink::Stdout { mut out, .. } => out.flush().map_err(RestoreError::Stdout),
         Sink::Kafka(kafka) => kafka.finish(counters).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata_error(code: RDKafkaErrorCode) -> KafkaError {
+        KafkaError::MetadataFetch(code)
+    }
+
+    #[test]
+    fn a_missing_leader_is_waited_for_other_errors_are_not() {
+        let mut calls = 0;
+        let answer = until_led(Duration::from_secs(5), Duration::ZERO, || {
+            calls += 1;
+            if calls < 4 {
+                Err(metadata_error(RDKafkaErrorCode::NotLeaderForPartition))
+            } else {
+                Ok((0, 10))
+            }
+        });
+        assert_eq!((answer.unwrap(), calls), ((0, 10), 4));
+
+        let mut calls = 0;
+        let answer: Result<(), _> = until_led(Duration::from_secs(5), Duration::ZERO, || {
+            calls += 1;
+            Err(metadata_error(RDKafkaErrorCode::TopicAuthorizationFailed))
+        });
+        assert!(answer.is_err());
+        assert_eq!(calls, 1, "an authorization error is not retried");
+
+        let answer: Result<(), _> = until_led(Duration::from_millis(30), Duration::from_millis(5), || {
+            Err(metadata_error(RDKafkaErrorCode::LeaderNotAvailable))
+        });
+        assert!(answer.is_err(), "gives up after its patience");
     }
 }
