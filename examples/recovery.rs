@@ -1,0 +1,135 @@
+//! Recovery's cost on a long partition: writes N data objects and their N claims into one partition of
+//! a new S3 bucket (straight to the store, as the archiver names them), then times finding the
+//! partition's end — the work of every start and every assignment — with the commit hint, with only
+//! the log-end offset, and with no hint at all, counting the requests it makes.
+//!
+//! Usage (services from localstack/with-services.sh): localstack/bench-recovery.sh [objects]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use kafka_s3_archiver::core::claim::{Claim, ClaimKey};
+use kafka_s3_archiver::core::object_key::{FileKind, ObjectKey, Prefix};
+use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
+use kafka_s3_archiver::core::recovery::{CommitHint, ListPage, ListRequest};
+use kafka_s3_archiver::core::spool::SpoolData;
+use kafka_s3_archiver::store::{ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
+use kafka_s3_archiver::tail::{find_tail, Patience, TailHints};
+
+/// Records per object.
+const RECORDS: i64 = 100;
+/// PUTs in flight while writing the archive.
+const WRITERS: usize = 64;
+
+/// Counts the requests recovery makes.
+struct Counting<'a> {
+    inner: &'a dyn ObjectStore,
+    lists: AtomicU64,
+    gets: AtomicU64,
+    others: AtomicU64,
+}
+
+#[async_trait]
+impl ObjectStore for Counting<'_> {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+        self.others.fetch_add(1, Ordering::Relaxed);
+        self.inner.put_if_absent(key, data, len).await
+    }
+
+    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+        self.lists.fetch_add(1, Ordering::Relaxed);
+        self.inner.list(req, max_keys).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+        self.gets.fetch_add(1, Ordering::Relaxed);
+        self.inner.get(key).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        self.others.fetch_add(1, Ordering::Relaxed);
+        self.inner.head(key).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.others.fetch_add(1, Ordering::Relaxed);
+        self.inner.delete(key).await
+    }
+}
+
+/// Object `i`'s data key and claim, as the archiver writes them.
+fn object(prefix: &Prefix, tp: &TopicPartition, i: i64) -> [(String, Bytes); 2] {
+    let range = OffsetRange::new(i * RECORDS, i * RECORDS + RECORDS - 1).expect("range");
+    let data = ObjectKey::new(prefix.clone(), tp.clone(), range, FileKind::Jsonl);
+    let claim = Claim {
+        chain_start: range.start(),
+        first: range.start(),
+        end: range.end(),
+        records: RECORDS as u64,
+        retention_gap: false,
+        retention_gap_from: None,
+        writer: "bench:1".into(),
+        time_ms: 0,
+        timestamps: None,
+        topic_id: None,
+        object: Some(data.relative()),
+    };
+    let claim_key = ClaimKey::new(prefix.clone(), tp.clone(), range.start()).to_string();
+    [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]
+}
+
+#[tokio::main]
+async fn main() {
+    let objects: i64 = std::env::args().nth(1).map_or(100_000, |a| a.parse().expect("objects"));
+    let endpoint =
+        std::env::var("KSA_TEST_S3_ENDPOINT").expect("KSA_TEST_S3_ENDPOINT: run through localstack/bench-recovery.sh");
+    let bucket = format!("recovery-{}", std::process::id());
+    let store = S3Store::connect(S3Settings::new(&bucket, Some(endpoint), Some("us-east-1".into()))).await;
+    store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
+    let (prefix, tp) = (Prefix::new("arch"), TopicPartition::new("t", 0).expect("partition"));
+    let started = Instant::now();
+    let store_ref = &store;
+    futures::stream::iter((0..objects).flat_map(|i| object(&prefix, &tp, i)))
+        .for_each_concurrent(WRITERS, |(key, body)| async move {
+            let len = body.len() as u64;
+            store_ref.put_if_absent(&key, &SpoolData::Memory(body), len).await.expect("put");
+        })
+        .await;
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "wrote {objects} data objects and {objects} claims in {secs:.0}s ({:.0} PUTs/s)",
+        2.0 * objects as f64 / secs
+    );
+    let end = objects * RECORDS;
+    let last_start = end - RECORDS;
+    let cases = [
+        (
+            "commit hint (offset and chain position)",
+            Some(CommitHint { next_offset: end, chain_start: Some(last_start) }),
+            Some(end),
+        ),
+        ("log-end offset only (no commit)", None, Some(end)),
+        ("no hint at all", None, None),
+    ];
+    println!("\n| hints | list requests | GETs | other requests | seconds |\n|---|---|---|---|---|");
+    for (name, commit, log_end) in cases {
+        let counting =
+            Counting { inner: &store, lists: AtomicU64::new(0), gets: AtomicU64::new(0), others: AtomicU64::new(0) };
+        let t0 = Instant::now();
+        let found =
+            find_tail(&counting, &prefix, &tp, TailHints { commit, log_end }, true, Patience::Attempts(3), None)
+                .await
+                .expect("recovery");
+        let secs = t0.elapsed().as_secs_f64();
+        assert_eq!(found.tail, kafka_s3_archiver::core::recovery::Tail::Complete { next: end }, "{name}");
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        println!("| {name} | {} | {} | {} | {secs:.2} |", n(&counting.lists), n(&counting.gets), n(&counting.others));
+    }
+}
