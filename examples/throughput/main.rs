@@ -153,12 +153,7 @@ async fn produce(
 ) -> (Bench, BTreeMap<i32, Vec<Record>>) {
     let brokers = env("KSA_TEST_BROKERS");
     let topic = format!("bench-{}-{}", std::process::id(), values.name());
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-    admin
-        .create_topics(&[NewTopic::new(&topic, partitions, TopicReplication::Fixed(1))], &AdminOptions::new())
-        .await
-        .unwrap();
+    create_topic(&brokers, &topic, partitions).await;
     let started = Instant::now();
     let produced = produce_records(&brokers, &topic, partitions, 0..records, |i| values.record(i, value_size))
         .await
@@ -177,6 +172,16 @@ async fn produce(
     let last = produced.iter().map(|(p, r)| (*p, r.last().unwrap().offset)).collect();
     let archiver_args = std::env::var("KSA_BENCH_ARCHIVER_ARGS").unwrap_or_default();
     (Bench { brokers, topic, values, records, partitions, payload_bytes, last, budget, archiver_args }, produced)
+}
+
+/// Creates `topic` with `partitions` partitions (one replica).
+async fn create_topic(brokers: &str, topic: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers).create().unwrap();
+    admin
+        .create_topics(&[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))], &AdminOptions::new())
+        .await
+        .unwrap();
 }
 
 /// A plain rdkafka consumer that discards the bench's records, timed from its first record to the last.

@@ -6,23 +6,16 @@ use std::time::{Duration, Instant};
 
 use kafka_s3_archiver::core::record::Record;
 use kafka_s3_archiver::source::convert::kafka_headers;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
 use crate::measure::cpu_seconds;
-use crate::{Bench, Row};
+use crate::{create_topic, Bench, Row};
 
 pub async fn plain_producer(bench: &Bench, records: &BTreeMap<i32, Vec<Record>>) -> Row {
     let topic = format!("{}-plain-producer", bench.topic);
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", &bench.brokers).create().unwrap();
-    admin
-        .create_topics(&[NewTopic::new(&topic, bench.partitions, TopicReplication::Fixed(1))], &AdminOptions::new())
-        .await
-        .unwrap();
+    create_topic(&bench.brokers, &topic, bench.partitions).await;
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &bench.brokers)
         .set("enable.idempotence", "true")

@@ -5,22 +5,13 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
-
 use crate::archiver::{bucket, Target};
 use crate::measure::{children_cpu_seconds, peak_rss_kib};
-use crate::{env, Bench, Row};
+use crate::{create_topic, env, Bench, Row};
 
 pub async fn restore_twice(bench: &Bench) -> [Row; 2] {
     let to_topic = format!("{}-restored", bench.topic);
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", &bench.brokers).create().unwrap();
-    admin
-        .create_topics(&[NewTopic::new(&to_topic, bench.partitions, TopicReplication::Fixed(1))], &AdminOptions::new())
-        .await
-        .unwrap();
+    create_topic(&bench.brokers, &to_topic, bench.partitions).await;
     [
         restore(bench, &to_topic, "`restore` from S3 into a new topic").await,
         restore(bench, &to_topic, "`restore` again: every record already there (reads the target back)").await,

@@ -303,6 +303,8 @@ impl S3Store {
 
     async fn put_single(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
         let (sse, kms_key) = self.settings.sse();
+        // Read and checksummed before taking a request slot: the slot is for the request alone.
+        let (crc, body) = (Self::crc32(data, 0, len).await?, Self::body(data, 0, len).await?);
         let _slot = self.slot().await;
         let result = self
             .client
@@ -315,8 +317,8 @@ impl S3Store {
             .key(key)
             .if_none_match("*")
             .content_length(len as i64)
-            .checksum_crc32(Self::crc32(data, 0, len).await?)
-            .body(Self::body(data, 0, len).await?)
+            .checksum_crc32(crc)
+            .body(body)
             .customize()
             .disable_payload_signing()
             .send()
@@ -374,6 +376,7 @@ impl S3Store {
                 let offset = i * part_size;
                 let size = part_size.min(len - offset);
                 let number = i as i32 + 1;
+                let (crc, body) = (Self::crc32(data, offset, size).await?, Self::body(data, offset, size).await?);
                 let _slot = self.slot().await;
                 let out = self
                     .client
@@ -384,8 +387,8 @@ impl S3Store {
                     .upload_id(upload_id)
                     .part_number(number)
                     .content_length(size as i64)
-                    .checksum_crc32(Self::crc32(data, offset, size).await?)
-                    .body(Self::body(data, offset, size).await?)
+                    .checksum_crc32(crc)
+                    .body(body)
                     .customize()
                     .disable_payload_signing()
                     .send()

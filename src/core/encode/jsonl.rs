@@ -82,9 +82,12 @@ fn zstd_frame(block: &[u8]) -> std::io::Result<Vec<u8>> {
         let mut slot = cell.borrow_mut();
         let compressor = match slot.as_mut() {
             Some(c) => c,
-            None => slot.insert(zstd::bulk::Compressor::new(ZSTD_LEVEL)?),
+            None => {
+                let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
+                c.include_contentsize(true)?;
+                slot.insert(c)
+            }
         };
-        compressor.include_contentsize(true)?;
         compressor.compress(block)
     })
 }
