@@ -204,6 +204,7 @@ impl Archiver {
             start_from: config.source.start_from,
             claims: config.pipeline.claims,
             writer_id: writer_id(),
+            bucketing: config.pipeline.bucketing,
         };
         let pipeline = Pipeline::new(settings, store, link.clone(), metrics.clone());
         let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));

@@ -20,6 +20,7 @@ use thiserror::Error;
 use crate::core::destination::Destination;
 use crate::core::encode::{Compression, FileSpec, Format};
 use crate::core::roll::RollPolicy;
+use crate::core::time_bucket::{BucketWidth, Bucketing, TimeSource};
 use crate::core::units::{ByteSize, HumanDuration};
 use crate::store::{
     ObjectOptions, Sse, StorageClass, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY,
@@ -42,6 +43,10 @@ pub const DEFAULT_S3_ATTEMPT_TIMEOUT: HumanDuration = HumanDuration(DEFAULT_ATTE
 pub const DEFAULT_REVOKE_TIMEOUT: HumanDuration = HumanDuration(Duration::from_secs(20));
 pub const DEFAULT_ABORT_STALE_UPLOADS_AFTER: HumanDuration = HumanDuration(Duration::from_secs(24 * 3600));
 pub const DEFAULT_CLAIMS: bool = true;
+pub const DEFAULT_TIME_BUCKETS: TimeBuckets = TimeBuckets::None;
+pub const DEFAULT_TIME_SOURCE: TimeSource = TimeSource::Record;
+/// The shortest `--roll-schedule`.
+const MIN_ROLL_SCHEDULE: Duration = Duration::from_secs(1);
 /// The shortest `--roll-age`: the age timer ticks every 200 ms.
 const MIN_ROLL_AGE: Duration = Duration::from_millis(100);
 
@@ -97,6 +102,35 @@ impl Display for StartFrom {
         f.write_str(match self {
             StartFrom::Earliest => "earliest",
             StartFrom::Latest => "latest",
+        })
+    }
+}
+
+/// Data folders by time (`--time-buckets`): none (one folder per partition), or per UTC day or hour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeBuckets {
+    None,
+    Day,
+    Hour,
+}
+
+impl TimeBuckets {
+    fn width(self) -> Option<BucketWidth> {
+        match self {
+            TimeBuckets::None => None,
+            TimeBuckets::Day => Some(BucketWidth::Day),
+            TimeBuckets::Hour => Some(BucketWidth::Hour),
+        }
+    }
+}
+
+impl Display for TimeBuckets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimeBuckets::None => "none",
+            TimeBuckets::Day => "day",
+            TimeBuckets::Hour => "hour",
         })
     }
 }
@@ -188,6 +222,18 @@ pub struct Settings {
     #[arg(long, env = "KSA_ROLL_AGE", help_heading = "Files",
         help = with_default("Roll a file this long after its first record, even if no more arrive, e.g. 30s", DEFAULT_ROLL_AGE))]
     pub roll_age: Option<HumanDuration>,
+    /// Also roll every open file at each UTC multiple of this interval (e.g. 1h: at every full hour),
+    /// even when no record arrives, so a time bucket's files are closed soon after it ends.
+    #[arg(long, env = "KSA_ROLL_SCHEDULE", help_heading = "Files")]
+    pub roll_schedule: Option<HumanDuration>,
+    #[arg(long, env = "KSA_TIME_BUCKETS", help_heading = "Files",
+        help = with_default("Data folders by UTC time: none, day (dt=YYYY-MM-DD/) or hour (dt=YYYY-MM-DD/hour=HH/), \
+            between topic= and partition=", DEFAULT_TIME_BUCKETS))]
+    pub time_buckets: Option<TimeBuckets>,
+    #[arg(long, env = "KSA_TIME_SOURCE", help_heading = "Files",
+        help = with_default("The time that puts a record into a time bucket: record (its timestamp) or arrival \
+            (when consumed)", DEFAULT_TIME_SOURCE))]
+    pub time_source: Option<TimeSource>,
     /// Directory for files too large to keep in memory until upload [default: <system temp>/kafka-s3-archiver-spool]
     #[arg(long, env = "KSA_SPOOL_DIR", help_heading = "Files")]
     pub spool_dir: Option<PathBuf>,
@@ -262,6 +308,7 @@ pub struct PipelineConfig {
     pub max_spool_bytes: u64,
     pub revoke_timeout: Duration,
     pub claims: bool,
+    pub bucketing: Option<Bucketing>,
 }
 
 #[derive(Debug, Clone)]
@@ -290,6 +337,8 @@ impl Settings {
             max_spool_bytes: Some(DEFAULT_MAX_SPOOL_BYTES),
             revoke_timeout: Some(DEFAULT_REVOKE_TIMEOUT),
             claims: Some(DEFAULT_CLAIMS),
+            time_buckets: Some(DEFAULT_TIME_BUCKETS),
+            time_source: Some(DEFAULT_TIME_SOURCE),
             ..Settings::default()
         }
     }
@@ -447,11 +496,25 @@ impl Settings {
             max_records: positive(set(self.roll_records, "--roll-records")?, "--roll-records")?,
             max_bytes: positive(set(self.roll_bytes, "--roll-bytes")?.bytes(), "--roll-bytes")?,
             max_age: set(self.roll_age, "--roll-age")?.0,
+            schedule: self.roll_schedule.map(|d| d.0),
         };
         if roll.max_age < MIN_ROLL_AGE {
             let why = format!("use at least {}", HumanDuration(MIN_ROLL_AGE));
             return Err(invalid("--roll-age", &HumanDuration(roll.max_age).to_string(), why));
         }
+        if let Some(every) = roll.schedule.filter(|every| *every < MIN_ROLL_SCHEDULE) {
+            let why = format!("use at least {}", HumanDuration(MIN_ROLL_SCHEDULE));
+            return Err(invalid("--roll-schedule", &HumanDuration(every).to_string(), why));
+        }
+        let claims = set(self.claims, "--claims")?;
+        let buckets = set(self.time_buckets, "--time-buckets")?;
+        if buckets != TimeBuckets::None && !claims {
+            let why = "time-bucketed folders need claims: recovery finds a partition's last object through its \
+                       claims chain (--claims true)";
+            return Err(invalid("--time-buckets", &buckets.to_string(), why.into()));
+        }
+        let source = set(self.time_source, "--time-source")?;
+        let bucketing = buckets.width().map(|width| Bucketing { width, source });
         Ok(PipelineConfig {
             spec,
             roll,
@@ -463,7 +526,8 @@ impl Settings {
             )?,
             max_spool_bytes: positive(set(self.max_spool_bytes, "--max-spool-bytes")?.bytes(), "--max-spool-bytes")?,
             revoke_timeout: set(self.revoke_timeout, "--revoke-timeout")?.0,
-            claims: set(self.claims, "--claims")?,
+            claims,
+            bucketing,
         })
     }
 }

@@ -11,6 +11,7 @@ use crate::core::claim::{Claim, ClaimError, ClaimKey};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::recovery::{assess_tail, CommitHint, ListRequest, Overlap, Step, Tail, TailListing, TailSearch};
+use crate::core::time_bucket::Bucket;
 use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::Metrics;
 use prometheus::{IntCounter, IntGauge};
@@ -91,7 +92,9 @@ pub async fn find_tail(
             let key = ClaimKey::new(prefix.clone(), tp.clone(), start).to_string();
             let body = with_retries(attempts, "reading a claim", watch, || store.get(&key)).await?;
             let claim = Claim::from_json(&key, &body)?;
-            let (data, requests) = data_from(store, prefix, tp, start, attempts, watch).await?;
+            // The claim's data object is in its bucket's folder (lake layout) or the partition's.
+            let bucket = claim.object_key(prefix).and_then(|key| key.bucket);
+            let (data, requests) = data_from(store, prefix, (tp, bucket), start, attempts, watch).await?;
             found.list_requests += requests;
             found.keys_seen += data.len() as u64;
             found.tail = assess_tail(&claim, &data);
@@ -123,17 +126,20 @@ async fn run_plan(
     }
 }
 
-/// The data objects of `tp` that start at `start` or later, and the list requests it took.
+/// The data objects of `tp` in its folder of `bucket` (or its only folder) that start at `start` or
+/// later, and the list requests it took.
 async fn data_from(
     store: &dyn ObjectStore,
     prefix: &Prefix,
-    tp: &TopicPartition,
+    (tp, bucket): (&TopicPartition, Option<Bucket>),
     start: i64,
     attempts: u32,
     watch: Watch<'_>,
 ) -> Result<(Vec<OffsetRange>, u32), StoreError> {
-    let mut req =
-        ListRequest { prefix: prefix.partition_folder(tp), start_after: Some(prefix.start_after_for(tp, start)) };
+    let mut req = ListRequest {
+        prefix: prefix.data_folder(tp, bucket.as_ref()),
+        start_after: Some(prefix.start_after_in(tp, bucket.as_ref(), start)),
+    };
     let mut ranges = Vec::new();
     let mut requests = 0;
     loop {

@@ -104,3 +104,19 @@ fn regex_subscriptions_are_anchored() {
     let c = Settings { topics: None, topic_regex: Some("orders-.*".into()), ..minimal() }.resolve(None).unwrap();
     assert_eq!(c.source.subscription, vec!["^orders-.*".to_string()]);
 }
+
+#[test]
+fn time_buckets_are_off_by_default_and_need_claims() {
+    let c = minimal().resolve(None).unwrap();
+    assert_eq!((c.pipeline.bucketing, c.pipeline.roll.schedule), (None, None));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("archiver.toml");
+    std::fs::write(&file, "time-buckets = \"hour\"\ntime-source = \"arrival\"\nroll-schedule = \"1h\"\n").unwrap();
+    let c = minimal().resolve(Some(&file)).unwrap();
+    assert_eq!(c.pipeline.bucketing, Some(Bucketing { width: BucketWidth::Hour, source: TimeSource::Arrival }));
+    assert_eq!(c.pipeline.roll.schedule, Some(Duration::from_secs(3600)));
+    let without_claims = Settings { claims: Some(false), ..minimal() }.resolve(Some(&file)).unwrap_err();
+    assert!(without_claims.to_string().contains("need claims"), "{without_claims}");
+    let too_often = Settings { roll_schedule: Some("10ms".parse().unwrap()), ..minimal() }.resolve(None).unwrap_err();
+    assert!(too_often.to_string().contains("--roll-schedule"), "{too_often}");
+}

@@ -16,4 +16,5 @@ pub mod s3_errors;
 pub mod spool;
 pub mod stale;
 pub mod status;
+pub mod time_bucket;
 pub mod units;

@@ -1,4 +1,5 @@
-//! Object names: `<prefix>/topic=<t>/partition=<p>/<t>+<p>+<start:020>+<end:020>.<ext>`.
+//! Object names: `<prefix>/topic=<t>/partition=<p>/<t>+<p>+<start:020>+<end:020>.<ext>`, or with time
+//! buckets `<prefix>/topic=<t>/dt=<YYYY-MM-DD>[/hour=<HH>]/partition=<p>/<same file name>`.
 //!
 //! Offsets are zero-padded to 20 digits so that lexicographic key order is offset order, which is what
 //! lets recovery list a partition folder from a known key (`StartAfter`) instead of from the beginning.
@@ -8,6 +9,7 @@ use std::fmt;
 use thiserror::Error;
 
 use super::partition::{OffsetRange, TopicPartition};
+use super::time_bucket::Bucket;
 
 /// What a data object holds, told by its extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,7 +41,7 @@ impl FileKind {
 pub enum KeyError {
     #[error("key {key:?} is not under prefix {prefix:?}")]
     OutsidePrefix { key: String, prefix: String },
-    #[error("key {key:?} does not follow <prefix>/topic=<t>/partition=<p>/<t>+<p>+<start:020>+<end:020>.<ext>: {why}")]
+    #[error("key {key:?} does not follow <prefix>/topic=<t>/[dt=<YYYY-MM-DD>/[hour=<HH>/]]partition=<p>/<t>+<p>+<start:020>+<end:020>.<ext>: {why}")]
     Malformed { key: String, why: &'static str },
 }
 
@@ -65,9 +67,18 @@ impl Prefix {
         }
     }
 
-    /// The folder (ending in `/`) that holds every data object of a partition.
+    /// The folder (ending in `/`) that holds every data object of a partition (without time buckets).
     pub fn partition_folder(&self, tp: &TopicPartition) -> String {
-        format!("{}topic={}/partition={}/", self.root(), tp.topic(), tp.partition())
+        self.data_folder(tp, None)
+    }
+
+    /// The folder (ending in `/`) that holds a partition's data objects of one time bucket, or all of
+    /// them without time buckets.
+    pub fn data_folder(&self, tp: &TopicPartition, bucket: Option<&Bucket>) -> String {
+        match bucket {
+            Some(b) => format!("{}topic={}/{b}/partition={}/", self.root(), tp.topic(), tp.partition()),
+            None => format!("{}topic={}/partition={}/", self.root(), tp.topic(), tp.partition()),
+        }
     }
 
     /// The folder (ending in `/`) that holds a partition's claims (see `claim`); outside the data
@@ -89,7 +100,12 @@ impl Prefix {
     /// A string that sorts right before every key of `tp` whose start offset is >= `start`: use it as
     /// `StartAfter` to list a partition from a given offset on.
     pub fn start_after_for(&self, tp: &TopicPartition, start: i64) -> String {
-        format!("{}{}+{}+{:020}", self.partition_folder(tp), tp.topic(), tp.partition(), start)
+        self.start_after_in(tp, None, start)
+    }
+
+    /// Like [`Prefix::start_after_for`], in the partition's folder of `bucket`.
+    pub fn start_after_in(&self, tp: &TopicPartition, bucket: Option<&Bucket>, start: i64) -> String {
+        format!("{}{}+{}+{:020}", self.data_folder(tp, bucket), tp.topic(), tp.partition(), start)
     }
 }
 
@@ -98,13 +114,20 @@ impl Prefix {
 pub struct ObjectKey {
     pub prefix: Prefix,
     pub tp: TopicPartition,
+    /// The time bucket folder it is in (lake layout), if any.
+    pub bucket: Option<Bucket>,
     pub range: OffsetRange,
     pub kind: FileKind,
 }
 
 impl ObjectKey {
     pub fn new(prefix: Prefix, tp: TopicPartition, range: OffsetRange, kind: FileKind) -> Self {
-        Self { prefix, tp, range, kind }
+        Self { prefix, tp, bucket: None, range, kind }
+    }
+
+    /// The same object in the folder of `bucket` (or in the partition folder, without).
+    pub fn in_bucket(self, bucket: Option<Bucket>) -> Self {
+        Self { bucket, ..self }
     }
 
     /// Parses a full key under `prefix`. Anything that is not exactly what [`ObjectKey`]'s `Display`
@@ -115,11 +138,18 @@ impl ObjectKey {
         let rest = key
             .strip_prefix(root.as_str())
             .ok_or_else(|| KeyError::OutsidePrefix { key: key.to_string(), prefix: prefix.as_str().to_string() })?;
-        let mut parts = rest.split('/');
-        let (Some(topic_dir), Some(partition_dir), Some(file), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(malformed("expected exactly topic=<t>/partition=<p>/<file> below the prefix"));
+        let parts: Vec<&str> = rest.split('/').collect();
+        let (topic_dir, bucket, partition_dir, file) = match parts[..] {
+            [topic_dir, partition_dir, file] => (topic_dir, None, partition_dir, file),
+            [topic_dir, dt, partition_dir, file] => (topic_dir, Some((dt, None)), partition_dir, file),
+            [topic_dir, dt, hour, partition_dir, file] => (topic_dir, Some((dt, Some(hour))), partition_dir, file),
+            _ => return Err(malformed("expected topic=<t>/[<time bucket>/]partition=<p>/<file> below the prefix")),
+        };
+        let bucket = match bucket {
+            Some((dt, hour)) => Some(
+                Bucket::parse(dt, hour).ok_or_else(|| malformed("time bucket is not dt=<YYYY-MM-DD>[/hour=<HH>]"))?,
+            ),
+            None => None,
         };
         let topic = topic_dir.strip_prefix("topic=").ok_or_else(|| malformed("folder is not topic=<t>"))?;
         let partition_str =
@@ -141,7 +171,7 @@ impl ObjectKey {
         let end = parse_padded_offset(f_end).ok_or_else(|| malformed("end offset is not 20 digits"))?;
         let range = OffsetRange::new(start, end).map_err(|_| malformed("start offset is after end offset"))?;
         let kind = FileKind::from_extension(ext).ok_or_else(|| malformed("unknown extension"))?;
-        Ok(Self { prefix: prefix.clone(), tp, range, kind })
+        Ok(Self { prefix: prefix.clone(), tp, bucket, range, kind })
     }
 }
 
@@ -157,7 +187,7 @@ impl fmt::Display for ObjectKey {
         write!(
             f,
             "{}{}+{}+{:020}+{:020}.{}",
-            self.prefix.partition_folder(&self.tp),
+            self.prefix.data_folder(&self.tp, self.bucket.as_ref()),
             self.tp.topic(),
             self.tp.partition(),
             self.range.start(),
@@ -187,6 +217,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::core::time_bucket::BucketWidth;
 
     fn key(prefix: &str, topic: &str, p: i32, s: i64, e: i64, kind: FileKind) -> ObjectKey {
         ObjectKey::new(
@@ -206,6 +237,29 @@ mod tests {
         );
         let k = key("", "t", 0, 7, 7, FileKind::JsonlZst);
         assert_eq!(k.to_string(), "topic=t/partition=0/t+0+00000000000000000007+00000000000000000007.jsonl.zst");
+    }
+
+    #[test]
+    fn time_buckets_are_folders_between_topic_and_partition() {
+        let hour = Bucket::containing(BucketWidth::Hour, 1_795_996_800_000 + 7 * 3_600_000);
+        let k = key("a", "orders", 3, 0, 41, FileKind::Parquet).in_bucket(Some(hour));
+        let text = "a/topic=orders/dt=2026-11-30/hour=07/partition=3/orders+3+00000000000000000000+00000000000000000041.parquet";
+        assert_eq!(k.to_string(), text);
+        assert_eq!(ObjectKey::parse(&Prefix::new("a"), text), Ok(k.clone()));
+        let day = Bucket::containing(BucketWidth::Day, 1_795_996_800_000);
+        let k = k.in_bucket(Some(day));
+        assert_eq!(k.to_string(), text.replace("/hour=07", ""));
+        assert_eq!(k.relative(), text.replace("/hour=07", "").replacen("a/", "", 1));
+        let p = Prefix::new("a");
+        for bad in [
+            "a/topic=orders/dt=2026-11-31/partition=3/orders+3+00000000000000000000+00000000000000000041.parquet",
+            "a/topic=orders/hour=07/partition=3/orders+3+00000000000000000000+00000000000000000041.parquet",
+            "a/topic=orders/dt=2026-11-30/hour=7/partition=3/orders+3+00000000000000000000+00000000000000000041.parquet",
+            "a/topic=orders/dt=2026-11-30/hour=07/x=1/partition=3/orders+3+00000000000000000000+00000000000000000041.parquet",
+            "a/topic=orders/partition=3/dt=2026-11-30/orders+3+00000000000000000000+00000000000000000041.parquet",
+        ] {
+            assert!(ObjectKey::parse(&p, bad).is_err(), "{bad} should not parse");
+        }
     }
 
     #[test]
@@ -265,9 +319,13 @@ mod tests {
             start in 0i64..=i64::MAX,
             len in 0i64..=1_000_000,
             kind_idx in 0usize..4,
+            bucket in proptest::option::of((any::<bool>(), 0i64..253_402_300_799_999)),
         ) {
             let end = start.saturating_add(len);
-            let k = key(&prefix, &topic, partition, start, end, FileKind::ALL[kind_idx]);
+            let bucket = bucket.map(|(hourly, ms)| {
+                Bucket::containing(if hourly { BucketWidth::Hour } else { BucketWidth::Day }, ms)
+            });
+            let k = key(&prefix, &topic, partition, start, end, FileKind::ALL[kind_idx]).in_bucket(bucket);
             let text = k.to_string();
             let parsed = ObjectKey::parse(&Prefix::new(&prefix), &text).unwrap();
             prop_assert_eq!(&parsed, &k);

@@ -1,7 +1,17 @@
-//! When an open file is sealed and uploaded: by record count, by size, or by age. Age is a deadline
-//! measured from the file's first record, checked by a timer, so an idle partition's file still rolls.
+//! When an open file is sealed and uploaded: by record count, by size, by age, or at wall-clock
+//! schedule boundaries. Age is a deadline measured from the file's first record, checked by a timer, so
+//! an idle partition's file still rolls; a schedule (`--roll-schedule 1h`) rolls every file open at each
+//! UTC multiple of its interval, whether records arrive or not.
 
 use std::time::{Duration, Instant};
+
+/// The time, read once and passed in: the monotonic clock for ages, the wall clock (ms since the Unix
+/// epoch) for schedules and time buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    pub mono: Instant,
+    pub wall_ms: i64,
+}
 
 /// Why a file was rolled (also logged and counted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,6 +19,10 @@ pub enum RollReason {
     Records,
     Bytes,
     Age,
+    /// A `--roll-schedule` boundary passed.
+    Schedule,
+    /// The next record belongs to a later time bucket.
+    Bucket,
     /// The global memory or spool budget was reached and this was one of the largest open files.
     Budget,
     /// The partition was revoked or the process is shutting down.
@@ -25,6 +39,8 @@ impl RollReason {
             RollReason::Records => "records",
             RollReason::Bytes => "bytes",
             RollReason::Age => "age",
+            RollReason::Schedule => "schedule",
+            RollReason::Bucket => "bucket",
             RollReason::Budget => "budget",
             RollReason::Flush => "flush",
             RollReason::Rewrite => "rewrite",
@@ -39,6 +55,8 @@ pub struct RollPolicy {
     pub max_records: u64,
     pub max_bytes: u64,
     pub max_age: Duration,
+    /// Roll every open file at each multiple of this interval since the Unix epoch (UTC).
+    pub schedule: Option<Duration>,
 }
 
 /// What the policy needs to know about an open file.
@@ -47,7 +65,7 @@ pub struct OpenFileStats {
     pub records: u64,
     pub bytes: u64,
     /// When the file's first record arrived.
-    pub opened_at: Instant,
+    pub opened: Now,
 }
 
 impl RollPolicy {
@@ -70,12 +88,25 @@ impl RollPolicy {
 
     /// When the file must roll by age at the latest.
     pub fn deadline(&self, stats: &OpenFileStats) -> Instant {
-        stats.opened_at + self.max_age
+        stats.opened.mono + self.max_age
+    }
+
+    /// The first schedule boundary after the file opened (ms since the epoch), if rolls are scheduled.
+    pub fn next_boundary(&self, stats: &OpenFileStats) -> Option<i64> {
+        let every = i64::try_from(self.schedule?.as_millis()).ok().filter(|ms| *ms > 0)?;
+        let opened = stats.opened.wall_ms;
+        Some(opened - opened.rem_euclid(every) + every)
     }
 
     /// Checked by the timer.
-    pub fn due(&self, stats: &OpenFileStats, now: Instant) -> Option<RollReason> {
-        (stats.records > 0 && now >= self.deadline(stats)).then_some(RollReason::Age)
+    pub fn due(&self, stats: &OpenFileStats, now: Now) -> Option<RollReason> {
+        if stats.records == 0 {
+            None
+        } else if self.next_boundary(stats).is_some_and(|boundary| now.wall_ms >= boundary) {
+            Some(RollReason::Schedule)
+        } else {
+            (now.mono >= self.deadline(stats)).then_some(RollReason::Age)
+        }
     }
 }
 
@@ -104,14 +135,18 @@ mod tests {
     use super::*;
 
     fn policy() -> RollPolicy {
-        RollPolicy { max_records: 100, max_bytes: 1000, max_age: Duration::from_secs(30) }
+        RollPolicy { max_records: 100, max_bytes: 1000, max_age: Duration::from_secs(30), schedule: None }
+    }
+
+    fn at(mono: Instant, wall_ms: i64) -> Now {
+        Now { mono, wall_ms }
     }
 
     #[test]
     fn rolls_on_records_then_bytes() {
         let t0 = Instant::now();
         let p = policy();
-        let s = |records, bytes| OpenFileStats { records, bytes, opened_at: t0 };
+        let s = |records, bytes| OpenFileStats { records, bytes, opened: at(t0, 0) };
         assert_eq!(p.after_append(&s(99, 999)), None);
         assert_eq!(p.after_append(&s(100, 0)), Some(RollReason::Records));
         assert_eq!(p.after_append(&s(1, 1000)), Some(RollReason::Bytes));
@@ -122,7 +157,7 @@ mod tests {
     fn a_record_that_does_not_fit_starts_the_next_file() {
         let t0 = Instant::now();
         let p = policy();
-        let s = |records, bytes| OpenFileStats { records, bytes, opened_at: t0 };
+        let s = |records, bytes| OpenFileStats { records, bytes, opened: at(t0, 0) };
         assert_eq!(p.before_append(&s(0, 0), 5000), None, "an empty file takes any record");
         assert_eq!(p.before_append(&s(3, 900), 100), None);
         assert_eq!(p.before_append(&s(3, 900), 101), Some(RollReason::Bytes));
@@ -133,13 +168,39 @@ mod tests {
     fn age_uses_the_clock_passed_in() {
         let t0 = Instant::now();
         let p = policy();
-        let stats = OpenFileStats { records: 1, bytes: 10, opened_at: t0 };
-        assert_eq!(p.due(&stats, t0), None);
-        assert_eq!(p.due(&stats, t0 + Duration::from_millis(29_999)), None);
-        assert_eq!(p.due(&stats, t0 + Duration::from_secs(30)), Some(RollReason::Age));
+        let stats = OpenFileStats { records: 1, bytes: 10, opened: at(t0, 0) };
+        assert_eq!(p.due(&stats, at(t0, 0)), None);
+        assert_eq!(p.due(&stats, at(t0 + Duration::from_millis(29_999), 0)), None);
+        assert_eq!(p.due(&stats, at(t0 + Duration::from_secs(30), 0)), Some(RollReason::Age));
         assert_eq!(p.deadline(&stats), t0 + Duration::from_secs(30));
         let empty = OpenFileStats { records: 0, ..stats };
-        assert_eq!(p.due(&empty, t0 + Duration::from_secs(3600)), None);
+        assert_eq!(p.due(&empty, at(t0 + Duration::from_secs(3600), 0)), None);
+    }
+
+    #[test]
+    fn a_schedule_rolls_at_each_utc_multiple_whatever_the_age() {
+        let t0 = Instant::now();
+        let hour = 3_600_000;
+        let p = RollPolicy {
+            max_age: Duration::from_secs(24 * 3600),
+            schedule: Some(Duration::from_secs(3600)),
+            ..policy()
+        };
+        // Opened at 10:59:00 (wall clock); the monotonic clock barely moves.
+        let opened = 10 * hour + 59 * 60_000;
+        let stats = OpenFileStats { records: 1, bytes: 10, opened: at(t0, opened) };
+        assert_eq!(p.next_boundary(&stats), Some(11 * hour));
+        assert_eq!(p.due(&stats, at(t0, 11 * hour - 1)), None);
+        assert_eq!(p.due(&stats, at(t0, 11 * hour)), Some(RollReason::Schedule));
+        // A file opened right at a boundary rolls at the next one.
+        let on_edge = OpenFileStats { opened: at(t0, 11 * hour), ..stats };
+        assert_eq!(p.due(&on_edge, at(t0, 12 * hour - 1)), None);
+        assert_eq!(p.due(&on_edge, at(t0, 12 * hour)), Some(RollReason::Schedule));
+        // The age still applies; an empty file never rolls.
+        assert_eq!(p.due(&stats, at(t0 + Duration::from_secs(24 * 3600), opened)), Some(RollReason::Age));
+        assert_eq!(p.due(&OpenFileStats { records: 0, ..stats }, at(t0, 13 * hour)), None);
+        // Without a schedule, the wall clock plays no part.
+        assert_eq!(policy().due(&stats, at(t0, 13 * hour)), None);
     }
 
     #[test]

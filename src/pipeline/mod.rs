@@ -18,7 +18,7 @@ mod writer;
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -35,8 +35,9 @@ use crate::core::encode::{EncodeError, FileSpec};
 use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
 use crate::core::recovery::{CommitHint, ResumePlan};
-use crate::core::roll::{pick_largest_over_budget, RollPolicy, RollReason};
+use crate::core::roll::{pick_largest_over_budget, Now, RollPolicy, RollReason};
 use crate::core::spool::SpoolConfig;
+use crate::core::time_bucket::Bucketing;
 use crate::source::{AssignedPartition, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::{DropReason, Event, Metrics};
@@ -68,6 +69,8 @@ pub struct PipelineSettings {
     pub claims: bool,
     /// Names this process in its claims (host:pid).
     pub writer_id: String,
+    /// Time-bucketed data folders (lake layout), if any.
+    pub bucketing: Option<Bucketing>,
 }
 
 pub struct Pipeline {
@@ -143,7 +146,7 @@ impl Pipeline {
                 Some(done) = self.recoveries.next(), if !self.recoveries.is_empty() => self.recovered(done)?,
                 batch = records.recv(), if !holding_back => match batch {
                     Some(batch) => {
-                        let now = Instant::now();
+                        let now = read_clock();
                         for fetched in batch {
                             self.append(fetched, now)?;
                         }
@@ -151,7 +154,7 @@ impl Pipeline {
                     None => break,
                 },
                 _ = freed.notified(), if holding_back => {}
-                _ = tick.tick() => self.tick(Instant::now())?,
+                _ = tick.tick() => self.tick(read_clock())?,
             }
         }
         let all: Vec<TopicPartition> = self.partitions.keys().cloned().collect();
@@ -193,7 +196,7 @@ impl Pipeline {
     }
 
     /// Takes one record, received at `now`.
-    fn append(&mut self, fetched: Fetched, now: Instant) -> Result<(), PipelineError> {
+    fn append(&mut self, fetched: Fetched, now: Now) -> Result<(), PipelineError> {
         let Fetched { tp, epoch, record, retention_gap } = fetched;
         // Looked at only when over budget: it visits every partition.
         let park_others = self.budget.exceeded() && self.rewrite_waiting();
@@ -247,19 +250,22 @@ impl Pipeline {
         }
     }
 
-    fn tick(&mut self, now: Instant) -> Result<(), PipelineError> {
+    fn tick(&mut self, now: Now) -> Result<(), PipelineError> {
         self.unpark();
         self.metrics.buffered_bytes.set(i64::try_from(self.budget.memory_used()).unwrap_or(i64::MAX));
         self.metrics.open_files.set(self.partitions.values().filter(|w| w.has_open_file()).count() as i64);
         self.metrics.assigned_partitions.set(self.partitions.len() as i64);
-        let due: Vec<TopicPartition> =
-            self.partitions.iter().filter(|(_, w)| w.roll_due(&self.settings, now)).map(|(tp, _)| tp.clone()).collect();
-        for tp in due {
-            self.roll(&tp, RollReason::Age)?;
+        let due: Vec<(TopicPartition, RollReason)> = self
+            .partitions
+            .iter()
+            .filter_map(|(tp, w)| w.roll_due(&self.settings, now).map(|reason| (tp.clone(), reason)))
+            .collect();
+        for (tp, reason) in due {
+            self.roll(&tp, reason)?;
         }
         // Re-writes whose records stopped coming for a roll age: is anything of their range left?
         for (tp, writer) in &mut self.partitions {
-            if let Some(range) = writer.range_to_check(now, self.settings.roll.max_age) {
+            if let Some(range) = writer.range_to_check(now.mono, self.settings.roll.max_age) {
                 let check = SourceCommand::CheckRange { tp: tp.clone(), epoch: writer.epoch, range };
                 let _ = self.link.commands.send(check);
             }
@@ -436,4 +442,10 @@ impl Pipeline {
             metrics: self.metrics.clone(),
         }
     }
+}
+
+/// The monotonic and the wall clock, read together.
+fn read_clock() -> Now {
+    let wall_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    Now { mono: Instant::now(), wall_ms }
 }

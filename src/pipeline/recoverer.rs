@@ -95,7 +95,9 @@ impl Recoverer {
         for o in &found.overlaps {
             self.metrics.emit(Event::Overlap { tp, earlier: o.earlier, later: o.later });
         }
-        let plan = plan_resume(&found.tail, log_start);
+        let mut plan = plan_resume(&found.tail, log_start);
+        plan.bucket_floor_ms =
+            found.last_claim.as_ref().and_then(|c| c.object_key(&self.prefix)?.bucket).map(|b| b.start_ms());
         if let (Some(missing), Some(resume_at)) = (plan.retention_gap, plan.consume_from) {
             self.metrics.emit(Event::RetentionGap { tp, missing, resume_at });
         }

@@ -2,7 +2,7 @@
 //! (extending the claims chain) or, while the partition re-writes a claimed range whose data object is
 //! missing, exactly at that claim's end. Sealed files go to the partition's uploader, in order.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -16,8 +16,9 @@ use crate::core::object_key::ObjectKey;
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::record::Record;
 use crate::core::recovery::ResumePlan;
-use crate::core::roll::{OpenFileStats, RollReason};
+use crate::core::roll::{Now, OpenFileStats, RollReason};
 use crate::core::spool::Spool;
+use crate::core::time_bucket::Bucket;
 use crate::telemetry::{Event, Metrics};
 
 /// What the partition's files do to the claims chain.
@@ -35,7 +36,9 @@ struct OpenFile {
     first: i64,
     last: i64,
     records: u64,
-    opened_at: Instant,
+    opened: Now,
+    /// The time bucket folder it goes into (lake layout).
+    bucket: Option<Bucket>,
     /// The encoder's buffered memory when last measured (part of the budget's total).
     buffered: u64,
     /// Smallest and largest record timestamp so far.
@@ -44,7 +47,7 @@ struct OpenFile {
 
 impl OpenFile {
     fn stats(&self) -> OpenFileStats {
-        OpenFileStats { records: self.records, bytes: self.encoder.encoded_size(), opened_at: self.opened_at }
+        OpenFileStats { records: self.records, bytes: self.encoder.encoded_size(), opened: self.opened }
     }
 }
 
@@ -58,6 +61,9 @@ pub(super) struct PartitionWriter {
     next_expected: Option<i64>,
     /// The chain position (claim start) of the next file.
     chain_next: i64,
+    /// The start (ms) of the time bucket of the partition's last file: no later file goes into an
+    /// earlier bucket (see `core::time_bucket`).
+    bucket_floor: Option<i64>,
     mode: Mode,
     /// The next claim records that retention deleted offsets before its first one, from this offset on.
     retention_gap_pending: Option<i64>,
@@ -90,6 +96,7 @@ impl PartitionWriter {
             epoch,
             next_expected: plan.consume_from,
             chain_next: plan.chain_next,
+            bucket_floor: plan.bucket_floor_ms,
             mode: plan.rewrite.clone().map_or(Mode::Chain, Mode::Rewrite),
             // A gap inside a claimed range being re-written is told by that range's data object itself.
             retention_gap_pending: plan.retention_gap.filter(|_| plan.rewrite.is_none()).map(|gap| gap.start()),
@@ -122,6 +129,15 @@ impl PartitionWriter {
                 claim.object_key(&settings.prefix).map_or(settings.spec, |key| settings.spec.writing(key.kind))
             }
             Mode::Chain => settings.spec,
+        }
+    }
+
+    /// The time bucket a record goes into: a re-write's is its claimed key's; otherwise the record's
+    /// (see `core::time_bucket`), never earlier than the partition's last file's.
+    fn bucket_for(&self, record: &Record, now: Now, settings: &PipelineSettings) -> Option<Bucket> {
+        match &self.mode {
+            Mode::Rewrite(claim) => claim.object_key(&settings.prefix).and_then(|key| key.bucket),
+            Mode::Chain => settings.bucketing.map(|b| b.bucket(record.timestamp_ms, now.wall_ms, self.bucket_floor)),
         }
     }
 
@@ -170,7 +186,7 @@ impl PartitionWriter {
     pub(super) fn append(
         &mut self,
         record: &Record,
-        now: Instant,
+        now: Now,
         settings: &PipelineSettings,
         budget: &mut Budget,
         metrics: &Metrics,
@@ -181,15 +197,22 @@ impl PartitionWriter {
             return Ok(());
         }
         self.next_expected = Some(record.offset + 1);
-        self.last_record_at = now;
+        self.last_record_at = now.mono;
         if self.rewrite_end().is_some_and(|end| record.offset > end) {
             // Past the end of the claimed range: whatever was left of it is complete.
             self.finish_rewrite(settings, budget, metrics)?;
         }
+        let bucket = self.bucket_for(record, now, settings);
         if let Some(file) = &self.open {
-            if let Some(reason) = settings.roll.before_append(&file.stats(), record.payload_size()) {
+            let later_bucket =
+                matches!((file.bucket, bucket), (Some(open), Some(next)) if next.start_ms() > open.start_ms());
+            let reason = settings.roll.before_append(&file.stats(), record.payload_size());
+            if let Some(reason) = reason.or(later_bucket.then_some(RollReason::Bucket)) {
                 self.roll(reason, settings, budget)?;
             }
+        }
+        if let Some(b) = bucket {
+            self.bucket_floor = Some(b.start_ms());
         }
         let file = match &mut self.open {
             Some(file) => file,
@@ -198,7 +221,8 @@ impl PartitionWriter {
                 first: record.offset,
                 last: record.offset,
                 records: 0,
-                opened_at: now,
+                opened: now,
+                bucket,
                 buffered: 0,
                 timestamps: None,
             }),
@@ -269,9 +293,9 @@ impl PartitionWriter {
         }
     }
 
-    /// Whether the open file must roll by age at `now`.
-    pub(super) fn roll_due(&self, settings: &PipelineSettings, now: Instant) -> bool {
-        self.open.as_ref().is_some_and(|f| settings.roll.due(&f.stats(), now).is_some())
+    /// Whether the open file must roll by age or schedule at `now`, and why.
+    pub(super) fn roll_due(&self, settings: &PipelineSettings, now: Now) -> Option<RollReason> {
+        self.open.as_ref().and_then(|f| settings.roll.due(&f.stats(), now))
     }
 
     /// Rolls the open file by the roll policy (records, bytes, age, budget, flush). A file re-writing a
@@ -320,7 +344,8 @@ impl PartitionWriter {
         budget.release(file.buffered);
         let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");
         let spool = file.encoder.finish(&FileMeta { tp: self.tp.clone(), range, records: file.records })?;
-        let mut key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, self.file_spec(settings).kind());
+        let mut key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, self.file_spec(settings).kind())
+            .in_bucket(file.bucket);
         let chain_start = self.chain_next;
         let claim = match std::mem::replace(&mut self.mode, Mode::Chain) {
             // The claim exists already: only its data object is written, under exactly the key it names
@@ -346,7 +371,7 @@ impl PartitionWriter {
                     retention_gap: gap_from.is_some(),
                     retention_gap_from: gap_from.filter(|from| *from < chain_start),
                     writer: settings.writer_id.clone(),
-                    time_ms: unix_ms(),
+                    time_ms: super::read_clock().wall_ms,
                     timestamps: file.timestamps,
                     topic_id: self.topic_id.clone(),
                     object: Some(key.relative()),
@@ -358,8 +383,4 @@ impl PartitionWriter {
         let _ = self.uploads.send(SealedFile { key, records: file.records, spool, reason, chain_start, claim });
         Ok(())
     }
-}
-
-fn unix_ms() -> i64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }

@@ -225,6 +225,7 @@ impl Metrics {
             PutOutcome::Created => self.objects_uploaded.inc(),
             PutOutcome::AlreadyExists => self.objects_already_present.inc(),
         }
+        self.objects_by_roll_reason.with_label_values(&[e.reason.as_str()]).inc();
         self.records_archived.inc_by(e.records);
         self.bytes_uploaded.inc_by(e.bytes);
         self.upload_seconds.observe(e.elapsed.as_secs_f64());

@@ -2,7 +2,7 @@
 //! `/metrics` (see `http`), summed up in a log line at exit, and read by `demo` and the tests. What
 //! moves them, and what is logged with them, is in `events`.
 
-use prometheus::{Histogram, HistogramOpts, IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 pub struct Metrics {
     pub registry: Registry,
@@ -44,6 +44,8 @@ pub struct Metrics {
     pub log_end_offset: IntGaugeVec,
     /// Per partition: records in the log not archived yet.
     pub unarchived_records: IntGaugeVec,
+    /// Objects uploaded (or found there), by why their file rolled.
+    pub objects_by_roll_reason: IntCounterVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
@@ -62,6 +64,12 @@ fn partition_gauge(registry: &Registry, name: &str, help: &str) -> IntGaugeVec {
     let g = IntGaugeVec::new(Opts::new(format!("ksa_{name}"), help), &["topic", "partition"]).expect("valid metric");
     registry.register(Box::new(g.clone())).expect("registered once");
     g
+}
+
+fn counter_by(registry: &Registry, name: &str, help: &str, label: &str) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(format!("ksa_{name}"), help), &[label]).expect("valid metric");
+    registry.register(Box::new(c.clone())).expect("registered once");
+    c
 }
 
 fn histogram(registry: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
@@ -152,6 +160,13 @@ impl Default for Metrics {
             archived_offset: partition_gauge(&r, "archived_offset", "Highest offset whose object is durable."),
             log_end_offset: partition_gauge(&r, "log_end_offset", "Log end offset, from the consumer's statistics."),
             unarchived_records: partition_gauge(&r, "unarchived_records", "Records in the log not archived yet."),
+            objects_by_roll_reason: counter_by(
+                &r,
+                "objects_by_roll_reason_total",
+                "Objects uploaded (or found there), by why their file rolled: records, bytes, age, schedule, \
+                 bucket, budget, flush, rewrite, retention-gap.",
+                "reason",
+            ),
             registry: r,
         }
     }

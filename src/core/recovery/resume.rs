@@ -42,6 +42,9 @@ pub struct ResumePlan {
     pub rewrite: Option<Claim>,
     /// Offsets deleted by retention before they were archived.
     pub retention_gap: Option<OffsetRange>,
+    /// The start (ms) of the time bucket of the last claim's data object (lake layout): the partition's
+    /// next files go into no earlier bucket. Set by the caller, who has the claim.
+    pub bucket_floor_ms: Option<i64>,
 }
 
 /// Where a partition resumes: after its archive's tail, or at the log start when retention deleted
@@ -51,10 +54,18 @@ pub fn plan_resume(tail: &Tail, log_start: Option<i64>) -> ResumePlan {
     // The archive continues at `next`; `lost_from` is where a retention gap would start.
     let resume = |next: i64, lost_from: i64| {
         let retention_gap = (next < low).then(|| OffsetRange::new(lost_from.min(next), low - 1).expect("ordered"));
-        ResumePlan { consume_from: Some(next.max(low)), chain_next: next, rewrite: None, retention_gap }
+        ResumePlan {
+            consume_from: Some(next.max(low)),
+            chain_next: next,
+            rewrite: None,
+            retention_gap,
+            bucket_floor_ms: None,
+        }
     };
     match tail {
-        Tail::Empty => ResumePlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None },
+        Tail::Empty => {
+            ResumePlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None, bucket_floor_ms: None }
+        }
         Tail::Complete { next } => resume(*next, *next),
         Tail::Unfulfilled(claim) if low <= claim.end => {
             let from = claim.first.max(low);
@@ -64,6 +75,7 @@ pub fn plan_resume(tail: &Tail, log_start: Option<i64>) -> ResumePlan {
                 chain_next: claim.chain_start,
                 rewrite: Some(claim.clone()),
                 retention_gap,
+                bucket_floor_ms: None,
             }
         }
         // Retention deleted the whole claimed range before it was written: it is lost.
@@ -125,26 +137,50 @@ mod tests {
         let plan = |tail: &Tail, low| plan_resume(tail, low);
         assert_eq!(
             plan(&Tail::Empty, Some(40)),
-            ResumePlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None }
+            ResumePlan { consume_from: None, chain_next: 0, rewrite: None, retention_gap: None, bucket_floor_ms: None }
         );
         assert_eq!(
             plan(&Tail::Complete { next: 200 }, Some(40)),
-            ResumePlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
+            ResumePlan {
+                consume_from: Some(200),
+                chain_next: 200,
+                rewrite: None,
+                retention_gap: None,
+                bucket_floor_ms: None
+            }
         );
         // The log starts right where the archive ends: no gap.
         assert_eq!(
             plan(&Tail::Complete { next: 200 }, Some(200)),
-            ResumePlan { consume_from: Some(200), chain_next: 200, rewrite: None, retention_gap: None }
+            ResumePlan {
+                consume_from: Some(200),
+                chain_next: 200,
+                rewrite: None,
+                retention_gap: None,
+                bucket_floor_ms: None
+            }
         );
         assert_eq!(
             plan(&Tail::Complete { next: 200 }, Some(250)),
-            ResumePlan { consume_from: Some(250), chain_next: 200, rewrite: None, retention_gap: Some(r(200, 249)) }
+            ResumePlan {
+                consume_from: Some(250),
+                chain_next: 200,
+                rewrite: None,
+                retention_gap: Some(r(200, 249)),
+                bucket_floor_ms: None
+            }
         );
         let c = claim(100, 102, 199);
         let tail = Tail::Unfulfilled(c.clone());
         assert_eq!(
             plan(&tail, None),
-            ResumePlan { consume_from: Some(102), chain_next: 100, rewrite: Some(c.clone()), retention_gap: None }
+            ResumePlan {
+                consume_from: Some(102),
+                chain_next: 100,
+                rewrite: Some(c.clone()),
+                retention_gap: None,
+                bucket_floor_ms: None
+            }
         );
         // Retention took the start of the claimed range: re-write what is left of it.
         assert_eq!(
@@ -153,13 +189,20 @@ mod tests {
                 consume_from: Some(150),
                 chain_next: 100,
                 rewrite: Some(c.clone()),
-                retention_gap: Some(r(102, 149))
+                retention_gap: Some(r(102, 149)),
+                bucket_floor_ms: None
             }
         );
         // ... or all of it: the claimed range is lost, and so is what retention took after it.
         assert_eq!(
             plan(&tail, Some(300)),
-            ResumePlan { consume_from: Some(300), chain_next: 200, rewrite: None, retention_gap: Some(r(102, 299)) }
+            ResumePlan {
+                consume_from: Some(300),
+                chain_next: 200,
+                rewrite: None,
+                retention_gap: Some(r(102, 299)),
+                bucket_floor_ms: None
+            }
         );
     }
 

@@ -107,6 +107,16 @@ pub(super) fn rec(offset: i64, size: usize) -> Record {
 }
 
 pub(super) fn harness(roll: RollPolicy, max_buffer_bytes: u64, revoke_timeout: Duration) -> Harness {
+    harness_with(roll, max_buffer_bytes, revoke_timeout, None)
+}
+
+/// A harness writing time-bucketed folders (`bucketing`), or not.
+pub(super) fn harness_with(
+    roll: RollPolicy,
+    max_buffer_bytes: u64,
+    revoke_timeout: Duration,
+    bucketing: Option<crate::core::time_bucket::Bucketing>,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(TestStore {
         inner: LocalStore::new(dir.path().join("archive")).unwrap(),
@@ -130,6 +140,7 @@ pub(super) fn harness(roll: RollPolicy, max_buffer_bytes: u64, revoke_timeout: D
         start_from: StartFrom::Earliest,
         claims: true,
         writer_id: "test:1".into(),
+        bucketing,
     };
     std::fs::create_dir_all(dir.path().join("spool")).unwrap();
     let (control, control_rx) = mpsc::unbounded_channel();
@@ -142,7 +153,7 @@ pub(super) fn harness(roll: RollPolicy, max_buffer_bytes: u64, revoke_timeout: D
 }
 
 pub(super) fn policy(records: u64) -> RollPolicy {
-    RollPolicy { max_records: records, max_bytes: 1 << 30, max_age: Duration::from_secs(3600) }
+    RollPolicy { max_records: records, max_bytes: 1 << 30, max_age: Duration::from_secs(3600), schedule: None }
 }
 
 impl Harness {
@@ -177,6 +188,15 @@ impl Harness {
     pub(super) async fn send(&self, p: i32, offsets: std::ops::Range<i64>, size: usize) {
         let epoch = self.epochs.lock().unwrap().get(&p).copied().unwrap_or(0);
         self.send_epoch(p, epoch, offsets, size).await;
+    }
+
+    /// Sends records (offset, timestamp) of the partition's current assignment.
+    pub(super) async fn send_timed(&self, p: i32, records: &[(i64, i64)]) {
+        let epoch = self.epochs.lock().unwrap().get(&p).copied().unwrap_or(0);
+        for &(offset, ts) in records {
+            let record = Record { timestamp_ms: Some(ts), ..rec(offset, 10) };
+            self.records.send(vec![Fetched { tp: tp(p), epoch, record, retention_gap: None }]).await.unwrap();
+        }
     }
 
     pub(super) async fn send_epoch(&self, p: i32, epoch: u64, offsets: std::ops::Range<i64>, size: usize) {

@@ -1,5 +1,6 @@
 //! Pipeline tests with a synthetic source and a local store that can be slowed down or made to fail.
 
+mod buckets;
 mod harness;
 mod recovery;
 mod rewrite;
@@ -199,7 +200,7 @@ async fn records_of_an_earlier_assignment_are_ignored() {
 
 #[tokio::test]
 async fn a_record_larger_than_the_roll_size_gets_its_own_file() {
-    let roll = RollPolicy { max_records: 1000, max_bytes: 2000, max_age: Duration::from_secs(3600) };
+    let roll = RollPolicy { max_records: 1000, max_bytes: 2000, max_age: Duration::from_secs(3600), schedule: None };
     let h = harness(roll, 1 << 30, Duration::from_secs(10));
     h.assign(0, Some(0)).await;
     h.send(0, 0..2, 10).await;
@@ -224,7 +225,8 @@ async fn transient_store_errors_are_retried_until_the_upload_lands() {
 
 #[tokio::test]
 async fn an_idle_partition_rolls_by_age_without_new_records() {
-    let roll = RollPolicy { max_records: 1000, max_bytes: 1 << 30, max_age: Duration::from_millis(300) };
+    let roll =
+        RollPolicy { max_records: 1000, max_bytes: 1 << 30, max_age: Duration::from_millis(300), schedule: None };
     let h = harness(roll, 1 << 30, Duration::from_secs(10));
     h.assign(0, Some(0)).await;
     h.send(0, 0..2, 10).await;

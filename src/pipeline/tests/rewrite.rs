@@ -121,8 +121,12 @@ async fn the_budget_holds_while_a_claimed_range_is_rewritten() {
 #[tokio::test]
 async fn a_rewrite_whose_records_are_gone_completes_once_kafka_says_so() {
     // A claim of 0..=9 whose tail 5..=9 Kafka compacted away since; nothing newer arrives.
-    let roll =
-        crate::core::roll::RollPolicy { max_records: 1000, max_bytes: 1 << 30, max_age: Duration::from_millis(300) };
+    let roll = crate::core::roll::RollPolicy {
+        max_records: 1000,
+        max_bytes: 1 << 30,
+        max_age: Duration::from_millis(300),
+        schedule: None,
+    };
     let h = harness(roll, 1 << 30, Duration::from_secs(10));
     h.plant_claim(0, 0, 0, 9).await;
     h.assign(0, Some(0)).await;

@@ -1,0 +1,173 @@
+//! The lake layout (`--time-buckets hour`) against Kafka and S3: three hours of records, a SIGKILL and
+//! a restart under a new consumer group (no commits: the position comes from the claims chain alone).
+//! Every record is archived exactly once, each object sits in the hour folder the rule gives it (late
+//! records stay in their partition's current hour, never in an earlier one), the number of files stays
+//! bounded at the edges, and DuckDB reads dt/hour from the folders.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::*;
+use kafka_s3_archiver::core::encode::decode;
+use kafka_s3_archiver::core::object_key::ObjectKey;
+use kafka_s3_archiver::core::record::Record;
+use kafka_s3_archiver::core::time_bucket::{Bucket, BucketWidth};
+use kafka_s3_archiver::generate::{generated, merge, produce_records};
+use kafka_s3_archiver::store::{list_all, ObjectStore};
+
+/// 2026-01-01T10:00:00Z.
+const START: i64 = 1_767_261_600_000;
+const HOUR: i64 = 3_600_000;
+const PARTITIONS: i32 = 3;
+const RECORDS: usize = 3_000;
+/// Three hours over all records: 3.6 s apart, 10.8 s within a partition.
+const SPACING_MS: i64 = 3 * HOUR / RECORDS as i64;
+const ROLL_RECORDS: usize = 100;
+
+/// Record `i`, stamped `START + i * SPACING_MS`; in the first 40 s after each full hour, every other
+/// record of a partition is stamped 45 s early (a producer clock behind): it belongs to the hour before,
+/// and arrives after its partition has moved on.
+fn timed(i: usize) -> Record {
+    let nominal = START + i as i64 * SPACING_MS;
+    let late = nominal.rem_euclid(HOUR) < 40_000 && (i / PARTITIONS as usize) % 2 == 1;
+    Record { timestamp_ms: Some(nominal - if late { 45_000 } else { 0 }), ..generated(i, 100) }
+}
+
+fn hour_of(ms: i64) -> Bucket {
+    Bucket::containing(BucketWidth::Hour, ms)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hourly_folders_survive_a_kill_and_a_new_group_and_duckdb_reads_them() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("lake-hours");
+    create_topic(&topic, PARTITIONS).await;
+    let mut produced = produce_records(&brokers(), &topic, PARTITIONS, 0..RECORDS / 2, timed).await.expect("produce");
+    let spool = tempfile::tempdir().unwrap();
+    let args = || {
+        let args = archiver_args(&dest, &unique("g"), &topic, ROLL_RECORDS as u64, spool.path());
+        let mut args = set_flag(args, "--roll-age", "3s");
+        args.extend(["--time-buckets".into(), "hour".into()]);
+        args
+    };
+    let mut first = ArchiverProcess::spawn("lake-first", &args());
+    wait_objects(store.as_ref(), &prefix, &topic, 6, &mut first).await;
+    first.kill_hard();
+    merge(&mut produced, produce_records(&brokers(), &topic, PARTITIONS, RECORDS / 2..RECORDS, timed).await.unwrap());
+    let mut second = ArchiverProcess::spawn("lake-second", &args());
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut second]).await;
+    assert!(second.terminate().success(), "{}", second.log_text());
+    assert!(second.log_text().contains("reason=\"bucket\""), "files rolled at the hour edges");
+
+    assert_exactly_once(&dest, &topic, &produced).await;
+    let objects = read_objects(store.as_ref(), &dest, &topic).await;
+    check_folder_rule(&objects, &produced);
+
+    let local = tempfile::tempdir().unwrap();
+    for (key, _) in &objects {
+        let path = local.path().join(key.relative());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, store.get(&key.to_string()).await.unwrap()).unwrap();
+    }
+    check_duckdb(local.path(), &objects, &produced);
+}
+
+/// Every data object of the topic with its records, in offset order per partition.
+async fn read_objects(store: &dyn ObjectStore, dest: &TestDest, topic: &str) -> Vec<(ObjectKey, Vec<Record>)> {
+    let mut objects = Vec::new();
+    for raw in list_all(store, &dest.prefix().topic_folder(topic)).await.unwrap() {
+        let key = ObjectKey::parse(&dest.prefix(), &raw).unwrap_or_else(|e| panic!("{e}"));
+        let records = decode(key.kind, store.get(&raw).await.unwrap()).unwrap();
+        objects.push((key, records));
+    }
+    objects.sort_by_key(|(k, _)| (k.tp.partition(), k.range.start()));
+    objects
+}
+
+/// What an hour folder may hold: records of that hour, and late records (stamped earlier than a record
+/// of the partition before them); never a record of a later hour. Buckets never go back in offset
+/// order, and a partition adds at most one file per hour edge to what its roll size makes.
+fn check_folder_rule(objects: &[(ObjectKey, Vec<Record>)], produced: &BTreeMap<i32, Vec<Record>>) {
+    let mut late_in_folder = 0;
+    for (p, records) in produced {
+        let mine: Vec<&(ObjectKey, Vec<Record>)> = objects.iter().filter(|(k, _)| k.tp.partition() == *p).collect();
+        let (mut newest, mut floor) = (i64::MIN, i64::MIN);
+        for (key, recs) in &mine {
+            let bucket = key.bucket.unwrap_or_else(|| panic!("{key} is not in an hour folder"));
+            assert!(bucket.start_ms() >= floor, "{key}: back to an earlier hour");
+            floor = bucket.start_ms();
+            for r in recs {
+                let t = r.timestamp_ms.unwrap();
+                assert!(t < bucket.end_ms(), "{key} holds offset {} of a later hour", r.offset);
+                if t < bucket.start_ms() {
+                    assert!(t < newest, "{key}: offset {} is earlier than its folder but not late", r.offset);
+                    late_in_folder += 1;
+                }
+                newest = newest.max(t);
+            }
+        }
+        let hours = records.iter().map(|r| hour_of(r.timestamp_ms.unwrap())).collect::<std::collections::HashSet<_>>();
+        // One restart (a file cut short) on top of the roll size and the hour edges.
+        let bound = records.len().div_ceil(ROLL_RECORDS) + hours.len() + 1;
+        assert!(mine.len() <= bound, "partition {p}: {} files, more than {bound}", mine.len());
+    }
+    assert!(late_in_folder >= 2 * PARTITIONS as usize, "the edges had late records: {late_in_folder}");
+}
+
+/// DuckDB reads dt and hour from the folders: counts per folder, one folder's records exactly, and the
+/// README's recipe for an hour's records by time (that folder and later ones, filtered on timestamp).
+fn check_duckdb(dir: &Path, objects: &[(ObjectKey, Vec<Record>)], produced: &BTreeMap<i32, Vec<Record>>) {
+    let script = r#"
+import duckdb, sys
+src = f"read_parquet('{sys.argv[1]}/**/*.parquet', hive_partitioning=true)"
+q = lambda sql: duckdb.sql(sql.replace("SRC", src)).fetchall()
+for r in q("SELECT CAST(dt AS VARCHAR), hour, count(*) FROM SRC GROUP BY ALL ORDER BY ALL"):
+    print("count", *r)
+for r in q("SELECT partition, \"offset\" FROM SRC WHERE dt = DATE '2026-01-01' AND hour = 11 ORDER BY ALL"):
+    print("folder", *r)
+for r in q("""SELECT partition, "offset" FROM SRC WHERE dt = DATE '2026-01-01' AND hour >= 11
+              AND epoch_ms(timestamp) >= 1767265200000 AND epoch_ms(timestamp) < 1767268800000 ORDER BY ALL"""):
+    print("hour", *r)
+"#;
+    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
+        .args(["-c", script, &dir.display().to_string()])
+        .output()
+        .expect("run duckdb");
+    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines = |tag: &str| -> Vec<String> {
+        text.lines().filter_map(|l| l.strip_prefix(tag).map(|rest| rest.trim().to_string())).collect()
+    };
+    let mut per_folder: BTreeMap<(String, u32), usize> = BTreeMap::new();
+    for (key, recs) in objects {
+        let b = key.bucket.unwrap();
+        *per_folder.entry((b.date(), b.hour().unwrap())).or_default() += recs.len();
+    }
+    let counts: Vec<String> = per_folder.iter().map(|((dt, h), n)| format!("{dt} {h} {n}")).collect();
+    assert_eq!(lines("count "), counts);
+    assert_eq!(counts.len(), 3, "three hours: {counts:?}");
+
+    let eleven = hour_of(START + HOUR);
+    let mut in_folder: Vec<(i32, i64)> = objects
+        .iter()
+        .filter(|(k, _)| k.bucket == Some(eleven))
+        .flat_map(|(k, recs)| recs.iter().map(move |r| (k.tp.partition(), r.offset)))
+        .collect();
+    in_folder.sort();
+    let expected: Vec<String> = in_folder.iter().map(|(p, o)| format!("{p} {o}")).collect();
+    assert_eq!(lines("folder "), expected);
+
+    let mut of_hour: Vec<(i32, i64)> = produced
+        .iter()
+        .flat_map(|(p, recs)| recs.iter().map(move |r| (*p, r)))
+        .filter(|(_, r)| hour_of(r.timestamp_ms.unwrap()) == eleven)
+        .map(|(p, r)| (p, r.offset))
+        .collect();
+    of_hour.sort();
+    let expected: Vec<String> = of_hour.iter().map(|(p, o)| format!("{p} {o}")).collect();
+    assert_eq!(lines("hour "), expected);
+    assert_ne!(lines("hour "), lines("folder "), "late records at both edges make the two differ");
+}
