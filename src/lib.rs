@@ -5,6 +5,7 @@ pub mod archiver;
 pub mod check;
 pub mod config;
 pub mod core;
+pub mod ddl;
 pub mod demo;
 pub mod generate;
 pub mod pipeline;

@@ -7,9 +7,11 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kafka_s3_archiver::archiver::{open_checked_store, open_reader, Archiver};
 use kafka_s3_archiver::config::{self, ArchiverConfig, Settings};
+use kafka_s3_archiver::core::ddl::Engine;
 use kafka_s3_archiver::core::destination::Destination;
 use kafka_s3_archiver::core::encode::Format;
 use kafka_s3_archiver::core::restore::{Partitioning, Selection};
+use kafka_s3_archiver::ddl::{table_ddl, DdlOptions};
 use kafka_s3_archiver::demo;
 use kafka_s3_archiver::progress::Progress;
 use kafka_s3_archiver::restore::{RestoreOptions, RestoreProgressCounters, RestoreTarget};
@@ -178,6 +180,24 @@ struct StatusArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct DdlArgs {
+    #[command(flatten)]
+    archive: ArchiveArgs,
+    /// The archived topic.
+    #[arg(long)]
+    topic: String,
+    /// The engine the definition is for.
+    #[arg(long, value_enum)]
+    engine: Engine,
+    /// The table (view) name [default: the topic's name, with _ for other characters than letters and digits].
+    #[arg(long)]
+    table: Option<String>,
+    /// The topic's partition count (Athena's partition projection needs it).
+    #[arg(long)]
+    partitions: Option<i32>,
+}
+
 #[derive(Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once
 enum Command {
@@ -203,6 +223,9 @@ enum Command {
     /// Where every partition stands: archived-through offset (from the archive), the group's committed
     /// offset, log start/end, records not archived yet, newest object, and flags where they disagree.
     Status(StatusArgs),
+    /// Prints a table definition for a topic's Parquet archive, for the layout its objects are in
+    /// (time-bucketed or not): a DuckDB view, an Athena table with partition projection, a Spark table.
+    Ddl(DdlArgs),
     /// Runs the whole loop with no services: mock Kafka, local archive, a crash, a restart, a check.
     Demo {
         /// Records to produce.
@@ -393,6 +416,13 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<bool> {
     Ok(report.is_clean())
 }
 
+async fn print_ddl(args: DdlArgs) -> anyhow::Result<()> {
+    let (dest, store) = args.archive.open().await?;
+    let opts = DdlOptions { topic: args.topic, engine: args.engine, table: args.table, partitions: args.partitions };
+    print!("{}", table_ddl(store.as_ref(), &dest, &opts).await?);
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
@@ -421,6 +451,10 @@ fn main() -> std::process::ExitCode {
         Command::Restore(args) => {
             init_logging(cli.log_format, "warn");
             runtime.block_on(restore(args))
+        }
+        Command::Ddl(args) => {
+            init_logging(cli.log_format, "warn");
+            runtime.block_on(print_ddl(args))
         }
         Command::Demo { records, dir, format } => {
             init_logging(cli.log_format, "warn");

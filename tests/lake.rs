@@ -73,6 +73,26 @@ async fn hourly_folders_survive_a_kill_and_a_new_group_and_duckdb_reads_them() {
         std::fs::write(path, store.get(&key.to_string()).await.unwrap()).unwrap();
     }
     check_duckdb(local.path(), &objects, &produced);
+
+    // `ddl --engine duckdb` for this layout runs in DuckDB, and its view types the folder columns.
+    let ddl = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+        .args(["ddl", "--dest", &format!("file://{}", local.path().display()), "--topic", &topic, "--engine", "duckdb"])
+        .output()
+        .expect("run ddl");
+    assert!(ddl.status.success(), "ddl failed: {}", String::from_utf8_lossy(&ddl.stderr));
+    let table = kafka_s3_archiver::core::ddl::table_name(&topic);
+    let script = r#"
+import duckdb, sys
+duckdb.sql(sys.argv[1])
+for r in duckdb.sql(f'SELECT typeof(dt), typeof(hour), typeof(partition), count(*) FROM "{sys.argv[2]}" GROUP BY ALL').fetchall():
+    print(*r)
+"#;
+    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
+        .args(["-c", script, &String::from_utf8(ddl.stdout).unwrap(), &table])
+        .output()
+        .expect("run duckdb");
+    assert!(out.status.success(), "the DDL failed in DuckDB: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), format!("DATE INTEGER INTEGER {RECORDS}"));
 }
 
 /// Every data object of the topic with its records, in offset order per partition.
