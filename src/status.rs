@@ -10,11 +10,14 @@ use futures::stream::{self, StreamExt};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::core::completeness::{final_through, topic_final_through, Lateness, PartitionProgress};
 use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
 use crate::core::recovery::CommitHint;
 use crate::core::status::{partition_status, PartitionStatus};
+use crate::core::time_bucket::{Bucket, BucketWidth};
 use crate::source::offsets::{partition_offsets, OffsetsError, PartitionOffsets};
+use crate::source::topic_config::topic_lateness;
 use crate::store::ObjectStore;
 use crate::tail::{find_tail, Patience, TailError, TailHints};
 
@@ -45,7 +48,69 @@ pub struct StatusReport {
     pub archive: String,
     pub group: String,
     pub list_requests: u64,
+    pub topics: Vec<TopicStatus>,
     pub partitions: Vec<PartitionStatus>,
+}
+
+/// A topic's time buckets: which are complete (see `core::completeness`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicStatus {
+    pub topic: String,
+    /// `day` or `hour` when its last objects are in time-bucket folders.
+    pub time_buckets: Option<&'static str>,
+    /// Every bucket that ends at or before this time (ms since the epoch) is complete: no object will be
+    /// added to its folders. `None`: none is known to be yet.
+    pub complete_through_ms: Option<i64>,
+    /// The same, RFC 3339.
+    pub complete_through: Option<String>,
+    /// How late the brokers let the topic's records be stamped (ms); `None`: unbounded.
+    pub lateness_bound_ms: Option<i64>,
+}
+
+/// What one partition tells of its topic's completeness.
+struct BucketProgress {
+    bucket: Option<Bucket>,
+    progress: PartitionProgress,
+}
+
+fn rfc3339(ms: i64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64))
+        .to_string()
+}
+
+/// Per topic, from its partitions' progress.
+fn topic_statuses(
+    rows: &[(PartitionStatus, BucketProgress)],
+    lateness: &BTreeMap<String, Lateness>,
+    log_read_ms: i64,
+) -> Vec<TopicStatus> {
+    let mut by_topic: BTreeMap<&str, Vec<&BucketProgress>> = BTreeMap::new();
+    for (row, progress) in rows {
+        by_topic.entry(row.topic.as_str()).or_default().push(progress);
+    }
+    by_topic
+        .into_iter()
+        .map(|(topic, parts)| {
+            let width = parts.iter().filter_map(|p| p.bucket).map(|b| b.width()).max_by_key(|w| w.millis());
+            let bound = lateness.get(topic).copied().unwrap_or(Lateness::Unbounded);
+            let through = width.and_then(|width| {
+                topic_final_through(parts.iter().map(|p| final_through(&p.progress, width, bound, log_read_ms)))
+            });
+            TopicStatus {
+                topic: topic.to_string(),
+                time_buckets: width.map(|w| match w {
+                    BucketWidth::Day => "day",
+                    BucketWidth::Hour => "hour",
+                }),
+                complete_through_ms: through,
+                complete_through: through.map(rfc3339),
+                lateness_bound_ms: match bound {
+                    Lateness::Bounded(ms) => Some(ms),
+                    Lateness::Unbounded => None,
+                },
+            }
+        })
+        .collect()
 }
 
 impl StatusReport {
@@ -82,16 +147,15 @@ impl StatusReport {
                     p.log_start.to_string(),
                     p.log_end.to_string(),
                     p.unarchived.to_string(),
-                    p.newest_object_ms.map_or("-".into(), |ms| {
-                        humantime::format_rfc3339_seconds(
-                            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64),
-                        )
-                        .to_string()
-                    }),
+                    p.newest_object_ms.map_or("-".into(), rfc3339),
                     if flags.is_empty() { "-".into() } else { flags.join(", ") },
                 ]);
             }
             let _ = write!(out, "\ntopic {topic}\n{}", crate::table::render(&rows));
+            if let Some(t) = self.topics.iter().find(|t| t.topic == topic && t.time_buckets.is_some()) {
+                let through = t.complete_through.as_deref().unwrap_or("no bucket yet");
+                let _ = writeln!(out, "time buckets complete through {through}");
+            }
         }
         let flagged = self.partitions.iter().filter(|p| !p.flags.is_empty()).count();
         let _ = write!(
@@ -107,9 +171,12 @@ impl StatusReport {
 pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<StatusReport, StatusError> {
     let (brokers, props, group, topics) =
         (opts.brokers.clone(), opts.props.clone(), opts.group.clone(), opts.topics.clone());
-    let offsets =
-        tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &topics)).await??;
-    let results: Vec<Result<(PartitionStatus, u32), StatusError>> = stream::iter(offsets)
+    // Read before the log ends: a record appended after them arrived after this time.
+    let log_read_ms = crate::pipeline::wall_clock_ms();
+    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &topics));
+    let (lateness, offsets) = tokio::join!(topic_lateness(&opts.brokers, &opts.props, &opts.topics), offsets);
+    let (lateness, offsets) = (lateness?, offsets??);
+    let results: Vec<Result<(PartitionStatus, BucketProgress, u32), StatusError>> = stream::iter(offsets)
         .map(|(tp, PartitionOffsets { log, committed, topic_id })| async move {
             let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
             let hints = TailHints { commit: hint, log_end: Some(log.log_end) };
@@ -124,17 +191,22 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
                 log,
                 topic_id.as_deref(),
             );
-            Ok((row, found.list_requests))
+            let bucket = found.last_claim.as_ref().and_then(|c| c.object_key(&opts.prefix)?.bucket);
+            let caught_up = row.pending_claim.is_none() && row.unarchived == 0;
+            let progress = PartitionProgress { last_bucket_start: bucket.map(|b| b.start_ms()), caught_up };
+            Ok((row, BucketProgress { bucket, progress }, found.list_requests))
         })
         .buffered(16)
         .collect()
         .await;
-    let mut partitions = Vec::new();
+    let mut rows = Vec::new();
     let mut list_requests = 0;
     for r in results {
-        let (row, requests) = r?;
-        partitions.push(row);
+        let (row, progress, requests) = r?;
+        rows.push((row, progress));
         list_requests += u64::from(requests);
     }
-    Ok(StatusReport { archive: store.describe(), group: opts.group.clone(), list_requests, partitions })
+    let topics = topic_statuses(&rows, &lateness, log_read_ms);
+    let partitions = rows.into_iter().map(|(row, _)| row).collect();
+    Ok(StatusReport { archive: store.describe(), group: opts.group.clone(), list_requests, topics, partitions })
 }

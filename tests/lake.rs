@@ -15,6 +15,7 @@ use kafka_s3_archiver::core::object_key::ObjectKey;
 use kafka_s3_archiver::core::record::Record;
 use kafka_s3_archiver::core::time_bucket::{Bucket, BucketWidth};
 use kafka_s3_archiver::generate::{generated, merge, produce_records};
+use kafka_s3_archiver::status::{status, StatusOptions};
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 
 /// 2026-01-01T10:00:00Z.
@@ -47,20 +48,22 @@ async fn hourly_folders_survive_a_kill_and_a_new_group_and_duckdb_reads_them() {
     create_topic(&topic, PARTITIONS).await;
     let mut produced = produce_records(&brokers(), &topic, PARTITIONS, 0..RECORDS / 2, timed).await.expect("produce");
     let spool = tempfile::tempdir().unwrap();
-    let args = || {
-        let args = archiver_args(&dest, &unique("g"), &topic, ROLL_RECORDS as u64, spool.path());
-        let mut args = set_flag(args, "--roll-age", "3s");
-        args.extend(["--time-buckets".into(), "hour".into()]);
-        args
-    };
-    let mut first = ArchiverProcess::spawn("lake-first", &args());
+    let args = |group: &str| hourly_args(&dest, group, &topic, spool.path());
+    let mut first = ArchiverProcess::spawn("lake-first", &args(&unique("g")));
     wait_objects(store.as_ref(), &prefix, &topic, 6, &mut first).await;
     first.kill_hard();
     merge(&mut produced, produce_records(&brokers(), &topic, PARTITIONS, RECORDS / 2..RECORDS, timed).await.unwrap());
-    let mut second = ArchiverProcess::spawn("lake-second", &args());
+    let group = unique("g");
+    let mut second = ArchiverProcess::spawn("lake-second", &args(&group));
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut second]).await;
     assert!(second.terminate().success(), "{}", second.log_text());
     assert!(second.log_text().contains("reason=\"bucket\""), "files rolled at the hour edges");
+    // Kafka's default timestamps (CreateTime, no bound on lateness): complete through the start of the
+    // hour every partition is in now (12:00), however long ago that was.
+    let report = status(store.as_ref(), &status_options(&dest, &group, &topic)).await.unwrap();
+    let t = &report.topics[0];
+    assert_eq!((t.time_buckets, t.lateness_bound_ms), (Some("hour"), None));
+    assert_eq!(t.complete_through_ms, Some(START + 2 * HOUR), "{}", report.table());
 
     assert_exactly_once(&dest, &topic, &produced).await;
     let objects = read_objects(store.as_ref(), &dest, &topic).await;
@@ -93,6 +96,48 @@ for r in duckdb.sql(f'SELECT typeof(dt), typeof(hour), typeof(partition), count(
         .expect("run duckdb");
     assert!(out.status.success(), "the DDL failed in DuckDB: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), format!("DATE INTEGER INTEGER {RECORDS}"));
+}
+
+/// With broker-stamped times (LogAppendTime: no record is late), a caught-up topic's hours are complete
+/// up to the current one (less a minute of allowed clock skew), although no newer record came; its third
+/// partition never had a record, and counts as caught up.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_log_append_time_quiet_partitions_complete_their_hour() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("lake-append");
+    create_topic_with(&topic, 3, &[("message.timestamp.type", "LogAppendTime")]).await;
+    let produced = produce_records(&brokers(), &topic, 2, 0..200, |i| generated(i, 50)).await.expect("produce");
+    let (spool, group) = (tempfile::tempdir().unwrap(), unique("g"));
+    let mut archiver = ArchiverProcess::spawn("lake-append", &hourly_args(&dest, &group, &topic, spool.path()));
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+
+    let wall = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let skew = kafka_s3_archiver::core::completeness::CLOCK_SKEW_MS;
+    let before = hour_of(wall() - skew).start_ms();
+    let report = status(store.as_ref(), &status_options(&dest, &group, &topic)).await.unwrap();
+    let after = hour_of(wall() - skew).start_ms();
+    let t = &report.topics[0];
+    assert_eq!(t.lateness_bound_ms, Some(0), "{t:?}");
+    let through = t.complete_through_ms.expect("complete through some time");
+    assert!((before..=after).contains(&through), "{} not in {before}..={after}", report.table());
+}
+
+fn hourly_args(dest: &TestDest, group: &str, topic: &str, spool: &Path) -> Vec<String> {
+    let mut args = set_flag(archiver_args(dest, group, topic, ROLL_RECORDS as u64, spool), "--roll-age", "3s");
+    args.extend(["--time-buckets".into(), "hour".into()]);
+    args
+}
+
+fn status_options(dest: &TestDest, group: &str, topic: &str) -> StatusOptions {
+    StatusOptions {
+        prefix: dest.prefix(),
+        topics: vec![topic.to_string()],
+        brokers: brokers(),
+        props: vec![],
+        group: group.to_string(),
+    }
 }
 
 /// Every data object of the topic with its records, in offset order per partition.

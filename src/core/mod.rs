@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod backoff;
 pub mod claim;
+pub mod completeness;
 pub mod ddl;
 pub mod destination;
 pub mod encode;

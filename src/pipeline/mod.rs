@@ -446,6 +446,10 @@ impl Pipeline {
 
 /// The monotonic and the wall clock, read together.
 fn read_clock() -> Now {
-    let wall_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
-    Now { mono: Instant::now(), wall_ms }
+    Now { mono: Instant::now(), wall_ms: wall_clock_ms() }
+}
+
+/// The wall clock, ms since the Unix epoch.
+pub(crate) fn wall_clock_ms() -> i64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }

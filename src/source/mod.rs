@@ -2,7 +2,7 @@
 //! (`context`) can block while the async pipeline recovers positions from the archive (on assign) or
 //! flushes open files (on revoke). `messages`: what it and the pipeline tell each other. `convert`:
 //! messages to records and back (also for `restore` and `generate`). `offsets`: log and committed
-//! offsets for `verify` and `status`.
+//! offsets for `verify` and `status`; `topic_config`: how late topics let records be stamped.
 //!
 //! Positions are set at assignment time from the archive; the committed offset is only a listing hint.
 //! Every assignment of a partition gets a new epoch, carried by its records: records still queued from
@@ -15,6 +15,7 @@ mod messages;
 pub mod offsets;
 mod pending;
 pub mod probe;
+pub mod topic_config;
 pub mod topic_id;
 
 use std::time::Duration;
