@@ -16,6 +16,7 @@ use crate::core::destination::Destination;
 use crate::core::object_key::Prefix;
 use crate::core::recovery::ListRequest;
 use crate::core::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
+use crate::markers::MarkerSettings;
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings, HAND_OVER_BATCH};
 use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
@@ -176,6 +177,8 @@ pub struct Archiver {
     source: KafkaSource,
     pipeline: JoinHandle<Result<(), PipelineError>>,
     metrics: Arc<Metrics>,
+    /// Puts `_SUCCESS` markers into complete time buckets (with time buckets).
+    markers: Option<JoinHandle<()>>,
 }
 
 impl Archiver {
@@ -206,6 +209,19 @@ impl Archiver {
             writer_id: writer_id(),
             bucketing: config.pipeline.bucketing,
         };
+        let markers = config.pipeline.bucketing.map(|b| {
+            let settings = MarkerSettings {
+                prefix: config.store.dest.prefix().clone(),
+                topics: config.source.subscription.iter().filter(|t| !t.starts_with('^')).cloned().collect(),
+                width: b.width,
+                brokers: config.source.brokers.clone(),
+                kafka_props: config.source.kafka_props.clone(),
+                group: config.source.group.clone(),
+                writer_id: writer_id(),
+                interval: config.pipeline.marker_interval,
+            };
+            tokio::spawn(crate::markers::run(store.clone(), settings, metrics.clone()))
+        });
         let pipeline = Pipeline::new(settings, store, link.clone(), metrics.clone());
         let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));
         let source = KafkaSource::spawn(
@@ -220,7 +236,7 @@ impl Archiver {
             &link,
             metrics.clone(),
         )?;
-        Ok(Self { source, pipeline, metrics })
+        Ok(Self { source, pipeline, metrics, markers })
     }
 
     pub fn metrics(&self) -> Arc<Metrics> {
@@ -234,6 +250,9 @@ impl Archiver {
 
     /// Graceful stop: stop fetching, upload what is buffered, commit, leave the group.
     pub async fn shutdown(self) -> Result<(), ArchiverError> {
+        if let Some(markers) = &self.markers {
+            markers.abort();
+        }
         self.source.request_stop();
         let source = self.source;
         let source_result = tokio::task::spawn_blocking(move || source.join()).await?;
@@ -244,6 +263,9 @@ impl Archiver {
 
     /// Simulated crash: nothing is flushed or committed (used by `demo`).
     pub async fn crash(self) {
+        if let Some(markers) = &self.markers {
+            markers.abort();
+        }
         self.pipeline.abort();
         let source = self.source;
         let _ = tokio::task::spawn_blocking(move || source.crash()).await;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use thiserror::Error;
 
 use crate::core::audit::ObjectContents;
+use crate::core::completeness::is_marker;
 use crate::core::encode::{decode, EncodeError};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::record::Record;
@@ -43,6 +44,7 @@ pub async fn read_topic(store: &dyn ObjectStore, prefix: &Prefix, topic: &str) -
     for raw in list_all(store, &prefix.topic_folder(topic)).await? {
         let key = match ObjectKey::parse(prefix, &raw) {
             Ok(k) if k.tp.topic() == topic => k,
+            _ if is_marker(prefix, &raw) => continue,
             _ => {
                 contents.ignored_keys.push(raw);
                 continue;

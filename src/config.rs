@@ -45,6 +45,7 @@ pub const DEFAULT_ABORT_STALE_UPLOADS_AFTER: HumanDuration = HumanDuration(Durat
 pub const DEFAULT_CLAIMS: bool = true;
 pub const DEFAULT_TIME_BUCKETS: TimeBuckets = TimeBuckets::None;
 pub const DEFAULT_TIME_SOURCE: TimeSource = TimeSource::Record;
+pub const DEFAULT_MARKER_INTERVAL: HumanDuration = HumanDuration(Duration::from_secs(5 * 60));
 /// The shortest `--roll-schedule`.
 const MIN_ROLL_SCHEDULE: Duration = Duration::from_secs(1);
 /// The shortest `--roll-age`: the age timer ticks every 200 ms.
@@ -234,6 +235,10 @@ pub struct Settings {
         help = with_default("The time that puts a record into a time bucket: record (its timestamp) or arrival \
             (when consumed)", DEFAULT_TIME_SOURCE))]
     pub time_source: Option<TimeSource>,
+    #[arg(long, env = "KSA_MARKER_INTERVAL", help_heading = "Files",
+        help = with_default("With time buckets: how often to look for buckets that became complete and put their \
+            _SUCCESS markers", DEFAULT_MARKER_INTERVAL))]
+    pub marker_interval: Option<HumanDuration>,
     /// Directory for files too large to keep in memory until upload [default: <system temp>/kafka-s3-archiver-spool]
     #[arg(long, env = "KSA_SPOOL_DIR", help_heading = "Files")]
     pub spool_dir: Option<PathBuf>,
@@ -309,6 +314,7 @@ pub struct PipelineConfig {
     pub revoke_timeout: Duration,
     pub claims: bool,
     pub bucketing: Option<Bucketing>,
+    pub marker_interval: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -339,6 +345,7 @@ impl Settings {
             claims: Some(DEFAULT_CLAIMS),
             time_buckets: Some(DEFAULT_TIME_BUCKETS),
             time_source: Some(DEFAULT_TIME_SOURCE),
+            marker_interval: Some(DEFAULT_MARKER_INTERVAL),
             ..Settings::default()
         }
     }
@@ -528,6 +535,7 @@ impl Settings {
             revoke_timeout: set(self.revoke_timeout, "--revoke-timeout")?.0,
             claims,
             bucketing,
+            marker_interval: set(self.marker_interval, "--marker-interval")?.0.max(MIN_ROLL_SCHEDULE),
         })
     }
 }

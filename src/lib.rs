@@ -8,6 +8,7 @@ pub mod core;
 pub mod ddl;
 pub mod demo;
 pub mod generate;
+pub mod markers;
 pub mod pipeline;
 pub mod progress;
 pub mod restore;

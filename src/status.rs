@@ -68,9 +68,10 @@ pub struct TopicStatus {
 }
 
 /// What one partition tells of its topic's completeness.
-struct BucketProgress {
-    bucket: Option<Bucket>,
-    progress: PartitionProgress,
+pub(crate) struct BucketProgress {
+    /// The bucket of its last claimed object.
+    pub(crate) bucket: Option<Bucket>,
+    pub(crate) progress: PartitionProgress,
 }
 
 fn rfc3339(ms: i64) -> String {
@@ -168,6 +169,40 @@ impl StatusReport {
     }
 }
 
+/// One partition, as the archive and the log show it.
+pub(crate) struct Inspected {
+    pub(crate) row: PartitionStatus,
+    pub(crate) bucket: BucketProgress,
+    pub(crate) list_requests: u32,
+}
+
+/// Finds one partition's archive tail (from the commit hint, as recovery does) and sets it against the
+/// partition's log.
+pub(crate) async fn inspect(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    tp: TopicPartition,
+    PartitionOffsets { log, committed, topic_id }: PartitionOffsets,
+) -> Result<Inspected, StatusError> {
+    let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
+    let hints = TailHints { commit: hint, log_end: Some(log.log_end) };
+    let found = find_tail(store, prefix, &tp, hints, true, Patience::Attempts(STATUS_ATTEMPTS), None)
+        .await
+        .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
+    let row = partition_status(
+        &tp,
+        &found.tail,
+        found.last_claim.as_ref(),
+        committed.as_ref().map(|c| c.0),
+        log,
+        topic_id.as_deref(),
+    );
+    let bucket = found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket);
+    let caught_up = row.pending_claim.is_none() && row.unarchived == 0;
+    let progress = PartitionProgress { last_bucket_start: bucket.map(|b| b.start_ms()), caught_up };
+    Ok(Inspected { row, bucket: BucketProgress { bucket, progress }, list_requests: found.list_requests })
+}
+
 pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<StatusReport, StatusError> {
     let (brokers, props, group, topics) =
         (opts.brokers.clone(), opts.props.clone(), opts.group.clone(), opts.topics.clone());
@@ -176,34 +211,16 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
     let offsets = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &topics));
     let (lateness, offsets) = tokio::join!(topic_lateness(&opts.brokers, &opts.props, &opts.topics), offsets);
     let (lateness, offsets) = (lateness?, offsets??);
-    let results: Vec<Result<(PartitionStatus, BucketProgress, u32), StatusError>> = stream::iter(offsets)
-        .map(|(tp, PartitionOffsets { log, committed, topic_id })| async move {
-            let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
-            let hints = TailHints { commit: hint, log_end: Some(log.log_end) };
-            let found = find_tail(store, &opts.prefix, &tp, hints, true, Patience::Attempts(STATUS_ATTEMPTS), None)
-                .await
-                .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
-            let row = partition_status(
-                &tp,
-                &found.tail,
-                found.last_claim.as_ref(),
-                committed.as_ref().map(|c| c.0),
-                log,
-                topic_id.as_deref(),
-            );
-            let bucket = found.last_claim.as_ref().and_then(|c| c.object_key(&opts.prefix)?.bucket);
-            let caught_up = row.pending_claim.is_none() && row.unarchived == 0;
-            let progress = PartitionProgress { last_bucket_start: bucket.map(|b| b.start_ms()), caught_up };
-            Ok((row, BucketProgress { bucket, progress }, found.list_requests))
-        })
+    let results: Vec<Result<Inspected, StatusError>> = stream::iter(offsets)
+        .map(|(tp, offsets)| inspect(store, &opts.prefix, tp, offsets))
         .buffered(16)
         .collect()
         .await;
     let mut rows = Vec::new();
     let mut list_requests = 0;
     for r in results {
-        let (row, progress, requests) = r?;
-        rows.push((row, progress));
+        let Inspected { row, bucket, list_requests: requests } = r?;
+        rows.push((row, bucket));
         list_requests += u64::from(requests);
     }
     let topics = topic_statuses(&rows, &lateness, log_read_ms);

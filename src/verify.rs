@@ -14,6 +14,7 @@ use crate::core::audit::{
     audit, claims_to_read, LogOffsets, ObjectContents, PartitionListing, PartitionReport, Problem,
 };
 use crate::core::claim::{Claim, ClaimKey};
+use crate::core::completeness::is_marker;
 use crate::core::encode::decode;
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
@@ -236,7 +237,7 @@ async fn list_archive(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<L
                 if opts.wants(&c.tp) {
                     listed.listings.entry(c.tp.clone()).or_default().claims.insert(c.chain_start);
                 }
-            } else {
+            } else if !is_marker(prefix, &raw) {
                 listed.foreign_keys.push(raw);
             }
         }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::*;
+use kafka_s3_archiver::core::completeness::Marker;
 use kafka_s3_archiver::core::encode::decode;
 use kafka_s3_archiver::core::object_key::ObjectKey;
 use kafka_s3_archiver::core::record::Record;
@@ -51,11 +52,21 @@ async fn hourly_folders_survive_a_kill_and_a_new_group_and_duckdb_reads_them() {
     let args = |group: &str| hourly_args(&dest, group, &topic, spool.path());
     let mut first = ArchiverProcess::spawn("lake-first", &args(&unique("g")));
     wait_objects(store.as_ref(), &prefix, &topic, 6, &mut first).await;
+    // Partitions are in hour 11 now: whatever was marked, hour 11 was not.
     first.kill_hard();
+    let markers_then = markers(store.as_ref(), &dest, &topic).await;
+    assert!(markers_then.iter().all(|(hour, _)| *hour < 1), "only hour 10 may be complete: {markers_then:?}");
     merge(&mut produced, produce_records(&brokers(), &topic, PARTITIONS, RECORDS / 2..RECORDS, timed).await.unwrap());
     let group = unique("g");
     let mut second = ArchiverProcess::spawn("lake-second", &args(&group));
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut second]).await;
+    // Every partition is in hour 12: hours 10 and 11 are complete, and get their markers.
+    let started = std::time::Instant::now();
+    while markers(store.as_ref(), &dest, &topic).await.len() < 2 {
+        second.assert_running();
+        assert!(started.elapsed().as_secs() < 60, "no markers for hours 10 and 11 within 60 s:\n{}", second.log_text());
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
     assert!(second.terminate().success(), "{}", second.log_text());
     assert!(second.log_text().contains("reason=\"bucket\""), "files rolled at the hour edges");
     // Kafka's default timestamps (CreateTime, no bound on lateness): complete through the start of the
@@ -68,6 +79,7 @@ async fn hourly_folders_survive_a_kill_and_a_new_group_and_duckdb_reads_them() {
     assert_exactly_once(&dest, &topic, &produced).await;
     let objects = read_objects(store.as_ref(), &dest, &topic).await;
     check_folder_rule(&objects, &produced);
+    check_markers(&markers(store.as_ref(), &dest, &topic).await, &objects);
 
     let local = tempfile::tempdir().unwrap();
     for (key, _) in &objects {
@@ -124,9 +136,35 @@ async fn with_log_append_time_quiet_partitions_complete_their_hour() {
     assert!((before..=after).contains(&through), "{} not in {before}..={after}", report.table());
 }
 
+/// The topic's `_SUCCESS` markers: (hours after 10:00, body).
+async fn markers(store: &dyn ObjectStore, dest: &TestDest, topic: &str) -> Vec<(i64, Marker)> {
+    let mut out = Vec::new();
+    for key in list_all(store, &dest.prefix().topic_folder(topic)).await.unwrap() {
+        if key.ends_with("/_SUCCESS") {
+            let marker: Marker = serde_json::from_slice(&store.get(&key).await.unwrap()).unwrap();
+            assert!(key.contains(&format!("/{}/_SUCCESS", marker.bucket)), "{key}: {marker:?}");
+            out.push(((marker.start_ms - START) / HOUR, marker));
+        }
+    }
+    out
+}
+
+/// Exactly hours 10 and 11 are marked (hour 12 is where the partitions are), once each, naming every
+/// partition with an archived-through offset at or past its last record in the hour.
+fn check_markers(markers: &[(i64, Marker)], objects: &[(ObjectKey, Vec<Record>)]) {
+    assert_eq!(markers.iter().map(|(h, _)| *h).collect::<Vec<_>>(), vec![0, 1], "{markers:?}");
+    for (_, m) in markers {
+        assert_eq!(m.partitions, PARTITIONS as usize);
+        for (key, recs) in objects.iter().filter(|(k, _)| k.bucket.is_some_and(|b| b.start_ms() == m.start_ms)) {
+            let through = m.archived_through.get(&key.tp.partition()).copied();
+            assert!(through >= recs.last().map(|r| r.offset), "{m:?} misses {key}");
+        }
+    }
+}
+
 fn hourly_args(dest: &TestDest, group: &str, topic: &str, spool: &Path) -> Vec<String> {
     let mut args = set_flag(archiver_args(dest, group, topic, ROLL_RECORDS as u64, spool), "--roll-age", "3s");
-    args.extend(["--time-buckets".into(), "hour".into()]);
+    args.extend(["--time-buckets".into(), "hour".into(), "--marker-interval".into(), "1s".into()]);
     args
 }
 
@@ -144,6 +182,9 @@ fn status_options(dest: &TestDest, group: &str, topic: &str) -> StatusOptions {
 async fn read_objects(store: &dyn ObjectStore, dest: &TestDest, topic: &str) -> Vec<(ObjectKey, Vec<Record>)> {
     let mut objects = Vec::new();
     for raw in list_all(store, &dest.prefix().topic_folder(topic)).await.unwrap() {
+        if raw.ends_with("/_SUCCESS") {
+            continue;
+        }
         let key = ObjectKey::parse(&dest.prefix(), &raw).unwrap_or_else(|e| panic!("{e}"));
         let records = decode(key.kind, store.get(&raw).await.unwrap()).unwrap();
         objects.push((key, records));

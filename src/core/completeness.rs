@@ -12,7 +12,60 @@
 //!
 //! A topic's bucket is complete once it is final for every partition.
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::object_key::{ObjectKey, Prefix};
 use super::time_bucket::{Bucket, BucketWidth};
+
+/// The name of a complete bucket's marker object, in the bucket's folder (Spark and Hive skip names
+/// starting with `_`; `*.parquet` globs do not match it).
+pub const MARKER_NAME: &str = "_SUCCESS";
+
+/// The body of a `_SUCCESS` marker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marker {
+    pub topic: String,
+    /// The bucket's folder below the topic's: `dt=<YYYY-MM-DD>[/hour=<HH>]`.
+    pub bucket: String,
+    /// The bucket's first instant and the first after it, ms since the Unix epoch.
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// The topic's partition count.
+    pub partitions: usize,
+    /// Per partition, the highest offset archived when the bucket was found complete (every record of
+    /// the bucket is at or below it); absent for a partition with nothing archived.
+    pub archived_through: BTreeMap<i32, i64>,
+    pub writer: String,
+    pub time_ms: i64,
+}
+
+/// The key of a bucket's marker.
+pub fn marker_key(prefix: &Prefix, topic: &str, bucket: &Bucket) -> String {
+    format!("{}{MARKER_NAME}", prefix.bucket_folder(topic, bucket))
+}
+
+/// Whether `key` is a `_SUCCESS` marker of some topic's bucket under `prefix`.
+pub fn is_marker(prefix: &Prefix, key: &str) -> bool {
+    let topic = key.strip_prefix(&prefix.root()).and_then(|rest| rest.split('/').next()?.strip_prefix("topic="));
+    key.ends_with(MARKER_NAME)
+        && topic.is_some_and(|t| ObjectKey::parse(prefix, key).is_err() && bucket_of_key(prefix, t, key).is_some())
+}
+
+/// The time bucket a key of the topic's folder is in: a data object's or a marker's.
+pub fn bucket_of_key(prefix: &Prefix, topic: &str, key: &str) -> Option<Bucket> {
+    if let Ok(object) = ObjectKey::parse(prefix, key) {
+        return object.bucket.filter(|_| object.tp.topic() == topic);
+    }
+    let folders = key.strip_prefix(&prefix.topic_folder(topic))?.strip_suffix(MARKER_NAME)?.strip_suffix('/')?;
+    let mut dirs = folders.split('/');
+    let (dt, hour) = (dirs.next()?, dirs.next());
+    if dirs.next().is_some() {
+        return None;
+    }
+    Bucket::parse(dt, hour)
+}
 
 /// Allowed difference between the clocks of the archivers and of the host reading the log end.
 pub const CLOCK_SKEW_MS: i64 = 60_000;
@@ -109,6 +162,29 @@ mod tests {
         assert_eq!(Lateness::of_topic(Some("CreateTime"), Some("600000")), Lateness::Bounded(600_000));
         assert_eq!(Lateness::of_topic(Some("CreateTime"), Some("9223372036854775807")), Lateness::Unbounded);
         assert_eq!(Lateness::of_topic(None, None), Lateness::Unbounded);
+    }
+
+    #[test]
+    fn markers_sit_in_their_bucket_folder_and_are_told_from_data_keys() {
+        let prefix = Prefix::new("a");
+        let hour = Bucket::containing(BucketWidth::Hour, DAY + 7 * HOUR);
+        let key = marker_key(&prefix, "orders", &hour);
+        assert_eq!(key, "a/topic=orders/dt=2026-11-30/hour=07/_SUCCESS");
+        assert_eq!(bucket_of_key(&prefix, "orders", &key), Some(hour));
+        let data = "a/topic=orders/dt=2026-11-30/hour=07/partition=1/orders+1+00000000000000000000+00000000000000000009.parquet";
+        assert_eq!(bucket_of_key(&prefix, "orders", data), Some(hour));
+        assert!(is_marker(&prefix, &key) && !is_marker(&prefix, data));
+        assert!(!is_marker(&prefix, "a/topic=orders/_SUCCESS") && !is_marker(&Prefix::new("b"), &key));
+        let day = Bucket::containing(BucketWidth::Day, DAY);
+        assert_eq!(bucket_of_key(&prefix, "orders", "a/topic=orders/dt=2026-11-30/_SUCCESS"), Some(day));
+        for other in [
+            "a/topic=other/dt=2026-11-30/_SUCCESS",
+            "a/topic=orders/dt=2026-11-30/x/hour=07/_SUCCESS",
+            "a/topic=orders/_SUCCESS",
+            "a/topic=orders/partition=1/orders+1+00000000000000000000+00000000000000000009.parquet",
+        ] {
+            assert_eq!(bucket_of_key(&prefix, "orders", other), None, "{other}");
+        }
     }
 
     #[test]

@@ -92,6 +92,11 @@ impl Prefix {
         format!("{}_claims/topic={}/", self.root(), topic)
     }
 
+    /// The folder (ending in `/`) of one time bucket of a topic, above its partitions' folders.
+    pub fn bucket_folder(&self, topic: &str, bucket: &Bucket) -> String {
+        format!("{}topic={topic}/{bucket}/", self.root())
+    }
+
     /// The folder (ending in `/`) that holds every partition of a topic.
     pub fn topic_folder(&self, topic: &str) -> String {
         format!("{}topic={}/", self.root(), topic)

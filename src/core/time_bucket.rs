@@ -81,6 +81,16 @@ impl Bucket {
         self.start_ms + self.width.millis()
     }
 
+    /// The bucket right after it.
+    pub fn next(&self) -> Self {
+        Bucket { width: self.width, start_ms: self.end_ms() }
+    }
+
+    /// The bucket `n` after it.
+    pub fn nth_after(&self, n: i64) -> Self {
+        Bucket { width: self.width, start_ms: self.start_ms + n * self.width.millis() }
+    }
+
     /// `YYYY-MM-DD`, its UTC date.
     pub fn date(&self) -> String {
         let (y, m, d) = civil_from_days(self.start_ms.div_euclid(MS_PER_DAY));

@@ -46,6 +46,7 @@ pub struct Metrics {
     pub unarchived_records: IntGaugeVec,
     /// Objects uploaded (or found there), by why their file rolled.
     pub objects_by_roll_reason: IntCounterVec,
+    pub markers_written: IntCounter,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
@@ -166,6 +167,11 @@ impl Default for Metrics {
                 "Objects uploaded (or found there), by why their file rolled: records, bytes, age, schedule, \
                  bucket, budget, flush, rewrite, retention-gap.",
                 "reason",
+            ),
+            markers_written: counter(
+                &r,
+                "markers_written_total",
+                "_SUCCESS markers this instance put into complete time buckets' folders.",
             ),
             registry: r,
         }
