@@ -82,7 +82,16 @@ install_duckdb() {
   touch "$venv/.duckdb"
 }
 
+# PyYAML parses the Kubernetes manifests under deploy/ in tests/packaging.rs (LocalStack brings it; moto
+# may not).
+install_pyyaml() {
+  local venv="$SERVICES_DIR/s3-venv"
+  "$venv/bin/python" -c "import yaml" 2>/dev/null && return 0
+  "$venv/bin/pip" install --quiet "pyyaml==6.0.3" || die "pip could not install pyyaml==6.0.3 into $venv"
+}
+
 install_kafka
 install_s3
 install_duckdb
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb)"
+install_pyyaml
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyyaml)"

@@ -46,12 +46,7 @@ pub enum ArchiverError {
 pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
     Ok(match &config.store.dest {
         Destination::S3 { bucket, prefix } => {
-            let settings = S3Settings::new(bucket, config.store.s3_endpoint.clone(), config.store.s3_region.clone())
-                .uploads(config.store.upload_part_size, config.store.upload_concurrency)
-                .attempt_timeout(config.store.s3_attempt_timeout)
-                .max_requests(config.store.s3_max_requests)
-                .objects(config.store.s3_objects.clone());
-            let store = Arc::new(S3Store::connect(settings).await);
+            let store = Arc::new(S3Store::connect(s3_settings(config, bucket)).await);
             // The first sweep takes note of what is pending (and fails fast on a bucket we may not use).
             store.abort_stale_uploads(prefix, config.store.abort_stale_uploads_after).await?;
             tokio::spawn(sweep_stale_uploads(
@@ -70,6 +65,26 @@ pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>,
             Arc::new(store)
         }
     })
+}
+
+fn s3_settings(config: &ArchiverConfig, bucket: &str) -> S3Settings {
+    S3Settings::new(bucket, config.store.s3_endpoint.clone(), config.store.s3_region.clone())
+        .uploads(config.store.upload_part_size, config.store.upload_concurrency)
+        .attempt_timeout(config.store.s3_attempt_timeout)
+        .max_requests(config.store.s3_max_requests)
+        .objects(config.store.s3_objects.clone())
+}
+
+/// `run --check`: the store can be listed and honours conditional writes (the start-up checks, once,
+/// with the configured encryption and storage class), without cleaning anything up.
+pub async fn check_store(config: &ArchiverConfig) -> Result<String, StoreError> {
+    let store: Arc<dyn ObjectStore> = match &config.store.dest {
+        Destination::S3 { bucket, .. } => Arc::new(S3Store::connect(s3_settings(config, bucket)).await),
+        Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
+    };
+    preflight(config, store.as_ref()).await?;
+    probe_conditional_writes(config, store.as_ref()).await?;
+    Ok(store.describe())
 }
 
 /// How long start-up keeps trying a store that fails transiently (a brownout) before it gives up.
@@ -167,6 +182,30 @@ async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectSto
     }
 }
 
+fn source_settings(config: &ArchiverConfig) -> SourceSettings {
+    SourceSettings {
+        brokers: config.source.brokers.clone(),
+        group: config.source.group.clone(),
+        subscription: config.source.subscription.clone(),
+        kafka_props: config.source.kafka_props.clone(),
+        revoke_wait: config.pipeline.revoke_timeout + std::time::Duration::from_secs(5),
+    }
+}
+
+/// `run --check`: what `run` checks before it consumes — the brokers answer and the named topics exist,
+/// the store can be listed and honours conditional writes — once each, without waiting out brownouts.
+/// Returns a line per check passed.
+pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError> {
+    let settings = source_settings(config);
+    tokio::task::spawn_blocking(move || KafkaSource::check(&settings)).await??;
+    let topics = config.source.subscription.join(", ");
+    let store = check_store(config).await?;
+    Ok(vec![
+        format!("brokers {}: reachable; topics: {topics}", config.source.brokers),
+        format!("archive {store}: listable, conditional writes honoured"),
+    ])
+}
+
 /// Names this process in claims: host and pid.
 fn writer_id() -> String {
     format!("{}:{}", host_name(), std::process::id())
@@ -225,13 +264,7 @@ impl Archiver {
         let pipeline = Pipeline::new(settings, store, link.clone(), metrics.clone());
         let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));
         let source = KafkaSource::spawn(
-            &SourceSettings {
-                brokers: config.source.brokers.clone(),
-                group: config.source.group.clone(),
-                subscription: config.source.subscription.clone(),
-                kafka_props: config.source.kafka_props.clone(),
-                revoke_wait: config.pipeline.revoke_timeout + std::time::Duration::from_secs(5),
-            },
+            &source_settings(config),
             PipelineChannels { records: records_tx, control: control_tx, commands },
             &link,
             metrics.clone(),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use kafka_s3_archiver::archiver::{open_checked_store, open_reader, Archiver};
 use kafka_s3_archiver::config::{self, ArchiverConfig, Settings};
 use kafka_s3_archiver::core::ddl::Engine;
@@ -210,6 +210,11 @@ enum Command {
         /// TOML file would give them, check them, and exit without connecting to anything.
         #[arg(long)]
         print_config: bool,
+        /// Check the settings, then what start-up checks (the brokers answer with the TLS/SASL settings
+        /// given, the named topics exist, the archive can be listed and honours conditional writes),
+        /// print the settings in effect (secrets masked) and exit: 0 if all is well, 1 if not.
+        #[arg(long, conflicts_with = "print_config")]
+        check: bool,
         #[command(flatten)]
         settings: Settings,
     },
@@ -226,6 +231,17 @@ enum Command {
     /// Prints a table definition for a topic's Parquet archive, for the layout its objects are in
     /// (time-bucketed or not): a DuckDB view, an Athena table with partition projection, a Spark table.
     Ddl(DdlArgs),
+    /// Prints a shell completion script, e.g. `completions bash > /etc/bash_completion.d/kafka-s3-archiver`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Prints the man page (roff), or with --dir writes it and one page per command there
+    /// (kafka-s3-archiver.1, kafka-s3-archiver-run.1, ...).
+    Man {
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Runs the whole loop with no services: mock Kafka, local archive, a crash, a restart, a check.
     Demo {
         /// Records to produce.
@@ -318,6 +334,36 @@ fn print_config(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result
     let effective = flags.effective(config_file.as_deref())?;
     print!("{}", effective.to_toml());
     effective.resolve(None)?;
+    Ok(())
+}
+
+async fn check(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<()> {
+    let effective = flags.effective(config_file.as_deref())?;
+    print!("{}", effective.to_toml());
+    let config = effective.resolve(None)?;
+    for line in kafka_s3_archiver::archiver::check(&config).await? {
+        println!("# ok: {line}");
+    }
+    Ok(())
+}
+
+fn man_pages(dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let cli = Cli::command();
+    let Some(dir) = dir else {
+        return Ok(clap_mangen::Man::new(cli).render(&mut std::io::stdout())?);
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut pages = vec![("kafka-s3-archiver".to_string(), cli.clone())];
+    for sub in cli.get_subcommands().filter(|c| c.get_name() != "help") {
+        let name = format!("kafka-s3-archiver-{}", sub.get_name());
+        pages.push((name.clone(), sub.clone().bin_name(name)));
+    }
+    for (name, command) in pages {
+        let path = dir.join(format!("{name}.1"));
+        let mut file = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        clap_mangen::Man::new(command).title(name.to_uppercase()).render(&mut file)?;
+        println!("{}", path.display());
+    }
     Ok(())
 }
 
@@ -427,8 +473,12 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let result = match cli.command {
-        Command::Run { config, print_config: true, settings } => print_config(config, settings),
-        Command::Run { config, print_config: false, settings } => {
+        Command::Run { config, print_config: true, settings, .. } => print_config(config, settings),
+        Command::Run { config, check: true, settings, .. } => {
+            init_logging(cli.log_format, "warn");
+            runtime.block_on(check(config, settings))
+        }
+        Command::Run { config, settings, .. } => {
             init_logging(cli.log_format, "info");
             runtime.block_on(run(config, settings))
         }
@@ -456,6 +506,12 @@ fn main() -> std::process::ExitCode {
             init_logging(cli.log_format, "warn");
             runtime.block_on(print_ddl(args))
         }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "kafka-s3-archiver", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script).context("writing to stdout")
+        }
+        Command::Man { dir } => man_pages(dir),
         Command::Demo { records, dir, format } => {
             init_logging(cli.log_format, "warn");
             let dir = dir

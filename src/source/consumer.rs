@@ -75,52 +75,8 @@ impl KafkaSource {
         metrics: Arc<Metrics>,
     ) -> Result<Self, SourceError> {
         let crashed = Arc::new(AtomicBool::new(false));
-        let context = ArchiverContext {
-            records: channels.records,
-            control: channels.control,
-            commands: Mutex::new(channels.commands),
-            seeks_to_retry: Mutex::default(),
-            epochs: link.epochs.clone(),
-            assignment_lost: link.assignment_lost.clone(),
-            state: Mutex::new(SourceState::default()),
-            revoke_wait: settings.revoke_wait,
-            assign_wait: assign_wait(&settings.kafka_props),
-            probe: probe_config(&settings.brokers, &settings.kafka_props),
-            crashed: crashed.clone(),
-            metrics,
-            first_failure: Mutex::default(),
-        };
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", &settings.brokers)
-            .set("group.id", &settings.group)
-            .set("client.id", format!("kafka-s3-archiver-{}", std::process::id()))
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            // An out-of-range position must surface as an error we handle, never as a silent jump.
-            .set("auto.offset.reset", "error")
-            .set("enable.partition.eof", "false")
-            // Committed records only (aborted ones and transaction markers leave holes the claims
-            // explain), whichever instance reads a range.
-            .set("isolation.level", "read_committed")
-            .set("statistics.interval.ms", "5000")
-            // librdkafka waits this long before fetching again once its queue is full (1000 ms by
-            // default): a consumer that drains the queue in less than that — any that does real work
-            // per record — then idles each second. At the default the archiver took ~100k records/s
-            // on a broker that serves 1.2M/s; at 20 ms, ~270k (`localstack/bench.sh`). `--kafka` may
-            // set it otherwise.
-            .set("fetch.queue.backoff.ms", "20");
-        if !uses_consumer_protocol(&settings.kafka_props) {
-            // Classic groups: incremental rebalances, so partitions that stay are not flushed and
-            // recovered again. (KIP-848's consumer protocol is always incremental; the broker assigns.)
-            config.set("partition.assignment.strategy", "cooperative-sticky");
-        }
-        for (k, v) in &settings.kafka_props {
-            config.set(k, v);
-        }
-        let consumer: BaseConsumer<ArchiverContext> =
-            config.create_with_context(context).map_err(SourceError::Create)?;
-        check_topics(&consumer, settings)?;
+        let context = Self::context(settings, channels, link, metrics, crashed.clone());
+        let consumer = connect(settings, context)?;
         let topics: Vec<&str> = settings.subscription.iter().map(String::as_str).collect();
         consumer
             .subscribe(&topics)
@@ -133,6 +89,42 @@ impl KafkaSource {
             .spawn(move || poll_loop(consumer, thread_stop, shutdown_wait))
             .expect("spawn kafka-source thread");
         Ok(Self { thread, stop, crashed })
+    }
+
+    /// The rebalance callbacks' state and links to the pipeline.
+    fn context(
+        settings: &SourceSettings,
+        channels: PipelineChannels,
+        link: &SourceLink,
+        metrics: Arc<Metrics>,
+        crashed: Arc<AtomicBool>,
+    ) -> ArchiverContext {
+        ArchiverContext {
+            records: channels.records,
+            control: channels.control,
+            commands: Mutex::new(channels.commands),
+            seeks_to_retry: Mutex::default(),
+            epochs: link.epochs.clone(),
+            assignment_lost: link.assignment_lost.clone(),
+            state: Mutex::new(SourceState::default()),
+            revoke_wait: settings.revoke_wait,
+            assign_wait: assign_wait(&settings.kafka_props),
+            probe: probe_config(&settings.brokers, &settings.kafka_props),
+            crashed,
+            metrics,
+            first_failure: Mutex::default(),
+        }
+    }
+
+    /// `run --check`: the brokers answer (with the TLS/SASL settings given) and every topic named exists;
+    /// nothing is subscribed or consumed. Blocks for up to `STARTUP_TIMEOUT`.
+    pub fn check(settings: &SourceSettings) -> Result<(), SourceError> {
+        let (records, _) = tokio::sync::mpsc::channel(1);
+        let (control, _) = tokio::sync::mpsc::unbounded_channel();
+        let (link, commands) = SourceLink::new();
+        let channels = PipelineChannels { records, control, commands };
+        let context = Self::context(settings, channels, &link, Arc::new(Metrics::default()), Arc::default());
+        connect(settings, context).map(drop)
     }
 
     /// Graceful stop: leave the group (revoking, so every open file is flushed and committed), then end.
@@ -157,6 +149,42 @@ impl KafkaSource {
 /// broker assigns partitions and client-side assignment settings are refused.
 fn uses_consumer_protocol(props: &[(String, String)]) -> bool {
     props.iter().any(|(k, v)| k == "group.protocol" && v.eq_ignore_ascii_case("consumer"))
+}
+
+/// Creates the archiver's consumer and checks, before anything subscribes, that the brokers answer and
+/// every topic named exists.
+fn connect(settings: &SourceSettings, context: ArchiverContext) -> Result<BaseConsumer<ArchiverContext>, SourceError> {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &settings.brokers)
+        .set("group.id", &settings.group)
+        .set("client.id", format!("kafka-s3-archiver-{}", std::process::id()))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        // An out-of-range position must surface as an error we handle, never as a silent jump.
+        .set("auto.offset.reset", "error")
+        .set("enable.partition.eof", "false")
+        // Committed records only (aborted ones and transaction markers leave holes the claims
+        // explain), whichever instance reads a range.
+        .set("isolation.level", "read_committed")
+        .set("statistics.interval.ms", "5000")
+        // librdkafka waits this long before fetching again once its queue is full (1000 ms by
+        // default): a consumer that drains the queue in less than that — any that does real work
+        // per record — then idles each second. At the default the archiver took ~100k records/s
+        // on a broker that serves 1.2M/s; at 20 ms, ~270k (`localstack/bench.sh`). `--kafka` may
+        // set it otherwise.
+        .set("fetch.queue.backoff.ms", "20");
+    if !uses_consumer_protocol(&settings.kafka_props) {
+        // Classic groups: incremental rebalances, so partitions that stay are not flushed and
+        // recovered again. (KIP-848's consumer protocol is always incremental; the broker assigns.)
+        config.set("partition.assignment.strategy", "cooperative-sticky");
+    }
+    for (k, v) in &settings.kafka_props {
+        config.set(k, v);
+    }
+    let consumer: BaseConsumer<ArchiverContext> = config.create_with_context(context).map_err(SourceError::Create)?;
+    check_topics(&consumer, settings)?;
+    Ok(consumer)
 }
 
 /// Before subscribing: the brokers answer, and every topic named (not matched by a regex) exists.
