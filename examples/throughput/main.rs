@@ -13,7 +13,8 @@
 //! It ends with one table of all of them and the performance targets' ratios.
 //!
 //! Usage: cargo run --example throughput -- [records] [value-bytes] [partitions] [max-buffer-bytes]
-//! (KSA_BENCH_VALUES=compressible or =random measures only those values; KSA_BENCH_ARCHIVER_ARGS adds
+//! (KSA_BENCH_VALUES=compressible, =random or =mixed measures only those values — mixed sizes with a few
+//! 512 KiB ones, only when asked for; KSA_BENCH_ARCHIVER_ARGS adds
 //! flags to the archiver's command line, e.g. "--spool-memory-threshold 32MiB".)
 
 mod archiver;
@@ -54,23 +55,34 @@ enum Values {
     Compressible,
     /// Random bytes.
     Random,
+    /// Compressible values of mixed sizes (a twentieth to twice the given size), and one record in
+    /// every 997 a large random value of 512 KiB: "mixed sizes, a few large".
+    Mixed,
 }
+
+/// The size of the few large values of `Values::Mixed`.
+const LARGE_VALUE_BYTES: usize = 512 << 10;
 
 impl Values {
     fn name(self) -> &'static str {
         match self {
             Values::Compressible => "compressible",
             Values::Random => "random",
+            Values::Mixed => "mixed",
         }
     }
 
     fn record(self, i: usize, value_size: usize) -> Record {
-        let mut r = generated(i, value_size);
-        if let Values::Random = self {
-            let mut rng = fastrand::Rng::with_seed(i as u64);
-            r.value = Some((0..value_size).map(|_| rng.u8(..)).collect());
+        let mut rng = fastrand::Rng::with_seed(i as u64);
+        let random = |rng: &mut fastrand::Rng, n: usize| Some((0..n).map(|_| rng.u8(..)).collect());
+        match self {
+            Values::Compressible => generated(i, value_size),
+            Values::Random => Record { value: random(&mut rng, value_size), ..generated(i, value_size) },
+            Values::Mixed if i.is_multiple_of(997) => {
+                Record { value: random(&mut rng, LARGE_VALUE_BYTES), ..generated(i, 0) }
+            }
+            Values::Mixed => generated(i, rng.usize(value_size / 20..=value_size * 2)),
         }
-        r
     }
 }
 
@@ -119,9 +131,10 @@ async fn main() {
     let budget: Option<String> = args.next();
     let mut results = Vec::new();
     let only = std::env::var("KSA_BENCH_VALUES").ok();
-    for values in
-        [Values::Compressible, Values::Random].into_iter().filter(|v| only.as_deref().is_none_or(|o| o == v.name()))
-    {
+    // Mixed sizes only when asked for (KSA_BENCH_VALUES=mixed): the many-partitions memory target.
+    let kinds = [Values::Compressible, Values::Random, Values::Mixed];
+    let wanted = |v: &Values| only.as_deref().map_or(!matches!(v, Values::Mixed), |o| o == v.name());
+    for values in kinds.into_iter().filter(wanted) {
         let (bench, produced) = produce(values, records, value_size, partitions, budget.clone()).await;
         let mut rows = vec![plain_consumer(&bench), s3_put(&bench).await];
         for target in [Target::Directory, Target::S3, Target::S3JsonLines] {
