@@ -128,8 +128,8 @@ async fn look(
     let inspected: Vec<Result<Inspected, _>> =
         stream::iter(stale).map(|(tp, offsets)| inspect(store, &s.prefix, tp, offsets)).buffered(16).collect().await;
     for i in inspected {
-        let Inspected { row, bucket, .. } = i?;
-        if let Some(t) = final_through(&bucket.progress, s.width, bound, log_read_ms) {
+        let Inspected { row, progress, .. } = i?;
+        if let Some(t) = final_through(&progress.progress, s.width, bound, log_read_ms) {
             state.partitions.insert(row.partition, (t, row.archived_through));
         }
     }

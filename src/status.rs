@@ -172,7 +172,7 @@ impl StatusReport {
 /// One partition, as the archive and the log show it.
 pub(crate) struct Inspected {
     pub(crate) row: PartitionStatus,
-    pub(crate) bucket: BucketProgress,
+    pub(crate) progress: BucketProgress,
     pub(crate) list_requests: u32,
 }
 
@@ -200,7 +200,7 @@ pub(crate) async fn inspect(
     let bucket = found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket);
     let caught_up = row.pending_claim.is_none() && row.unarchived == 0;
     let progress = PartitionProgress { last_bucket_start: bucket.map(|b| b.start_ms()), caught_up };
-    Ok(Inspected { row, bucket: BucketProgress { bucket, progress }, list_requests: found.list_requests })
+    Ok(Inspected { row, progress: BucketProgress { bucket, progress }, list_requests: found.list_requests })
 }
 
 pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<StatusReport, StatusError> {
@@ -219,8 +219,8 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
     let mut rows = Vec::new();
     let mut list_requests = 0;
     for r in results {
-        let Inspected { row, bucket, list_requests: requests } = r?;
-        rows.push((row, bucket));
+        let Inspected { row, progress, list_requests: requests } = r?;
+        rows.push((row, progress));
         list_requests += u64::from(requests);
     }
     let topics = topic_statuses(&rows, &lateness, log_read_ms);
