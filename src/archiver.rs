@@ -248,6 +248,7 @@ impl Archiver {
             writer_id: writer_id(),
             bucketing: config.pipeline.bucketing,
         };
+        let pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone());
         let markers = config.pipeline.bucketing.map(|b| {
             let settings = MarkerSettings {
                 prefix: config.store.dest.prefix().clone(),
@@ -258,10 +259,10 @@ impl Archiver {
                 group: config.source.group.clone(),
                 writer_id: writer_id(),
                 interval: config.pipeline.marker_interval,
+                assigned: pipeline.assigned_topics(),
             };
-            tokio::spawn(crate::markers::run(store.clone(), settings, metrics.clone()))
+            tokio::spawn(crate::markers::run(store, settings, metrics.clone()))
         });
-        let pipeline = Pipeline::new(settings, store, link.clone(), metrics.clone());
         let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));
         let source = KafkaSource::spawn(
             &source_settings(config),

@@ -22,7 +22,7 @@ use crate::core::object_key::Prefix;
 use crate::core::recovery::ListRequest;
 use crate::core::spool::SpoolData;
 use crate::core::time_bucket::{Bucket, BucketWidth};
-use crate::pipeline::wall_clock_ms;
+use crate::pipeline::{wall_clock_ms, AssignedTopics};
 use crate::source::offsets::partition_offsets;
 use crate::source::topic_config::topic_lateness;
 use crate::status::{inspect, Inspected, StatusError};
@@ -39,8 +39,9 @@ enum MarkerError {
 
 pub struct MarkerSettings {
     pub prefix: Prefix,
-    /// The topics named in the subscription (topics matched by a regex get no markers).
+    /// The topics named in the subscription; those a regex matches are learnt from the assignments.
     pub topics: Vec<String>,
+    pub assigned: AssignedTopics,
     pub width: BucketWidth,
     pub brokers: String,
     pub kafka_props: Vec<(String, String)>,
@@ -65,7 +66,11 @@ pub async fn run(store: Arc<dyn ObjectStore>, settings: MarkerSettings, metrics:
     let mut topics: HashMap<String, TopicMarkers> = HashMap::new();
     loop {
         tokio::time::sleep(settings.interval).await;
-        for topic in &settings.topics {
+        let mut names = settings.topics.clone();
+        names.extend(settings.assigned.snapshot());
+        names.sort();
+        names.dedup();
+        for topic in &names {
             let state = topics.entry(topic.clone()).or_default();
             match mark_topic(store.as_ref(), &settings, topic, state).await {
                 Ok(written) => metrics.markers_written.inc_by(written),

@@ -2,7 +2,7 @@
 //! a restart under a new consumer group (no commits: the position comes from the claims chain alone).
 //! Every record is archived exactly once, each object sits in the hour folder the rule gives it (late
 //! records stay in their partition's current hour, never in an earlier one), the number of files stays
-//! bounded at the edges, and DuckDB reads dt/hour from the folders.
+//! bounded at the edges, DuckDB reads dt/hour from the folders, and complete hours get their `_SUCCESS`.
 
 mod common;
 
@@ -57,8 +57,9 @@ async fn hourly_folders_survive_a_kill_and_a_new_group_and_duckdb_reads_them() {
     let markers_then = markers(store.as_ref(), &dest, &topic).await;
     assert!(markers_then.iter().all(|(hour, _)| *hour < 1), "only hour 10 may be complete: {markers_then:?}");
     merge(&mut produced, produce_records(&brokers(), &topic, PARTITIONS, RECORDS / 2..RECORDS, timed).await.unwrap());
+    // The second subscribes by regex: its markers' topic is known from its assignments only.
     let group = unique("g");
-    let mut second = ArchiverProcess::spawn("lake-second", &args(&group));
+    let mut second = ArchiverProcess::spawn("lake-second", &by_regex(args(&group), &topic));
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut second]).await;
     // Every partition is in hour 12: hours 10 and 11 are complete, and get their markers.
     let started = std::time::Instant::now();
@@ -165,6 +166,14 @@ fn check_markers(markers: &[(i64, Marker)], objects: &[(ObjectKey, Vec<Record>)]
 fn hourly_args(dest: &TestDest, group: &str, topic: &str, spool: &Path) -> Vec<String> {
     let mut args = set_flag(archiver_args(dest, group, topic, ROLL_RECORDS as u64, spool), "--roll-age", "3s");
     args.extend(["--time-buckets".into(), "hour".into(), "--marker-interval".into(), "1s".into()]);
+    args
+}
+
+/// The same flags with `--topic-regex ^<topic>$` for `--topic <topic>`.
+fn by_regex(mut args: Vec<String>, topic: &str) -> Vec<String> {
+    let at = args.iter().position(|a| a == "--topic").expect("--topic");
+    args[at] = "--topic-regex".into();
+    args[at + 1] = format!("^{topic}$");
     args
 }
 

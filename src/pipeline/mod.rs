@@ -88,6 +88,26 @@ pub struct Pipeline {
     /// The partitions being recovered, with the epoch the recovery is for: a revoke (or a newer
     /// assignment) since makes the result void.
     recovering: HashMap<TopicPartition, u64>,
+    topics: AssignedTopics,
+}
+
+/// The topics this process has been assigned partitions of (shared with the `_SUCCESS` marker task:
+/// topics a regex subscription matches are known only from their assignments).
+#[derive(Debug, Clone, Default)]
+pub struct AssignedTopics(Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>);
+
+impl AssignedTopics {
+    fn insert(&self, topic: &str) {
+        let mut topics = self.0.lock().expect("assigned topics");
+        if !topics.contains(topic) {
+            topics.insert(topic.to_string());
+        }
+    }
+
+    /// The topics so far, in name order.
+    pub fn snapshot(&self) -> Vec<String> {
+        self.0.lock().expect("assigned topics").iter().cloned().collect()
+    }
 }
 
 impl Pipeline {
@@ -112,7 +132,13 @@ impl Pipeline {
             from_uploaders,
             recoveries: FuturesUnordered::new(),
             recovering: HashMap::new(),
+            topics: AssignedTopics::default(),
         }
+    }
+
+    /// The topics this pipeline is assigned partitions of, as they come.
+    pub fn assigned_topics(&self) -> AssignedTopics {
+        self.topics.clone()
     }
 
     /// Records are held back while over budget, except while a partition re-writes a claimed range:
@@ -315,6 +341,7 @@ impl Pipeline {
         reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>>,
     ) {
         for p in &partitions {
+            self.topics.insert(p.tp.topic());
             if let Some(mut old) = self.partitions.remove(&p.tp) {
                 old.drop_open_file(&mut self.budget);
                 old.close(true);
