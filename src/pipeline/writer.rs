@@ -12,7 +12,7 @@ use super::uploader::SealedFile;
 use super::PipelineSettings;
 use crate::core::claim::Claim;
 use crate::core::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
-use crate::core::object_key::ObjectKey;
+use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::record::Record;
 use crate::core::recovery::ResumePlan;
@@ -132,12 +132,20 @@ impl PartitionWriter {
         }
     }
 
-    /// The time bucket a record goes into: a re-write's is its claimed key's; otherwise the record's
-    /// (see `core::time_bucket`), never earlier than the partition's last file's.
-    fn bucket_for(&self, record: &Record, now: Now, settings: &PipelineSettings) -> Option<Bucket> {
+    /// The time bucket a record of the chain goes into (see `core::time_bucket`), never earlier than the
+    /// partition's last file's; `None` while re-writing (the file's bucket is its claim's).
+    fn chain_bucket(&self, record: &Record, now: Now, settings: &PipelineSettings) -> Option<Bucket> {
         match &self.mode {
-            Mode::Rewrite(claim) => claim.object_key(&settings.prefix).and_then(|key| key.bucket),
+            Mode::Rewrite(_) => None,
             Mode::Chain => settings.bucketing.map(|b| b.bucket(record.timestamp_ms, now.wall_ms, self.bucket_floor)),
+        }
+    }
+
+    /// The time bucket of a re-write's file: its claimed key's (read once per file, not per record).
+    fn claimed_bucket(&self) -> Option<Bucket> {
+        match &self.mode {
+            Mode::Rewrite(claim) => claim.object_key(&Prefix::default()).and_then(|key| key.bucket),
+            Mode::Chain => None,
         }
     }
 
@@ -202,7 +210,7 @@ impl PartitionWriter {
             // Past the end of the claimed range: whatever was left of it is complete.
             self.finish_rewrite(settings, budget, metrics)?;
         }
-        let bucket = self.bucket_for(record, now, settings);
+        let bucket = self.chain_bucket(record, now, settings);
         if let Some(file) = &self.open {
             let later_bucket =
                 matches!((file.bucket, bucket), (Some(open), Some(next)) if next.start_ms() > open.start_ms());
@@ -222,7 +230,7 @@ impl PartitionWriter {
                 last: record.offset,
                 records: 0,
                 opened: now,
-                bucket,
+                bucket: bucket.or_else(|| self.claimed_bucket()),
                 buffered: 0,
                 timestamps: None,
             }),
