@@ -46,11 +46,17 @@ async fn metrics_move_and_agree_with_the_archive() {
     let produced = produce(&brokers(), &topic, 2, 0..1200, 100).await.unwrap();
     let store = dest.store().await;
     wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
-    // The uploader counts right after the upload returns; give the last one a moment.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let (status, text) = http_get(&addr, "/metrics");
-    assert_eq!(status, 200);
-    let after = samples(&text);
+    // The uploader counts right after the upload returns: wait for the last one to be counted.
+    let started = Instant::now();
+    let after = loop {
+        let (status, text) = http_get(&addr, "/metrics");
+        assert_eq!(status, 200);
+        let after = samples(&text);
+        if after["ksa_records_archived_total"] >= 1200.0 || started.elapsed() > Duration::from_secs(10) {
+            break after;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let objects = list_all(store.as_ref(), &dest.prefix().topic_folder(&topic)).await.unwrap().len() as f64;
     assert_eq!(after["ksa_records_archived_total"], 1200.0);
     assert_eq!(after["ksa_records_consumed_total"], 1200.0);

@@ -278,6 +278,18 @@ impl Harness {
     }
 }
 
+/// Waits up to 5 s for `done` to hold. An upload's counters move just after its object lands, so a
+/// test that saw the object must wait for them rather than read them at once.
+pub(super) async fn eventually(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..100 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what}: not within 5 s");
+}
+
 pub(super) fn key(p: i32, s: i64, e: i64) -> String {
     ObjectKey::new(Prefix::default(), tp(p), OffsetRange::new(s, e).unwrap(), FileKind::Jsonl).to_string()
 }
