@@ -1,6 +1,7 @@
 //! The encoders' hot path: records/s per core turning records into a sealed file (Parquet and JSON
 //! lines, each compression), for compressible values (JSON-like, as `generate` makes them) and for
-//! incompressible ones (random bytes). Run with `cargo bench --bench encoders`; figures in the README.
+//! incompressible ones (random bytes), and typed values (`--value-format json`) against raw ones.
+//! Run with `cargo bench --bench encoders`; figures in the README.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use kafka_s3_archiver::core::encode::{Compression, FileEncoder, FileMeta, FileSp
 use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::core::record::Record;
 use kafka_s3_archiver::core::spool::{Spool, SpoolConfig, SpoolUsage};
+use kafka_s3_archiver::core::typed::{JsonValues, ValueFormat, ValueSchema};
 use kafka_s3_archiver::generate::generated;
 
 /// Records per encoded file.
@@ -29,8 +31,12 @@ fn records(random: bool) -> Vec<Record> {
         .collect()
 }
 
-fn encode(spec: FileSpec, records: &[Record], spool: &SpoolConfig) -> u64 {
-    let mut encoder = FileEncoder::new(spec, Spool::new(spool.clone())).expect("encoder");
+/// The schema of `generate`'s JSON values (a tenth of its values are binary: misfits).
+const GENERATED_SCHEMA: &str = r#"{"type":"record","name":"Generated","fields":[
+    {"name":"order","type":"long"},{"name":"amount","type":"long"},{"name":"note","type":"string"}]}"#;
+
+fn encode(spec: FileSpec, values: &ValueFormat, records: &[Record], spool: &SpoolConfig) -> u64 {
+    let mut encoder = FileEncoder::new(spec, values, Spool::new(spool.clone())).expect("encoder");
     for r in records {
         encoder.append(r).expect("append");
     }
@@ -63,11 +69,29 @@ fn encoders(c: &mut Criterion) {
             let spec = FileSpec::new(format, compression).expect("spec");
             let name = format!("{format}-{compression}");
             group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
-                b.iter_batched(|| (), |()| encode(spec, input, &spool), BatchSize::PerIteration)
+                b.iter_batched(|| (), |()| encode(spec, &ValueFormat::Raw, input, &spool), BatchSize::PerIteration)
             });
         }
         group.finish();
     }
+    typed(c, &spool);
+}
+
+/// Parquet (zstd) with values raw, typed, and typed keeping every value's bytes too.
+fn typed(c: &mut Criterion, spool: &SpoolConfig) {
+    let input = records(false);
+    let schema = ValueSchema::from_avro(GENERATED_SCHEMA).expect("schema");
+    let json = |keep_raw| ValueFormat::Json(Arc::new(JsonValues { schema: schema.clone(), keep_raw }));
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).expect("spec");
+    let mut group = c.benchmark_group("encode-1KiB-values");
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.sample_size(10);
+    for (name, values) in [("raw", ValueFormat::Raw), ("json", json(false)), ("json-keep-raw", json(true))] {
+        group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
+            b.iter_batched(|| (), |()| encode(spec, &values, input, spool), BatchSize::PerIteration)
+        });
+    }
+    group.finish();
 }
 
 criterion_group!(benches, encoders);

@@ -247,6 +247,7 @@ impl Archiver {
             claims: config.pipeline.claims,
             writer_id: writer_id(),
             bucketing: config.pipeline.bucketing,
+            values: config.pipeline.values.clone(),
         };
         let pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone());
         let markers = config.pipeline.bucketing.map(|b| {

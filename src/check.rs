@@ -51,7 +51,9 @@ pub async fn read_topic(store: &dyn ObjectStore, prefix: &Prefix, topic: &str) -
             }
         };
         let data = store.get(&raw).await?;
-        let records = decode(key.kind, data).map_err(|source| CheckError::Decode { key: raw.clone(), source })?;
+        let records = decode(key.kind, data)
+            .map(|d| d.records)
+            .map_err(|source| CheckError::Decode { key: raw.clone(), source })?;
         let part = contents.partitions.entry(key.tp.partition()).or_default();
         if ObjectContents::of(&records).mismatch(&key).is_some() {
             part.mislabelled.push(raw.clone());

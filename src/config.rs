@@ -6,12 +6,11 @@
 //! section (source, store, pipeline, metrics).
 
 use std::collections::BTreeMap;
-use std::fmt::Display;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use figment::providers::Serialized;
 use figment::Figment;
 use serde::{Deserialize, Serialize};
@@ -20,7 +19,8 @@ use thiserror::Error;
 use crate::core::destination::Destination;
 use crate::core::encode::{Compression, FileSpec, Format};
 use crate::core::roll::RollPolicy;
-use crate::core::time_bucket::{BucketWidth, Bucketing, TimeSource};
+use crate::core::time_bucket::{Bucketing, TimeSource};
+use crate::core::typed::ValueFormat;
 use crate::core::units::{ByteSize, HumanDuration};
 use crate::store::{
     ObjectOptions, Sse, StorageClass, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY,
@@ -46,6 +46,14 @@ pub const DEFAULT_CLAIMS: bool = true;
 pub const DEFAULT_TIME_BUCKETS: TimeBuckets = TimeBuckets::None;
 pub const DEFAULT_TIME_SOURCE: TimeSource = TimeSource::Record;
 pub const DEFAULT_MARKER_INTERVAL: HumanDuration = HumanDuration(Duration::from_secs(5 * 60));
+pub const DEFAULT_VALUE_FORMAT: ValueFormatName = ValueFormatName::Raw;
+pub const DEFAULT_KEEP_RAW_VALUE: bool = false;
+mod choices;
+mod values;
+
+use self::choices::with_default;
+pub use self::choices::{SseMode, StartFrom, TimeBuckets, ValueFormatName};
+
 /// The shortest `--roll-schedule`.
 const MIN_ROLL_SCHEDULE: Duration = Duration::from_secs(1);
 /// The shortest `--roll-age`: the age timer ticks every 200 ms.
@@ -76,69 +84,6 @@ const RESERVED_KAFKA_KEYS: [&str; 7] = [
     "enable.partition.eof",
     "isolation.level",
 ];
-
-/// Server-side encryption asked of S3 for every object written (`--s3-sse`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-pub enum SseMode {
-    /// SSE-S3: keys managed by S3.
-    #[value(name = "AES256")]
-    #[serde(rename = "AES256")]
-    Aes256,
-    /// SSE-KMS: a KMS key (`--s3-sse-kms-key-id`, or the account's aws/s3 key).
-    #[value(name = "aws:kms")]
-    #[serde(rename = "aws:kms")]
-    AwsKms,
-}
-
-/// Where a partition whose archive is empty starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StartFrom {
-    Earliest,
-    Latest,
-}
-
-impl Display for StartFrom {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            StartFrom::Earliest => "earliest",
-            StartFrom::Latest => "latest",
-        })
-    }
-}
-
-/// Data folders by time (`--time-buckets`): none (one folder per partition), or per UTC day or hour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TimeBuckets {
-    None,
-    Day,
-    Hour,
-}
-
-impl TimeBuckets {
-    fn width(self) -> Option<BucketWidth> {
-        match self {
-            TimeBuckets::None => None,
-            TimeBuckets::Day => Some(BucketWidth::Day),
-            TimeBuckets::Hour => Some(BucketWidth::Hour),
-        }
-    }
-}
-
-impl Display for TimeBuckets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            TimeBuckets::None => "none",
-            TimeBuckets::Day => "day",
-            TimeBuckets::Hour => "hour",
-        })
-    }
-}
-
-fn with_default(help: &str, default: impl Display) -> String {
-    format!("{help} [default: {default}]")
-}
 
 /// Every setting of `run`, as given (unset: `None`). The TOML file uses the flag names without the
 /// dashes (`topics = [...]` for `--topic`, a `[kafka]` table for `--kafka`).
@@ -239,6 +184,17 @@ pub struct Settings {
         help = with_default("With time buckets: how often to look for buckets that became complete and put their \
             _SUCCESS markers", DEFAULT_MARKER_INTERVAL))]
     pub marker_interval: Option<HumanDuration>,
+    #[arg(long, env = "KSA_VALUE_FORMAT", help_heading = "Files",
+        help = with_default("How record values are archived: raw (the bytes, a binary column) or json (decoded into \
+            typed columns by --value-schema; records that do not fit keep their bytes in value_raw)", DEFAULT_VALUE_FORMAT))]
+    pub value_format: Option<ValueFormatName>,
+    /// With --value-format json: an Avro schema file (.avsc, a record at the top) declaring the values' fields
+    #[arg(long, env = "KSA_VALUE_SCHEMA", help_heading = "Files")]
+    pub value_schema: Option<PathBuf>,
+    #[arg(long, env = "KSA_KEEP_RAW_VALUE", value_name = "true|false", help_heading = "Files",
+        help = with_default("With --value-format json: keep every record's bytes in value_raw, not only those that do \
+            not fit, so restore gives back the same bytes", DEFAULT_KEEP_RAW_VALUE))]
+    pub keep_raw_value: Option<bool>,
     /// Directory for files too large to keep in memory until upload [default: <system temp>/kafka-s3-archiver-spool]
     #[arg(long, env = "KSA_SPOOL_DIR", help_heading = "Files")]
     pub spool_dir: Option<PathBuf>,
@@ -315,6 +271,7 @@ pub struct PipelineConfig {
     pub claims: bool,
     pub bucketing: Option<Bucketing>,
     pub marker_interval: Duration,
+    pub values: ValueFormat,
 }
 
 #[derive(Debug, Clone)]
@@ -346,6 +303,8 @@ impl Settings {
             time_buckets: Some(DEFAULT_TIME_BUCKETS),
             time_source: Some(DEFAULT_TIME_SOURCE),
             marker_interval: Some(DEFAULT_MARKER_INTERVAL),
+            value_format: Some(DEFAULT_VALUE_FORMAT),
+            keep_raw_value: Some(DEFAULT_KEEP_RAW_VALUE),
             ..Settings::default()
         }
     }
@@ -536,6 +495,7 @@ impl Settings {
             claims,
             bucketing,
             marker_interval: set(self.marker_interval, "--marker-interval")?.0.max(MIN_ROLL_SCHEDULE),
+            values: self.values(spec)?,
         })
     }
 }

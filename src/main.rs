@@ -157,6 +157,11 @@ struct RestoreArgs {
     /// At most this many records per second.
     #[arg(long)]
     max_rate: Option<f64>,
+    /// Restore typed values archived without their bytes (--value-format json without
+    /// --keep-raw-value) as JSON written from their columns: the same fields and values, but not
+    /// necessarily the bytes produced (key order, spacing, number and time formats may differ).
+    #[arg(long)]
+    reencode_json: bool,
 }
 
 #[derive(Args)]
@@ -398,6 +403,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
         kafka,
         partitioning,
         max_rate,
+        reencode_json,
     } = args;
     let target = match (to_topic, to_stdout, brokers) {
         (Some(topic), false, Some(brokers)) => {
@@ -414,6 +420,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
         selection: Selection { from_offset, to_offset, from_time_ms: from_time, to_time_ms: to_time },
         target,
         max_rate: max_rate.filter(|r| *r > 0.0),
+        reencode_json,
     };
     let counters = Arc::new(RestoreProgressCounters::default());
     let started = std::time::Instant::now();

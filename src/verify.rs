@@ -55,6 +55,9 @@ pub struct VerifyReport {
     pub keys_listed: u64,
     pub claims_read: u64,
     pub objects_read: u64,
+    /// Records of typed archives whose value did not fit the value schema (kept raw), in the objects
+    /// read (`--deep`).
+    pub value_misfits: u64,
     pub partitions: Vec<PartitionReport>,
     /// Keys under the archive's prefix that are neither data objects nor claims.
     pub foreign_keys: Vec<String>,
@@ -109,6 +112,13 @@ impl VerifyReport {
             for problem in &p.problems {
                 let _ = writeln!(out, "{}/{}: {}", p.topic, p.partition, describe(problem));
             }
+        }
+        if self.value_misfits > 0 {
+            let _ = writeln!(
+                out,
+                "{} records kept raw: their value did not fit the value schema (see value_error)",
+                self.value_misfits
+            );
         }
         let severity = if self.strict { "problem" } else { "warning" };
         for key in &self.foreign_keys {
@@ -172,9 +182,9 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
     };
     // With the brokers, each partition's last claim too: it names the topic incarnation archived.
     let claims = read_claims(store, &opts.prefix, &listings, opts.concurrency, !logs.is_empty()).await;
-    let contents = match opts.deep {
+    let (contents, value_misfits) = match opts.deep {
         true => read_contents(store, &listings, opts.concurrency).await,
-        false => BTreeMap::new(),
+        false => (BTreeMap::new(), 0),
     };
     let (no_claims, no_contents) = (BTreeMap::new(), BTreeMap::new());
     let partitions = listings
@@ -192,6 +202,7 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
         keys_listed,
         claims_read: claims.values().map(|c| c.len() as u64).sum(),
         objects_read: contents.values().map(|c| c.len() as u64).sum(),
+        value_misfits,
         partitions,
         foreign_keys,
         strict: opts.strict,
@@ -299,25 +310,27 @@ async fn read_contents(
     store: &dyn ObjectStore,
     listings: &BTreeMap<TopicPartition, PartitionListing>,
     concurrency: usize,
-) -> BTreeMap<TopicPartition, BTreeMap<String, ObjectContents>> {
+) -> (BTreeMap<TopicPartition, BTreeMap<String, ObjectContents>>, u64) {
     let objects: Vec<ObjectKey> = listings.values().flat_map(|l| l.objects.clone()).collect();
-    let contents: Vec<(ObjectKey, ObjectContents)> = stream::iter(objects)
+    let contents: Vec<(ObjectKey, ObjectContents, u64)> = stream::iter(objects)
         .map(|k| async move {
-            let contents = match store.get(&k.to_string()).await {
+            let (contents, misfits) = match store.get(&k.to_string()).await {
                 Ok(bytes) => match decode(k.kind, bytes) {
-                    Ok(records) => ObjectContents::of(&records),
-                    Err(e) => ObjectContents::Unreadable(e.to_string()),
+                    Ok(decoded) => (ObjectContents::of(&decoded.records), decoded.misfits),
+                    Err(e) => (ObjectContents::Unreadable(e.to_string()), 0),
                 },
-                Err(e) => ObjectContents::Unreadable(e.to_string()),
+                Err(e) => (ObjectContents::Unreadable(e.to_string()), 0),
             };
-            (k, contents)
+            (k, contents, misfits)
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
     let mut by_tp: BTreeMap<TopicPartition, BTreeMap<String, ObjectContents>> = BTreeMap::new();
-    for (k, c) in contents {
+    let mut misfits = 0;
+    for (k, c, m) in contents {
+        misfits += m;
         by_tp.entry(k.tp.clone()).or_default().insert(k.to_string(), c);
     }
-    by_tp
+    (by_tp, misfits)
 }

@@ -195,7 +195,7 @@ async fn read_objects(store: &dyn ObjectStore, dest: &TestDest, topic: &str) -> 
             continue;
         }
         let key = ObjectKey::parse(&dest.prefix(), &raw).unwrap_or_else(|e| panic!("{e}"));
-        let records = decode(key.kind, store.get(&raw).await.unwrap()).unwrap();
+        let records = decode(key.kind, store.get(&raw).await.unwrap()).unwrap().records;
         objects.push((key, records));
     }
     objects.sort_by_key(|(k, _)| (k.tp.partition(), k.range.start()));

@@ -32,7 +32,9 @@ fn parquet(offsets: std::ops::RangeInclusive<i64>, dir: &std::path::Path) -> Byt
         dir: dir.to_path_buf(),
         usage: Arc::new(SpoolUsage::default()),
     });
-    let mut encoder = FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), spool).unwrap();
+    let mut encoder =
+        FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &Default::default(), spool)
+            .unwrap();
     let mut n = 0;
     for offset in offsets.clone() {
         let record = Record {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::core::time_bucket::BucketWidth;
 
 fn minimal() -> Settings {
     Settings {
@@ -119,4 +120,31 @@ fn time_buckets_are_off_by_default_and_need_claims() {
     assert!(without_claims.to_string().contains("need claims"), "{without_claims}");
     let too_often = Settings { roll_schedule: Some("10ms".parse().unwrap()), ..minimal() }.resolve(None).unwrap_err();
     assert!(too_often.to_string().contains("--roll-schedule"), "{too_often}");
+}
+
+#[test]
+fn typed_values_need_a_schema_and_parquet() {
+    assert!(matches!(minimal().resolve(None).unwrap().pipeline.values, ValueFormat::Raw));
+    let json = |schema: Option<PathBuf>, format| Settings {
+        value_format: Some(ValueFormatName::Json),
+        value_schema: schema,
+        format,
+        ..minimal()
+    };
+    let err = json(None, None).resolve(None).unwrap_err().to_string();
+    assert!(err.contains("--value-schema is required"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let avsc = dir.path().join("v.avsc");
+    std::fs::write(&avsc, r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#).unwrap();
+    let c = json(Some(avsc.clone()), None).resolve(None).unwrap();
+    let typed = c.pipeline.values.json().expect("typed values");
+    assert_eq!(typed.schema.fields()[0].name, "a");
+    assert!(!typed.keep_raw);
+    let err = json(Some(avsc.clone()), Some(Format::Jsonl)).resolve(None).unwrap_err().to_string();
+    assert!(err.contains("Parquet only"), "{err}");
+    std::fs::write(&avsc, r#"{"type":"record","name":"V","fields":[{"name":"a","type":["int","string"]}]}"#).unwrap();
+    let err = json(Some(avsc), None).resolve(None).unwrap_err().to_string();
+    assert!(err.contains("schema.V.a") && err.contains("unions"), "{err}");
+    let stray = Settings { value_schema: Some("x.avsc".into()), ..minimal() };
+    assert!(stray.resolve(None).unwrap_err().to_string().contains("only with --value-format json"));
 }

@@ -19,4 +19,5 @@ pub mod spool;
 pub mod stale;
 pub mod status;
 pub mod time_bucket;
+pub mod typed;
 pub mod units;

@@ -38,6 +38,7 @@ use crate::core::recovery::{CommitHint, ResumePlan};
 use crate::core::roll::{pick_largest_over_budget, Now, RollPolicy, RollReason};
 use crate::core::spool::SpoolConfig;
 use crate::core::time_bucket::Bucketing;
+use crate::core::typed::ValueFormat;
 use crate::source::{AssignedPartition, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::{DropReason, Event, Metrics};
@@ -71,6 +72,8 @@ pub struct PipelineSettings {
     pub writer_id: String,
     /// Time-bucketed data folders (lake layout), if any.
     pub bucketing: Option<Bucketing>,
+    /// How record values are archived (raw, or typed JSON).
+    pub values: ValueFormat,
 }
 
 pub struct Pipeline {

@@ -11,6 +11,7 @@ use std::time::Instant;
 use tokio::sync::{mpsc, Notify};
 
 use crate::core::claim::{Claim, ClaimKey};
+use crate::core::encode::ValueStats;
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
 use crate::core::roll::RollReason;
@@ -31,6 +32,8 @@ pub(super) struct SealedFile {
     pub(super) chain_start: i64,
     /// The claim to create before uploading; `None` without claims, or when re-writing a claim.
     pub(super) claim: Option<Claim>,
+    /// What its typed values came to (`--value-format json`).
+    pub(super) values: Option<ValueStats>,
 }
 
 /// What an uploader tells the pipeline.
@@ -107,6 +110,7 @@ impl Uploader {
             elapsed: started.elapsed(),
             reason: file.reason,
             outcome,
+            values: file.values.as_ref(),
         }));
         let commit = Commit { tp: self.tp.clone(), next_offset: file.key.range.next(), chain_start: file.chain_start };
         let _ = self.link.commands.send(SourceCommand::Commit(commit));

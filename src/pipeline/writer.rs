@@ -225,7 +225,11 @@ impl PartitionWriter {
         let file = match &mut self.open {
             Some(file) => file,
             None => self.open.insert(OpenFile {
-                encoder: FileEncoder::new(self.file_spec(settings), Spool::new(settings.spool.clone()))?,
+                encoder: FileEncoder::new(
+                    self.file_spec(settings),
+                    &settings.values,
+                    Spool::new(settings.spool.clone()),
+                )?,
                 first: record.offset,
                 last: record.offset,
                 records: 0,
@@ -351,6 +355,7 @@ impl PartitionWriter {
         let Some(file) = self.open.take() else { return Ok(()) };
         budget.release(file.buffered);
         let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");
+        let values = file.encoder.value_stats().cloned();
         let spool = file.encoder.finish(&FileMeta { tp: self.tp.clone(), range, records: file.records })?;
         let mut key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, self.file_spec(settings).kind())
             .in_bucket(file.bucket);
@@ -388,7 +393,7 @@ impl PartitionWriter {
         };
         // The uploader only ends when this writer is closed or it gave up the chain (a restart is
         // then on its way), so a failed send loses nothing.
-        let _ = self.uploads.send(SealedFile { key, records: file.records, spool, reason, chain_start, claim });
+        let _ = self.uploads.send(SealedFile { key, records: file.records, spool, reason, chain_start, claim, values });
         Ok(())
     }
 }

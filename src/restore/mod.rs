@@ -36,6 +36,12 @@ pub enum RestoreError {
     Store(#[from] StoreError),
     #[error("object {key} cannot be decoded: {source}. Run `verify --deep` on the archive")]
     Decode { key: String, source: EncodeError },
+    #[error(
+        "object {key} holds {values} typed values without their bytes (archived with --value-format json, \
+             without --keep-raw-value): restore them with --reencode-json, as JSON written from their columns \
+             (same fields and values; key order, spacing, number and time formats may differ from what was produced)"
+    )]
+    NeedsReencode { key: String, values: u64 },
     #[error("Kafka {what} failed: {source}. Check --brokers and the --kafka settings; a re-run resumes where this one stopped")]
     Kafka { what: &'static str, source: KafkaError },
     #[error("target topic {topic:?} does not exist on {brokers}: create it first (restore does not create topics)")]
@@ -64,6 +70,8 @@ pub struct RestoreOptions {
     pub target: RestoreTarget,
     /// At most this many records per second (spares the target cluster during an incident).
     pub max_rate: Option<f64>,
+    /// Typed values without their bytes may be restored as JSON re-encoded from their columns.
+    pub reencode_json: bool,
 }
 
 /// Counters the progress display reads while the restore runs.
@@ -245,16 +253,21 @@ async fn restore_partition(
     mut sink: PartitionSink<'_>,
 ) -> Result<(), RestoreError> {
     let mut once = OffsetOnce::default();
+    let reencode_json = opts.reencode_json;
     let mut decoded = stream::iter(keys)
         .map(|key| {
             let store = store.clone();
             async move {
                 let name = key.to_string();
                 let bytes = store.get(&name).await?;
-                tokio::task::spawn_blocking(move || decode(key.kind, bytes))
+                let decoded = tokio::task::spawn_blocking(move || decode(key.kind, bytes))
                     .await
                     .expect("decoding does not panic")
-                    .map_err(|source| RestoreError::Decode { key: name, source })
+                    .map_err(|source| RestoreError::Decode { key: name.clone(), source })?;
+                if decoded.reencoded > 0 && !reencode_json {
+                    return Err(RestoreError::NeedsReencode { key: name, values: decoded.reencoded });
+                }
+                Ok(decoded.records)
             }
         })
         .buffered(OBJECTS_AHEAD);

@@ -9,6 +9,7 @@ use tracing::{error, info, warn};
 
 use super::metrics::Metrics;
 use crate::core::claim::Claim;
+use crate::core::encode::ValueStats;
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::recovery::ResumePlan;
 use crate::core::roll::RollReason;
@@ -62,6 +63,8 @@ pub struct ObjectUploaded<'a> {
     pub elapsed: Duration,
     pub reason: RollReason,
     pub outcome: PutOutcome,
+    /// What its typed values came to (`--value-format json`).
+    pub values: Option<&'a ValueStats>,
 }
 
 /// Something the archiver did or found.
@@ -239,6 +242,19 @@ impl Metrics {
             outcome = ?e.outcome,
             "object uploaded"
         );
+        if let Some(values) = e.values {
+            self.value_misfits.inc_by(values.misfits);
+            self.value_fields_ignored.inc_by(values.ignored_fields);
+            if let Some((offset, why)) = &values.first_misfit {
+                warn!(
+                    key = e.key,
+                    misfits = values.misfits,
+                    first_offset = offset,
+                    first_reason = why.as_str(),
+                    "records whose value does not fit the value schema: kept whole in value_raw, reason in value_error"
+                );
+            }
+        }
     }
 
     /// The highest offset of `tp` whose object is durable.

@@ -46,6 +46,8 @@ pub struct Metrics {
     pub unarchived_records: IntGaugeVec,
     /// Objects uploaded (or found there), by why their file rolled.
     pub objects_by_roll_reason: IntCounterVec,
+    pub value_misfits: IntCounter,
+    pub value_fields_ignored: IntCounter,
     pub markers_written: IntCounter,
 }
 
@@ -167,6 +169,16 @@ impl Default for Metrics {
                 "Objects uploaded (or found there), by why their file rolled: records, bytes, age, schedule, \
                  bucket, budget, flush, rewrite, retention-gap.",
                 "reason",
+            ),
+            value_misfits: counter(
+                &r,
+                "value_misfits_total",
+                "Records in uploaded objects whose value did not fit --value-schema (kept in value_raw).",
+            ),
+            value_fields_ignored: counter(
+                &r,
+                "value_fields_ignored_total",
+                "JSON object keys --value-schema does not declare, in uploaded objects' values (ignored).",
             ),
             markers_written: counter(
                 &r,

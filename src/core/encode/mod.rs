@@ -3,6 +3,7 @@
 
 mod jsonl;
 mod parquet;
+mod typed;
 
 use std::fmt;
 
@@ -13,9 +14,11 @@ use super::object_key::FileKind;
 use super::partition::{OffsetRange, TopicPartition};
 use super::record::Record;
 use super::spool::{SealedSpool, Spool};
+use super::typed::ValueFormat;
 
 pub use self::jsonl::{write_line as json_line, JsonlEncoder};
-pub use self::parquet::{read_metadata as read_parquet_metadata, ParquetEncoder};
+pub use self::parquet::{read_metadata as read_parquet_metadata, ParquetEncoder, VALUE_MISFITS_KEY};
+pub use self::typed::ValueStats;
 
 #[derive(Debug, Error)]
 pub enum EncodeError {
@@ -136,9 +139,9 @@ pub enum FileEncoder {
 }
 
 impl FileEncoder {
-    pub fn new(spec: FileSpec, spool: Spool) -> Result<Self, EncodeError> {
+    pub fn new(spec: FileSpec, values: &ValueFormat, spool: Spool) -> Result<Self, EncodeError> {
         Ok(match spec.format {
-            Format::Parquet => FileEncoder::Parquet(Box::new(ParquetEncoder::new(spec.compression, spool)?)),
+            Format::Parquet => FileEncoder::Parquet(Box::new(ParquetEncoder::new(spec.compression, values, spool)?)),
             Format::Jsonl => FileEncoder::Jsonl(Box::new(JsonlEncoder::new(spec.compression, spool)?)),
         })
     }
@@ -166,6 +169,14 @@ impl FileEncoder {
         }
     }
 
+    /// What the file's typed values came to (`--value-format json`).
+    pub fn value_stats(&self) -> Option<&ValueStats> {
+        match self {
+            FileEncoder::Parquet(e) => e.value_stats(),
+            FileEncoder::Jsonl(_) => None,
+        }
+    }
+
     pub fn finish(self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
         match self {
             FileEncoder::Parquet(e) => e.finish(meta),
@@ -174,13 +185,25 @@ impl FileEncoder {
     }
 }
 
+/// A whole archived file's records, and what its typed values came to.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub records: Vec<Record>,
+    /// Records whose value did not fit the schema when archived (kept raw).
+    pub misfits: u64,
+    /// Values re-encoded as JSON from their typed columns (archived without `--keep-raw-value`): the
+    /// same data, but not necessarily the bytes produced.
+    pub reencoded: u64,
+}
+
 /// Decodes a whole archived file.
-pub fn decode(kind: FileKind, data: bytes::Bytes) -> Result<Vec<Record>, EncodeError> {
+pub fn decode(kind: FileKind, data: bytes::Bytes) -> Result<Decoded, EncodeError> {
+    let records = |records| Ok(Decoded { records, ..Decoded::default() });
     match kind {
         FileKind::Parquet => parquet::decode(data),
-        FileKind::Jsonl => jsonl::decode(&data[..]),
-        FileKind::JsonlGz => jsonl::decode(flate2::read::MultiGzDecoder::new(&data[..])),
-        FileKind::JsonlZst => jsonl::decode(zstd::stream::read::Decoder::new(&data[..])?),
+        FileKind::Jsonl => records(jsonl::decode(&data[..])?),
+        FileKind::JsonlGz => records(jsonl::decode(flate2::read::MultiGzDecoder::new(&data[..]))?),
+        FileKind::JsonlZst => records(jsonl::decode(zstd::stream::read::Decoder::new(&data[..])?)?),
     }
 }
 
@@ -229,10 +252,14 @@ mod tests {
     }
 
     fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record> {
+        round_trip_values(spec, &ValueFormat::Raw, records, threshold).records
+    }
+
+    fn round_trip_values(spec: FileSpec, values: &ValueFormat, records: &[Record], threshold: u64) -> Decoded {
         let dir = tempfile::tempdir().unwrap();
         let spool =
             Spool::new(SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
-        let mut enc = FileEncoder::new(spec, spool).unwrap();
+        let mut enc = FileEncoder::new(spec, values, spool).unwrap();
         for r in records {
             enc.append(r).unwrap();
         }
@@ -243,6 +270,27 @@ mod tests {
         };
         let sealed = enc.finish(&meta).unwrap();
         decode(spec.kind(), sealed.read_all().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn typed_parquet_gives_back_raw_bytes_or_reencoded_json() {
+        use crate::core::typed::{JsonValues, ValueSchema};
+        let schema = ValueSchema::from_avro(
+            r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"},{"name":"b","type":["null","string"]}]}"#,
+        )
+        .unwrap();
+        let json = |keep_raw| ValueFormat::Json(Arc::new(JsonValues { schema: schema.clone(), keep_raw }));
+        let mut records = sample_records();
+        records[0].value = Some(br#"{ "b": "x",  "a": 1 }"#.to_vec());
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        // Keeping every value's bytes: exactly the records archived, the binary value a misfit.
+        let kept = round_trip_values(spec, &json(true), &records, 1 << 20);
+        assert_eq!((kept.records.clone(), kept.misfits, kept.reencoded), (records.clone(), 1, 0));
+        // Without: the fitting value comes back as JSON written from its columns.
+        let typed = round_trip_values(spec, &json(false), &records, 1 << 20);
+        assert_eq!((typed.misfits, typed.reencoded), (1, 1));
+        assert_eq!(typed.records[0].value.as_deref(), Some(&br#"{"a":1,"b":"x"}"#[..]));
+        assert_eq!(typed.records[1..], records[1..], "the misfit and the tombstone are exact");
     }
 
     fn all_specs() -> Vec<FileSpec> {
@@ -272,7 +320,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spool =
             Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
-        let mut enc = FileEncoder::new(spec, spool).unwrap();
+        let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
         for r in sample_records() {
             enc.append(&r).unwrap();
         }
@@ -301,7 +349,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spool =
             Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
-        let mut enc = FileEncoder::new(spec, spool).unwrap();
+        let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
         let records = sample_records();
         for r in &records {
             enc.append(r).unwrap();

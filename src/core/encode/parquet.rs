@@ -1,6 +1,8 @@
 //! Parquet: one row per record. Columns: `offset` int64, `timestamp` timestamp(ms, UTC), `timestamp_type`
 //! utf8, `key` and `value` binary (nullable), `headers` list<struct<key: utf8, value: binary>>.
 //! Topic, partition, start/end offset and record count go in the footer's key-value metadata.
+//! With typed values (`--value-format json`) `value` is a struct and `value_raw` (binary) and
+//! `value_error` (utf8) follow `headers`; see `typed`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -18,9 +20,11 @@ use parquet::basic::{Compression as PqCompression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
-use super::{Compression, EncodeError, FileMeta};
+use super::typed::{TypedColumns, ValueStats, VALUE_ERROR, VALUE_RAW};
+use super::{Compression, Decoded, EncodeError, FileMeta};
 use crate::core::record::{Header, Record, TimestampKind};
 use crate::core::spool::{SealedSpool, Spool};
+use crate::core::typed::ValueFormat;
 
 /// Rows buffered in Arrow builders before they are handed to the Parquet writer.
 const BATCH_ROWS: usize = 4096;
@@ -28,6 +32,9 @@ const BATCH_ROWS: usize = 4096;
 const BATCH_BYTES: u64 = 4 << 20;
 /// Row groups are flushed to the spool at this estimated size, bounding the writer's memory.
 const ROW_GROUP_BYTES: usize = 16 << 20;
+
+/// The footer key counting a typed file's misfits (records kept raw).
+pub const VALUE_MISFITS_KEY: &str = "kafka.value_misfits";
 
 /// The footer metadata keys, in the order written.
 const PARQUET_METADATA_KEYS: [&str; 5] =
@@ -52,30 +59,44 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-/// The Arrow schema of archived Parquet files.
-fn schema() -> SchemaRef {
-    SCHEMA.clone()
+/// How the `value` column is built.
+enum ValueColumn {
+    Raw(BinaryBuilder),
+    Typed(Box<TypedColumns>),
 }
 
 struct Builders {
+    schema: SchemaRef,
     offset: Int64Builder,
     timestamp: TimestampMillisecondBuilder,
     timestamp_type: StringBuilder,
     key: BinaryBuilder,
-    value: BinaryBuilder,
+    value: ValueColumn,
     headers: ListBuilder<StructBuilder>,
     rows: usize,
     bytes: u64,
 }
 
 impl Builders {
-    fn new() -> Self {
+    fn new(values: &ValueFormat) -> Self {
+        let (schema, value) = match values.json() {
+            None => (SCHEMA.clone(), ValueColumn::Raw(BinaryBuilder::new())),
+            Some(json) => {
+                let typed = TypedColumns::new(json.clone());
+                let [value, raw, error] = typed.fields();
+                let mut fields: Vec<Field> = SCHEMA.fields().iter().map(|f| f.as_ref().clone()).collect();
+                fields[4] = value;
+                fields.extend([raw, error]);
+                (Arc::new(Schema::new(fields)), ValueColumn::Typed(Box::new(typed)))
+            }
+        };
         Self {
+            schema,
             offset: Int64Builder::new(),
             timestamp: TimestampMillisecondBuilder::new().with_timezone("UTC"),
             timestamp_type: StringBuilder::new(),
             key: BinaryBuilder::new(),
-            value: BinaryBuilder::new(),
+            value,
             headers: ListBuilder::new(StructBuilder::from_fields(header_fields(), 0)).with_field(header_item()),
             rows: 0,
             bytes: 0,
@@ -87,7 +108,10 @@ impl Builders {
         self.timestamp.append_option(r.timestamp_ms);
         self.timestamp_type.append_value(r.timestamp_kind.as_str());
         self.key.append_option(r.key.as_deref());
-        self.value.append_option(r.value.as_deref());
+        match &mut self.value {
+            ValueColumn::Raw(b) => b.append_option(r.value.as_deref()),
+            ValueColumn::Typed(t) => t.push(r.offset, r.value.as_deref()),
+        }
         let entries = self.headers.values();
         for h in &r.headers {
             entries.field_builder::<StringBuilder>(0).expect("header key builder").append_value(&h.key);
@@ -100,17 +124,35 @@ impl Builders {
     }
 
     fn take_batch(&mut self) -> Result<RecordBatch, EncodeError> {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.offset.finish()),
+        let offsets = self.offset.finish();
+        let mut typed = None;
+        let value: ArrayRef = match &mut self.value {
+            ValueColumn::Raw(b) => Arc::new(b.finish()),
+            ValueColumn::Typed(t) => {
+                let [value, raw, error] = t.take(offsets.values())?;
+                typed = Some([raw, error]);
+                value
+            }
+        };
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(offsets),
             Arc::new(self.timestamp.finish()),
             Arc::new(self.timestamp_type.finish()),
             Arc::new(self.key.finish()),
-            Arc::new(self.value.finish()),
+            value,
             Arc::new(self.headers.finish()),
         ];
+        columns.extend(typed.into_iter().flatten());
         self.rows = 0;
         self.bytes = 0;
-        Ok(RecordBatch::try_new(schema(), columns)?)
+        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    }
+
+    fn value_stats(&self) -> Option<&ValueStats> {
+        match &self.value {
+            ValueColumn::Raw(_) => None,
+            ValueColumn::Typed(t) => Some(&t.stats),
+        }
     }
 }
 
@@ -124,7 +166,7 @@ pub struct ParquetEncoder {
 }
 
 impl ParquetEncoder {
-    pub fn new(compression: Compression, spool: Spool) -> Result<Self, EncodeError> {
+    pub fn new(compression: Compression, values: &ValueFormat, spool: Spool) -> Result<Self, EncodeError> {
         let compression = match compression {
             Compression::None => PqCompression::UNCOMPRESSED,
             Compression::Zstd => PqCompression::ZSTD(ZstdLevel::default()),
@@ -136,8 +178,9 @@ impl ParquetEncoder {
             .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
-        let writer = ArrowWriter::try_new(spool, schema(), Some(props))?;
-        Ok(Self { writer, builders: Builders::new(), writer_in_progress: 0, writer_memory: 0 })
+        let builders = Builders::new(values);
+        let writer = ArrowWriter::try_new(spool, builders.schema.clone(), Some(props))?;
+        Ok(Self { writer, builders, writer_in_progress: 0, writer_memory: 0 })
     }
 
     pub fn append(&mut self, record: &Record) -> Result<(), EncodeError> {
@@ -166,6 +209,10 @@ impl ParquetEncoder {
         self.writer_memory + self.builders.bytes
     }
 
+    pub fn value_stats(&self) -> Option<&ValueStats> {
+        self.builders.value_stats()
+    }
+
     pub fn finish(mut self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
         self.write_buffered()?;
         let values = [
@@ -177,6 +224,9 @@ impl ParquetEncoder {
         ];
         for (k, v) in PARQUET_METADATA_KEYS.iter().zip(values) {
             self.writer.append_key_value_metadata(KeyValue::new(k.to_string(), v));
+        }
+        if let Some(stats) = self.builders.value_stats() {
+            self.writer.append_key_value_metadata(KeyValue::new(VALUE_MISFITS_KEY.into(), stats.misfits.to_string()));
         }
         Ok(self.writer.into_inner()?.seal()?)
     }
@@ -203,9 +253,55 @@ fn binary_at(a: &arrow_array::BinaryArray, i: usize) -> Option<Vec<u8>> {
     (!a.is_null(i)).then(|| a.value(i).to_vec())
 }
 
-pub fn decode(data: bytes::Bytes) -> Result<Vec<Record>, EncodeError> {
+/// A batch's values as bytes: raw where the column is binary or `value_raw` holds them, JSON
+/// re-encoded from the typed `value` struct otherwise.
+fn values_of(batch: &RecordBatch, out: &mut Decoded) -> Result<Vec<Option<Vec<u8>>>, EncodeError> {
+    let bad = |what: &str| EncodeError::BadParquet(format!("column {what} has the wrong type"));
+    let value = column(batch, "value")?;
+    if let Some(raw) = value.as_binary_opt::<i32>() {
+        return Ok((0..raw.len()).map(|i| binary_at(raw, i)).collect());
+    }
+    let typed = value.as_struct_opt().ok_or_else(|| bad("value"))?;
+    let raw = column(batch, VALUE_RAW)?.as_binary_opt::<i32>().ok_or_else(|| bad(VALUE_RAW))?;
+    let error = column(batch, VALUE_ERROR)?.as_string_opt::<i32>().ok_or_else(|| bad(VALUE_ERROR))?;
+    out.misfits += (0..error.len()).filter(|&i| !error.is_null(i)).count() as u64;
+    let mut lines = None;
+    let mut values = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        values.push(if !raw.is_null(i) {
+            Some(raw.value(i).to_vec())
+        } else if typed.is_null(i) {
+            None
+        } else {
+            out.reencoded += 1;
+            let lines = match &mut lines {
+                Some(lines) => lines,
+                None => lines.insert(json_lines(typed)?),
+            };
+            Some(std::mem::take(&mut lines[i]))
+        });
+    }
+    Ok(values)
+}
+
+/// Each row of a struct column as a JSON object (null fields left out).
+fn json_lines(typed: &arrow_array::StructArray) -> Result<Vec<Vec<u8>>, EncodeError> {
+    // The struct's own nulls (rows without a typed value) are not written: their lines are not used.
+    // Its fields are declared nullable here as a null row's fields may hold nulls.
+    let (fields, columns, _) = typed.clone().into_parts();
+    let fields: Vec<Field> = fields.iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+    let mut text = Vec::new();
+    let mut writer = arrow_json::LineDelimitedWriter::new(&mut text);
+    writer.write(&batch)?;
+    writer.finish()?;
+    drop(writer);
+    Ok(text.split(|b| *b == b'\n').take(typed.len()).map(<[u8]>::to_vec).collect())
+}
+
+pub fn decode(data: bytes::Bytes) -> Result<Decoded, EncodeError> {
     let reader = ParquetRecordBatchReaderBuilder::try_new(data)?.build()?;
-    let mut out = Vec::new();
+    let mut out = Decoded::default();
     for batch in reader {
         let batch = batch?;
         let bad = |what: &str| EncodeError::BadParquet(format!("column {what} has the wrong type"));
@@ -215,21 +311,21 @@ pub fn decode(data: bytes::Bytes) -> Result<Vec<Record>, EncodeError> {
             .ok_or_else(|| bad("timestamp"))?;
         let ts_type = column(&batch, "timestamp_type")?.as_string_opt::<i32>().ok_or_else(|| bad("timestamp_type"))?;
         let key = column(&batch, "key")?.as_binary_opt::<i32>().ok_or_else(|| bad("key"))?;
-        let value = column(&batch, "value")?.as_binary_opt::<i32>().ok_or_else(|| bad("value"))?;
+        let values = values_of(&batch, &mut out)?;
         let headers = column(&batch, "headers")?.as_list_opt::<i32>().ok_or_else(|| bad("headers"))?;
-        for i in 0..batch.num_rows() {
+        for (i, value) in values.into_iter().enumerate() {
             let kind = TimestampKind::parse(ts_type.value(i))
                 .ok_or_else(|| EncodeError::BadParquet(format!("unknown timestamp_type {:?}", ts_type.value(i))))?;
             let entries = headers.value(i);
             let entries = entries.as_struct_opt().ok_or_else(|| bad("headers.item"))?;
             let hk = entries.column(0).as_string_opt::<i32>().ok_or_else(|| bad("headers.key"))?;
             let hv = entries.column(1).as_binary_opt::<i32>().ok_or_else(|| bad("headers.value"))?;
-            out.push(Record {
+            out.records.push(Record {
                 offset: offset.value(i),
                 timestamp_ms: (!ts.is_null(i)).then(|| ts.value(i)),
                 timestamp_kind: kind,
                 key: binary_at(key, i),
-                value: binary_at(value, i),
+                value,
                 headers: (0..entries.len())
                     .map(|j| Header { key: hk.value(j).to_string(), value: binary_at(hv, j) })
                     .collect(),

@@ -141,6 +141,7 @@ pub(super) fn harness_with(
         claims: true,
         writer_id: "test:1".into(),
         bucketing,
+        values: Default::default(),
     };
     std::fs::create_dir_all(dir.path().join("spool")).unwrap();
     let (control, control_rx) = mpsc::unbounded_channel();

@@ -1,0 +1,90 @@
+//! The named choices among `run`'s settings (flag values and TOML strings).
+
+use std::fmt::Display;
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+use crate::core::time_bucket::BucketWidth;
+
+/// Server-side encryption asked of S3 for every object written (`--s3-sse`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+pub enum SseMode {
+    /// SSE-S3: keys managed by S3.
+    #[value(name = "AES256")]
+    #[serde(rename = "AES256")]
+    Aes256,
+    /// SSE-KMS: a KMS key (`--s3-sse-kms-key-id`, or the account's aws/s3 key).
+    #[value(name = "aws:kms")]
+    #[serde(rename = "aws:kms")]
+    AwsKms,
+}
+
+/// Where a partition whose archive is empty starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StartFrom {
+    Earliest,
+    Latest,
+}
+
+impl Display for StartFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StartFrom::Earliest => "earliest",
+            StartFrom::Latest => "latest",
+        })
+    }
+}
+
+/// Data folders by time (`--time-buckets`): none (one folder per partition), or per UTC day or hour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeBuckets {
+    None,
+    Day,
+    Hour,
+}
+
+impl TimeBuckets {
+    pub(super) fn width(self) -> Option<BucketWidth> {
+        match self {
+            TimeBuckets::None => None,
+            TimeBuckets::Day => Some(BucketWidth::Day),
+            TimeBuckets::Hour => Some(BucketWidth::Hour),
+        }
+    }
+}
+
+impl Display for TimeBuckets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimeBuckets::None => "none",
+            TimeBuckets::Day => "day",
+            TimeBuckets::Hour => "hour",
+        })
+    }
+}
+
+pub(super) fn with_default(help: &str, default: impl Display) -> String {
+    format!("{help} [default: {default}]")
+}
+
+/// How record values are archived (`--value-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueFormatName {
+    /// The bytes as they are (a binary column).
+    Raw,
+    /// JSON decoded into typed columns by `--value-schema`.
+    Json,
+}
+
+impl Display for ValueFormatName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ValueFormatName::Raw => "raw",
+            ValueFormatName::Json => "json",
+        })
+    }
+}

@@ -1,0 +1,33 @@
+//! `--value-format`, `--value-schema` and `--keep-raw-value`, resolved into how values are archived.
+
+use std::sync::Arc;
+
+use super::{invalid, set, ConfigError, Settings, ValueFormatName};
+use crate::core::encode::{FileSpec, Format};
+use crate::core::typed::{JsonValues, ValueFormat, ValueSchema};
+
+impl Settings {
+    pub(super) fn values(&self, spec: FileSpec) -> Result<ValueFormat, ConfigError> {
+        let format = set(self.value_format, "--value-format")?;
+        let keep_raw = set(self.keep_raw_value, "--keep-raw-value")?;
+        if format == ValueFormatName::Raw {
+            if let Some(path) = &self.value_schema {
+                let why = "a value schema is used only with --value-format json";
+                return Err(invalid("--value-schema", &path.display().to_string(), why.into()));
+            }
+            return Ok(ValueFormat::Raw);
+        }
+        if spec.format() != Format::Parquet {
+            let why = "typed values are written to Parquet only (use --format parquet)";
+            return Err(invalid("--value-format", &format.to_string(), why.into()));
+        }
+        let path = self.value_schema.as_ref().ok_or(ConfigError::Missing {
+            name: "--value-schema",
+            how: "--value-format json needs an Avro schema file (.avsc) declaring the values' fields",
+        })?;
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| invalid("--value-schema", &shown, e.to_string()))?;
+        let schema = ValueSchema::from_avro(&text).map_err(|e| invalid("--value-schema", &shown, e.to_string()))?;
+        Ok(ValueFormat::Json(Arc::new(JsonValues { schema, keep_raw })))
+    }
+}

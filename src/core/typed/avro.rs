@@ -1,0 +1,243 @@
+//! Avro schemas (`.avsc`, JSON) to value types. Supported: the primitives, records, enums, arrays, maps,
+//! fixed, unions of one type with null (nullable), references to named types defined earlier, and the
+//! logical types timestamp-millis/micros, local-timestamp-millis/micros, date, decimal and uuid. Unknown
+//! logical types fall back to their underlying type, as the Avro specification says.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{FieldNode, Fields, Node, SchemaError, TimeUnit, ValueType};
+
+/// Arrow's widest decimal here is Decimal128.
+const MAX_DECIMAL_PRECISION: u64 = 38;
+
+pub(super) fn parse(text: &str) -> Result<Fields, SchemaError> {
+    let root: Value = serde_json::from_str(text).map_err(|e| SchemaError::NotJson(e.to_string()))?;
+    let mut parser = Parser { names: HashMap::new(), path: vec!["schema".into()] };
+    let node = parser.node(&root, "")?;
+    match node.ty {
+        ValueType::Record(fields) if !node.nullable => Ok(fields),
+        _ => Err(parser.fail("the top level must be a record (a JSON object per Kafka value)".into())),
+    }
+}
+
+struct Parser {
+    /// Named types defined so far, by full and by short name.
+    names: HashMap<String, Node>,
+    path: Vec<String>,
+}
+
+impl Parser {
+    fn fail(&self, why: String) -> SchemaError {
+        SchemaError::Unsupported { path: self.path.join("."), why }
+    }
+
+    fn node(&mut self, v: &Value, namespace: &str) -> Result<Node, SchemaError> {
+        match v {
+            Value::String(name) => self.named(name, namespace),
+            Value::Array(branches) => self.union(branches, namespace),
+            Value::Object(o) => self.complex(o, namespace),
+            other => Err(self.fail(format!("a type is a name, an object or a union, not {other}"))),
+        }
+    }
+
+    fn named(&self, name: &str, namespace: &str) -> Result<Node, SchemaError> {
+        let ty = match name {
+            "boolean" => ValueType::Boolean,
+            "int" => ValueType::Int,
+            "long" => ValueType::Long,
+            "float" => ValueType::Float,
+            "double" => ValueType::Double,
+            // Avro's JSON encoding writes bytes as a string; it is kept as text.
+            "string" | "bytes" => ValueType::String,
+            "null" => return Err(self.fail("null is supported only in a union with one other type".into())),
+            _ => {
+                let full = if name.contains('.') || namespace.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{namespace}.{name}")
+                };
+                return self.names.get(&full).or_else(|| self.names.get(name)).cloned().ok_or_else(|| {
+                    self.fail(format!("unknown type {name:?} (named types must be defined before use)"))
+                });
+            }
+        };
+        Ok(Node { ty, nullable: false })
+    }
+
+    fn union(&mut self, branches: &[Value], namespace: &str) -> Result<Node, SchemaError> {
+        let is_null = |v: &Value| v.as_str() == Some("null");
+        let others: Vec<&Value> = branches.iter().filter(|b| !is_null(b)).collect();
+        match others.as_slice() {
+            [one] => {
+                let node = self.node(one, namespace)?;
+                Ok(Node { nullable: others.len() < branches.len() || node.nullable, ..node })
+            }
+            _ => Err(self.fail(format!(
+                "unions are supported with null and one other type; this one has {} others (declare such a \
+                 field as a string, or split it into fields)",
+                others.len()
+            ))),
+        }
+    }
+
+    fn complex(&mut self, o: &Map<String, Value>, namespace: &str) -> Result<Node, SchemaError> {
+        let kind = o.get("type").ok_or_else(|| self.fail("a type object needs \"type\"".into()))?;
+        let kind = match kind.as_str() {
+            Some(k) => k,
+            // {"type": {...}} or {"type": [...]}: a wrapped type.
+            None => return self.node(kind, namespace),
+        };
+        let ty = match kind {
+            "record" | "error" => return self.record(o, namespace),
+            "enum" => {
+                let symbols = o
+                    .get("symbols")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| self.fail("an enum needs symbols".into()))?;
+                let symbols: Option<Vec<String>> = symbols.iter().map(|s| s.as_str().map(str::to_string)).collect();
+                let symbols = symbols.ok_or_else(|| self.fail("enum symbols are strings".into()))?;
+                return self.define(o, namespace, Node { ty: ValueType::Enum(symbols.into()), nullable: false });
+            }
+            "array" => ValueType::Array(Box::new(self.child("items", o, namespace)?)),
+            "map" => ValueType::Map(Box::new(self.child("values", o, namespace)?)),
+            "fixed" => {
+                let node = Node { ty: self.logical(o, ValueType::String)?, nullable: false };
+                return self.define(o, namespace, node);
+            }
+            primitive => {
+                let base = self.named(primitive, namespace)?.ty;
+                self.logical(o, base)?
+            }
+        };
+        Ok(Node { ty, nullable: false })
+    }
+
+    fn child(&mut self, key: &str, o: &Map<String, Value>, namespace: &str) -> Result<Node, SchemaError> {
+        let v = o.get(key).ok_or_else(|| self.fail(format!("needs \"{key}\"")))?;
+        self.path.push(key.to_string());
+        let node = self.node(v, namespace);
+        self.path.pop();
+        node
+    }
+
+    /// The logical type on `base`, or `base` when there is none or it is unknown.
+    fn logical(&self, o: &Map<String, Value>, base: ValueType) -> Result<ValueType, SchemaError> {
+        let Some(logical) = o.get("logicalType").and_then(Value::as_str) else { return Ok(base) };
+        let timestamp = |unit, utc| ValueType::Timestamp { unit, utc };
+        Ok(match (logical, &base) {
+            ("timestamp-millis", ValueType::Long) => timestamp(TimeUnit::Millis, true),
+            ("timestamp-micros", ValueType::Long) => timestamp(TimeUnit::Micros, true),
+            ("local-timestamp-millis", ValueType::Long) => timestamp(TimeUnit::Millis, false),
+            ("local-timestamp-micros", ValueType::Long) => timestamp(TimeUnit::Micros, false),
+            ("date", ValueType::Int) => ValueType::Date,
+            ("uuid", ValueType::String) => ValueType::Uuid,
+            ("decimal", ValueType::String) => {
+                let precision = o.get("precision").and_then(Value::as_u64).unwrap_or(0);
+                let scale = o.get("scale").and_then(Value::as_u64).unwrap_or(0);
+                if precision == 0 || precision > MAX_DECIMAL_PRECISION || scale > precision {
+                    return Err(self.fail(format!(
+                        "decimal({precision}, {scale}) is not supported: precision 1 to {MAX_DECIMAL_PRECISION}, \
+                         scale at most the precision (declare wider decimals as strings)"
+                    )));
+                }
+                ValueType::Decimal { precision: precision as u8, scale: scale as i8 }
+            }
+            _ => base,
+        })
+    }
+
+    fn record(&mut self, o: &Map<String, Value>, namespace: &str) -> Result<Node, SchemaError> {
+        let name = o.get("name").and_then(Value::as_str).unwrap_or("");
+        let namespace = o.get("namespace").and_then(Value::as_str).unwrap_or(namespace).to_string();
+        let fields =
+            o.get("fields").and_then(Value::as_array).ok_or_else(|| self.fail("a record needs fields".into()))?;
+        self.path.push(name.to_string());
+        let mut out = Vec::with_capacity(fields.len());
+        for f in fields {
+            let field_name =
+                f.get("name").and_then(Value::as_str).ok_or_else(|| self.fail("a field needs a name".into()))?;
+            if out.iter().any(|seen: &FieldNode| seen.name == field_name) {
+                return Err(self.fail(format!("field {field_name:?} is declared twice")));
+            }
+            self.path.push(field_name.to_string());
+            let ty = f.get("type").ok_or_else(|| self.fail("a field needs a type".into()))?;
+            let node = self.node(ty, &namespace)?;
+            self.path.pop();
+            out.push(FieldNode { name: field_name.to_string(), node });
+        }
+        self.path.pop();
+        let fields: Fields = Arc::from(out);
+        self.define(o, &namespace, Node { ty: ValueType::Record(fields), nullable: false })
+    }
+
+    /// Remembers a named type (record, enum, fixed) for later references.
+    fn define(&mut self, o: &Map<String, Value>, namespace: &str, node: Node) -> Result<Node, SchemaError> {
+        if let Some(name) = o.get("name").and_then(Value::as_str) {
+            let ns = o.get("namespace").and_then(Value::as_str).unwrap_or(namespace);
+            let full = if name.contains('.') || ns.is_empty() { name.to_string() } else { format!("{ns}.{name}") };
+            self.names.insert(full, node.clone());
+            self.names.entry(name.to_string()).or_insert_with(|| node.clone());
+        }
+        Ok(node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORDER: &str = r#"{
+      "type": "record", "name": "Order", "namespace": "shop",
+      "fields": [
+        {"name": "id", "type": {"type": "string", "logicalType": "uuid"}},
+        {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "day", "type": ["null", {"type": "int", "logicalType": "date"}], "default": null},
+        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID"]}},
+        {"name": "user", "type": {"type": "record", "name": "User", "fields": [
+            {"name": "name", "type": "string"}, {"name": "age", "type": ["int", "null"]}]}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "attrs", "type": {"type": "map", "values": "double"}},
+        {"name": "buyer", "type": ["null", "User"]},
+        {"name": "at_us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "odd", "type": {"type": "int", "logicalType": "something-else"}}
+      ]}"#;
+
+    #[test]
+    fn maps_avro_types_and_logical_types() {
+        let fields = parse(ORDER).unwrap();
+        let ty = |name: &str| fields.iter().find(|f| f.name == name).unwrap().node.clone();
+        assert_eq!(ty("id"), Node { ty: ValueType::Uuid, nullable: false });
+        assert_eq!(ty("amount").ty, ValueType::Decimal { precision: 12, scale: 2 });
+        assert_eq!(ty("at").ty, ValueType::Timestamp { unit: TimeUnit::Millis, utc: true });
+        assert_eq!(ty("at_us").ty, ValueType::Timestamp { unit: TimeUnit::Micros, utc: true });
+        assert_eq!(ty("day"), Node { ty: ValueType::Date, nullable: true });
+        assert_eq!(ty("status").ty, ValueType::Enum(vec!["NEW".to_string(), "PAID".to_string()].into()));
+        let ValueType::Record(user) = ty("user").ty else { panic!("user is a record") };
+        assert_eq!(user[1].node, Node { ty: ValueType::Int, nullable: true });
+        assert_eq!(ty("tags").ty, ValueType::Array(Box::new(Node { ty: ValueType::String, nullable: false })));
+        assert_eq!(ty("attrs").ty, ValueType::Map(Box::new(Node { ty: ValueType::Double, nullable: false })));
+        // A reference to a named type defined earlier, made nullable by the union.
+        assert_eq!(ty("buyer"), Node { nullable: true, ..ty("user") });
+        assert_eq!(ty("odd").ty, ValueType::Int, "unknown logical types fall back to the underlying type");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_map_and_says_where() {
+        let union = r#"{"type":"record","name":"R","fields":[{"name":"x","type":["string","long"]}]}"#;
+        let err = parse(union).unwrap_err().to_string();
+        assert!(err.contains("schema.R.x") && err.contains("unions"), "{err}");
+        let unknown = r#"{"type":"record","name":"R","fields":[{"name":"x","type":"Later"}]}"#;
+        assert!(parse(unknown).unwrap_err().to_string().contains("unknown type \"Later\""));
+        assert!(parse(r#""string""#).unwrap_err().to_string().contains("top level must be a record"));
+        assert!(matches!(parse("{"), Err(SchemaError::NotJson(_))));
+        let wide = r#"{"type":"record","name":"R","fields":[{"name":"x","type":
+            {"type":"bytes","logicalType":"decimal","precision":40,"scale":2}}]}"#;
+        assert!(parse(wide).unwrap_err().to_string().contains("decimal(40, 2)"));
+        let twice = r#"{"type":"record","name":"R","fields":[{"name":"x","type":"int"},{"name":"x","type":"int"}]}"#;
+        assert!(parse(twice).unwrap_err().to_string().contains("declared twice"));
+    }
+}

@@ -1,0 +1,195 @@
+//! Typed values (`--value-format json --value-schema FILE.avsc`) against Kafka and S3: JSON orders with
+//! a nested struct, a list of structs, timestamps (epoch and RFC 3339), decimals (numbers and strings),
+//! and 1% broken records (not JSON, a bad decimal, a required field missing). A SIGKILL and a restart
+//! under a new group archive every offset exactly once; DuckDB sums `value.amount` to the producer's sum
+//! over the good records; every broken record is in its object with its bytes in `value_raw` and the
+//! reason in `value_error`; `verify --deep` counts them; restore refuses re-encoded values unless asked.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use common::*;
+use kafka_s3_archiver::core::encode::decode;
+use kafka_s3_archiver::core::object_key::ObjectKey;
+use kafka_s3_archiver::core::record::Record;
+use kafka_s3_archiver::core::restore::Selection;
+use kafka_s3_archiver::generate::{generated, merge, produce_records};
+use kafka_s3_archiver::restore::{restore, RestoreError, RestoreOptions, RestoreProgressCounters, RestoreTarget};
+use kafka_s3_archiver::store::list_all;
+
+const PARTITIONS: i32 = 3;
+const RECORDS: usize = 100_000;
+
+const SCHEMA: &str = r#"{
+  "type": "record", "name": "Order", "namespace": "shop",
+  "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "user", "type": {"type": "record", "name": "User", "fields": [
+      {"name": "name", "type": "string"},
+      {"name": "tier", "type": {"type": "enum", "name": "Tier", "symbols": ["GOLD", "SILVER"]}}]}},
+    {"name": "items", "type": {"type": "array", "items": {"type": "record", "name": "Item", "fields": [
+      {"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}]}}},
+    {"name": "note", "type": ["null", "string"], "default": null}
+  ]}"#;
+
+/// Order `i`'s amount in cents.
+fn cents(i: usize) -> i64 {
+    (i as i64 * 7919) % 100_000
+}
+
+/// Whether order `i` is broken (1%), and how.
+fn broken(i: usize) -> Option<&'static str> {
+    (i % 100 == 37).then(|| ["not JSON", "a bad decimal", "no id"][(i / 100) % 3])
+}
+
+fn order(i: usize) -> Record {
+    let c = cents(i);
+    let amount = if i.is_multiple_of(2) {
+        format!("{}.{:02}", c / 100, c % 100)
+    } else {
+        format!("\"{}.{:02}\"", c / 100, c % 100)
+    };
+    let at = if i.is_multiple_of(2) { "1796032800000".to_string() } else { "\"2026-11-30T10:00:00Z\"".to_string() };
+    let tier = if i.is_multiple_of(3) { "GOLD" } else { "SILVER" };
+    let items: Vec<String> = (0..i % 4).map(|k| format!(r#"{{"sku":"s{k}","qty":{}}}"#, i % 5)).collect();
+    let id = match broken(i) {
+        Some("no id") => String::new(),
+        _ => format!(r#""id":{i},"#),
+    };
+    let amount = if broken(i) == Some("a bad decimal") { "\"lots\"".to_string() } else { amount };
+    let value = match broken(i) {
+        Some("not JSON") => format!("order {i}: oops").into_bytes(),
+        _ => format!(
+            r#"{{{id}"amount":{amount},"at":{at},"user":{{"name":"user-{}","tier":"{tier}"}},"items":[{}],"extra":true}}"#,
+            i % 50,
+            items.join(",")
+        )
+        .into_bytes(),
+    };
+    Record { value: Some(value), ..generated(i, 10) }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_json_values_survive_a_kill_and_duckdb_sums_them() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("typed");
+    create_topic(&topic, PARTITIONS).await;
+    let schema_dir = tempfile::tempdir().unwrap();
+    let schema = schema_dir.path().join("order.avsc");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    let spool = tempfile::tempdir().unwrap();
+    let args = |group: &str| {
+        let mut args = archiver_args(&dest, group, &topic, 5_000, spool.path());
+        args.extend(["--value-format".into(), "json".into(), "--value-schema".into(), schema.display().to_string()]);
+        args
+    };
+    let mut produced = produce_records(&brokers(), &topic, PARTITIONS, 0..RECORDS / 2, order).await.expect("produce");
+    let mut first = ArchiverProcess::spawn("typed-first", &args(&unique("g")));
+    wait_objects(store.as_ref(), &prefix, &topic, 3, &mut first).await;
+    first.kill_hard();
+    merge(&mut produced, produce_records(&brokers(), &topic, PARTITIONS, RECORDS / 2..RECORDS, order).await.unwrap());
+    let mut second = ArchiverProcess::spawn("typed-second", &args(&unique("g")));
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut second]).await;
+    assert!(second.terminate().success(), "{}", second.log_text());
+    assert!(second.log_text().contains("does not fit the value schema"), "misfits are logged per file");
+
+    // Every offset once (verify reads every object), the misfits counted.
+    let report = verify_deep(&dest, &topic).await;
+    assert!(report.is_clean(), "{}", report.table());
+    assert_eq!(report.partitions.iter().map(|p| p.records.unwrap()).sum::<u64>(), RECORDS as u64);
+    assert_eq!(report.value_misfits, (RECORDS / 100) as u64, "{}", report.table());
+
+    // Broken records come back as produced, byte for byte; good ones as JSON of the same order.
+    let mut objects = Vec::new();
+    let mut archived: BTreeMap<i32, Vec<Record>> = BTreeMap::new();
+    for raw in list_all(store.as_ref(), &prefix.topic_folder(&topic)).await.unwrap() {
+        let key = ObjectKey::parse(&prefix, &raw).unwrap();
+        let data = store.get(&raw).await.unwrap();
+        let decoded = decode(key.kind, data.clone()).unwrap();
+        archived.entry(key.tp.partition()).or_default().extend(decoded.records);
+        objects.push((key, data));
+    }
+    for (p, records) in &produced {
+        let got = &archived[p];
+        assert_eq!(got.len(), records.len(), "partition {p}");
+        for (want, got) in records.iter().zip(got) {
+            assert_eq!(want.offset, got.offset);
+            let index: usize = String::from_utf8_lossy(&want.headers[0].value.clone().unwrap()).parse().unwrap();
+            if broken(index).is_some() {
+                assert_eq!(got.value, want.value, "broken record {index} is kept byte for byte");
+            } else {
+                let json: serde_json::Value = serde_json::from_slice(got.value.as_ref().unwrap()).unwrap();
+                assert_eq!(json["id"], index as u64, "{json}");
+                assert_eq!(json["user"]["name"], format!("user-{}", index % 50));
+            }
+        }
+    }
+
+    check_duckdb(&objects, &produced);
+
+    // Restore gives back bytes only: without --reencode-json it refuses, and says why.
+    let options = RestoreOptions {
+        prefix: prefix.clone(),
+        topic: topic.clone(),
+        partitions: vec![0],
+        selection: Selection { from_offset: None, to_offset: None, from_time_ms: None, to_time_ms: None },
+        target: RestoreTarget::Stdout,
+        max_rate: None,
+        reencode_json: false,
+    };
+    let err = restore(store.clone(), &options, &Arc::new(RestoreProgressCounters::default())).await.unwrap_err();
+    assert!(matches!(err, RestoreError::NeedsReencode { .. }), "{err}");
+    assert!(err.to_string().contains("--reencode-json"), "{err}");
+}
+
+/// DuckDB reads the typed columns as they are: the decimal sum over good records, nested fields, list
+/// lengths, the timestamp, and the misfits' reasons.
+fn check_duckdb(objects: &[(ObjectKey, bytes::Bytes)], produced: &BTreeMap<i32, Vec<Record>>) {
+    let local = tempfile::tempdir().unwrap();
+    for (key, data) in objects {
+        let path = local.path().join(key.relative());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, data).unwrap();
+    }
+    let script = r#"
+import duckdb, sys
+src = f"read_parquet('{sys.argv[1]}/**/*.parquet', union_by_name=true)"
+row = duckdb.sql(f"""
+  SELECT sum(value.amount), count(value), count(value_error), count(value_raw),
+         count(*) FILTER (value.user.tier = 'GOLD'), sum(len(value.items)),
+         epoch_ms(min(value.at)), epoch_ms(max(value.at)),
+         count(*) FILTER (value_error LIKE 'value.amount: expected a decimal(12, 2)%'),
+         count(*) FILTER (value_error = 'value.id: required, but null or missing')
+  FROM {src}""").fetchall()[0]
+print("|".join(str(x) for x in row))
+"#;
+    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
+        .args(["-c", script, &local.path().display().to_string()])
+        .output()
+        .expect("run duckdb");
+    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
+    let good: Vec<usize> = produced
+        .values()
+        .flatten()
+        .map(|r| String::from_utf8_lossy(r.headers[0].value.as_ref().unwrap()).parse::<usize>().unwrap())
+        .filter(|i| broken(*i).is_none())
+        .collect();
+    let sum: i64 = good.iter().map(|i| cents(*i)).sum();
+    let gold = good.iter().filter(|i| *i % 3 == 0).count();
+    let items: usize = good.iter().map(|i| i % 4).sum();
+    let bad = RECORDS - good.len();
+    let expected = format!(
+        "{}.{:02}|{}|{bad}|{bad}|{gold}|{items}|1796032800000|1796032800000|{}|{}",
+        sum / 100,
+        sum % 100,
+        good.len(),
+        (0..RECORDS).filter(|i| broken(*i) == Some("a bad decimal")).count(),
+        (0..RECORDS).filter(|i| broken(*i) == Some("no id")).count(),
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), expected);
+}
