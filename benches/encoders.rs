@@ -38,7 +38,7 @@ const GENERATED_SCHEMA: &str = r#"{"type":"record","name":"Generated","fields":[
 fn encode(spec: FileSpec, values: &ValueFormat, records: &[Record], spool: &SpoolConfig) -> u64 {
     let mut encoder = FileEncoder::new(spec, values, Spool::new(spool.clone())).expect("encoder");
     for r in records {
-        encoder.append(r).expect("append");
+        assert!(encoder.append(r, false).expect("append"));
     }
     let meta = FileMeta {
         tp: TopicPartition::new("bench", 0).expect("topic"),
@@ -77,16 +77,25 @@ fn encoders(c: &mut Criterion) {
     typed(c, &spool);
 }
 
-/// Parquet (zstd) with values raw, typed, and typed keeping every value's bytes too.
+/// Parquet (zstd) with values raw, typed by a declared schema (keeping every value's bytes too, or
+/// not), and typed by a schema inferred from the file's first batch.
 fn typed(c: &mut Criterion, spool: &SpoolConfig) {
     let input = records(false);
     let schema = ValueSchema::from_avro(GENERATED_SCHEMA).expect("schema");
-    let json = |keep_raw| ValueFormat::Json(Arc::new(JsonValues { schema: schema.clone(), keep_raw }));
+    let json = |declared: Option<&ValueSchema>, keep_raw| {
+        ValueFormat::Json(Arc::new(JsonValues { declared: declared.cloned(), keep_raw }))
+    };
     let spec = FileSpec::new(Format::Parquet, Compression::Zstd).expect("spec");
     let mut group = c.benchmark_group("encode-1KiB-values");
     group.throughput(Throughput::Elements(RECORDS as u64));
     group.sample_size(10);
-    for (name, values) in [("raw", ValueFormat::Raw), ("json", json(false)), ("json-keep-raw", json(true))] {
+    let runs = [
+        ("raw", ValueFormat::Raw),
+        ("json", json(Some(&schema), false)),
+        ("json-keep-raw", json(Some(&schema), true)),
+        ("json-inferred", json(None, false)),
+    ];
+    for (name, values) in runs {
         group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
             b.iter_batched(|| (), |()| encode(spec, &values, input, spool), BatchSize::PerIteration)
         });

@@ -188,7 +188,8 @@ pub struct Settings {
         help = with_default("How record values are archived: raw (the bytes, a binary column) or json (decoded into \
             typed columns by --value-schema; records that do not fit keep their bytes in value_raw)", DEFAULT_VALUE_FORMAT))]
     pub value_format: Option<ValueFormatName>,
-    /// With --value-format json: an Avro schema file (.avsc, a record at the top) declaring the values' fields
+    /// With --value-format json: an Avro schema file (.avsc, a record at the top) declaring the values'
+    /// fields, or `infer`: each file's schema from its first records (a file rolls when new fields come)
     #[arg(long, env = "KSA_VALUE_SCHEMA", help_heading = "Files")]
     pub value_schema: Option<PathBuf>,
     #[arg(long, env = "KSA_KEEP_RAW_VALUE", value_name = "true|false", help_heading = "Files",

@@ -193,3 +193,62 @@ print("|".join(str(x) for x in row))
     );
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), expected);
 }
+
+/// `--value-schema infer`: a field that appears mid-stream rolls the file (its schema is fixed by its
+/// first batch) and is typed from the next file on; DuckDB reads it across files with union_by_name.
+#[tokio::test(flavor = "multi_thread")]
+async fn inferred_schemas_follow_a_field_that_appears_mid_stream() {
+    const N: usize = 30_000;
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("typed-infer");
+    create_topic(&topic, PARTITIONS).await;
+    let with_coupon = |i: usize| i >= N / 2 && i.is_multiple_of(10);
+    let record = |i: usize| {
+        let coupon = if with_coupon(i) { format!(r#","coupon":"C{i}""#) } else { String::new() };
+        let value = format!(r#"{{"id":{i},"price":{}.5,"tags":["t{}"]{coupon}}}"#, i % 100, i % 3);
+        Record { value: Some(value.into_bytes()), ..generated(i, 10) }
+    };
+    let produced = produce_records(&brokers(), &topic, PARTITIONS, 0..N, record).await.expect("produce");
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = set_flag(archiver_args(&dest, &unique("g"), &topic, 20_000, spool.path()), "--roll-age", "30s");
+    args.extend(["--value-format".into(), "json".into(), "--value-schema".into(), "infer".into()]);
+    let mut archiver = ArchiverProcess::spawn("typed-infer", &args);
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    assert!(archiver.log_text().contains("reason=\"schema\""), "files rolled when the field appeared");
+
+    let report = verify_deep(&dest, &topic).await;
+    assert!(report.is_clean(), "{}", report.table());
+    assert_eq!(report.value_misfits, 0, "{}", report.table());
+    let mut objects = Vec::new();
+    for raw in list_all(store.as_ref(), &prefix.topic_folder(&topic)).await.unwrap() {
+        let key = ObjectKey::parse(&prefix, &raw).unwrap();
+        objects.push((key, store.get(&raw).await.unwrap()));
+    }
+    let local = tempfile::tempdir().unwrap();
+    for (key, data) in &objects {
+        let path = local.path().join(key.relative());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, data).unwrap();
+    }
+    let script = r#"
+import duckdb, sys
+row = duckdb.sql(f"""
+  SELECT count(*), count(value.coupon), count(*) FILTER (value.coupon = 'C' || value.id::VARCHAR),
+         sum(value.price), typeof(any_value(value.price)), typeof(any_value(value.tags))
+  FROM read_parquet('{sys.argv[1]}/**/*.parquet', union_by_name=true)""").fetchall()[0]
+print("|".join(str(x) for x in row))
+"#;
+    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
+        .args(["-c", script, &local.path().display().to_string()])
+        .output()
+        .expect("run duckdb");
+    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
+    let coupons = (0..N).filter(|i| with_coupon(*i)).count();
+    let price: f64 = (0..N).map(|i| (i % 100) as f64 + 0.5).sum();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().trim(),
+        format!("{N}|{coupons}|{coupons}|{price:.1}|DOUBLE|VARCHAR[]")
+    );
+}

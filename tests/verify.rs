@@ -45,7 +45,7 @@ fn parquet(offsets: std::ops::RangeInclusive<i64>, dir: &std::path::Path) -> Byt
             value: Some(vec![b'v'; 100]),
             headers: vec![],
         };
-        encoder.append(&record).unwrap();
+        assert!(encoder.append(&record, false).unwrap());
         n += 1;
     }
     let meta = FileMeta { tp: tp(), range: OffsetRange::new(*offsets.start(), *offsets.end()).unwrap(), records: n };

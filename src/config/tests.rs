@@ -138,7 +138,9 @@ fn typed_values_need_a_schema_and_parquet() {
     std::fs::write(&avsc, r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#).unwrap();
     let c = json(Some(avsc.clone()), None).resolve(None).unwrap();
     let typed = c.pipeline.values.json().expect("typed values");
-    assert_eq!(typed.schema.fields()[0].name, "a");
+    assert_eq!(typed.declared.as_ref().unwrap().fields()[0].name, "a");
+    let inferred = json(Some("infer".into()), None).resolve(None).unwrap();
+    assert_eq!(inferred.pipeline.values.json().unwrap().declared, None);
     assert!(!typed.keep_raw);
     let err = json(Some(avsc.clone()), Some(Format::Jsonl)).resolve(None).unwrap_err().to_string();
     assert!(err.contains("Parquet only"), "{err}");

@@ -6,6 +6,9 @@ use super::{invalid, set, ConfigError, Settings, ValueFormatName};
 use crate::core::encode::{FileSpec, Format};
 use crate::core::typed::{JsonValues, ValueFormat, ValueSchema};
 
+/// `--value-schema infer`: each file's schema from its own records.
+const INFER: &str = "infer";
+
 impl Settings {
     pub(super) fn values(&self, spec: FileSpec) -> Result<ValueFormat, ConfigError> {
         let format = set(self.value_format, "--value-format")?;
@@ -23,11 +26,17 @@ impl Settings {
         }
         let path = self.value_schema.as_ref().ok_or(ConfigError::Missing {
             name: "--value-schema",
-            how: "--value-format json needs an Avro schema file (.avsc) declaring the values' fields",
+            how: "--value-format json needs an Avro schema file (.avsc) declaring the values' fields, or `infer`",
         })?;
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| invalid("--value-schema", &shown, e.to_string()))?;
-        let schema = ValueSchema::from_avro(&text).map_err(|e| invalid("--value-schema", &shown, e.to_string()))?;
-        Ok(ValueFormat::Json(Arc::new(JsonValues { schema, keep_raw })))
+        let declared = match shown.as_str() {
+            INFER => None,
+            _ => {
+                let text =
+                    std::fs::read_to_string(path).map_err(|e| invalid("--value-schema", &shown, e.to_string()))?;
+                Some(ValueSchema::from_avro(&text).map_err(|e| invalid("--value-schema", &shown, e.to_string()))?)
+            }
+        };
+        Ok(ValueFormat::Json(Arc::new(JsonValues { declared, keep_raw })))
     }
 }

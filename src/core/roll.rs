@@ -23,6 +23,8 @@ pub enum RollReason {
     Schedule,
     /// The next record belongs to a later time bucket.
     Bucket,
+    /// The next record has fields the file's inferred value schema lacks (`--value-schema infer`).
+    Schema,
     /// The global memory or spool budget was reached and this was one of the largest open files.
     Budget,
     /// The partition was revoked or the process is shutting down.
@@ -41,6 +43,7 @@ impl RollReason {
             RollReason::Age => "age",
             RollReason::Schedule => "schedule",
             RollReason::Bucket => "bucket",
+            RollReason::Schema => "schema",
             RollReason::Budget => "budget",
             RollReason::Flush => "flush",
             RollReason::Rewrite => "rewrite",

@@ -222,24 +222,14 @@ impl PartitionWriter {
         if let Some(b) = bucket {
             self.bucket_floor = Some(b.start_ms());
         }
-        let file = match &mut self.open {
-            Some(file) => file,
-            None => self.open.insert(OpenFile {
-                encoder: FileEncoder::new(
-                    self.file_spec(settings),
-                    &settings.values,
-                    Spool::new(settings.spool.clone()),
-                )?,
-                first: record.offset,
-                last: record.offset,
-                records: 0,
-                opened: now,
-                bucket: bucket.or_else(|| self.claimed_bucket()),
-                buffered: 0,
-                timestamps: None,
-            }),
-        };
-        file.encoder.append(record)?;
+        // A re-write is one file, whatever its records' fields.
+        let may_roll = self.rewrite_end().is_none();
+        if !self.open_file(record, now, bucket, settings)?.encoder.append(record, may_roll)? {
+            // Fields the file's inferred schema lacks: a new file, with a schema inferred anew.
+            self.roll(RollReason::Schema, settings, budget)?;
+            self.open_file(record, now, bucket, settings)?.encoder.append(record, false)?;
+        }
+        let file = self.open.as_mut().expect("a file is open");
         file.last = record.offset;
         file.records += 1;
         if let Some(ts) = record.timestamp_ms {
@@ -257,6 +247,34 @@ impl PartitionWriter {
             Some(reason) => self.seal(reason, settings, budget),
             None => Ok(()),
         }
+    }
+
+    /// The open file, opened for `record` if there is none.
+    fn open_file(
+        &mut self,
+        record: &Record,
+        now: Now,
+        bucket: Option<Bucket>,
+        settings: &PipelineSettings,
+    ) -> Result<&mut OpenFile, EncodeError> {
+        if self.open.is_none() {
+            let file = OpenFile {
+                encoder: FileEncoder::new(
+                    self.file_spec(settings),
+                    &settings.values,
+                    Spool::new(settings.spool.clone()),
+                )?,
+                first: record.offset,
+                last: record.offset,
+                records: 0,
+                opened: now,
+                bucket: bucket.or_else(|| self.claimed_bucket()),
+                buffered: 0,
+                timestamps: None,
+            };
+            self.open = Some(file);
+        }
+        Ok(self.open.as_mut().expect("just opened"))
     }
 
     /// The re-written range still to come, when its records stopped coming for `after` (and it was not

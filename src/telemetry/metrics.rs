@@ -167,7 +167,7 @@ impl Default for Metrics {
                 &r,
                 "objects_by_roll_reason_total",
                 "Objects uploaded (or found there), by why their file rolled: records, bytes, age, schedule, \
-                 bucket, budget, flush, rewrite, retention-gap.",
+                 bucket, schema, budget, flush, rewrite, retention-gap.",
                 "reason",
             ),
             value_misfits: counter(

@@ -146,10 +146,12 @@ impl FileEncoder {
         })
     }
 
-    pub fn append(&mut self, record: &Record) -> Result<(), EncodeError> {
+    /// Appends a record. With values typed by a schema inferred per file and `may_roll`, a record
+    /// with fields the file's schema lacks is not taken (returns false): it belongs in a new file.
+    pub fn append(&mut self, record: &Record, may_roll: bool) -> Result<bool, EncodeError> {
         match self {
-            FileEncoder::Parquet(e) => e.append(record),
-            FileEncoder::Jsonl(e) => e.append(record),
+            FileEncoder::Parquet(e) => e.append(record, may_roll),
+            FileEncoder::Jsonl(e) => e.append(record).map(|()| true),
         }
     }
 
@@ -261,7 +263,7 @@ mod tests {
             Spool::new(SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
         let mut enc = FileEncoder::new(spec, values, spool).unwrap();
         for r in records {
-            enc.append(r).unwrap();
+            assert!(enc.append(r, true).unwrap());
         }
         let meta = FileMeta {
             tp: TopicPartition::new("t", 1).unwrap(),
@@ -273,13 +275,60 @@ mod tests {
     }
 
     #[test]
+    fn an_inferred_schema_is_fixed_by_the_first_batch_and_new_fields_ask_for_a_new_file() {
+        use crate::core::typed::JsonValues;
+        let values = ValueFormat::Json(Arc::new(JsonValues { declared: None, keep_raw: false }));
+        let dir = tempfile::tempdir().unwrap();
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc =
+            FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &values, spool).unwrap();
+        let record = |offset: i64, json: &str| Record {
+            offset,
+            value: Some(json.as_bytes().to_vec()),
+            ..sample_records()[1].clone()
+        };
+        // The first batch: its values make the schema, a late field included; a conflicting one is kept raw.
+        let mut offset = 0;
+        for i in 0..parquet::BATCH_ROWS as i64 {
+            let json = match i {
+                5 => r#"{"a":"five"}"#.to_string(),
+                7 => r#"{"a":7,"b":{"c":true}}"#.to_string(),
+                _ => format!(r#"{{"a":{i}}}"#),
+            };
+            assert!(enc.append(&record(offset, &json), true).unwrap());
+            offset += 1;
+        }
+        // Fixed now: a known shape is taken, a new field is refused while the file may roll.
+        assert!(enc.append(&record(offset, r#"{"a":1,"b":{"c":false}}"#), true).unwrap());
+        offset += 1;
+        assert!(!enc.append(&record(offset, r#"{"a":1,"d":2}"#), true).unwrap());
+        assert!(enc.append(&record(offset, r#"{"a":1,"d":2}"#), false).unwrap(), "taken (raw) when it may not roll");
+        let stats = enc.value_stats().unwrap().clone();
+        assert_eq!(stats.misfits, 2);
+        assert_eq!(
+            stats.first_misfit.unwrap(),
+            (5, "value.a: a string here, a number in earlier records of this file".into())
+        );
+        let meta = FileMeta {
+            tp: TopicPartition::new("t", 1).unwrap(),
+            range: OffsetRange::new(0, offset).unwrap(),
+            records: offset as u64 + 1,
+        };
+        let decoded = decode(FileKind::Parquet, enc.finish(&meta).unwrap().read_all().unwrap()).unwrap();
+        assert_eq!((decoded.records.len() as i64, decoded.misfits), (offset + 1, 2));
+        assert_eq!(decoded.records[7].value.as_deref(), Some(&br#"{"a":7,"b":{"c":true}}"#[..]));
+        assert_eq!(decoded.records[5].value.as_deref(), Some(&br#"{"a":"five"}"#[..]), "a misfit's bytes");
+    }
+
+    #[test]
     fn typed_parquet_gives_back_raw_bytes_or_reencoded_json() {
         use crate::core::typed::{JsonValues, ValueSchema};
         let schema = ValueSchema::from_avro(
             r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"},{"name":"b","type":["null","string"]}]}"#,
         )
         .unwrap();
-        let json = |keep_raw| ValueFormat::Json(Arc::new(JsonValues { schema: schema.clone(), keep_raw }));
+        let json = |keep_raw| ValueFormat::Json(Arc::new(JsonValues { declared: Some(schema.clone()), keep_raw }));
         let mut records = sample_records();
         records[0].value = Some(br#"{ "b": "x",  "a": 1 }"#.to_vec());
         let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
@@ -322,7 +371,7 @@ mod tests {
             Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
         let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
         for r in sample_records() {
-            enc.append(&r).unwrap();
+            assert!(enc.append(&r, true).unwrap());
         }
         let meta =
             FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
@@ -352,7 +401,7 @@ mod tests {
         let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
         let records = sample_records();
         for r in &records {
-            enc.append(r).unwrap();
+            assert!(enc.append(r, true).unwrap());
         }
         let meta =
             FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };

@@ -26,8 +26,9 @@ use crate::core::record::{Header, Record, TimestampKind};
 use crate::core::spool::{SealedSpool, Spool};
 use crate::core::typed::ValueFormat;
 
-/// Rows buffered in Arrow builders before they are handed to the Parquet writer.
-const BATCH_ROWS: usize = 4096;
+/// Rows buffered in Arrow builders before they are handed to the Parquet writer (and, inferring a
+/// value schema, the rows it is inferred from).
+pub(super) const BATCH_ROWS: usize = 4096;
 /// Payload bytes buffered in Arrow builders before they are handed to the Parquet writer.
 const BATCH_BYTES: u64 = 4 << 20;
 /// Row groups are flushed to the spool at this estimated size, bounding the writer's memory.
@@ -66,7 +67,8 @@ enum ValueColumn {
 }
 
 struct Builders {
-    schema: SchemaRef,
+    /// The batches' schema, once the value column's is known (inferred values: after the first batch).
+    schema: Option<SchemaRef>,
     offset: Int64Builder,
     timestamp: TimestampMillisecondBuilder,
     timestamp_type: StringBuilder,
@@ -80,15 +82,8 @@ struct Builders {
 impl Builders {
     fn new(values: &ValueFormat) -> Self {
         let (schema, value) = match values.json() {
-            None => (SCHEMA.clone(), ValueColumn::Raw(BinaryBuilder::new())),
-            Some(json) => {
-                let typed = TypedColumns::new(json.clone());
-                let [value, raw, error] = typed.fields();
-                let mut fields: Vec<Field> = SCHEMA.fields().iter().map(|f| f.as_ref().clone()).collect();
-                fields[4] = value;
-                fields.extend([raw, error]);
-                (Arc::new(Schema::new(fields)), ValueColumn::Typed(Box::new(typed)))
-            }
+            None => (Some(SCHEMA.clone()), ValueColumn::Raw(BinaryBuilder::new())),
+            Some(json) => (None, ValueColumn::Typed(Box::new(TypedColumns::new(json.clone())))),
         };
         Self {
             schema,
@@ -103,15 +98,20 @@ impl Builders {
         }
     }
 
-    fn push(&mut self, r: &Record) {
+    /// Takes a record, or (inferred values, `may_roll`) refuses one the file's schema cannot hold.
+    fn push(&mut self, r: &Record, may_roll: bool) -> bool {
+        match &mut self.value {
+            ValueColumn::Raw(b) => b.append_option(r.value.as_deref()),
+            ValueColumn::Typed(t) => {
+                if !t.push(r.offset, r.value.as_deref(), may_roll) {
+                    return false;
+                }
+            }
+        }
         self.offset.append_value(r.offset);
         self.timestamp.append_option(r.timestamp_ms);
         self.timestamp_type.append_value(r.timestamp_kind.as_str());
         self.key.append_option(r.key.as_deref());
-        match &mut self.value {
-            ValueColumn::Raw(b) => b.append_option(r.value.as_deref()),
-            ValueColumn::Typed(t) => t.push(r.offset, r.value.as_deref()),
-        }
         let entries = self.headers.values();
         for h in &r.headers {
             entries.field_builder::<StringBuilder>(0).expect("header key builder").append_value(&h.key);
@@ -121,6 +121,17 @@ impl Builders {
         self.headers.append(true);
         self.rows += 1;
         self.bytes += r.payload_size();
+        true
+    }
+
+    /// The typed archive's schema: the value struct in place of the binary value, then value_raw and
+    /// value_error.
+    fn typed_schema(typed: &TypedColumns) -> Option<SchemaRef> {
+        let [value, raw, error] = typed.fields()?;
+        let mut fields: Vec<Field> = SCHEMA.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields[4] = value;
+        fields.extend([raw, error]);
+        Some(Arc::new(Schema::new(fields)))
     }
 
     fn take_batch(&mut self) -> Result<RecordBatch, EncodeError> {
@@ -145,7 +156,14 @@ impl Builders {
         columns.extend(typed.into_iter().flatten());
         self.rows = 0;
         self.bytes = 0;
-        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+        let schema = match (&self.schema, &self.value) {
+            (Some(schema), _) => schema.clone(),
+            (None, ValueColumn::Typed(t)) => {
+                self.schema.insert(Self::typed_schema(t).expect("the schema is known after a batch")).clone()
+            }
+            (None, ValueColumn::Raw(_)) => unreachable!("raw values have the archive's schema"),
+        };
+        Ok(RecordBatch::try_new(schema, columns)?)
     }
 
     fn value_stats(&self) -> Option<&ValueStats> {
@@ -157,7 +175,9 @@ impl Builders {
 }
 
 pub struct ParquetEncoder {
-    writer: ArrowWriter<Spool>,
+    /// Created with the first batch (whose schema may be inferred); until then, what it needs.
+    writer: Option<ArrowWriter<Spool>>,
+    waiting: Option<(Spool, WriterProperties)>,
     builders: Builders,
     /// The writer's in-progress row group size and memory, measured when a batch is written (they
     /// change only then), so the per-record size checks stay O(1).
@@ -179,30 +199,40 @@ impl ParquetEncoder {
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
         let builders = Builders::new(values);
-        let writer = ArrowWriter::try_new(spool, builders.schema.clone(), Some(props))?;
-        Ok(Self { writer, builders, writer_in_progress: 0, writer_memory: 0 })
+        Ok(Self { writer: None, waiting: Some((spool, props)), builders, writer_in_progress: 0, writer_memory: 0 })
     }
 
-    pub fn append(&mut self, record: &Record) -> Result<(), EncodeError> {
-        self.builders.push(record);
+    /// Appends a record; or returns false, taking nothing, for a record with fields the file's
+    /// inferred schema lacks when `may_roll` (it belongs in a new file).
+    pub fn append(&mut self, record: &Record, may_roll: bool) -> Result<bool, EncodeError> {
+        if !self.builders.push(record, may_roll) {
+            return Ok(false);
+        }
         if self.builders.rows >= BATCH_ROWS || self.builders.bytes >= BATCH_BYTES {
             self.write_buffered()?;
         }
-        Ok(())
+        Ok(true)
     }
 
     fn write_buffered(&mut self) -> Result<(), EncodeError> {
         if self.builders.rows > 0 {
             let batch = self.builders.take_batch()?;
-            self.writer.write(&batch)?;
-            self.writer_in_progress = self.writer.in_progress_size() as u64;
-            self.writer_memory = self.writer.memory_size() as u64;
+            let writer = match &mut self.writer {
+                Some(writer) => writer,
+                None => {
+                    let (spool, props) = self.waiting.take().expect("a writer or what it needs");
+                    self.writer.insert(ArrowWriter::try_new(spool, batch.schema(), Some(props))?)
+                }
+            };
+            writer.write(&batch)?;
+            self.writer_in_progress = writer.in_progress_size() as u64;
+            self.writer_memory = writer.memory_size() as u64;
         }
         Ok(())
     }
 
     pub fn encoded_size(&self) -> u64 {
-        self.writer.inner().len() + self.writer_in_progress + self.builders.bytes
+        self.writer.as_ref().map_or(0, |w| w.inner().len()) + self.writer_in_progress + self.builders.bytes
     }
 
     pub fn buffered_memory(&self) -> u64 {
@@ -215,6 +245,9 @@ impl ParquetEncoder {
 
     pub fn finish(mut self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
         self.write_buffered()?;
+        let Some(mut writer) = self.writer else {
+            return Err(EncodeError::BadParquet("a file without records has no schema".into()));
+        };
         let values = [
             meta.tp.topic().to_string(),
             meta.tp.partition().to_string(),
@@ -223,12 +256,12 @@ impl ParquetEncoder {
             meta.records.to_string(),
         ];
         for (k, v) in PARQUET_METADATA_KEYS.iter().zip(values) {
-            self.writer.append_key_value_metadata(KeyValue::new(k.to_string(), v));
+            writer.append_key_value_metadata(KeyValue::new(k.to_string(), v));
         }
         if let Some(stats) = self.builders.value_stats() {
-            self.writer.append_key_value_metadata(KeyValue::new(VALUE_MISFITS_KEY.into(), stats.misfits.to_string()));
+            writer.append_key_value_metadata(KeyValue::new(VALUE_MISFITS_KEY.into(), stats.misfits.to_string()));
         }
-        Ok(self.writer.into_inner()?.seal()?)
+        Ok(writer.into_inner()?.seal()?)
     }
 }
 

@@ -1,6 +1,8 @@
 //! The typed value columns of a Parquet file (`--value-format json`): `value` (a struct decoded by
 //! arrow-json from each record's bytes), `value_raw` (the bytes, for misfits or with `--keep-raw-value`)
 //! and `value_error` (why a record did not fit). Every record has its row: a misfit's value is null.
+//! Inferring (`--value-schema infer`), the file's schema comes from its first batch; a later record
+//! with fields that schema lacks is not taken (the file rolls, and the next one infers anew).
 
 use std::sync::Arc;
 
@@ -8,9 +10,10 @@ use arrow_array::builder::{BinaryBuilder, StringBuilder};
 use arrow_array::ArrayRef;
 use arrow_json::reader::{Decoder, ReaderBuilder};
 use arrow_schema::{ArrowError, Field, FieldRef};
+use serde_json::Value;
 
 use super::EncodeError;
-use crate::core::typed::{value_field, JsonValues};
+use crate::core::typed::{value_field, Inference, JsonValues, ValueSchema};
 
 /// The raw bytes' column.
 pub const VALUE_RAW: &str = "value_raw";
@@ -31,7 +34,8 @@ pub struct ValueStats {
 /// One batch's rows, decoded into the three columns when the batch is taken.
 pub struct TypedColumns {
     json: Arc<JsonValues>,
-    field: FieldRef,
+    /// The file's schema and its `value` field: declared, or inferred from the first batch.
+    schema: Option<(ValueSchema, FieldRef)>,
     /// The batch's value bytes, back to back; `rows` says whose are whose.
     bytes: Vec<u8>,
     rows: Vec<Row>,
@@ -47,38 +51,76 @@ struct Row {
 
 impl TypedColumns {
     pub fn new(json: Arc<JsonValues>) -> Self {
-        let field = Arc::new(value_field(&json.schema));
-        Self { json, field, bytes: Vec::new(), rows: Vec::new(), stats: ValueStats::default() }
+        let schema = json.declared.clone().map(|s| {
+            let field = Arc::new(value_field(&s));
+            (s, field)
+        });
+        Self { json, schema, bytes: Vec::new(), rows: Vec::new(), stats: ValueStats::default() }
     }
 
-    /// The three columns' fields, in order.
-    pub fn fields(&self) -> [Field; 3] {
-        [
-            self.field.as_ref().clone(),
+    /// The three columns' fields, in order, once the file's schema is known.
+    pub fn fields(&self) -> Option<[Field; 3]> {
+        let (_, field) = self.schema.as_ref()?;
+        Some([
+            field.as_ref().clone(),
             Field::new(VALUE_RAW, arrow_schema::DataType::Binary, true),
             Field::new(VALUE_ERROR, arrow_schema::DataType::Utf8, true),
-        ]
+        ])
     }
 
-    pub fn push(&mut self, offset: i64, value: Option<&[u8]>) {
+    /// Takes a record's value; or, inferring, refuses one with fields the file's schema lacks when
+    /// `may_roll` (then nothing is taken: the record belongs in a new file).
+    pub fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
         let Some(value) = value else {
             self.rows.push(Row { span: None, misfit: None });
-            return;
+            return true;
+        };
+        let misfit = match &self.schema {
+            // Inferred at the end of the batch; only objects can be.
+            None => match serde_json::from_slice::<Value>(value) {
+                Ok(Value::Object(_)) => None,
+                Ok(_) => Some("value: not a JSON object".to_string()),
+                Err(e) => Some(format!("value: not JSON ({e})")),
+            },
+            Some((schema, _)) => match schema.check(value) {
+                Ok(fit) if fit.ignored_fields > 0 && self.json.declared.is_none() => {
+                    if may_roll {
+                        return false;
+                    }
+                    Some("value: has fields this file's inferred schema lacks (a re-written file is one file)".into())
+                }
+                Ok(fit) => {
+                    self.stats.ignored_fields += fit.ignored_fields;
+                    None
+                }
+                Err(why) => Some(why.to_string()),
+            },
         };
         let start = self.bytes.len();
         self.bytes.extend_from_slice(value);
-        let misfit = match self.json.schema.check(value) {
-            Ok(fit) => {
-                self.stats.ignored_fields += fit.ignored_fields;
-                None
-            }
-            Err(why) => Some(why.to_string()),
-        };
-        let row = Row { span: Some((start, self.bytes.len())), misfit };
-        if let Some(why) = &row.misfit {
+        if let Some(why) = &misfit {
             self.misfit(offset, why);
         }
-        self.rows.push(row);
+        self.rows.push(Row { span: Some((start, self.bytes.len())), misfit });
+        true
+    }
+
+    /// Infers the file's schema from the batch's values (the first batch), leaving out those that
+    /// conflict with the ones before them.
+    fn infer(&mut self, offsets: &[i64]) -> (ValueSchema, FieldRef) {
+        let mut inference = Inference::default();
+        for (i, &offset) in offsets.iter().enumerate() {
+            let Some(text) = self.value(&self.rows[i]).filter(|_| self.rows[i].misfit.is_none()) else { continue };
+            let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(text) else { continue };
+            if let Err(why) = inference.add(&o) {
+                let why = format!("value{why}");
+                self.misfit(offset, &why);
+                self.rows[i].misfit = Some(why);
+            }
+        }
+        let schema = inference.schema();
+        let field = Arc::new(value_field(&schema));
+        (schema, field)
     }
 
     fn misfit(&mut self, offset: i64, why: &str) {
@@ -93,6 +135,9 @@ impl TypedColumns {
     /// Builds the batch's three columns and starts the next batch. `offsets` are the batch's record
     /// offsets (for the stats of a misfit found only by the decoder).
     pub fn take(&mut self, offsets: &[i64]) -> Result<[ArrayRef; 3], EncodeError> {
+        if self.schema.is_none() {
+            self.schema = Some(self.infer(offsets));
+        }
         let value = match self.decode_all() {
             Ok(value) => value,
             Err(_) => {
@@ -116,7 +161,8 @@ impl TypedColumns {
 
     /// A decoder taking at most `rows` rows: bytes beyond them are left unread (and so refused).
     fn decoder(&self, rows: usize) -> Result<Decoder, ArrowError> {
-        ReaderBuilder::new_with_field(self.field.clone()).with_batch_size(rows.max(1)).build_decoder()
+        let (_, field) = self.schema.as_ref().expect("the schema is known when decoding");
+        ReaderBuilder::new_with_field(field.clone()).with_batch_size(rows.max(1)).build_decoder()
     }
 
     /// Decodes the rows that fit, a null for every other row.
@@ -174,7 +220,7 @@ mod tests {
 
     fn columns(keep_raw: bool) -> TypedColumns {
         let schema = ValueSchema::from_avro(SCHEMA).unwrap();
-        TypedColumns::new(Arc::new(JsonValues { schema, keep_raw }))
+        TypedColumns::new(Arc::new(JsonValues { declared: Some(schema), keep_raw }))
     }
 
     const GOOD: &str =
@@ -185,10 +231,10 @@ mod tests {
         let mut c = columns(false);
         let broken = b"{\"id\":\"seven\"}";
         let not_json = [0xff, 0x00, b'{'];
-        c.push(10, Some(GOOD.as_bytes()));
-        c.push(11, Some(broken));
-        c.push(12, None);
-        c.push(13, Some(&not_json));
+        assert!(c.push(10, Some(GOOD.as_bytes()), true));
+        assert!(c.push(11, Some(broken), true));
+        assert!(c.push(12, None, true));
+        assert!(c.push(13, Some(&not_json), true));
         let [value, raw, error] = c.take(&[10, 11, 12, 13]).unwrap();
         let value = value.as_struct();
         assert_eq!((value.len(), value.null_count()), (4, 3));
@@ -214,10 +260,10 @@ mod tests {
     #[test]
     fn keep_raw_keeps_every_value_and_batches_start_afresh() {
         let mut c = columns(true);
-        c.push(0, Some(GOOD.as_bytes()));
+        assert!(c.push(0, Some(GOOD.as_bytes()), true));
         let [_, raw, _] = c.take(&[0]).unwrap();
         assert_eq!(raw.as_binary::<i32>().value(0), GOOD.as_bytes());
-        c.push(1, None);
+        assert!(c.push(1, None, true));
         let [value, raw, error] = c.take(&[1]).unwrap();
         assert_eq!((value.len(), raw.len(), error.len()), (1, 1, 1));
         assert!(value.is_null(0) && raw.is_null(0));
@@ -228,8 +274,8 @@ mod tests {
         // Two documents in one value: valid to nobody, caught by the checks already; so force the
         // decoder path with a row whose bytes are changed after the check.
         let mut c = columns(false);
-        c.push(0, Some(GOOD.as_bytes()));
-        c.push(1, Some(GOOD.as_bytes()));
+        assert!(c.push(0, Some(GOOD.as_bytes()), true));
+        assert!(c.push(1, Some(GOOD.as_bytes()), true));
         let (s, e) = c.rows[1].span.unwrap();
         c.bytes.splice(s..e, br#"{"id":1,"amount":"1","user":{"name":"x"},"tags":[]} {"id":2}"#.iter().copied());
         c.rows[1].span = Some((s, c.bytes.len()));

@@ -5,6 +5,7 @@
 mod arrow;
 mod avro;
 mod check;
+mod infer;
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use thiserror::Error;
 
 pub use self::arrow::{value_field, VALUE_FIELD};
 pub use self::check::{Fit, Misfit};
+pub use self::infer::Inference;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum SchemaError {
@@ -114,10 +116,11 @@ impl ValueFormat {
     }
 }
 
-/// `--value-format json`: the schema, and whether every record keeps its raw bytes too.
+/// `--value-format json`: the declared schema (none: inferred per file, `--value-schema infer`), and
+/// whether every record keeps its raw bytes too.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonValues {
-    pub schema: ValueSchema,
+    pub declared: Option<ValueSchema>,
     pub keep_raw: bool,
 }
 
