@@ -18,6 +18,7 @@ use crate::core::recovery::ListRequest;
 use crate::core::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
 use crate::markers::MarkerSettings;
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
+use crate::source::dead_letters::KafkaDeadLetters;
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings, HAND_OVER_BATCH};
 use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
 use crate::telemetry::Metrics;
@@ -38,6 +39,8 @@ pub enum ArchiverError {
     SpoolDir { dir: String, source: std::io::Error },
     #[error("the pipeline task failed: {0}")]
     Join(#[from] tokio::task::JoinError),
+    #[error("the dead-letter producer cannot be created: {0}. Check --brokers and the --kafka settings")]
+    DeadLetters(rdkafka::error::KafkaError),
 }
 
 /// Opens the store a destination names. On S3, a sweeper aborts our multipart uploads that crashes left
@@ -249,7 +252,12 @@ impl Archiver {
             bucketing: config.pipeline.bucketing,
             values: config.pipeline.values.clone(),
         };
-        let pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone());
+        let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone());
+        if let Some(topic) = &config.pipeline.dlq_topic {
+            let sink = KafkaDeadLetters::new(&config.source.brokers, &config.source.kafka_props, topic)
+                .map_err(ArchiverError::DeadLetters)?;
+            pipeline = pipeline.with_dead_letters(Arc::new(sink));
+        }
         let markers = config.pipeline.bucketing.map(|b| {
             let settings = MarkerSettings {
                 prefix: config.store.dest.prefix().clone(),

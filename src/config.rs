@@ -196,6 +196,11 @@ pub struct Settings {
         help = with_default("With --value-format json: keep every record's bytes in value_raw, not only those that do \
             not fit, so restore gives back the same bytes", DEFAULT_KEEP_RAW_VALUE))]
     pub keep_raw_value: Option<bool>,
+    /// With --value-format json: also produce records whose value does not fit to this topic (with
+    /// their key, value and headers, and Kafka Connect's __connect.errors.* headers) before their file
+    /// is uploaded. They stay in the archive too. The topic must exist
+    #[arg(long, env = "KSA_DLQ_TOPIC", help_heading = "Files")]
+    pub dlq_topic: Option<String>,
     /// Directory for files too large to keep in memory until upload [default: <system temp>/kafka-s3-archiver-spool]
     #[arg(long, env = "KSA_SPOOL_DIR", help_heading = "Files")]
     pub spool_dir: Option<PathBuf>,
@@ -273,6 +278,8 @@ pub struct PipelineConfig {
     pub bucketing: Option<Bucketing>,
     pub marker_interval: Duration,
     pub values: ValueFormat,
+    /// `--dlq-topic`: where records whose value does not fit also go.
+    pub dlq_topic: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -497,6 +504,7 @@ impl Settings {
             bucketing,
             marker_interval: set(self.marker_interval, "--marker-interval")?.0.max(MIN_ROLL_SCHEDULE),
             values: self.values(spec)?,
+            dlq_topic: self.dlq_topic()?,
         })
     }
 }

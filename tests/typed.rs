@@ -3,7 +3,8 @@
 //! and 1% broken records (not JSON, a bad decimal, a required field missing). A SIGKILL and a restart
 //! under a new group archive every offset exactly once; DuckDB sums `value.amount` to the producer's sum
 //! over the good records; every broken record is in its object with its bytes in `value_raw` and the
-//! reason in `value_error`; `verify --deep` counts them; restore refuses re-encoded values unless asked.
+//! reason in `value_error`, and in the dead-letter topic (`--dlq-topic`) with Kafka Connect's error
+//! headers; `verify --deep` counts them; restore refuses re-encoded values unless asked.
 
 mod common;
 
@@ -79,6 +80,8 @@ async fn typed_json_values_survive_a_kill_and_duckdb_sums_them() {
     let (store, prefix) = (dest.store().await, dest.prefix());
     let topic = unique("typed");
     create_topic(&topic, PARTITIONS).await;
+    let dlq = unique("typed-dlq");
+    create_topic(&dlq, 1).await;
     let schema_dir = tempfile::tempdir().unwrap();
     let schema = schema_dir.path().join("order.avsc");
     std::fs::write(&schema, SCHEMA).unwrap();
@@ -86,6 +89,7 @@ async fn typed_json_values_survive_a_kill_and_duckdb_sums_them() {
     let args = |group: &str| {
         let mut args = archiver_args(&dest, group, &topic, 5_000, spool.path());
         args.extend(["--value-format".into(), "json".into(), "--value-schema".into(), schema.display().to_string()]);
+        args.extend(["--dlq-topic".into(), dlq.clone()]);
         args
     };
     let mut produced = produce_records(&brokers(), &topic, PARTITIONS, 0..RECORDS / 2, order).await.expect("produce");
@@ -131,6 +135,7 @@ async fn typed_json_values_survive_a_kill_and_duckdb_sums_them() {
     }
 
     check_duckdb(&objects, &produced);
+    check_dead_letters(&dlq, &produced);
 
     // Restore gives back bytes only: without --reencode-json it refuses, and says why.
     let options = RestoreOptions {
@@ -145,6 +150,36 @@ async fn typed_json_values_survive_a_kill_and_duckdb_sums_them() {
     let err = restore(store.clone(), &options, &Arc::new(RestoreProgressCounters::default())).await.unwrap_err();
     assert!(matches!(err, RestoreError::NeedsReencode { .. }), "{err}");
     assert!(err.to_string().contains("--reencode-json"), "{err}");
+}
+
+/// Every broken record is in the dead-letter topic, with its key, value and headers and Kafka Connect's
+/// error headers. The first archiver was killed: it may have sent a file's letters and died before
+/// the upload, so its records (the first half) may come twice; the second half's exactly once.
+fn check_dead_letters(dlq: &str, produced: &BTreeMap<i32, Vec<Record>>) {
+    let letters = read_from_kafka(dlq, 1).remove(&0).unwrap_or_default();
+    let header = |r: &Record, name: &str| {
+        let h = r.headers.iter().find(|h| h.key == name).unwrap_or_else(|| panic!("no {name} header"));
+        String::from_utf8(h.value.clone().unwrap()).unwrap()
+    };
+    let mut seen: BTreeMap<(i32, i64), usize> = BTreeMap::new();
+    for letter in &letters {
+        let (p, offset) = (header(letter, "__connect.errors.partition"), header(letter, "__connect.errors.offset"));
+        let (p, offset): (i32, i64) = (p.parse().unwrap(), offset.parse().unwrap());
+        let original = produced[&p].iter().find(|r| r.offset == offset).expect("a produced record");
+        assert_eq!((&letter.key, &letter.value), (&original.key, &original.value));
+        assert_eq!(letter.headers[..original.headers.len()], original.headers[..], "original headers first");
+        assert!(header(letter, "__connect.errors.exception.message").starts_with("value"));
+        *seen.entry((p, offset)).or_default() += 1;
+    }
+    let index = |r: &Record| String::from_utf8_lossy(r.headers[0].value.as_ref().unwrap()).parse::<usize>().unwrap();
+    for (p, records) in produced {
+        for r in records.iter().filter(|r| broken(index(r)).is_some()) {
+            let times = seen.get(&(*p, r.offset)).copied().unwrap_or(0);
+            let allowed = if index(r) < RECORDS / 2 { 1..=2 } else { 1..=1 };
+            assert!(allowed.contains(&times), "record {} is in the dead-letter topic {times} times", index(r));
+        }
+    }
+    assert_eq!(seen.len(), RECORDS / 100, "only broken records are dead letters");
 }
 
 /// DuckDB reads the typed columns as they are: the decimal sum over good records, nested fields, list

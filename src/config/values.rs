@@ -6,6 +6,21 @@ use super::{invalid, set, ConfigError, Settings, ValueFormatName};
 use crate::core::encode::{FileSpec, Format};
 use crate::core::typed::{JsonValues, ValueFormat, ValueSchema};
 
+impl Settings {
+    pub(super) fn dlq_topic(&self) -> Result<Option<String>, ConfigError> {
+        let Some(topic) = &self.dlq_topic else { return Ok(None) };
+        crate::core::partition::validate_topic(topic).map_err(|e| invalid("--dlq-topic", topic, e.to_string()))?;
+        if self.value_format != Some(ValueFormatName::Json) {
+            let why = "dead letters are records whose value does not fit --value-schema: use --value-format json";
+            return Err(invalid("--dlq-topic", topic, why.into()));
+        }
+        if self.topics.iter().flatten().any(|t| t == topic) {
+            return Err(invalid("--dlq-topic", topic, "it is a topic being archived".into()));
+        }
+        Ok(Some(topic.clone()))
+    }
+}
+
 /// `--value-schema infer`: each file's schema from its own records.
 const INFER: &str = "infer";
 

@@ -9,6 +9,7 @@
 //! writer then re-writes exactly that claim's range.
 
 mod budget;
+mod dead_letters;
 mod recoverer;
 #[cfg(test)]
 mod tests;
@@ -27,6 +28,7 @@ use thiserror::Error;
 use tokio::sync::mpsc;
 
 use self::budget::Budget;
+pub use self::dead_letters::DeadLetterSink;
 use self::recoverer::{Recovered, Recoverer};
 use self::uploader::{Uploader, UploaderEvent};
 use self::writer::PartitionWriter;
@@ -54,6 +56,8 @@ pub enum PipelineError {
     Upload { key: String, source: StoreError },
     #[error("encoding a file of {tp} failed")]
     Encode { tp: TopicPartition, source: EncodeError },
+    #[error("sending dead letters of {key} failed: {why}")]
+    DeadLetters { key: String, why: String },
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +89,8 @@ pub struct Pipeline {
     budget: Budget,
     uploader_events: mpsc::UnboundedSender<UploaderEvent>,
     from_uploaders: mpsc::UnboundedReceiver<UploaderEvent>,
+    /// Where records whose value did not fit the value schema also go (`--dlq-topic`).
+    dead_letters: Option<Arc<dyn DeadLetterSink>>,
     /// Recoveries under way, off the loop: a store that fails for a while (retried for as long as it
     /// takes) never keeps revokes, uploads or other partitions' records waiting.
     recoveries: FuturesUnordered<BoxFuture<'static, Recovered>>,
@@ -133,10 +139,18 @@ impl Pipeline {
             budget,
             uploader_events,
             from_uploaders,
+            dead_letters: None,
             recoveries: FuturesUnordered::new(),
             recovering: HashMap::new(),
             topics: AssignedTopics::default(),
         }
+    }
+
+    /// Also sends records whose value did not fit the value schema to `sink`, before their file is
+    /// uploaded.
+    pub fn with_dead_letters(mut self, sink: Arc<dyn DeadLetterSink>) -> Self {
+        self.dead_letters = Some(sink);
+        self
     }
 
     /// The topics this pipeline is assigned partitions of, as they come.
@@ -217,6 +231,7 @@ impl Pipeline {
     fn on_uploader_event(&mut self, ev: UploaderEvent) -> Result<(), PipelineError> {
         match ev {
             UploaderEvent::Failed { key, error } => Err(PipelineError::Upload { key, source: error }),
+            UploaderEvent::DeadLetters { key, why } => Err(PipelineError::DeadLetters { key, why }),
             UploaderEvent::GaveUp { tp, epoch, chain_start } => {
                 self.restart(tp, epoch, chain_start);
                 Ok(())
@@ -321,6 +336,7 @@ impl Pipeline {
             events: self.uploader_events.clone(),
             freed: self.budget.freed(),
             metrics: self.metrics.clone(),
+            dead_letters: self.dead_letters.clone(),
         };
         let uploader = tokio::spawn(uploader.run(files));
         let writer = PartitionWriter::new(tp.clone(), topic_id, epoch, plan, uploads, uploader, Instant::now());

@@ -1,5 +1,5 @@
 //! One partition's uploader: uploads its sealed files one at a time, in order — claim (with claims),
-//! then data, then the commit back to the consumer. Transient store errors are retried forever with
+//! dead letters (with `--dlq-topic`), then data, then the commit back to the consumer. Transient store errors are retried forever with
 //! backoff (the files keep their budget, so fetching pauses); a permanent one stops the archiver.
 //! Losing a claim, or the consumer's assignment, ends the uploader and asks the pipeline to recover
 //! the partition again. It reports to the pipeline over one channel of [`UploaderEvent`]s.
@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, Notify};
 
+use super::dead_letters::{send_dead_letters, DeadLetterSink};
 use crate::core::claim::{Claim, ClaimKey};
 use crate::core::encode::ValueStats;
 use crate::core::object_key::{ObjectKey, Prefix};
@@ -41,6 +42,8 @@ pub(super) struct SealedFile {
 pub(super) enum UploaderEvent {
     /// A permanent store error on `key`: the archiver stops.
     Failed { key: String, error: StoreError },
+    /// The records of `key` that did not fit cannot be read for the dead-letter topic: it stops.
+    DeadLetters { key: String, why: String },
     /// The uploader gave up its partition's chain (lost a claim, or the assignment was lost): the
     /// partition must be recovered again from `chain_start` on.
     GaveUp { tp: TopicPartition, epoch: u64, chain_start: i64 },
@@ -63,6 +66,7 @@ pub(super) struct Uploader {
     pub(super) events: mpsc::UnboundedSender<UploaderEvent>,
     pub(super) freed: Arc<Notify>,
     pub(super) metrics: Arc<Metrics>,
+    pub(super) dead_letters: Option<Arc<dyn DeadLetterSink>>,
 }
 
 impl Uploader {
@@ -97,6 +101,13 @@ impl Uploader {
             }
         }
         let key = file.key.to_string();
+        if let (Some(sink), Some(values)) = (&self.dead_letters, &file.values) {
+            if values.misfits > 0 {
+                send_dead_letters(sink, &self.tp, file, &self.metrics)
+                    .await
+                    .map_err(|why| UploaderEvent::DeadLetters { key: key.clone(), why })?;
+            }
+        }
         let outcome = self
             .retry_transient(&key, || self.store.put_if_absent(&key, file.spool.data(), file.spool.len()))
             .await

@@ -11,6 +11,7 @@
 mod consumer;
 mod context;
 pub mod convert;
+pub mod dead_letters;
 mod messages;
 pub mod offsets;
 mod pending;

@@ -128,6 +128,17 @@ pub enum Event<'a> {
         tp: &'a TopicPartition,
         why: DropReason,
     },
+    /// A file's records that did not fit the value schema were produced to the dead-letter topic.
+    DeadLettersSent {
+        tp: &'a TopicPartition,
+        key: &'a str,
+        records: u64,
+    },
+    /// Producing them failed; retried (the file waits).
+    DeadLettersFailed {
+        tp: &'a TopicPartition,
+        why: &'a str,
+    },
     /// A partition is not archived any more until a restart; `why` says what to do.
     PartitionStopped {
         tp: &'a TopicPartition,
@@ -197,6 +208,14 @@ impl Metrics {
                     }
                     _ => info!(%tp, "a file was dropped: {}; its records are read again", why.as_str()),
                 }
+            }
+            Event::DeadLettersSent { tp, key, records } => {
+                self.dead_letters.inc_by(records);
+                info!(%tp, key, records, "records that did not fit the value schema produced to the dead-letter topic");
+            }
+            Event::DeadLettersFailed { tp, why } => {
+                self.dead_letter_failures.inc();
+                warn!(%tp, "{why}; retrying (the file is uploaded once they are produced)");
             }
             Event::PartitionStopped { tp, why } => {
                 self.partitions_stopped.inc();

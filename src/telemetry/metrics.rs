@@ -48,6 +48,8 @@ pub struct Metrics {
     pub objects_by_roll_reason: IntCounterVec,
     pub value_misfits: IntCounter,
     pub value_fields_ignored: IntCounter,
+    pub dead_letters: IntCounter,
+    pub dead_letter_failures: IntCounter,
     pub markers_written: IntCounter,
 }
 
@@ -179,6 +181,16 @@ impl Default for Metrics {
                 &r,
                 "value_fields_ignored_total",
                 "JSON object keys --value-schema does not declare, in uploaded objects' values (ignored).",
+            ),
+            dead_letters: counter(
+                &r,
+                "dead_letters_total",
+                "Records that did not fit --value-schema produced to --dlq-topic (a re-run may produce some again).",
+            ),
+            dead_letter_failures: counter(
+                &r,
+                "dead_letter_failures_total",
+                "Attempts to produce a file's dead letters that failed (retried with backoff).",
             ),
             markers_written: counter(
                 &r,

@@ -13,7 +13,7 @@ use thiserror::Error;
 use super::object_key::FileKind;
 use super::partition::{OffsetRange, TopicPartition};
 use super::record::Record;
-use super::spool::{SealedSpool, Spool};
+use super::spool::{SealedSpool, Spool, SpoolData};
 use super::typed::ValueFormat;
 
 pub use self::jsonl::{write_line as json_line, JsonlEncoder};
@@ -184,6 +184,21 @@ impl FileEncoder {
             FileEncoder::Parquet(e) => e.finish(meta),
             FileEncoder::Jsonl(e) => e.finish(),
         }
+    }
+}
+
+/// A record whose value did not fit the value schema, and why (for `--dlq-topic`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub record: Record,
+    pub error: String,
+}
+
+/// The dead letters of a sealed typed Parquet file (none in other files).
+pub fn dead_letters(data: &SpoolData) -> Result<Vec<DeadLetter>, EncodeError> {
+    match data {
+        SpoolData::Memory(bytes) => parquet::dead_letters(bytes.clone()),
+        SpoolData::Disk(path) => parquet::dead_letters(std::fs::File::open(path)?),
     }
 }
 

@@ -15,16 +15,17 @@ use arrow_array::types::{Int64Type, TimestampMillisecondType};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression as PqCompression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::reader::ChunkReader;
 
 use super::typed::{TypedColumns, ValueStats, VALUE_ERROR, VALUE_RAW};
-use super::{Compression, Decoded, EncodeError, FileMeta};
+use super::{Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::core::record::{Header, Record, TimestampKind};
 use crate::core::spool::{SealedSpool, Spool};
-use crate::core::typed::ValueFormat;
+use crate::core::typed::{ValueFormat, VALUE_FIELD};
 
 /// Rows buffered in Arrow builders before they are handed to the Parquet writer (and, inferring a
 /// value schema, the rows it is inferred from).
@@ -337,33 +338,62 @@ pub fn decode(data: bytes::Bytes) -> Result<Decoded, EncodeError> {
     let mut out = Decoded::default();
     for batch in reader {
         let batch = batch?;
-        let bad = |what: &str| EncodeError::BadParquet(format!("column {what} has the wrong type"));
-        let offset = column(&batch, "offset")?.as_primitive_opt::<Int64Type>().ok_or_else(|| bad("offset"))?;
-        let ts = column(&batch, "timestamp")?
-            .as_primitive_opt::<TimestampMillisecondType>()
-            .ok_or_else(|| bad("timestamp"))?;
-        let ts_type = column(&batch, "timestamp_type")?.as_string_opt::<i32>().ok_or_else(|| bad("timestamp_type"))?;
-        let key = column(&batch, "key")?.as_binary_opt::<i32>().ok_or_else(|| bad("key"))?;
         let values = values_of(&batch, &mut out)?;
-        let headers = column(&batch, "headers")?.as_list_opt::<i32>().ok_or_else(|| bad("headers"))?;
-        for (i, value) in values.into_iter().enumerate() {
-            let kind = TimestampKind::parse(ts_type.value(i))
-                .ok_or_else(|| EncodeError::BadParquet(format!("unknown timestamp_type {:?}", ts_type.value(i))))?;
-            let entries = headers.value(i);
-            let entries = entries.as_struct_opt().ok_or_else(|| bad("headers.item"))?;
-            let hk = entries.column(0).as_string_opt::<i32>().ok_or_else(|| bad("headers.key"))?;
-            let hv = entries.column(1).as_binary_opt::<i32>().ok_or_else(|| bad("headers.value"))?;
-            out.records.push(Record {
-                offset: offset.value(i),
-                timestamp_ms: (!ts.is_null(i)).then(|| ts.value(i)),
-                timestamp_kind: kind,
-                key: binary_at(key, i),
-                value,
-                headers: (0..entries.len())
-                    .map(|j| Header { key: hk.value(j).to_string(), value: binary_at(hv, j) })
-                    .collect(),
-            });
+        push_records(&batch, values, &mut out.records)?;
+    }
+    Ok(out)
+}
+
+/// The records of a typed file whose value did not fit, with the reason; read without the typed
+/// `value` column.
+pub fn dead_letters<R: ChunkReader + 'static>(file: R) -> Result<Vec<DeadLetter>, EncodeError> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    let fields = builder.schema().fields().clone();
+    let roots = (0..fields.len()).filter(|&i| fields[i].name() != VALUE_FIELD);
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let mut out = Vec::new();
+    for batch in builder.with_projection(mask).build()? {
+        let batch = batch?;
+        let bad = |what: &str| EncodeError::BadParquet(format!("column {what} has the wrong type"));
+        let raw = column(&batch, VALUE_RAW)?.as_binary_opt::<i32>().ok_or_else(|| bad(VALUE_RAW))?;
+        let error = column(&batch, VALUE_ERROR)?.as_string_opt::<i32>().ok_or_else(|| bad(VALUE_ERROR))?;
+        let mut records = Vec::with_capacity(batch.num_rows());
+        push_records(&batch, (0..raw.len()).map(|i| binary_at(raw, i)).collect(), &mut records)?;
+        for (i, record) in records.into_iter().enumerate() {
+            if !error.is_null(i) {
+                out.push(DeadLetter { record, error: error.value(i).to_string() });
+            }
         }
     }
     Ok(out)
+}
+
+/// A batch's records, with their values given.
+fn push_records(batch: &RecordBatch, values: Vec<Option<Vec<u8>>>, out: &mut Vec<Record>) -> Result<(), EncodeError> {
+    let bad = |what: &str| EncodeError::BadParquet(format!("column {what} has the wrong type"));
+    let offset = column(batch, "offset")?.as_primitive_opt::<Int64Type>().ok_or_else(|| bad("offset"))?;
+    let ts =
+        column(batch, "timestamp")?.as_primitive_opt::<TimestampMillisecondType>().ok_or_else(|| bad("timestamp"))?;
+    let ts_type = column(batch, "timestamp_type")?.as_string_opt::<i32>().ok_or_else(|| bad("timestamp_type"))?;
+    let key = column(batch, "key")?.as_binary_opt::<i32>().ok_or_else(|| bad("key"))?;
+    let headers = column(batch, "headers")?.as_list_opt::<i32>().ok_or_else(|| bad("headers"))?;
+    for (i, value) in values.into_iter().enumerate() {
+        let kind = TimestampKind::parse(ts_type.value(i))
+            .ok_or_else(|| EncodeError::BadParquet(format!("unknown timestamp_type {:?}", ts_type.value(i))))?;
+        let entries = headers.value(i);
+        let entries = entries.as_struct_opt().ok_or_else(|| bad("headers.item"))?;
+        let hk = entries.column(0).as_string_opt::<i32>().ok_or_else(|| bad("headers.key"))?;
+        let hv = entries.column(1).as_binary_opt::<i32>().ok_or_else(|| bad("headers.value"))?;
+        out.push(Record {
+            offset: offset.value(i),
+            timestamp_ms: (!ts.is_null(i)).then(|| ts.value(i)),
+            timestamp_kind: kind,
+            key: binary_at(key, i),
+            value,
+            headers: (0..entries.len())
+                .map(|j| Header { key: hk.value(j).to_string(), value: binary_at(hv, j) })
+                .collect(),
+        });
+    }
+    Ok(())
 }

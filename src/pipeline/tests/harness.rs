@@ -117,6 +117,23 @@ pub(super) fn harness_with(
     revoke_timeout: Duration,
     bucketing: Option<crate::core::time_bucket::Bucketing>,
 ) -> Harness {
+    harness_full(roll, max_buffer_bytes, revoke_timeout, bucketing, Typed::No)
+}
+
+/// Whether the harness writes typed values: JSON lines of raw values, or Parquet with values typed
+/// by `{"a": long}` whose misfits go to a dead-letter sink.
+pub(super) enum Typed {
+    No,
+    WithDeadLetters(Arc<dyn DeadLetterSink>),
+}
+
+fn harness_full(
+    roll: RollPolicy,
+    max_buffer_bytes: u64,
+    revoke_timeout: Duration,
+    bucketing: Option<crate::core::time_bucket::Bucketing>,
+    typed: Typed,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(TestStore {
         inner: LocalStore::new(dir.path().join("archive")).unwrap(),
@@ -143,14 +160,32 @@ pub(super) fn harness_with(
         bucketing,
         values: Default::default(),
     };
+    let (settings, sink) = match typed {
+        Typed::No => (settings, None),
+        Typed::WithDeadLetters(sink) => {
+            let schema = r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#;
+            let declared = Some(crate::core::typed::ValueSchema::from_avro(schema).unwrap());
+            let json = crate::core::typed::JsonValues { declared, keep_raw: false };
+            let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+            (PipelineSettings { spec, values: ValueFormat::Json(Arc::new(json)), ..settings }, Some(sink))
+        }
+    };
     std::fs::create_dir_all(dir.path().join("spool")).unwrap();
     let (control, control_rx) = mpsc::unbounded_channel();
     let (records, records_rx) = mpsc::channel(64);
     let (link, commands) = SourceLink::new();
     let metrics = Arc::new(Metrics::default());
-    let task =
-        tokio::spawn(Pipeline::new(settings, store.clone(), link.clone(), metrics.clone()).run(control_rx, records_rx));
+    let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone());
+    if let Some(sink) = sink {
+        pipeline = pipeline.with_dead_letters(sink);
+    }
+    let task = tokio::spawn(pipeline.run(control_rx, records_rx));
     Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), metrics, task }
+}
+
+/// A typed harness (see [`Typed`]) sending dead letters to `sink`.
+pub(super) fn harness_typed(roll: RollPolicy, sink: Arc<dyn DeadLetterSink>) -> Harness {
+    harness_full(roll, 1 << 30, Duration::from_secs(10), None, Typed::WithDeadLetters(sink))
 }
 
 pub(super) fn policy(records: u64) -> RollPolicy {

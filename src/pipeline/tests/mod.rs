@@ -1,6 +1,7 @@
 //! Pipeline tests with a synthetic source and a local store that can be slowed down or made to fail.
 
 mod buckets;
+mod dead_letters;
 mod harness;
 mod recovery;
 mod rewrite;

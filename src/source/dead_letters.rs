@@ -1,0 +1,84 @@
+//! The dead-letter topic's producer (`--dlq-topic`). Each record goes with its original key, value and
+//! headers, plus Kafka Connect's error headers: `__connect.errors.topic`, `.partition`, `.offset`,
+//! `.stage` and `.exception.message` (the reason), so tools made for Connect's dead-letter queues read
+//! them as they are.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::try_join_all;
+use rdkafka::config::ClientConfig;
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+use crate::core::encode::DeadLetter;
+use crate::core::partition::TopicPartition;
+use crate::pipeline::DeadLetterSink;
+
+/// How long one dead letter may take to be acknowledged before the batch is retried.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct KafkaDeadLetters {
+    producer: FutureProducer,
+    topic: String,
+}
+
+impl KafkaDeadLetters {
+    pub fn new(brokers: &str, props: &[(String, String)], topic: &str) -> Result<Self, rdkafka::error::KafkaError> {
+        let mut config = ClientConfig::new();
+        for (k, v) in props {
+            config.set(k, v);
+        }
+        let producer = config
+            .set("bootstrap.servers", brokers)
+            .set("enable.idempotence", "true")
+            .set("message.timeout.ms", DELIVERY_TIMEOUT.as_millis().to_string())
+            .create()?;
+        Ok(Self { producer, topic: topic.to_string() })
+    }
+}
+
+fn headers(source: &TopicPartition, letter: &DeadLetter) -> OwnedHeaders {
+    let mut out = OwnedHeaders::new_with_capacity(letter.record.headers.len() + 5);
+    for h in &letter.record.headers {
+        out = out.insert(Header { key: &h.key, value: h.value.as_deref() });
+    }
+    let partition = source.partition().to_string();
+    let offset = letter.record.offset.to_string();
+    let connect = [
+        ("__connect.errors.topic", source.topic()),
+        ("__connect.errors.partition", partition.as_str()),
+        ("__connect.errors.offset", offset.as_str()),
+        ("__connect.errors.stage", "VALUE_CONVERTER"),
+        ("__connect.errors.exception.message", letter.error.as_str()),
+    ];
+    for (key, value) in connect {
+        out = out.insert(Header { key, value: Some(value) });
+    }
+    out
+}
+
+#[async_trait]
+impl DeadLetterSink for KafkaDeadLetters {
+    async fn send(&self, source: &TopicPartition, letters: &[DeadLetter]) -> Result<(), String> {
+        let deliveries = letters.iter().map(|letter| {
+            let mut record = FutureRecord::<[u8], [u8]>::to(&self.topic).headers(headers(source, letter));
+            if let Some(key) = &letter.record.key {
+                record = record.key(key.as_slice());
+            }
+            if let Some(value) = &letter.record.value {
+                record = record.payload(value.as_slice());
+            }
+            if let Some(ts) = letter.record.timestamp_ms {
+                record = record.timestamp(ts);
+            }
+            self.producer.send(record, DELIVERY_TIMEOUT)
+        });
+        try_join_all(deliveries).await.map(drop).map_err(|(e, _)| {
+            format!(
+                "producing to dead-letter topic {:?} failed: {e} (check that it exists and the brokers)",
+                self.topic
+            )
+        })
+    }
+}
