@@ -186,7 +186,8 @@ pub struct Settings {
     pub marker_interval: Option<HumanDuration>,
     #[arg(long, env = "KSA_VALUE_FORMAT", help_heading = "Files",
         help = with_default("How record values are archived: raw (the bytes, a binary column) or json (decoded into \
-            typed columns by --value-schema; records that do not fit keep their bytes in value_raw)", DEFAULT_VALUE_FORMAT))]
+            typed columns by --value-schema, or in JSON lines embedded as objects; records that do not fit keep their \
+            bytes in value_raw)", DEFAULT_VALUE_FORMAT))]
     pub value_format: Option<ValueFormatName>,
     /// With --value-format json: an Avro schema file (.avsc, a record at the top) declaring the values'
     /// fields, or `infer`: each file's schema from its first records (a file rolls when new fields come)
@@ -503,7 +504,7 @@ impl Settings {
             claims,
             bucketing,
             marker_interval: set(self.marker_interval, "--marker-interval")?.0.max(MIN_ROLL_SCHEDULE),
-            values: self.values(spec)?,
+            values: self.values()?,
             dlq_topic: self.dlq_topic()?,
         })
     }

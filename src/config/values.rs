@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use super::{invalid, set, ConfigError, Settings, ValueFormatName};
-use crate::core::encode::{FileSpec, Format};
 use crate::core::typed::{JsonValues, ValueFormat, ValueSchema};
 
 impl Settings {
@@ -25,7 +24,7 @@ impl Settings {
 const INFER: &str = "infer";
 
 impl Settings {
-    pub(super) fn values(&self, spec: FileSpec) -> Result<ValueFormat, ConfigError> {
+    pub(super) fn values(&self) -> Result<ValueFormat, ConfigError> {
         let format = set(self.value_format, "--value-format")?;
         let keep_raw = set(self.keep_raw_value, "--keep-raw-value")?;
         if format == ValueFormatName::Raw {
@@ -34,10 +33,6 @@ impl Settings {
                 return Err(invalid("--value-schema", &path.display().to_string(), why.into()));
             }
             return Ok(ValueFormat::Raw);
-        }
-        if spec.format() != Format::Parquet {
-            let why = "typed values are written to Parquet only (use --format parquet)";
-            return Err(invalid("--value-format", &format.to_string(), why.into()));
         }
         let path = self.value_schema.as_ref().ok_or(ConfigError::Missing {
             name: "--value-schema",

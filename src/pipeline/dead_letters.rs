@@ -28,8 +28,8 @@ pub(super) async fn send_dead_letters(
     file: &SealedFile,
     metrics: &Metrics,
 ) -> Result<(), String> {
-    let data = file.spool.data().clone();
-    let letters = tokio::task::spawn_blocking(move || dead_letters(&data))
+    let (kind, data) = (file.key.kind, file.spool.data().clone());
+    let letters = tokio::task::spawn_blocking(move || dead_letters(kind, &data))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("reading the records that did not fit from {}: {e}", file.key))?;

@@ -1,5 +1,6 @@
 //! JSON lines: one object per record. Keys, values and header values are UTF-8 text where they are
-//! valid UTF-8, base64 otherwise, with `<field>_encoding: "base64"` marking the latter.
+//! valid UTF-8, base64 otherwise, with `<field>_encoding: "base64"` marking the latter. With typed
+//! values, `value` is the record's JSON object, and `value_raw`/`value_error` are as in Parquet.
 
 use std::io::{BufRead, BufReader, Read, Write};
 
@@ -7,9 +8,12 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use super::{Compression, EncodeError};
+use super::line_value::{LineValue, LineValues, TypedLine};
+use super::typed::ValueStats;
+use super::{Compression, DeadLetter, EncodeError};
 use crate::core::record::{Header, Record, TimestampKind};
 use crate::core::spool::{SealedSpool, Spool};
+use crate::core::typed::ValueFormat;
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -40,9 +44,15 @@ struct JsonRecord {
     key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     key_encoding: Option<Encoding>,
-    value: Option<String>,
+    value: Option<LineValue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     value_encoding: Option<Encoding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    value_raw: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    value_raw_encoding: Option<Encoding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    value_error: Option<String>,
     headers: Vec<JsonHeader>,
 }
 
@@ -97,10 +107,11 @@ pub struct JsonlEncoder {
     spool: Spool,
     /// Lines not yet compressed into the spool.
     block: Vec<u8>,
+    values: Option<LineValues>,
 }
 
 impl JsonlEncoder {
-    pub fn new(compression: Compression, spool: Spool) -> Result<Self, EncodeError> {
+    pub fn new(compression: Compression, values: &ValueFormat, spool: Spool) -> Result<Self, EncodeError> {
         if compression == Compression::Snappy {
             return Err(EncodeError::UnsupportedCompression {
                 format: super::Format::Jsonl,
@@ -108,11 +119,16 @@ impl JsonlEncoder {
                 hint: "use zstd, gzip or none for JSON lines",
             });
         }
-        Ok(Self { compression, spool, block: Vec::new() })
+        let values = values.json().map(|json| LineValues::new(json.clone()));
+        Ok(Self { compression, spool, block: Vec::new(), values })
     }
 
     pub fn append(&mut self, r: &Record) -> Result<(), EncodeError> {
-        write_line(r, None, &mut self.block)?;
+        let typed = match (&mut self.values, r.value.as_deref()) {
+            (Some(values), Some(bytes)) => Some(values.line(r.offset, bytes)),
+            _ => None,
+        };
+        write_typed_line(r, None, typed, &mut self.block)?;
         // Uncompressed lines go straight to the spool.
         if self.block.len() >= BLOCK_BYTES || self.compression == Compression::None {
             self.flush_block()?;
@@ -147,6 +163,10 @@ impl JsonlEncoder {
         self.block.capacity() as u64
     }
 
+    pub fn value_stats(&self) -> Option<&ValueStats> {
+        self.values.as_ref().map(|v| &v.stats)
+    }
+
     pub fn finish(mut self) -> Result<SealedSpool, EncodeError> {
         self.flush_block()?;
         Ok(self.spool.seal()?)
@@ -155,8 +175,27 @@ impl JsonlEncoder {
 
 /// Appends one record as a JSON line (with its topic and partition when given) to `out`.
 pub fn write_line(r: &Record, source: Option<(&str, i32)>, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    write_typed_line(r, source, None, out)
+}
+
+/// Appends one record as a JSON line, its value typed as `typed` says (`None`: as text).
+fn write_typed_line(
+    r: &Record,
+    source: Option<(&str, i32)>,
+    typed: Option<TypedLine>,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
     let (key, key_encoding) = to_text(r.key.as_deref());
-    let (value, value_encoding) = to_text(r.value.as_deref());
+    let (value, value_encoding, raw, error) = match typed {
+        None => {
+            let (text, encoding) = to_text(r.value.as_deref());
+            (text.map(LineValue::Text), encoding, (None, None), None)
+        }
+        Some(t) => {
+            let raw = if t.raw { to_text(r.value.as_deref()) } else { (None, None) };
+            (t.value.map(LineValue::Json), None, raw, t.error)
+        }
+    };
     let headers = r
         .headers
         .iter()
@@ -175,6 +214,9 @@ pub fn write_line(r: &Record, source: Option<(&str, i32)>, out: &mut Vec<u8>) ->
         key_encoding,
         value,
         value_encoding,
+        value_raw: raw.0,
+        value_raw_encoding: raw.1,
+        value_error: error,
         headers,
     };
     serde_json::to_writer(&mut *out, &json).map_err(std::io::Error::from)?;
@@ -182,8 +224,29 @@ pub fn write_line(r: &Record, source: Option<(&str, i32)>, out: &mut Vec<u8>) ->
     Ok(())
 }
 
-pub fn decode(reader: impl Read) -> Result<Vec<Record>, EncodeError> {
+pub fn decode(reader: impl Read) -> Result<(Vec<Record>, u64), EncodeError> {
     let mut out = Vec::new();
+    let mut misfits = 0;
+    for_each_line(reader, |record, error| {
+        misfits += u64::from(error.is_some());
+        out.push(record);
+    })?;
+    Ok((out, misfits))
+}
+
+/// The records whose value did not fit the value schema, and why.
+pub fn dead_letters(reader: impl Read) -> Result<Vec<DeadLetter>, EncodeError> {
+    let mut out = Vec::new();
+    for_each_line(reader, |record, error| {
+        if let Some(error) = error {
+            out.push(DeadLetter { record, error });
+        }
+    })?;
+    Ok(out)
+}
+
+/// Each line's record (its value's bytes: raw, text, or the embedded JSON) and misfit reason.
+fn for_each_line(reader: impl Read, mut each: impl FnMut(Record, Option<String>)) -> Result<(), EncodeError> {
     for (i, line) in BufReader::new(reader).lines().enumerate() {
         let line = line?;
         let bad = |why: String| EncodeError::BadJsonLine { line: i + 1, why };
@@ -196,16 +259,23 @@ pub fn decode(reader: impl Read) -> Result<Vec<Record>, EncodeError> {
             .map(|h| Ok(Header { key: h.key, value: from_text(h.value, h.value_encoding)? }))
             .collect::<Result<Vec<_>, String>>()
             .map_err(bad)?;
-        out.push(Record {
+        let value = match (j.value_raw, j.value) {
+            (Some(raw), _) => Some(from_text(Some(raw), j.value_raw_encoding).map_err(bad)?.unwrap_or_default()),
+            (None, None) => None,
+            (None, Some(LineValue::Text(text))) => from_text(Some(text), j.value_encoding).map_err(bad)?,
+            (None, Some(LineValue::Json(raw))) => Some(raw.get().as_bytes().to_vec()),
+        };
+        let record = Record {
             offset: j.offset,
             timestamp_ms: j.timestamp,
             timestamp_kind,
             key: from_text(j.key, j.key_encoding).map_err(bad)?,
-            value: from_text(j.value, j.value_encoding).map_err(bad)?,
+            value,
             headers,
-        });
+        };
+        each(record, j.value_error);
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -236,7 +306,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let spool =
                 Spool::new(SpoolConfig { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
-            let mut enc = JsonlEncoder::new(compression, spool).unwrap();
+            let mut enc = JsonlEncoder::new(compression, &ValueFormat::Raw, spool).unwrap();
             let mut most_held = 0;
             for r in &records {
                 enc.append(r).unwrap();
@@ -245,9 +315,9 @@ mod tests {
             assert!(most_held <= 2 * BLOCK_BYTES as u64, "{compression:?}: held {most_held}");
             let data = enc.finish().unwrap().read_all().unwrap();
             let decoded = match compression {
-                Compression::Gzip => decode(flate2::read::MultiGzDecoder::new(&data[..])).unwrap(),
-                Compression::Zstd => decode(zstd::stream::read::Decoder::new(&data[..]).unwrap()).unwrap(),
-                _ => decode(&data[..]).unwrap(),
+                Compression::Gzip => decode(flate2::read::MultiGzDecoder::new(&data[..])).unwrap().0,
+                Compression::Zstd => decode(zstd::stream::read::Decoder::new(&data[..]).unwrap()).unwrap().0,
+                _ => decode(&data[..]).unwrap().0,
             };
             assert_eq!(decoded, records, "{compression:?}");
             // Several blocks: several gzip members (each starts 1f 8b 08) or zstd frames (28 b5 2f fd).

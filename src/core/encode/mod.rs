@@ -2,6 +2,7 @@
 //! formats. Decoding is used by `demo`, tests and checks; it reads exactly what encoding writes.
 
 mod jsonl;
+mod line_value;
 mod parquet;
 mod typed;
 
@@ -142,7 +143,7 @@ impl FileEncoder {
     pub fn new(spec: FileSpec, values: &ValueFormat, spool: Spool) -> Result<Self, EncodeError> {
         Ok(match spec.format {
             Format::Parquet => FileEncoder::Parquet(Box::new(ParquetEncoder::new(spec.compression, values, spool)?)),
-            Format::Jsonl => FileEncoder::Jsonl(Box::new(JsonlEncoder::new(spec.compression, spool)?)),
+            Format::Jsonl => FileEncoder::Jsonl(Box::new(JsonlEncoder::new(spec.compression, values, spool)?)),
         })
     }
 
@@ -175,7 +176,7 @@ impl FileEncoder {
     pub fn value_stats(&self) -> Option<&ValueStats> {
         match self {
             FileEncoder::Parquet(e) => e.value_stats(),
-            FileEncoder::Jsonl(_) => None,
+            FileEncoder::Jsonl(e) => e.value_stats(),
         }
     }
 
@@ -194,11 +195,22 @@ pub struct DeadLetter {
     pub error: String,
 }
 
-/// The dead letters of a sealed typed Parquet file (none in other files).
-pub fn dead_letters(data: &SpoolData) -> Result<Vec<DeadLetter>, EncodeError> {
-    match data {
-        SpoolData::Memory(bytes) => parquet::dead_letters(bytes.clone()),
-        SpoolData::Disk(path) => parquet::dead_letters(std::fs::File::open(path)?),
+/// The dead letters of a sealed file of `kind` with typed values, read a part at a time.
+pub fn dead_letters(kind: FileKind, data: &SpoolData) -> Result<Vec<DeadLetter>, EncodeError> {
+    if kind == FileKind::Parquet {
+        return match data {
+            SpoolData::Memory(bytes) => parquet::dead_letters(bytes.clone()),
+            SpoolData::Disk(path) => parquet::dead_letters(std::fs::File::open(path)?),
+        };
+    }
+    let reader: Box<dyn std::io::Read> = match data {
+        SpoolData::Memory(bytes) => Box::new(std::io::Cursor::new(bytes.clone())),
+        SpoolData::Disk(path) => Box::new(std::fs::File::open(path)?),
+    };
+    match kind {
+        FileKind::JsonlGz => jsonl::dead_letters(flate2::read::MultiGzDecoder::new(reader)),
+        FileKind::JsonlZst => jsonl::dead_letters(zstd::stream::read::Decoder::new(reader)?),
+        _ => jsonl::dead_letters(reader),
     }
 }
 
@@ -215,7 +227,7 @@ pub struct Decoded {
 
 /// Decodes a whole archived file.
 pub fn decode(kind: FileKind, data: bytes::Bytes) -> Result<Decoded, EncodeError> {
-    let records = |records| Ok(Decoded { records, ..Decoded::default() });
+    let records = |(records, misfits)| Ok(Decoded { records, misfits, reencoded: 0 });
     match kind {
         FileKind::Parquet => parquet::decode(data),
         FileKind::Jsonl => records(jsonl::decode(&data[..])?),
@@ -334,6 +346,47 @@ mod tests {
         assert_eq!((decoded.records.len() as i64, decoded.misfits), (offset + 1, 2));
         assert_eq!(decoded.records[7].value.as_deref(), Some(&br#"{"a":7,"b":{"c":true}}"#[..]));
         assert_eq!(decoded.records[5].value.as_deref(), Some(&br#"{"a":"five"}"#[..]), "a misfit's bytes");
+    }
+
+    #[test]
+    fn typed_json_lines_embed_objects_and_restore_every_value_exactly() {
+        use crate::core::typed::{JsonValues, ValueSchema};
+        let schema = ValueSchema::from_avro(r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#);
+        let json = ValueFormat::Json(Arc::new(JsonValues { declared: Some(schema.unwrap()), keep_raw: false }));
+        let mut records = sample_records();
+        records[0].value = Some(br#"{ "a": 1, "b": "x" }"#.to_vec());
+        records.push(Record { offset: 10, value: Some(b"{\n  \"a\": 2\n}".to_vec()), ..records[1].clone() });
+        for compression in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            let spec = FileSpec::new(Format::Jsonl, compression).unwrap();
+            let decoded = round_trip_values(spec, &json, &records, 1 << 20);
+            assert_eq!((decoded.records, decoded.misfits, decoded.reencoded), (records.clone(), 1, 0), "{compression}");
+        }
+        // The lines: the object as produced; a value spanning lines compacted, its bytes kept; a misfit raw.
+        let dir = tempfile::tempdir().unwrap();
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
+        let mut enc = FileEncoder::new(spec, &json, spool).unwrap();
+        for r in &records {
+            assert!(enc.append(r, true).unwrap());
+        }
+        let meta =
+            FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 10).unwrap(), records: 4 };
+        let sealed = enc.finish(&meta).unwrap();
+        let text = String::from_utf8(sealed.read_all().unwrap().to_vec()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains(r#""value":{ "a": 1, "b": "x" }"#), "{}", lines[0]);
+        assert!(!lines[0].contains("value_raw"));
+        let misfit: serde_json::Value = serde_json::from_str(lines[2]).unwrap();
+        assert_eq!((misfit["value"].is_null(), misfit["value_raw_encoding"].as_str()), (true, Some("base64")));
+        assert_eq!(misfit["value_error"], "value: not JSON (expected value at line 1 column 1)");
+        let spanning: serde_json::Value = serde_json::from_str(lines[3]).unwrap();
+        assert_eq!(
+            (spanning["value"]["a"].as_i64(), spanning["value_raw"].as_str()),
+            (Some(2), Some("{\n  \"a\": 2\n}"))
+        );
+        let letters = dead_letters(FileKind::Jsonl, sealed.data()).unwrap();
+        assert_eq!(letters.iter().map(|l| l.record.clone()).collect::<Vec<_>>(), vec![records[2].clone()]);
     }
 
     #[test]
