@@ -28,6 +28,8 @@ pub struct DdlOptions {
     pub table: Option<String>,
     /// The topic's partition count (Athena).
     pub partitions: Option<i32>,
+    /// The values' schema, for an archive of typed values (`--value-format json`).
+    pub values: Option<crate::core::typed::ValueSchema>,
 }
 
 /// The definition, for the layout of the first object listed under the topic's folder.
@@ -58,6 +60,7 @@ pub async fn table_ddl(
         buckets: first.bucket.map(|b| b.width()),
         partitions: opts.partitions,
         first_date: first.bucket.map(|b| b.date()),
+        values: opts.values.clone(),
     };
     Ok(ddl(opts.engine, &layout)?)
 }

@@ -201,6 +201,10 @@ struct DdlArgs {
     /// The topic's partition count (Athena's partition projection needs it).
     #[arg(long)]
     partitions: Option<i32>,
+    /// For an archive of typed values (--value-format json): the Avro schema file (.avsc) whose fields
+    /// `value` is declared with (Athena and Spark; DuckDB's view reads them from the files).
+    #[arg(long)]
+    value_schema: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -471,7 +475,15 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<bool> {
 
 async fn print_ddl(args: DdlArgs) -> anyhow::Result<()> {
     let (dest, store) = args.archive.open().await?;
-    let opts = DdlOptions { topic: args.topic, engine: args.engine, table: args.table, partitions: args.partitions };
+    let values = match &args.value_schema {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(kafka_s3_archiver::core::typed::ValueSchema::from_avro(&text)?)
+        }
+        None => None,
+    };
+    let opts =
+        DdlOptions { topic: args.topic, engine: args.engine, table: args.table, partitions: args.partitions, values };
     print!("{}", table_ddl(store.as_ref(), &dest, &opts).await?);
     Ok(())
 }

@@ -2,12 +2,15 @@
 //! `read_parquet` with Hive partitioning), Athena (an external table with partition projection on
 //! dt/hour/partition, so no crawler or `MSCK REPAIR` is needed) and Spark (a Hive-style external table).
 //! The columns are those the Parquet encoder writes; dt, hour and partition come from the folders.
+//! For typed values (`--value-format json`), given the value schema, `value` is its struct, followed by
+//! `value_raw` and `value_error`.
 
 use std::fmt::Write;
 
 use thiserror::Error;
 
 use super::time_bucket::BucketWidth;
+use super::typed::{Fields, Node, ValueSchema, ValueType};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Engine {
@@ -37,6 +40,8 @@ pub struct TableLayout {
     pub partitions: Option<i32>,
     /// The earliest `dt` folder (`YYYY-MM-DD`), where Athena's date projection starts.
     pub first_date: Option<String>,
+    /// The values' schema, for an archive of typed values.
+    pub values: Option<ValueSchema>,
 }
 
 /// A table name from a topic name: letters, digits and `_` (others become `_`).
@@ -92,8 +97,45 @@ fn duckdb(l: &TableLayout) -> String {
     )
 }
 
-fn hive_columns() -> String {
-    HIVE_COLUMNS.iter().map(|(name, ty)| format!("  `{name}` {ty}")).collect::<Vec<_>>().join(",\n")
+fn hive_columns(values: Option<&ValueSchema>) -> String {
+    let mut columns: Vec<(String, String)> =
+        HIVE_COLUMNS.iter().map(|(name, ty)| (name.to_string(), ty.to_string())).collect();
+    if let Some(schema) = values {
+        columns[4].1 = hive_struct(schema.fields());
+        columns.push(("value_raw".into(), "binary".into()));
+        columns.push(("value_error".into(), "string".into()));
+    }
+    columns.iter().map(|(name, ty)| format!("  `{name}` {ty}")).collect::<Vec<_>>().join(",\n")
+}
+
+fn hive_struct(fields: &Fields) -> String {
+    let fields: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            let plain = f.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            let name = if plain { f.name.clone() } else { format!("`{}`", f.name.replace('`', "``")) };
+            format!("{name}:{}", hive_type(&f.node))
+        })
+        .collect();
+    format!("struct<{}>", fields.join(","))
+}
+
+/// A value type as Hive/Athena/Spark name it (what the Parquet encoder writes for it).
+fn hive_type(node: &Node) -> String {
+    match &node.ty {
+        ValueType::Boolean => "boolean".into(),
+        ValueType::Int => "int".into(),
+        ValueType::Long => "bigint".into(),
+        ValueType::Float => "float".into(),
+        ValueType::Double => "double".into(),
+        ValueType::String | ValueType::Uuid | ValueType::Enum(_) => "string".into(),
+        ValueType::Timestamp { .. } => "timestamp".into(),
+        ValueType::Date => "date".into(),
+        ValueType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+        ValueType::Array(item) => format!("array<{}>", hive_type(item)),
+        ValueType::Map(values) => format!("map<string,{}>", hive_type(values)),
+        ValueType::Record(fields) => hive_struct(fields),
+    }
 }
 
 fn athena(l: &TableLayout) -> Result<String, DdlError> {
@@ -136,7 +178,7 @@ fn athena(l: &TableLayout) -> Result<String, DdlError> {
     let mut out = format!(
         "CREATE EXTERNAL TABLE IF NOT EXISTS `{}` (\n{}\n)\nPARTITIONED BY ({})\nSTORED AS PARQUET\nLOCATION '{}'\nTBLPROPERTIES (\n",
         l.table,
-        hive_columns(),
+        hive_columns(l.values.as_ref()),
         folders.join(", "),
         l.location
     );
@@ -155,7 +197,7 @@ fn spark(l: &TableLayout) -> String {
          -- Spark finds the partitions (folders) present now; run again as new ones appear:\n\
          ALTER TABLE `{}` RECOVER PARTITIONS;\n",
         l.table,
-        hive_columns(),
+        hive_columns(l.values.as_ref()),
         folders.join(",\n"),
         names.join(", "),
         location,
@@ -174,6 +216,7 @@ mod tests {
             buckets,
             partitions: Some(12),
             first_date: Some("2026-11-01".into()),
+            values: None,
         }
     }
 
@@ -213,6 +256,27 @@ mod tests {
         assert_eq!(ddl(Engine::Athena, &unknown), Err(DdlError::PartitionCount));
         let local = TableLayout { location: "/data/topic=x/".into(), ..layout(None) };
         assert!(matches!(ddl(Engine::Athena, &local), Err(DdlError::NotS3(_))));
+    }
+
+    #[test]
+    fn typed_values_are_declared_as_their_struct() {
+        let schema = ValueSchema::from_avro(
+            r#"{"type":"record","name":"O","fields":[{"name":"id","type":"long"},
+              {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},
+              {"name":"user-name","type":["null","string"]},
+              {"name":"items","type":{"type":"array","items":{"type":"record","name":"I","fields":[{"name":"sku","type":"string"}]}}},
+              {"name":"attrs","type":{"type":"map","values":"double"}},
+              {"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}}]}"#,
+        )
+        .unwrap();
+        let typed = TableLayout { values: Some(schema), ..layout(None) };
+        let value = "`value` struct<id:bigint,amount:decimal(12,2),`user-name`:string,items:array<struct<sku:string>>,\
+                     attrs:map<string,double>,at:timestamp>,\n  `headers` array<struct<key:string,value:binary>>,\n  \
+                     `value_raw` binary,\n  `value_error` string";
+        for engine in [Engine::Athena, Engine::Spark] {
+            let text = ddl(engine, &typed).unwrap();
+            assert!(text.contains(value), "{engine:?}:\n{text}");
+        }
     }
 
     #[test]
