@@ -109,14 +109,10 @@ async fn typed_json_values_survive_a_kill_and_duckdb_sums_them() {
     assert_eq!(report.value_misfits, (RECORDS / 100) as u64, "{}", report.table());
 
     // Broken records come back as produced, byte for byte; good ones as JSON of the same order.
-    let mut objects = Vec::new();
+    let objects = fetch_objects(&dest, &topic).await;
     let mut archived: BTreeMap<i32, Vec<Record>> = BTreeMap::new();
-    for raw in list_all(store.as_ref(), &prefix.topic_folder(&topic)).await.unwrap() {
-        let key = ObjectKey::parse(&prefix, &raw).unwrap();
-        let data = store.get(&raw).await.unwrap();
-        let decoded = decode(key.kind, data.clone()).unwrap();
-        archived.entry(key.tp.partition()).or_default().extend(decoded.records);
-        objects.push((key, data));
+    for (key, data) in &objects {
+        archived.entry(key.tp.partition()).or_default().extend(decode(key.kind, data.clone()).unwrap().records);
     }
     for (p, records) in &produced {
         let got = &archived[p];
@@ -185,29 +181,14 @@ fn check_dead_letters(dlq: &str, produced: &BTreeMap<i32, Vec<Record>>) {
 /// DuckDB reads the typed columns as they are: the decimal sum over good records, nested fields, list
 /// lengths, the timestamp, and the misfits' reasons.
 fn check_duckdb(objects: &[(ObjectKey, bytes::Bytes)], produced: &BTreeMap<i32, Vec<Record>>) {
-    let local = tempfile::tempdir().unwrap();
-    for (key, data) in objects {
-        let path = local.path().join(key.relative());
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, data).unwrap();
-    }
-    let script = r#"
-import duckdb, sys
-src = f"read_parquet('{sys.argv[1]}/**/*.parquet', union_by_name=true)"
-row = duckdb.sql(f"""
-  SELECT sum(value.amount), count(value), count(value_error), count(value_raw),
+    let row = duckdb_row(
+        objects,
+        "sum(value.amount), count(value), count(value_error), count(value_raw),
          count(*) FILTER (value.user.tier = 'GOLD'), sum(len(value.items)),
          epoch_ms(min(value.at)), epoch_ms(max(value.at)),
          count(*) FILTER (value_error LIKE 'value.amount: expected a decimal(12, 2)%'),
-         count(*) FILTER (value_error = 'value.id: required, but null or missing')
-  FROM {src}""").fetchall()[0]
-print("|".join(str(x) for x in row))
-"#;
-    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
-        .args(["-c", script, &local.path().display().to_string()])
-        .output()
-        .expect("run duckdb");
-    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
+         count(*) FILTER (value_error = 'value.id: required, but null or missing')",
+    );
     let good: Vec<usize> = produced
         .values()
         .flatten()
@@ -226,7 +207,39 @@ print("|".join(str(x) for x in row))
         (0..RECORDS).filter(|i| broken(*i) == Some("a bad decimal")).count(),
         (0..RECORDS).filter(|i| broken(*i) == Some("no id")).count(),
     );
-    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), expected);
+    assert_eq!(row, expected);
+}
+
+/// The topic's data objects with their bytes.
+async fn fetch_objects(dest: &TestDest, topic: &str) -> Vec<(ObjectKey, bytes::Bytes)> {
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let mut objects = Vec::new();
+    for raw in list_all(store.as_ref(), &prefix.topic_folder(topic)).await.unwrap() {
+        objects.push((ObjectKey::parse(&prefix, &raw).unwrap(), store.get(&raw).await.unwrap()));
+    }
+    objects
+}
+
+/// DuckDB's one-row answer to `SELECT <select>` over the objects (as local files, all schemas merged
+/// by name), its values joined by `|`.
+fn duckdb_row(objects: &[(ObjectKey, bytes::Bytes)], select: &str) -> String {
+    let local = tempfile::tempdir().unwrap();
+    for (key, data) in objects {
+        let path = local.path().join(key.relative());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, data).unwrap();
+    }
+    let script = r#"
+import duckdb, sys
+row = duckdb.sql(f"SELECT {sys.argv[2]} FROM read_parquet('{sys.argv[1]}/**/*.parquet', union_by_name=true)").fetchall()[0]
+print("|".join(str(x) for x in row))
+"#;
+    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
+        .args(["-c", script, &local.path().display().to_string(), select])
+        .output()
+        .expect("run duckdb");
+    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// `--value-schema infer`: a field that appears mid-stream rolls the file (its schema is fixed by its
@@ -256,34 +269,12 @@ async fn inferred_schemas_follow_a_field_that_appears_mid_stream() {
     let report = verify_deep(&dest, &topic).await;
     assert!(report.is_clean(), "{}", report.table());
     assert_eq!(report.value_misfits, 0, "{}", report.table());
-    let mut objects = Vec::new();
-    for raw in list_all(store.as_ref(), &prefix.topic_folder(&topic)).await.unwrap() {
-        let key = ObjectKey::parse(&prefix, &raw).unwrap();
-        objects.push((key, store.get(&raw).await.unwrap()));
-    }
-    let local = tempfile::tempdir().unwrap();
-    for (key, data) in &objects {
-        let path = local.path().join(key.relative());
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, data).unwrap();
-    }
-    let script = r#"
-import duckdb, sys
-row = duckdb.sql(f"""
-  SELECT count(*), count(value.coupon), count(*) FILTER (value.coupon = 'C' || value.id::VARCHAR),
-         sum(value.price), typeof(any_value(value.price)), typeof(any_value(value.tags))
-  FROM read_parquet('{sys.argv[1]}/**/*.parquet', union_by_name=true)""").fetchall()[0]
-print("|".join(str(x) for x in row))
-"#;
-    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
-        .args(["-c", script, &local.path().display().to_string()])
-        .output()
-        .expect("run duckdb");
-    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
+    let row = duckdb_row(
+        &fetch_objects(&dest, &topic).await,
+        "count(*), count(value.coupon), count(*) FILTER (value.coupon = 'C' || value.id::VARCHAR),
+         sum(value.price), typeof(any_value(value.price)), typeof(any_value(value.tags))",
+    );
     let coupons = (0..N).filter(|i| with_coupon(*i)).count();
     let price: f64 = (0..N).map(|i| (i % 100) as f64 + 0.5).sum();
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap().trim(),
-        format!("{N}|{coupons}|{coupons}|{price:.1}|DOUBLE|VARCHAR[]")
-    );
+    assert_eq!(row, format!("{N}|{coupons}|{coupons}|{price:.1}|DOUBLE|VARCHAR[]"));
 }

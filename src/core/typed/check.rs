@@ -68,7 +68,8 @@ impl ValueSchema {
     }
 }
 
-fn kind(v: &Value) -> &'static str {
+/// What a JSON value is, for messages.
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use super::check::kind;
 use super::{FieldNode, Node, ValueSchema, ValueType};
 
 /// A type as inferred so far.
@@ -123,17 +124,6 @@ fn first(v: &Value) -> Inferred {
             merge_record(&mut fields, o);
             Inferred::Record(fields)
         }
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
