@@ -15,7 +15,7 @@ use common::*;
 use kafka_s3_archiver::core::encode::decode;
 use kafka_s3_archiver::core::object_key::ObjectKey;
 use kafka_s3_archiver::core::record::Record;
-use kafka_s3_archiver::core::restore::Selection;
+use kafka_s3_archiver::core::restore::{Partitioning, Selection};
 use kafka_s3_archiver::generate::{generated, merge, produce_records};
 use kafka_s3_archiver::restore::{restore, RestoreError, RestoreOptions, RestoreProgressCounters, RestoreTarget};
 use kafka_s3_archiver::store::list_all;
@@ -119,7 +119,7 @@ async fn typed_json_values_survive_a_kill_and_duckdb_sums_them() {
         assert_eq!(got.len(), records.len(), "partition {p}");
         for (want, got) in records.iter().zip(got) {
             assert_eq!(want.offset, got.offset);
-            let index: usize = String::from_utf8_lossy(&want.headers[0].value.clone().unwrap()).parse().unwrap();
+            let index = index_of(want);
             if broken(index).is_some() {
                 assert_eq!(got.value, want.value, "broken record {index} is kept byte for byte");
             } else {
@@ -146,6 +146,39 @@ async fn typed_json_values_survive_a_kill_and_duckdb_sums_them() {
     let err = restore(store.clone(), &options, &Arc::new(RestoreProgressCounters::default())).await.unwrap_err();
     assert!(matches!(err, RestoreError::NeedsReencode { .. }), "{err}");
     assert!(err.to_string().contains("--reencode-json"), "{err}");
+    // With it: broken records byte for byte, good ones as JSON with the same values.
+    let target = unique("typed-restored");
+    create_topic(&target, PARTITIONS).await;
+    let kafka = RestoreTarget::Kafka {
+        brokers: brokers(),
+        props: vec![],
+        topic: target.clone(),
+        partitioning: Partitioning::Same,
+    };
+    let options = RestoreOptions { target: kafka, reencode_json: true, ..options };
+    restore(store.clone(), &options, &Arc::new(RestoreProgressCounters::default())).await.expect("restore");
+    let restored = read_from_kafka(&target, PARTITIONS).remove(&0).unwrap_or_default();
+    assert_eq!(restored.len(), produced[&0].len());
+    for (want, got) in produced[&0].iter().zip(&restored) {
+        let i = index_of(want);
+        if broken(i).is_some() {
+            assert_eq!(got.value, want.value, "broken record {i}");
+            continue;
+        }
+        let json: serde_json::Value = serde_json::from_slice(got.value.as_ref().unwrap()).unwrap();
+        let amount = match &json["amount"] {
+            serde_json::Value::String(s) => s.parse::<f64>().unwrap(),
+            other => other.as_f64().unwrap(),
+        };
+        assert_eq!((json["id"].as_u64(), amount), (Some(i as u64), cents(i) as f64 / 100.0), "{json}");
+        assert_eq!(json["items"].as_array().map(Vec::len), Some(i % 4), "{json}");
+        assert_eq!(json["user"]["tier"], if i.is_multiple_of(3) { "GOLD" } else { "SILVER" });
+    }
+}
+
+/// A produced record's index (its `seq` header).
+fn index_of(r: &Record) -> usize {
+    String::from_utf8_lossy(r.headers[0].value.as_ref().unwrap()).parse().unwrap()
 }
 
 /// Every broken record is in the dead-letter topic, with its key, value and headers and Kafka Connect's
@@ -167,7 +200,7 @@ fn check_dead_letters(dlq: &str, produced: &BTreeMap<i32, Vec<Record>>) {
         assert!(header(letter, "__connect.errors.exception.message").starts_with("value"));
         *seen.entry((p, offset)).or_default() += 1;
     }
-    let index = |r: &Record| String::from_utf8_lossy(r.headers[0].value.as_ref().unwrap()).parse::<usize>().unwrap();
+    let index = index_of;
     for (p, records) in produced {
         for r in records.iter().filter(|r| broken(index(r)).is_some()) {
             let times = seen.get(&(*p, r.offset)).copied().unwrap_or(0);
@@ -189,12 +222,7 @@ fn check_duckdb(objects: &[(ObjectKey, bytes::Bytes)], produced: &BTreeMap<i32, 
          count(*) FILTER (value_error LIKE 'value.amount: expected a decimal(12, 2)%'),
          count(*) FILTER (value_error = 'value.id: required, but null or missing')",
     );
-    let good: Vec<usize> = produced
-        .values()
-        .flatten()
-        .map(|r| String::from_utf8_lossy(r.headers[0].value.as_ref().unwrap()).parse::<usize>().unwrap())
-        .filter(|i| broken(*i).is_none())
-        .collect();
+    let good: Vec<usize> = produced.values().flatten().map(index_of).filter(|i| broken(*i).is_none()).collect();
     let sum: i64 = good.iter().map(|i| cents(*i)).sum();
     let gold = good.iter().filter(|i| *i % 3 == 0).count();
     let items: usize = good.iter().map(|i| i % 4).sum();
