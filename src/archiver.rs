@@ -192,6 +192,7 @@ fn source_settings(config: &ArchiverConfig) -> SourceSettings {
         subscription: config.source.subscription.clone(),
         kafka_props: config.source.kafka_props.clone(),
         revoke_wait: config.pipeline.revoke_timeout + std::time::Duration::from_secs(5),
+        max_buffer_bytes: config.pipeline.max_buffer_bytes,
     }
 }
 
