@@ -116,11 +116,14 @@ pub struct Spool {
     config: SpoolConfig,
     storage: Storage,
     len: u64,
+    /// What the usage counts for this spool: in memory its buffer's capacity (which grows by doubling,
+    /// so up to twice its length), on disk its length.
+    counted: u64,
 }
 
 impl Spool {
     pub fn new(config: SpoolConfig) -> Self {
-        Self { config, storage: Storage::Memory(Vec::new()), len: 0 }
+        Self { config, storage: Storage::Memory(Vec::new()), len: 0, counted: 0 }
     }
 
     pub fn len(&self) -> u64 {
@@ -145,8 +148,9 @@ impl Spool {
         );
         file.write_all(buf)?;
         let moved = std::mem::take(buf);
-        self.config.usage.sub(false, moved.len() as u64);
+        self.config.usage.sub(false, self.counted);
         self.config.usage.add(true, moved.len() as u64);
+        self.counted = moved.len() as u64;
         self.storage = Storage::Disk { path, file };
         Ok(())
     }
@@ -156,9 +160,16 @@ impl Spool {
         let len = self.len;
         let usage = self.config.usage.clone();
         let storage = std::mem::replace(&mut self.storage, Storage::Memory(Vec::new()));
+        let mut counted = std::mem::take(&mut self.counted);
         self.len = 0;
         let data = match storage {
-            Storage::Memory(buf) => SpoolData::Memory(bytes::Bytes::from(buf)),
+            Storage::Memory(mut buf) => {
+                // Sealed files wait for their upload: without their growth's spare capacity.
+                buf.shrink_to_fit();
+                usage.sub(false, counted - buf.capacity() as u64);
+                counted = buf.capacity() as u64;
+                SpoolData::Memory(bytes::Bytes::from(buf))
+            }
             Storage::Disk { path, file } => {
                 // Written through to the page cache, never synced: after a crash the records are read
                 // from Kafka again and the spool file is removed.
@@ -166,7 +177,7 @@ impl Spool {
                 SpoolData::Disk(path)
             }
         };
-        Ok(SealedSpool { data, len, usage })
+        Ok(SealedSpool { data, len, counted, usage })
     }
 }
 
@@ -177,12 +188,19 @@ impl Write for Spool {
                 self.move_to_disk()?;
             }
         }
-        match &mut self.storage {
-            Storage::Memory(mem) => mem.extend_from_slice(buf),
-            Storage::Disk { file, .. } => file.write_all(buf)?,
-        }
+        let counted = match &mut self.storage {
+            Storage::Memory(mem) => {
+                mem.extend_from_slice(buf);
+                mem.capacity() as u64
+            }
+            Storage::Disk { file, .. } => {
+                file.write_all(buf)?;
+                self.counted + buf.len() as u64
+            }
+        };
         self.len += buf.len() as u64;
-        self.config.usage.add(self.on_disk(), buf.len() as u64);
+        self.config.usage.add(self.on_disk(), counted - self.counted);
+        self.counted = counted;
         Ok(buf.len())
     }
 
@@ -196,7 +214,7 @@ impl Write for Spool {
 
 impl Drop for Spool {
     fn drop(&mut self) {
-        self.config.usage.sub(self.on_disk(), self.len);
+        self.config.usage.sub(self.on_disk(), self.counted);
         if let Storage::Disk { path, .. } = &self.storage {
             let _ = fs::remove_file(path);
         }
@@ -244,6 +262,8 @@ impl SpoolData {
 pub struct SealedSpool {
     data: SpoolData,
     len: u64,
+    /// What the usage counts for it (see `Spool::counted`).
+    counted: u64,
     usage: Arc<SpoolUsage>,
 }
 
@@ -272,7 +292,7 @@ impl SealedSpool {
 impl Drop for SealedSpool {
     fn drop(&mut self) {
         let on_disk = matches!(self.data, SpoolData::Disk(_));
-        self.usage.sub(on_disk, self.len);
+        self.usage.sub(on_disk, self.counted);
         if let SpoolData::Disk(path) = &self.data {
             let _ = fs::remove_file(path);
         }
@@ -285,6 +305,21 @@ mod tests {
 
     fn config(dir: &Path, threshold: u64) -> SpoolConfig {
         SpoolConfig { memory_threshold: threshold, dir: dir.to_path_buf(), usage: Arc::default() }
+    }
+
+    #[test]
+    fn memory_is_counted_as_allocated_and_sealed_spools_give_back_their_spare_capacity() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 1 << 20);
+        let mut s = Spool::new(cfg.clone());
+        s.write_all(&[1; 600]).unwrap();
+        s.write_all(&[2; 10]).unwrap();
+        let counted = cfg.usage.memory();
+        assert!(counted >= 1200, "the buffer doubled to hold 610 bytes, and counts so: {counted}");
+        let sealed = s.seal().unwrap();
+        assert_eq!((sealed.len(), cfg.usage.memory()), (610, 610));
+        drop(sealed);
+        assert_eq!(cfg.usage.memory(), 0);
     }
 
     #[test]
