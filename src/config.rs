@@ -209,7 +209,8 @@ pub struct Settings {
         help = with_default("A file moves from memory to the spool directory beyond this size", DEFAULT_SPOOL_MEMORY_THRESHOLD))]
     pub spool_memory_threshold: Option<ByteSize>,
     #[arg(long, env = "KSA_MAX_BUFFER_BYTES", help_heading = "Files",
-        help = with_default("Memory budget for buffered data across all partitions", DEFAULT_MAX_BUFFER_BYTES))]
+        help = with_default("Memory budget for buffered data across all partitions; librdkafka's prefetch queue gets a \
+            quarter of it, 1-64 MiB (--kafka queued.max.messages.kbytes=N overrides)", DEFAULT_MAX_BUFFER_BYTES))]
     pub max_buffer_bytes: Option<ByteSize>,
     #[arg(long, env = "KSA_MAX_SPOOL_BYTES", help_heading = "Files",
         help = with_default("Disk budget for the spool directory across all partitions", DEFAULT_MAX_SPOOL_BYTES))]
