@@ -80,6 +80,7 @@ fn object(prefix: &Prefix, tp: &TopicPartition, i: i64) -> [(String, Bytes); 2] 
         timestamps: None,
         topic_id: None,
         object: Some(data.relative()),
+        time_source: None,
     };
     let claim_key = ClaimKey::new(prefix.clone(), tp.clone(), range.start()).to_string();
     [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]

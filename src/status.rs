@@ -199,7 +199,8 @@ pub(crate) async fn inspect(
     );
     let bucket = found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket);
     let caught_up = row.pending_claim.is_none() && row.unarchived == 0;
-    let progress = PartitionProgress { last_bucket_start: bucket.map(|b| b.start_ms()), caught_up };
+    let time_source = found.last_claim.as_ref().and_then(|c| c.time_source);
+    let progress = PartitionProgress { last_bucket_start: bucket.map(|b| b.start_ms()), caught_up, time_source };
     Ok(Inspected { row, progress: BucketProgress { bucket, progress }, list_requests: found.list_requests })
 }
 

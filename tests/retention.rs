@@ -171,6 +171,7 @@ async fn claimed_range_after_retention(deleted_below: i64) -> Vec<Problem> {
         timestamps: None,
         topic_id: None,
         object: None,
+        time_source: None,
     };
     let key = ClaimKey::new(prefix.clone(), TopicPartition::new(&topic, 0).unwrap(), 300).to_string();
     let body = SpoolData::Memory(dead.to_json().into());

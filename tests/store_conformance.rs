@@ -194,6 +194,7 @@ async fn s3_recovery_finds_the_end_of_a_large_partition_in_a_few_requests() {
             timestamps: None,
             topic_id: None,
             object: Some(data.relative()),
+            time_source: None,
         };
         let claim_key = ClaimKey::new(prefix.clone(), tp.clone(), i * 100).to_string();
         [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]

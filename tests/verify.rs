@@ -70,6 +70,7 @@ async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: 
         timestamps: None,
         topic_id: None,
         object: None,
+        time_source: None,
     };
     put(store, &ClaimKey::new(prefix.clone(), tp(), start).to_string(), claim.to_json().into()).await;
 }

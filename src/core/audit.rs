@@ -396,19 +396,8 @@ mod tests {
     }
 
     fn claim(start: i64, first: i64, end: i64, retention_gap: bool) -> Claim {
-        Claim {
-            chain_start: start,
-            first,
-            end,
-            records: (end - first + 1) as u64,
-            retention_gap,
-            retention_gap_from: None,
-            writer: "w".into(),
-            time_ms: 0,
-            timestamps: None,
-            topic_id: None,
-            object: None,
-        }
+        let records = (end - first + 1) as u64;
+        Claim { records, retention_gap, writer: "w".into(), ..Claim::for_test(start, first, end) }
     }
 
     /// Lists, reads the claims the audit asks for, audits.

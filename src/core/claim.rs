@@ -19,6 +19,7 @@ use thiserror::Error;
 
 use super::object_key::{parse_padded_offset, parse_partition, KeyError, ObjectKey, Prefix};
 use super::partition::{OffsetRange, TopicPartition};
+use super::time_bucket::TimeSource;
 
 const EXTENSION: &str = ".json";
 
@@ -120,6 +121,11 @@ pub struct Claim {
     /// Absent in claims written before it was recorded: then any key of the range fulfils the claim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object: Option<String>,
+    /// For an object in a time-bucket folder: which time put it there (`record` or `arrival`), so
+    /// `status` and the markers know how late later records can come. Absent outside buckets, and in
+    /// claims written before it was recorded (taken as record time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_source: Option<TimeSource>,
 }
 
 impl Claim {
@@ -198,6 +204,7 @@ impl Claim {
             timestamps: None,
             topic_id: None,
             object: None,
+            time_source: None,
         }
     }
 }

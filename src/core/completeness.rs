@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::object_key::{ObjectKey, Prefix};
-use super::time_bucket::{Bucket, BucketWidth};
+use super::time_bucket::{Bucket, BucketWidth, TimeSource};
 
 /// The name of a complete bucket's marker object, in the bucket's folder (Spark and Hive skip names
 /// starting with `_`; `*.parquet` globs do not match it).
@@ -98,11 +98,16 @@ pub struct PartitionProgress {
     pub last_bucket_start: Option<i64>,
     /// Every record the log held when its end was read is in a durable object.
     pub caught_up: bool,
+    /// What put its last claimed object into its bucket (from the claim): by arrival, a record consumed
+    /// later goes into a later bucket whatever its timestamp, so lateness is bounded by nothing but the
+    /// clocks, whatever the topic's settings.
+    pub time_source: Option<TimeSource>,
 }
 
 /// The time (ms) up to which the partition's bucket folders are final (every bucket ending at or
 /// before it), the log end having been read at `log_read_ms`; `None`: none is known to be.
 pub fn final_through(p: &PartitionProgress, width: BucketWidth, lateness: Lateness, log_read_ms: i64) -> Option<i64> {
+    let lateness = if p.time_source == Some(TimeSource::Arrival) { Lateness::Bounded(0) } else { lateness };
     let quiet = match (p.caught_up, lateness) {
         (true, Lateness::Bounded(bound)) => {
             Some(Bucket::containing(width, log_read_ms.saturating_sub(bound).saturating_sub(CLOCK_SKEW_MS)).start_ms())
@@ -133,15 +138,15 @@ mod tests {
 
     #[test]
     fn a_partitions_last_bucket_makes_every_earlier_one_final() {
-        let p = PartitionProgress { last_bucket_start: Some(DAY + 5 * HOUR), caught_up: false };
+        let p = PartitionProgress { last_bucket_start: Some(DAY + 5 * HOUR), caught_up: false, time_source: None };
         assert_eq!(final_through(&p, BucketWidth::Hour, Lateness::Bounded(0), DAY + 9 * HOUR), Some(DAY + 5 * HOUR));
-        let nothing = PartitionProgress { last_bucket_start: None, caught_up: false };
+        let nothing = PartitionProgress { last_bucket_start: None, caught_up: false, time_source: None };
         assert_eq!(final_through(&nothing, BucketWidth::Hour, Lateness::Bounded(0), DAY + 9 * HOUR), None);
     }
 
     #[test]
     fn a_caught_up_partition_counts_when_the_broker_bounds_lateness() {
-        let quiet = PartitionProgress { last_bucket_start: Some(DAY + 5 * HOUR), caught_up: true };
+        let quiet = PartitionProgress { last_bucket_start: Some(DAY + 5 * HOUR), caught_up: true, time_source: None };
         let at = |t| final_through(&quiet, BucketWidth::Hour, Lateness::Bounded(15 * MIN), t);
         // 09:10 read, 15 minutes of lateness and one of clock skew: a later record is stamped 08:54 or later.
         assert_eq!(at(DAY + 9 * HOUR + 10 * MIN), Some(DAY + 8 * HOUR));
@@ -152,8 +157,22 @@ mod tests {
             Some(DAY + 5 * HOUR)
         );
         // A partition that never had a record counts from when it was read.
-        let empty = PartitionProgress { last_bucket_start: None, caught_up: true };
+        let empty = PartitionProgress { last_bucket_start: None, caught_up: true, time_source: None };
         assert_eq!(final_through(&empty, BucketWidth::Day, Lateness::Bounded(0), DAY + 9 * HOUR), Some(DAY));
+    }
+
+    #[test]
+    fn an_archive_by_arrival_time_is_final_once_caught_up_whatever_the_topic_allows() {
+        let by_arrival = PartitionProgress {
+            last_bucket_start: Some(DAY + 5 * HOUR),
+            caught_up: true,
+            time_source: Some(TimeSource::Arrival),
+        };
+        let at = final_through(&by_arrival, BucketWidth::Hour, Lateness::Unbounded, DAY + 9 * HOUR + 10 * MIN);
+        assert_eq!(at, Some(DAY + 9 * HOUR), "09:10 less a minute of skew: hours before 09:00 are final");
+        let by_record = PartitionProgress { time_source: Some(TimeSource::Record), ..by_arrival };
+        let at = final_through(&by_record, BucketWidth::Hour, Lateness::Unbounded, DAY + 9 * HOUR + 10 * MIN);
+        assert_eq!(at, Some(DAY + 5 * HOUR), "by record time an unbounded topic counts only the chain");
     }
 
     #[test]

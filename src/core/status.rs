@@ -114,19 +114,7 @@ mod tests {
     }
 
     fn claim(start: i64, end: i64) -> Claim {
-        Claim {
-            chain_start: start,
-            first: start,
-            end,
-            records: 1,
-            retention_gap: false,
-            retention_gap_from: None,
-            writer: "w".into(),
-            time_ms: 1234,
-            timestamps: None,
-            topic_id: None,
-            object: None,
-        }
+        Claim { writer: "w".into(), time_ms: 1234, ..Claim::for_test(start, start, end) }
     }
 
     #[test]

@@ -405,6 +405,7 @@ impl PartitionWriter {
                     time_ms: super::read_clock().wall_ms,
                     timestamps: file.timestamps,
                     topic_id: self.topic_id.clone(),
+                    time_source: key.bucket.and(settings.bucketing).map(|b| b.source),
                     object: Some(key.relative()),
                 })
             }

@@ -53,6 +53,7 @@ async fn files_move_forward_with_time_and_late_records_stay_in_the_current_bucke
     let named: Vec<String> = claims.iter().map(|c| c.object_key(&Prefix::default()).unwrap().to_string()).collect();
     assert_eq!(named, keys, "each claim names its object's key, bucket folder included");
     assert_eq!(claims[1].timestamps, Some((DAY + 2 * HOUR - 5, DAY + 2 * HOUR)));
+    assert!(claims.iter().all(|c| c.time_source == Some(TimeSource::Record)), "claims say what bucketed them");
     assert_eq!(h.metrics.objects_by_roll_reason.with_label_values(&["bucket"]).get(), 2);
 
     // Assigned again (a restart): the position comes from the claims chain, and so does the bucket
