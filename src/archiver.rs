@@ -264,6 +264,7 @@ impl Archiver {
                 prefix: config.store.dest.prefix().clone(),
                 topics: config.source.subscription.iter().filter(|t| !t.starts_with('^')).cloned().collect(),
                 width: b.width,
+                source: b.source,
                 brokers: config.source.brokers.clone(),
                 kafka_props: config.source.kafka_props.clone(),
                 group: config.source.group.clone(),

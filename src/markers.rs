@@ -17,11 +17,13 @@ use futures::stream::{self, StreamExt};
 use thiserror::Error;
 use tracing::{info, warn};
 
-use crate::core::completeness::{bucket_of_key, final_through, marker_key, topic_final_through, Lateness, Marker};
+use crate::core::completeness::{
+    bucket_of_key, final_through, marker_key, topic_final_through, Lateness, Marker, PartitionProgress,
+};
 use crate::core::object_key::Prefix;
 use crate::core::recovery::ListRequest;
 use crate::core::spool::SpoolData;
-use crate::core::time_bucket::{Bucket, BucketWidth};
+use crate::core::time_bucket::{Bucket, BucketWidth, TimeSource};
 use crate::pipeline::{wall_clock_ms, AssignedTopics};
 use crate::source::offsets::partition_offsets;
 use crate::source::topic_config::topic_lateness;
@@ -43,6 +45,8 @@ pub struct MarkerSettings {
     pub topics: Vec<String>,
     pub assigned: AssignedTopics,
     pub width: BucketWidth,
+    /// This archiver's time source: what bucketed a partition whose claims do not say (it has none yet).
+    pub source: TimeSource,
     pub brokers: String,
     pub kafka_props: Vec<(String, String)>,
     /// The archivers' group: its commits are the hints that make finding each partition's tail cheap.
@@ -134,7 +138,9 @@ async fn look(
         stream::iter(stale).map(|(tp, offsets)| inspect(store, &s.prefix, tp, offsets)).buffered(16).collect().await;
     for i in inspected {
         let Inspected { row, progress, .. } = i?;
-        if let Some(t) = final_through(&progress.progress, s.width, bound, log_read_ms) {
+        let progress =
+            PartitionProgress { time_source: progress.progress.time_source.or(Some(s.source)), ..progress.progress };
+        if let Some(t) = final_through(&progress, s.width, bound, log_read_ms) {
             state.partitions.insert(row.partition, (t, row.archived_through));
         }
     }

@@ -15,7 +15,7 @@ use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
 use crate::core::recovery::CommitHint;
 use crate::core::status::{partition_status, PartitionStatus};
-use crate::core::time_bucket::{Bucket, BucketWidth};
+use crate::core::time_bucket::{Bucket, BucketWidth, TimeSource};
 use crate::source::offsets::{partition_offsets, OffsetsError, PartitionOffsets};
 use crate::source::topic_config::topic_lateness;
 use crate::store::ObjectStore;
@@ -94,8 +94,14 @@ fn topic_statuses(
         .map(|(topic, parts)| {
             let width = parts.iter().filter_map(|p| p.bucket).map(|b| b.width()).max_by_key(|w| w.millis());
             let bound = lateness.get(topic).copied().unwrap_or(Lateness::Unbounded);
+            // A partition without claims yet is bucketed as the others say they are.
+            let by_arrival = parts.iter().any(|p| p.progress.time_source == Some(TimeSource::Arrival));
+            let progress = |p: &BucketProgress| PartitionProgress {
+                time_source: p.progress.time_source.or(by_arrival.then_some(TimeSource::Arrival)),
+                ..p.progress
+            };
             let through = width.and_then(|width| {
-                topic_final_through(parts.iter().map(|p| final_through(&p.progress, width, bound, log_read_ms)))
+                topic_final_through(parts.iter().map(|p| final_through(&progress(p), width, bound, log_read_ms)))
             });
             TopicStatus {
                 topic: topic.to_string(),

@@ -116,13 +116,29 @@ for r in duckdb.sql(f'SELECT typeof(dt), typeof(hour), typeof(partition), count(
 /// partition never had a record, and counts as caught up.
 #[tokio::test(flavor = "multi_thread")]
 async fn with_log_append_time_quiet_partitions_complete_their_hour() {
-    let dest = TestDest::s3().await;
-    let (store, prefix) = (dest.store().await, dest.prefix());
     let topic = unique("lake-append");
     create_topic_with(&topic, 3, &[("message.timestamp.type", "LogAppendTime")]).await;
+    quiet_partitions_complete_their_hour(&topic, &[], Some(0)).await;
+}
+
+/// Bucketed by arrival (recorded in the claims), no record can be late: the same, on a topic with
+/// Kafka's default timestamps (no lateness bound).
+#[tokio::test(flavor = "multi_thread")]
+async fn by_arrival_time_quiet_partitions_complete_their_hour_whatever_the_topic() {
+    let topic = unique("lake-arrival");
+    create_topic(&topic, 3).await;
+    quiet_partitions_complete_their_hour(&topic, &["--time-source", "arrival"], None).await;
+}
+
+async fn quiet_partitions_complete_their_hour(topic: &str, flags: &[&str], topic_bound: Option<i64>) {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = topic.to_string();
     let produced = produce_records(&brokers(), &topic, 2, 0..200, |i| generated(i, 50)).await.expect("produce");
     let (spool, group) = (tempfile::tempdir().unwrap(), unique("g"));
-    let mut archiver = ArchiverProcess::spawn("lake-append", &hourly_args(&dest, &group, &topic, spool.path()));
+    let mut args = hourly_args(&dest, &group, &topic, spool.path());
+    args.extend(flags.iter().map(|f| f.to_string()));
+    let mut archiver = ArchiverProcess::spawn("lake-quiet", &args);
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success(), "{}", archiver.log_text());
 
@@ -132,7 +148,7 @@ async fn with_log_append_time_quiet_partitions_complete_their_hour() {
     let report = status(store.as_ref(), &status_options(&dest, &group, &topic)).await.unwrap();
     let after = hour_of(wall() - skew).start_ms();
     let t = &report.topics[0];
-    assert_eq!(t.lateness_bound_ms, Some(0), "{t:?}");
+    assert_eq!(t.lateness_bound_ms, topic_bound, "{t:?}");
     let through = t.complete_through_ms.expect("complete through some time");
     assert!((before..=after).contains(&through), "{} not in {before}..={after}", report.table());
 }
