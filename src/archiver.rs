@@ -19,6 +19,7 @@ use crate::core::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
 use crate::markers::MarkerSettings;
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
 use crate::source::dead_letters::KafkaDeadLetters;
+use crate::source::probe::connection_settings;
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings, HAND_OVER_BATCH};
 use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
 use crate::telemetry::Metrics;
@@ -255,8 +256,9 @@ impl Archiver {
         };
         let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone());
         if let Some(topic) = &config.pipeline.dlq_topic {
-            let sink = KafkaDeadLetters::new(&config.source.brokers, &config.source.kafka_props, topic)
-                .map_err(ArchiverError::DeadLetters)?;
+            let sink =
+                KafkaDeadLetters::new(&config.source.brokers, &connection_settings(&config.source.kafka_props), topic)
+                    .map_err(ArchiverError::DeadLetters)?;
             pipeline = pipeline.with_dead_letters(Arc::new(sink));
         }
         let markers = config.pipeline.bucketing.map(|b| {
@@ -266,7 +268,7 @@ impl Archiver {
                 width: b.width,
                 source: b.source,
                 brokers: config.source.brokers.clone(),
-                kafka_props: config.source.kafka_props.clone(),
+                kafka_props: connection_settings(&config.source.kafka_props),
                 group: config.source.group.clone(),
                 writer_id: writer_id(),
                 interval: config.pipeline.marker_interval,

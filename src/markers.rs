@@ -17,17 +17,13 @@ use futures::stream::{self, StreamExt};
 use thiserror::Error;
 use tracing::{info, warn};
 
-use crate::core::completeness::{
-    bucket_of_key, final_through, marker_key, topic_final_through, Lateness, Marker, PartitionProgress,
-};
+use crate::core::completeness::{bucket_of_key, final_through, marker_key, topic_final_through, Lateness, Marker};
 use crate::core::object_key::Prefix;
 use crate::core::recovery::ListRequest;
 use crate::core::spool::SpoolData;
 use crate::core::time_bucket::{Bucket, BucketWidth, TimeSource};
 use crate::pipeline::{wall_clock_ms, AssignedTopics};
-use crate::source::offsets::partition_offsets;
-use crate::source::topic_config::topic_lateness;
-use crate::status::{inspect, Inspected, StatusError};
+use crate::status::{inspect, read_log, Inspected, StatusError};
 use crate::store::{ObjectStore, PutOutcome, StoreError};
 use crate::telemetry::Metrics;
 
@@ -123,12 +119,8 @@ async fn look(
     next: Bucket,
     log_read_ms: i64,
 ) -> Result<Option<i64>, MarkerError> {
-    let topics = vec![topic.to_string()];
-    let (brokers, props, group, names) = (s.brokers.clone(), s.kafka_props.clone(), s.group.clone(), topics.clone());
-    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &names));
-    let (lateness, offsets) = tokio::join!(topic_lateness(&s.brokers, &s.kafka_props, &topics), offsets);
-    let bound = lateness.map_err(StatusError::from)?.get(topic).copied().unwrap_or(Lateness::Unbounded);
-    let offsets = offsets.map_err(StatusError::from)?.map_err(StatusError::from)?;
+    let (lateness, offsets) = read_log(&s.brokers, &s.kafka_props, &s.group, &[topic.to_string()]).await?;
+    let bound = lateness.get(topic).copied().unwrap_or(Lateness::Unbounded);
     let partitions = offsets.len();
     let stale: Vec<_> = offsets
         .into_iter()
@@ -138,8 +130,7 @@ async fn look(
         stream::iter(stale).map(|(tp, offsets)| inspect(store, &s.prefix, tp, offsets)).buffered(16).collect().await;
     for i in inspected {
         let Inspected { row, progress, .. } = i?;
-        let progress =
-            PartitionProgress { time_source: progress.progress.time_source.or(Some(s.source)), ..progress.progress };
+        let progress = progress.bucketed_by_default(Some(s.source));
         if let Some(t) = final_through(&progress, s.width, bound, log_read_ms) {
             state.partitions.insert(row.partition, (t, row.archived_through));
         }

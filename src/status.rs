@@ -15,7 +15,7 @@ use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
 use crate::core::recovery::CommitHint;
 use crate::core::status::{partition_status, PartitionStatus};
-use crate::core::time_bucket::{Bucket, BucketWidth, TimeSource};
+use crate::core::time_bucket::{BucketWidth, TimeSource};
 use crate::source::offsets::{partition_offsets, OffsetsError, PartitionOffsets};
 use crate::source::topic_config::topic_lateness;
 use crate::store::ObjectStore;
@@ -67,13 +67,6 @@ pub struct TopicStatus {
     pub lateness_bound_ms: Option<i64>,
 }
 
-/// What one partition tells of its topic's completeness.
-pub(crate) struct BucketProgress {
-    /// The bucket of its last claimed object.
-    pub(crate) bucket: Option<Bucket>,
-    pub(crate) progress: PartitionProgress,
-}
-
 fn rfc3339(ms: i64) -> String {
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64))
         .to_string()
@@ -81,27 +74,26 @@ fn rfc3339(ms: i64) -> String {
 
 /// Per topic, from its partitions' progress.
 fn topic_statuses(
-    rows: &[(PartitionStatus, BucketProgress)],
+    rows: &[(PartitionStatus, PartitionProgress)],
     lateness: &BTreeMap<String, Lateness>,
     log_read_ms: i64,
 ) -> Vec<TopicStatus> {
-    let mut by_topic: BTreeMap<&str, Vec<&BucketProgress>> = BTreeMap::new();
+    let mut by_topic: BTreeMap<&str, Vec<&PartitionProgress>> = BTreeMap::new();
     for (row, progress) in rows {
         by_topic.entry(row.topic.as_str()).or_default().push(progress);
     }
     by_topic
         .into_iter()
         .map(|(topic, parts)| {
-            let width = parts.iter().filter_map(|p| p.bucket).map(|b| b.width()).max_by_key(|w| w.millis());
+            let width = parts.iter().filter_map(|p| p.last_bucket).map(|b| b.width()).max_by_key(|w| w.millis());
             let bound = lateness.get(topic).copied().unwrap_or(Lateness::Unbounded);
             // A partition without claims yet is bucketed as the others say they are.
-            let by_arrival = parts.iter().any(|p| p.progress.time_source == Some(TimeSource::Arrival));
-            let progress = |p: &BucketProgress| PartitionProgress {
-                time_source: p.progress.time_source.or(by_arrival.then_some(TimeSource::Arrival)),
-                ..p.progress
-            };
+            let by_arrival = parts.iter().any(|p| p.time_source == Some(TimeSource::Arrival));
+            let default = by_arrival.then_some(TimeSource::Arrival);
             let through = width.and_then(|width| {
-                topic_final_through(parts.iter().map(|p| final_through(&progress(p), width, bound, log_read_ms)))
+                topic_final_through(
+                    parts.iter().map(|p| final_through(&p.bucketed_by_default(default), width, bound, log_read_ms)),
+                )
             });
             TopicStatus {
                 topic: topic.to_string(),
@@ -178,7 +170,7 @@ impl StatusReport {
 /// One partition, as the archive and the log show it.
 pub(crate) struct Inspected {
     pub(crate) row: PartitionStatus,
-    pub(crate) progress: BucketProgress,
+    pub(crate) progress: PartitionProgress,
     pub(crate) list_requests: u32,
 }
 
@@ -203,21 +195,31 @@ pub(crate) async fn inspect(
         log,
         topic_id.as_deref(),
     );
-    let bucket = found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket);
-    let caught_up = row.pending_claim.is_none() && row.unarchived == 0;
-    let time_source = found.last_claim.as_ref().and_then(|c| c.time_source);
-    let progress = PartitionProgress { last_bucket_start: bucket.map(|b| b.start_ms()), caught_up, time_source };
-    Ok(Inspected { row, progress: BucketProgress { bucket, progress }, list_requests: found.list_requests })
+    let progress = PartitionProgress {
+        last_bucket: found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket),
+        caught_up: row.pending_claim.is_none() && row.unarchived == 0,
+        time_source: found.last_claim.as_ref().and_then(|c| c.time_source),
+    };
+    Ok(Inspected { row, progress, list_requests: found.list_requests })
+}
+
+/// The topics' partitions' log and committed offsets, and each topic's lateness bound, read together.
+pub(crate) async fn read_log(
+    brokers: &str,
+    props: &[(String, String)],
+    group: &str,
+    topics: &[String],
+) -> Result<(BTreeMap<String, Lateness>, BTreeMap<TopicPartition, PartitionOffsets>), StatusError> {
+    let (b, p, g, t) = (brokers.to_string(), props.to_vec(), group.to_string(), topics.to_vec());
+    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&b, &p, Some(&g), &t));
+    let (lateness, offsets) = tokio::join!(topic_lateness(brokers, props, topics), offsets);
+    Ok((lateness?, offsets??))
 }
 
 pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<StatusReport, StatusError> {
-    let (brokers, props, group, topics) =
-        (opts.brokers.clone(), opts.props.clone(), opts.group.clone(), opts.topics.clone());
     // Read before the log ends: a record appended after them arrived after this time.
     let log_read_ms = crate::pipeline::wall_clock_ms();
-    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, Some(&group), &topics));
-    let (lateness, offsets) = tokio::join!(topic_lateness(&opts.brokers, &opts.props, &opts.topics), offsets);
-    let (lateness, offsets) = (lateness?, offsets??);
+    let (lateness, offsets) = read_log(&opts.brokers, &opts.props, &opts.group, &opts.topics).await?;
     let results: Vec<Result<Inspected, StatusError>> = stream::iter(offsets)
         .map(|(tp, offsets)| inspect(store, &opts.prefix, tp, offsets))
         .buffered(16)

@@ -94,14 +94,21 @@ impl Lateness {
 /// What the archive and the log say about one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionProgress {
-    /// The start (ms) of the time bucket of the partition's last claimed object, when it is in one.
-    pub last_bucket_start: Option<i64>,
+    /// The time bucket of the partition's last claimed object, when it is in one.
+    pub last_bucket: Option<Bucket>,
     /// Every record the log held when its end was read is in a durable object.
     pub caught_up: bool,
     /// What put its last claimed object into its bucket (from the claim): by arrival, a record consumed
     /// later goes into a later bucket whatever its timestamp, so lateness is bounded by nothing but the
     /// clocks, whatever the topic's settings.
     pub time_source: Option<TimeSource>,
+}
+
+impl PartitionProgress {
+    /// The same, bucketed by `source` when its claims do not say (it has none yet).
+    pub fn bucketed_by_default(self, source: Option<TimeSource>) -> Self {
+        Self { time_source: self.time_source.or(source), ..self }
+    }
 }
 
 /// The time (ms) up to which the partition's bucket folders are final (every bucket ending at or
@@ -114,7 +121,7 @@ pub fn final_through(p: &PartitionProgress, width: BucketWidth, lateness: Latene
         }
         _ => None,
     };
-    p.last_bucket_start.max(quiet)
+    p.last_bucket.map(|b| b.start_ms()).max(quiet)
 }
 
 /// The time up to which a topic's bucket folders are final: the earliest of its partitions'.
@@ -138,15 +145,23 @@ mod tests {
 
     #[test]
     fn a_partitions_last_bucket_makes_every_earlier_one_final() {
-        let p = PartitionProgress { last_bucket_start: Some(DAY + 5 * HOUR), caught_up: false, time_source: None };
+        let p = PartitionProgress {
+            last_bucket: Some(Bucket::containing(BucketWidth::Hour, DAY + 5 * HOUR)),
+            caught_up: false,
+            time_source: None,
+        };
         assert_eq!(final_through(&p, BucketWidth::Hour, Lateness::Bounded(0), DAY + 9 * HOUR), Some(DAY + 5 * HOUR));
-        let nothing = PartitionProgress { last_bucket_start: None, caught_up: false, time_source: None };
+        let nothing = PartitionProgress { last_bucket: None, caught_up: false, time_source: None };
         assert_eq!(final_through(&nothing, BucketWidth::Hour, Lateness::Bounded(0), DAY + 9 * HOUR), None);
     }
 
     #[test]
     fn a_caught_up_partition_counts_when_the_broker_bounds_lateness() {
-        let quiet = PartitionProgress { last_bucket_start: Some(DAY + 5 * HOUR), caught_up: true, time_source: None };
+        let quiet = PartitionProgress {
+            last_bucket: Some(Bucket::containing(BucketWidth::Hour, DAY + 5 * HOUR)),
+            caught_up: true,
+            time_source: None,
+        };
         let at = |t| final_through(&quiet, BucketWidth::Hour, Lateness::Bounded(15 * MIN), t);
         // 09:10 read, 15 minutes of lateness and one of clock skew: a later record is stamped 08:54 or later.
         assert_eq!(at(DAY + 9 * HOUR + 10 * MIN), Some(DAY + 8 * HOUR));
@@ -157,14 +172,14 @@ mod tests {
             Some(DAY + 5 * HOUR)
         );
         // A partition that never had a record counts from when it was read.
-        let empty = PartitionProgress { last_bucket_start: None, caught_up: true, time_source: None };
+        let empty = PartitionProgress { last_bucket: None, caught_up: true, time_source: None };
         assert_eq!(final_through(&empty, BucketWidth::Day, Lateness::Bounded(0), DAY + 9 * HOUR), Some(DAY));
     }
 
     #[test]
     fn an_archive_by_arrival_time_is_final_once_caught_up_whatever_the_topic_allows() {
         let by_arrival = PartitionProgress {
-            last_bucket_start: Some(DAY + 5 * HOUR),
+            last_bucket: Some(Bucket::containing(BucketWidth::Hour, DAY + 5 * HOUR)),
             caught_up: true,
             time_source: Some(TimeSource::Arrival),
         };

@@ -24,6 +24,7 @@ pub struct KafkaDeadLetters {
 }
 
 impl KafkaDeadLetters {
+    /// A producer to `topic`, with the connection settings `props` (see `probe::connection_settings`).
     pub fn new(brokers: &str, props: &[(String, String)], topic: &str) -> Result<Self, rdkafka::error::KafkaError> {
         let mut config = ClientConfig::new();
         for (k, v) in props {

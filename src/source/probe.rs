@@ -44,10 +44,16 @@ pub fn probe_config(brokers: &str, kafka_props: &[(String, String)]) -> ClientCo
         .set("enable.partition.eof", "true")
         .set("auto.offset.reset", "error")
         .set("isolation.level", "read_committed");
-    for (k, v) in kafka_props.iter().filter(|(k, _)| CONNECTION_PREFIXES.iter().any(|p| k.starts_with(p))) {
+    for (k, v) in connection_settings(kafka_props) {
         config.set(k, v);
     }
     config
+}
+
+/// The settings among the user's `--kafka` that say how to reach and talk to the brokers (TLS, SASL,
+/// sockets), for the archiver's other clients: not how its consumer behaves in its group.
+pub fn connection_settings(kafka_props: &[(String, String)]) -> Vec<(String, String)> {
+    kafka_props.iter().filter(|(k, _)| CONNECTION_PREFIXES.iter().any(|p| k.starts_with(p))).cloned().collect()
 }
 
 /// Reads `tp` from `range.start()`: a first record inside `range` means records are left; a first record
