@@ -222,10 +222,9 @@ impl PartitionWriter {
         if let Some(b) = bucket {
             self.bucket_floor = Some(b.start_ms());
         }
-        // A re-write is one file, whatever its records' fields.
-        let may_roll = self.rewrite_end().is_none();
-        if !self.open_file(record, now, bucket, settings)?.encoder.append(record, may_roll)? {
-            // Fields the file's inferred schema lacks: a new file, with a schema inferred anew.
+        if !self.open_file(record, now, bucket, settings)?.encoder.append(record, true)? {
+            // Fields the file's inferred schema lacks: a new file, with a schema inferred anew. (A
+            // re-write does not roll: its file takes the record, kept raw.)
             self.roll(RollReason::Schema, settings, budget)?;
             self.open_file(record, now, bucket, settings)?.encoder.append(record, false)?;
         }

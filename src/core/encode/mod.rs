@@ -482,6 +482,23 @@ mod tests {
         assert_eq!(kv.get("kafka.record_count").map(String::as_str), Some("3"));
     }
 
+    /// The memory budget counts Arrow builders at their doubling bound, not at the bytes appended.
+    #[test]
+    fn parquet_counts_its_builders_at_twice_their_bytes() {
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+        let records = sample_records();
+        for r in &records {
+            assert!(enc.append(r, true).unwrap());
+        }
+        let payload: u64 = records.iter().map(Record::payload_size).sum();
+        assert_eq!(enc.buffered_memory(), 2 * payload);
+        assert_eq!(enc.encoded_size(), payload, "the file's size is still estimated by its bytes");
+    }
+
     #[test]
     fn parquet_spans_many_batches() {
         let records: Vec<Record> = (0..10_000)

@@ -121,10 +121,11 @@ pub(super) fn harness_with(
 }
 
 /// Whether the harness writes typed values: JSON lines of raw values, or Parquet with values typed
-/// by `{"a": long}` whose misfits go to a dead-letter sink.
+/// by `{"a": long}` whose misfits go to a dead-letter sink, or by a schema inferred per file.
 pub(super) enum Typed {
     No,
     WithDeadLetters(Arc<dyn DeadLetterSink>),
+    Inferred,
 }
 
 fn harness_full(
@@ -160,15 +161,18 @@ fn harness_full(
         bucketing,
         values: Default::default(),
     };
+    let schema = r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#;
+    let typed_values = |declared| {
+        let json = crate::core::typed::JsonValues { declared, keep_raw: false };
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        PipelineSettings { spec, values: ValueFormat::Json(Arc::new(json)), ..settings.clone() }
+    };
     let (settings, sink) = match typed {
-        Typed::No => (settings, None),
+        Typed::No => (settings.clone(), None),
         Typed::WithDeadLetters(sink) => {
-            let schema = r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#;
-            let declared = Some(crate::core::typed::ValueSchema::from_avro(schema).unwrap());
-            let json = crate::core::typed::JsonValues { declared, keep_raw: false };
-            let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
-            (PipelineSettings { spec, values: ValueFormat::Json(Arc::new(json)), ..settings }, Some(sink))
+            (typed_values(Some(crate::core::typed::ValueSchema::from_avro(schema).unwrap())), Some(sink))
         }
+        Typed::Inferred => (typed_values(None), None),
     };
     std::fs::create_dir_all(dir.path().join("spool")).unwrap();
     let (control, control_rx) = mpsc::unbounded_channel();
@@ -181,6 +185,11 @@ fn harness_full(
     }
     let task = tokio::spawn(pipeline.run(control_rx, records_rx));
     Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), metrics, task }
+}
+
+/// A harness writing Parquet with value schemas inferred per file (see [`Typed`]).
+pub(super) fn harness_inferred(roll: RollPolicy) -> Harness {
+    harness_full(roll, 1 << 30, Duration::from_secs(10), None, Typed::Inferred)
 }
 
 /// A typed harness (see [`Typed`]) sending dead letters to `sink`.

@@ -7,10 +7,12 @@ use bytes::Bytes;
 
 use super::harness::*;
 use crate::core::claim::Claim;
+use crate::core::encode::decode;
 use crate::core::object_key::{FileKind, ObjectKey, Prefix};
 use crate::core::partition::OffsetRange;
+use crate::core::record::Record;
 use crate::core::spool::SpoolData;
-use crate::source::{Control, ResumeAt, SourceCommand};
+use crate::source::{Control, Fetched, ResumeAt, SourceCommand};
 use crate::store::{ObjectStore, PutOutcome};
 
 fn key_of(p: i32, s: i64, e: i64, kind: FileKind) -> ObjectKey {
@@ -149,5 +151,30 @@ async fn a_rewrite_whose_records_are_gone_completes_once_kafka_says_so() {
     assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 12, 13)]);
     let chain: Vec<(i64, i64, i64)> = h.claims(0).await.iter().map(|c| (c.chain_start, c.first, c.end)).collect();
     assert_eq!(chain, vec![(0, 0, 9), (10, 12, 13)]);
+    h.task.abort();
+}
+
+/// A re-write is exactly its claimed range in one object, even when a value schema inferred per file
+/// would roll at a new field: the record with it is kept raw instead (outside a re-write, it rolls).
+#[tokio::test]
+async fn a_rewrite_stays_one_object_when_an_inferred_schema_meets_new_fields() {
+    let h = harness_inferred(policy(100_000));
+    let claimed = key_of(0, 0, 4999, FileKind::Parquet);
+    h.plant(0, Claim { writer: "other:2".into(), object: Some(claimed.relative()), ..Claim::for_test(0, 0, 4999) })
+        .await;
+    assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(0));
+    let epoch = h.epochs.lock().unwrap()[&0];
+    // A first batch of `{"a": n}` fixes the file's schema; from offset 4500 on, records add "b".
+    for offset in 0..5200 {
+        let json = if offset < 4500 { format!(r#"{{"a":{offset}}}"#) } else { format!(r#"{{"a":{offset},"b":true}}"#) };
+        let record = Record { value: Some(json.into_bytes()), ..rec(offset, 0) };
+        h.records.send(vec![Fetched { tp: tp(0), epoch, record, retention_gap: None }]).await.unwrap();
+    }
+    h.drained().await;
+    h.revoke(0, false).await;
+    assert_eq!(h.keys().await, vec![claimed.to_string(), key_of(0, 5000, 5199, FileKind::Parquet).to_string()]);
+    let data = h.store.inner.get(&claimed.to_string()).await.unwrap();
+    assert_eq!(decode(FileKind::Parquet, data).unwrap().misfits, 500, "kept raw, not rolled");
+    assert_eq!(h.metrics.objects_by_roll_reason.with_label_values(&["schema"]).get(), 0);
     h.task.abort();
 }
