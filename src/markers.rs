@@ -8,7 +8,7 @@
 //! too: "this hour is complete, and had no records"), so the buckets with a marker are always a prefix
 //! of the topic's buckets: after a restart, the first bucket without one is found with a few HEADs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,15 +17,24 @@ use futures::stream::{self, StreamExt};
 use thiserror::Error;
 use tracing::{info, warn};
 
-use crate::core::completeness::{bucket_of_key, final_through, marker_key, topic_final_through, Lateness, Marker};
-use crate::core::object_key::Prefix;
+use crate::core::claim::ClaimKey;
+use crate::core::completeness::{
+    bucket_of_key, final_through, folder_timestamps, marker_key, topic_final_through, Lateness, Marker,
+};
+use crate::core::object_key::{ObjectKey, Prefix};
+use crate::core::partition::TopicPartition;
 use crate::core::recovery::ListRequest;
+use crate::core::restore::covering_claim;
 use crate::core::spool::SpoolData;
 use crate::core::time_bucket::{Bucket, BucketWidth, TimeSource};
 use crate::pipeline::{wall_clock_ms, AssignedTopics};
+use crate::restore::claimed_timestamps;
 use crate::status::{inspect, read_log, Inspected, StatusError};
-use crate::store::{ObjectStore, PutOutcome, StoreError};
+use crate::store::{list_all, list_between, ObjectStore, PutOutcome, StoreError};
 use crate::telemetry::Metrics;
+
+/// How many offsets before an object the listing for its claim starts (and by what it grows).
+const CLAIMS_LOOK_BACK: i64 = 1024;
 
 #[derive(Debug, Error)]
 enum MarkerError {
@@ -148,6 +157,7 @@ async fn put_marker(
     bucket: &Bucket,
     state: &TopicMarkers,
 ) -> Result<PutOutcome, StoreError> {
+    let (objects, timestamps) = folder_summary(store, &s.prefix, topic, bucket).await?;
     let marker = Marker {
         topic: topic.to_string(),
         bucket: bucket.to_string(),
@@ -159,6 +169,8 @@ async fn put_marker(
             .iter()
             .filter_map(|(p, (_, a))| Some((*p, (*a)?)))
             .collect::<BTreeMap<_, _>>(),
+        objects: Some(objects),
+        timestamps,
         writer: s.writer_id.clone(),
         time_ms: wall_clock_ms(),
     };
@@ -170,6 +182,70 @@ async fn put_marker(
         info!(key, "time bucket complete: marker written");
     }
     Ok(outcome)
+}
+
+/// What a complete folder's marker says of its objects: how many, and the span of their records'
+/// timestamps, read from their claims once here so that a restore by time reads one marker instead of a
+/// claim per object. Complete, the folder gets no more objects, and each of its claims has its object.
+async fn folder_summary(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    topic: &str,
+    bucket: &Bucket,
+) -> Result<(u64, Option<(i64, i64)>), StoreError> {
+    let mut by_partition: BTreeMap<i32, Vec<ObjectKey>> = BTreeMap::new();
+    for raw in list_all(store, &prefix.bucket_folder(topic, bucket)).await? {
+        if let Some(key) = ObjectKey::parse(prefix, &raw).ok().filter(|k| k.bucket == Some(*bucket)) {
+            by_partition.entry(key.tp.partition()).or_default().push(key);
+        }
+    }
+    let mut times = Vec::new();
+    for keys in by_partition.values() {
+        let (first, last) = (&keys[0], &keys[keys.len() - 1]);
+        let starts = claim_starts(store, prefix, &first.tp, first.range.start(), last.range.start()).await?;
+        let lookups: Vec<(ObjectKey, Option<i64>)> =
+            keys.iter().map(|k| (k.clone(), covering_claim(&starts, k.range.start()))).collect();
+        let claimed: Vec<Result<Option<(i64, i64)>, StoreError>> = stream::iter(lookups)
+            .map(|(k, start)| async move {
+                let Some(start) = start else { return Ok(None) };
+                claimed_timestamps(store, prefix, &k, start).await
+            })
+            .buffered(16)
+            .collect()
+            .await;
+        for c in claimed {
+            times.push(c?);
+        }
+    }
+    Ok((by_partition.values().map(|k| k.len() as u64).sum(), folder_timestamps(times)))
+}
+
+/// The chain starts of the partition's claims from the one covering offset `first` through those
+/// starting at or before `last`. The covering claim starts at `first` unless records before it were
+/// never archived (a gap, control records): the listing starts a little earlier, then further back.
+async fn claim_starts(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    tp: &TopicPartition,
+    first: i64,
+    last: i64,
+) -> Result<BTreeSet<i64>, StoreError> {
+    let through = ClaimKey::new(prefix.clone(), tp.clone(), last).to_string();
+    let mut back = CLAIMS_LOOK_BACK;
+    loop {
+        let from = first.saturating_sub(back);
+        let req = ListRequest {
+            prefix: prefix.claims_folder(tp),
+            start_after: Some(ClaimKey::start_after(prefix, tp, from)),
+        };
+        let (keys, _) = list_between(store, req, Some(&through)).await?;
+        let starts: BTreeSet<i64> =
+            keys.iter().filter_map(|k| ClaimKey::parse(prefix, k).ok()).map(|c| c.chain_start).collect();
+        if from == 0 || starts.first().is_some_and(|s| *s <= first) {
+            return Ok(starts);
+        }
+        back = back.saturating_mul(CLAIMS_LOOK_BACK);
+    }
 }
 
 /// The topic's first bucket without a marker: from its first bucket (the first key listed), galloping
@@ -202,4 +278,66 @@ async fn first_unmarked(
         }
     }
     Ok(Some(first.nth_after(hi)))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::core::claim::Claim;
+    use crate::core::object_key::FileKind;
+    use crate::core::partition::OffsetRange;
+    use crate::store::LocalStore;
+
+    pub(crate) const HOUR: i64 = 3_600_000;
+
+    pub(crate) fn hour(h: i64) -> Bucket {
+        Bucket::containing(BucketWidth::Hour, h * HOUR)
+    }
+
+    pub(crate) async fn put(store: &dyn ObjectStore, key: &str, body: Vec<u8>) {
+        let len = body.len() as u64;
+        store.put_if_absent(key, &SpoolData::Memory(Bytes::from(body)), len).await.unwrap();
+    }
+
+    /// Archives [first, end] of partition `p` of topic `t` into `bucket`'s folder under prefix `a`,
+    /// claimed from `chain_start`.
+    pub(crate) async fn archive(
+        store: &dyn ObjectStore,
+        bucket: Bucket,
+        p: i32,
+        (chain_start, first, end): (i64, i64, i64),
+        ts: Option<(i64, i64)>,
+    ) {
+        let prefix = Prefix::new("a");
+        let tp = TopicPartition::new("t", p).unwrap();
+        let range = OffsetRange::new(first, end).unwrap();
+        let key = ObjectKey::new(prefix.clone(), tp.clone(), range, FileKind::Parquet).in_bucket(Some(bucket));
+        put(store, &key.to_string(), b"data".to_vec()).await;
+        let claim = Claim { timestamps: ts, ..Claim::for_test(chain_start, first, end) };
+        put(store, &ClaimKey::new(prefix, tp, chain_start).to_string(), claim.to_json()).await;
+    }
+
+    #[tokio::test]
+    async fn a_markers_summary_spans_its_folders_records_as_their_claims_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(dir.path()).unwrap();
+        archive(&store, hour(0), 0, (0, 0, 9), Some((10, 20))).await;
+        archive(&store, hour(1), 0, (10, 10, 19), Some((HOUR - 5, HOUR + 7))).await;
+        archive(&store, hour(1), 0, (20, 20, 29), Some((HOUR + 8, HOUR + 9))).await;
+        archive(&store, hour(2), 0, (30, 30, 39), Some((2 * HOUR, 2 * HOUR))).await;
+        // Partition 1's first object in hour 1 follows 5,000 offsets never archived (control records,
+        // retention): its claim starts far before its first offset.
+        archive(&store, hour(0), 1, (0, 0, 9), Some((1, 2))).await;
+        archive(&store, hour(1), 1, (10, 5_000, 5_009), Some((HOUR + 1, HOUR + 20))).await;
+        archive(&store, hour(3), 1, (5_010, 5_010, 5_019), None).await;
+        let summary = |b: Bucket| {
+            let store = &store;
+            async move { folder_summary(store, &Prefix::new("a"), "t", &b).await.unwrap() }
+        };
+        assert_eq!(summary(hour(1)).await, (3, Some((HOUR - 5, HOUR + 20))));
+        assert_eq!(summary(hour(0)).await, (2, Some((1, 20))));
+        assert_eq!(summary(hour(2)).await, (1, Some((2 * HOUR, 2 * HOUR))));
+        assert_eq!(summary(hour(3)).await, (1, None), "a claim that does not say makes the span unknown");
+        assert_eq!(summary(hour(4)).await, (0, None), "an empty folder");
+    }
 }

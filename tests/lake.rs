@@ -81,6 +81,7 @@ async fn hourly_folders_survive_a_kill_and_a_new_group_and_duckdb_reads_them() {
     let objects = read_objects(store.as_ref(), &dest, &topic).await;
     check_folder_rule(&objects, &produced);
     check_markers(&markers(store.as_ref(), &dest, &topic).await, &objects);
+    check_restore_by_time(&dest, &topic, &produced);
 
     let local = tempfile::tempdir().unwrap();
     for (key, _) in &objects {
@@ -172,11 +173,48 @@ fn check_markers(markers: &[(i64, Marker)], objects: &[(ObjectKey, Vec<Record>)]
     assert_eq!(markers.iter().map(|(h, _)| *h).collect::<Vec<_>>(), vec![0, 1], "{markers:?}");
     for (_, m) in markers {
         assert_eq!(m.partitions, PARTITIONS as usize);
-        for (key, recs) in objects.iter().filter(|(k, _)| k.bucket.is_some_and(|b| b.start_ms() == m.start_ms)) {
+        let in_folder: Vec<_> =
+            objects.iter().filter(|(k, _)| k.bucket.is_some_and(|b| b.start_ms() == m.start_ms)).collect();
+        for (key, recs) in &in_folder {
             let through = m.archived_through.get(&key.tp.partition()).copied();
             assert!(through >= recs.last().map(|r| r.offset), "{m:?} misses {key}");
         }
+        // What a restore by time prunes whole folders by: their objects and their records' time span.
+        let times: Vec<i64> =
+            in_folder.iter().flat_map(|(_, recs)| recs.iter().filter_map(|r| r.timestamp_ms)).collect();
+        assert_eq!(m.objects, Some(in_folder.len() as u64), "{m:?}");
+        assert_eq!(m.timestamps, times.iter().min().zip(times.iter().max()).map(|(a, b)| (*a, *b)), "{m:?}");
     }
+}
+
+/// `restore --from-time` of 10:20-10:40 skips hour 11's folder by its marker (its records start at
+/// 10:59:15, the late ones), looks at the claims of hours 10 and 12 (12 has no marker yet), and writes
+/// exactly the records stamped in the window.
+fn check_restore_by_time(dest: &TestDest, topic: &str, produced: &BTreeMap<i32, Vec<Record>>) {
+    let (from, to) = (START + HOUR / 3, START + 2 * HOUR / 3);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+        .args(["restore", "--dest", &dest.url(), "--s3-endpoint", &s3_endpoint(), "--topic", topic, "--to-stdout"])
+        .args(["--from-time", &from.to_string(), "--to-time", &to.to_string()])
+        .output()
+        .expect("run restore");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "restore failed: {stderr}");
+    assert!(stderr.contains("(1 time-bucket folders by their markers)"), "{stderr}");
+    let mut restored: Vec<(i64, i64)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|l| (l["partition"].as_i64().unwrap(), l["offset"].as_i64().unwrap()))
+        .collect();
+    restored.sort();
+    let expected: Vec<(i64, i64)> = produced
+        .iter()
+        .flat_map(|(p, recs)| recs.iter().map(move |r| (*p, r)))
+        .filter(|(_, r)| (from..=to).contains(&r.timestamp_ms.unwrap()))
+        .map(|(p, r)| (i64::from(p), r.offset))
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(restored, expected);
 }
 
 fn hourly_args(dest: &TestDest, group: &str, topic: &str, spool: &Path) -> Vec<String> {

@@ -37,8 +37,27 @@ pub struct Marker {
     /// Per partition, the highest offset archived when the bucket was found complete (every record of
     /// the bucket is at or below it); absent for a partition with nothing archived.
     pub archived_through: BTreeMap<i32, i64>,
+    /// How many data objects the folder holds (absent in markers written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<u64>,
+    /// The smallest and largest record timestamp in the folder's objects, from their claims, so a restore
+    /// by time can skip the whole folder; absent when the folder holds none or a claim does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamps: Option<(i64, i64)>,
     pub writer: String,
     pub time_ms: i64,
+}
+
+/// The timestamps of a folder's records, from its objects' (`None`: unknown for that object): their
+/// span, unknown if any object's is.
+pub fn folder_timestamps(objects: impl IntoIterator<Item = Option<(i64, i64)>>) -> Option<(i64, i64)> {
+    let mut span: Option<(i64, i64)> = None;
+    for times in objects {
+        let (min, max) = times?;
+        let (lo, hi) = span.unwrap_or((min, max));
+        span = Some((lo.min(min), hi.max(max)));
+    }
+    span
 }
 
 /// The key of a bucket's marker.
@@ -226,5 +245,22 @@ mod tests {
         assert_eq!(topic_final_through([Some(5), Some(3), Some(9)]), Some(3));
         assert_eq!(topic_final_through([Some(5), None]), None);
         assert_eq!(topic_final_through([]), None);
+    }
+
+    #[test]
+    fn a_folders_timestamps_span_its_objects_and_are_unknown_if_one_is() {
+        assert_eq!(folder_timestamps([Some((5, 9)), Some((1, 3)), Some((4, 12))]), Some((1, 12)));
+        assert_eq!(folder_timestamps([Some((5, 9)), None, Some((1, 3))]), None);
+        assert_eq!(folder_timestamps([]), None);
+    }
+
+    #[test]
+    fn markers_written_before_the_folder_summary_still_parse() {
+        let old = br#"{"topic":"t","bucket":"dt=2026-11-30","start_ms":0,"end_ms":1,"partitions":1,
+            "archived_through":{"0":7},"writer":"w","time_ms":2}"#;
+        let m: Marker = serde_json::from_slice(old).unwrap();
+        assert_eq!((m.objects, m.timestamps), (None, None));
+        let new = Marker { objects: Some(3), timestamps: Some((4, 5)), ..m };
+        assert_eq!(serde_json::from_slice::<Marker>(&serde_json::to_vec(&new).unwrap()).unwrap(), new);
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::completeness::Marker;
 use super::partition::{OffsetRange, TopicPartition};
 use super::record::Record;
 
@@ -79,6 +80,17 @@ pub fn murmur2(data: &[u8]) -> i32 {
     h as i32
 }
 
+/// What to do with a time-bucket folder's objects, by its marker, when restoring by time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FolderChoice {
+    /// Its records are all outside the selection (or it has none): none of its objects is read.
+    Skip,
+    /// Its records' timestamps are all inside the selection: every object is read, no claim looked at.
+    Read,
+    /// It straddles the selection's edge, or its marker does not say: each object's claim decides.
+    Look,
+}
+
 /// Which records a restore takes: offsets and record timestamps, both inclusive.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Selection {
@@ -97,6 +109,16 @@ impl Selection {
     /// Whether an object whose records' timestamps span `[min, max]` can hold selected records.
     pub fn wants_times(&self, (min, max): (i64, i64)) -> bool {
         self.from_time_ms.is_none_or(|f| max >= f) && self.to_time_ms.is_none_or(|t| min <= t)
+    }
+
+    /// What a complete time-bucket folder's marker lets this selection do with the folder's objects.
+    pub fn folder(&self, marker: &Marker) -> FolderChoice {
+        match (marker.objects, marker.timestamps) {
+            (Some(0), _) => FolderChoice::Skip,
+            (_, Some(span)) if !self.wants_times(span) => FolderChoice::Skip,
+            (_, Some((min, max))) if self.wants_times((min, min)) && self.wants_times((max, max)) => FolderChoice::Read,
+            _ => FolderChoice::Look,
+        }
     }
 
     /// Whether the selection filters by time at all.
@@ -260,5 +282,32 @@ mod tests {
         let mut once = OffsetOnce::default();
         let seen: Vec<i64> = [0, 1, 2, 1, 2, 3, 5, 4, 6].into_iter().filter(|o| once.first_time(*o)).collect();
         assert_eq!(seen, vec![0, 1, 2, 3, 5, 6]);
+    }
+
+    #[test]
+    fn a_folders_marker_decides_whether_its_objects_are_read() {
+        let marker = |objects, timestamps| Marker {
+            topic: "t".into(),
+            bucket: "dt=1970-01-01".into(),
+            start_ms: 0,
+            end_ms: 1,
+            partitions: 1,
+            archived_through: BTreeMap::new(),
+            objects,
+            timestamps,
+            writer: "w".into(),
+            time_ms: 0,
+        };
+        let s = Selection { from_time_ms: Some(100), to_time_ms: Some(200), ..Selection::default() };
+        assert_eq!(s.folder(&marker(Some(0), None)), FolderChoice::Skip);
+        assert_eq!(s.folder(&marker(Some(4), Some((201, 300)))), FolderChoice::Skip);
+        assert_eq!(s.folder(&marker(Some(4), Some((10, 99)))), FolderChoice::Skip);
+        assert_eq!(s.folder(&marker(Some(4), Some((100, 200)))), FolderChoice::Read);
+        assert_eq!(s.folder(&marker(Some(4), Some((50, 150)))), FolderChoice::Look);
+        assert_eq!(s.folder(&marker(Some(4), Some((10, 300)))), FolderChoice::Look);
+        assert_eq!(s.folder(&marker(Some(4), None)), FolderChoice::Look);
+        assert_eq!(s.folder(&marker(None, None)), FolderChoice::Look, "a marker from before the summary");
+        let open_ended = Selection { from_time_ms: Some(100), ..Selection::default() };
+        assert_eq!(open_ended.folder(&marker(Some(4), Some((100, i64::MAX)))), FolderChoice::Read);
     }
 }

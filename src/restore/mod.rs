@@ -3,9 +3,12 @@
 //! is idempotent and every record carries its source in a header; a re-run first reads the target
 //! back and skips what it holds, so an interrupted restore resumes without duplicates.
 
+mod by_time;
 mod kafka;
 
-use std::collections::{BTreeMap, BTreeSet};
+pub(crate) use by_time::claimed_timestamps;
+
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,12 +19,12 @@ use rdkafka::error::KafkaError;
 use thiserror::Error;
 use tokio::task::JoinSet;
 
-use crate::core::claim::{Claim, ClaimKey};
+use crate::core::completeness::is_marker;
 use crate::core::encode::{decode, json_line, EncodeError};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
 use crate::core::record::Record;
-use crate::core::restore::{covering_claim, OffsetOnce, Partitioning, Selection};
+use crate::core::restore::{OffsetOnce, Partitioning, Selection};
 use crate::store::{list_all, ObjectStore, StoreError};
 
 /// Source partitions restored into Kafka at once, each by a task of its own (fetching, decoding and
@@ -87,8 +90,11 @@ pub struct RestoreProgressCounters {
     pub already_there: AtomicU64,
     /// Records skipped: outside the time selection, or repeated by overlapping objects.
     pub skipped: AtomicU64,
-    /// Objects not read at all: their claims say their records are outside the time selection.
+    /// Objects not read at all: their claims, or their folder's marker, say their records are outside
+    /// the time selection.
     pub objects_skipped: AtomicU64,
+    /// Time-bucket folders whose marker says their records are outside the time selection.
+    pub folders_skipped: AtomicU64,
 }
 
 impl RestoreProgressCounters {
@@ -110,12 +116,14 @@ impl RestoreProgressCounters {
     /// What was written and skipped so far.
     pub fn summary(&self) -> String {
         format!(
-            "restored {} records ({:.1} MB), {} already there, {} skipped, {} objects skipped by time",
+            "restored {} records ({:.1} MB), {} already there, {} skipped, {} objects skipped by time \
+             ({} time-bucket folders by their markers)",
             Self::get(&self.written),
             Self::get(&self.bytes) as f64 / 1e6,
             Self::get(&self.already_there),
             Self::get(&self.skipped),
             Self::get(&self.objects_skipped),
+            Self::get(&self.folders_skipped),
         )
     }
 
@@ -128,11 +136,18 @@ impl RestoreProgressCounters {
     }
 }
 
-/// The selected objects of `topic`, per partition, in key (offset) order.
-async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<BTreeMap<i32, Vec<ObjectKey>>, StoreError> {
-    let mut by_partition: BTreeMap<i32, Vec<ObjectKey>> = BTreeMap::new();
+/// The selected objects of `topic`, per partition, in key (offset) order, and the `_SUCCESS` markers of
+/// its complete time buckets.
+async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<(ByPartition, Vec<String>), StoreError> {
+    let mut by_partition: ByPartition = BTreeMap::new();
+    let mut markers = Vec::new();
     for raw in list_all(store, &opts.prefix.topic_folder(&opts.topic)).await? {
-        let Ok(key) = ObjectKey::parse(&opts.prefix, &raw) else { continue };
+        let Ok(key) = ObjectKey::parse(&opts.prefix, &raw) else {
+            if is_marker(&opts.prefix, &raw) {
+                markers.push(raw);
+            }
+            continue;
+        };
         let wanted_partition = opts.partitions.is_empty() || opts.partitions.contains(&key.tp.partition());
         if key.tp.topic() == opts.topic && wanted_partition && opts.selection.wants_object(key.range) {
             by_partition.entry(key.tp.partition()).or_default().push(key);
@@ -141,53 +156,11 @@ async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<BTree
     for keys in by_partition.values_mut() {
         keys.sort_by_key(|k| (k.range.start(), k.range.end()));
     }
-    Ok(by_partition)
+    Ok((by_partition, markers))
 }
 
-/// With a time selection: drops the objects whose claims say their records' timestamps are all outside
-/// it (one small GET per object instead of reading it); returns how many were dropped. Objects without
-/// a claim that describes them exactly, or without timestamps in it, are kept.
-async fn skip_by_time(
-    store: &dyn ObjectStore,
-    opts: &RestoreOptions,
-    by_partition: &mut BTreeMap<i32, Vec<ObjectKey>>,
-) -> Result<u64, StoreError> {
-    let mut starts: BTreeMap<i32, BTreeSet<i64>> = BTreeMap::new();
-    for raw in list_all(store, &opts.prefix.claims_topic_folder(&opts.topic)).await? {
-        if let Ok(c) = ClaimKey::parse(&opts.prefix, &raw) {
-            starts.entry(c.tp.partition()).or_default().insert(c.chain_start);
-        }
-    }
-    let lookups: Vec<(ObjectKey, Option<i64>)> = by_partition
-        .values()
-        .flatten()
-        .map(|k| (k.clone(), starts.get(&k.tp.partition()).and_then(|s| covering_claim(s, k.range.start()))))
-        .collect();
-    let outside: Vec<Option<ObjectKey>> = stream::iter(lookups)
-        .map(|(object, claim_start)| async move {
-            let Some(start) = claim_start else { return Ok(None) };
-            let key = ClaimKey::new(opts.prefix.clone(), object.tp.clone(), start).to_string();
-            let claim = match store.get(&key).await {
-                Ok(body) => Claim::from_json(&key, &body).ok(),
-                Err(StoreError::NotFound(_)) => None,
-                Err(e) => return Err(e),
-            };
-            let describes = claim.filter(|c| c.data() == object.range);
-            let skip = describes.and_then(|c| c.timestamps).is_some_and(|range| !opts.selection.wants_times(range));
-            Ok(skip.then_some(object))
-        })
-        .buffer_unordered(16)
-        .collect::<Vec<Result<Option<ObjectKey>, StoreError>>>()
-        .await
-        .into_iter()
-        .collect::<Result<_, _>>()?;
-    let outside: BTreeSet<String> = outside.into_iter().flatten().map(|k| k.to_string()).collect();
-    for keys in by_partition.values_mut() {
-        keys.retain(|k| !outside.contains(&k.to_string()));
-    }
-    by_partition.retain(|_, keys| !keys.is_empty());
-    Ok(outside.len() as u64)
-}
+/// Selected objects per source partition.
+type ByPartition = BTreeMap<i32, Vec<ObjectKey>>;
 
 /// Paces records to `--max-rate` across all partitions.
 struct Pacer {
@@ -294,10 +267,12 @@ pub async fn restore(
     opts: &RestoreOptions,
     counters: &Arc<RestoreProgressCounters>,
 ) -> Result<(), RestoreError> {
-    let mut by_partition = objects(store.as_ref(), opts).await?;
+    let (mut by_partition, markers) = objects(store.as_ref(), opts).await?;
     if opts.selection.by_time() {
-        let skipped = skip_by_time(store.as_ref(), opts, &mut by_partition).await?;
-        counters.objects_skipped.store(skipped, Ordering::Relaxed);
+        let by_markers = by_time::skip_by_markers(store.as_ref(), opts, &markers, &mut by_partition).await?;
+        let by_claims = by_time::skip_by_claims(store.as_ref(), opts, &by_markers.read, &mut by_partition).await?;
+        counters.folders_skipped.store(by_markers.folders, Ordering::Relaxed);
+        counters.objects_skipped.store(by_markers.objects + by_claims, Ordering::Relaxed);
     }
     if by_partition.is_empty() {
         return Err(RestoreError::Nothing(opts.topic.clone()));

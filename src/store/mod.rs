@@ -72,15 +72,25 @@ pub async fn list_all(store: &dyn ObjectStore, prefix: &str) -> Result<Vec<Strin
 
 /// Lists every key under `prefix`, following pages; also returns how many requests it took.
 pub async fn list_all_counting(store: &dyn ObjectStore, prefix: &str) -> Result<(Vec<String>, u64), StoreError> {
-    let mut req = ListRequest { prefix: prefix.to_string(), start_after: None };
+    list_between(store, ListRequest { prefix: prefix.to_string(), start_after: None }, None).await
+}
+
+/// Lists the keys `req` asks for, following pages, up to and including `through` (all when `None`);
+/// also returns how many requests it took.
+pub async fn list_between(
+    store: &dyn ObjectStore,
+    mut req: ListRequest,
+    through: Option<&str>,
+) -> Result<(Vec<String>, u64), StoreError> {
     let mut out = Vec::new();
     let mut requests = 0;
     loop {
         let page = store.list(&req, 1000).await?;
         requests += 1;
         let last = page.keys.last().cloned();
-        out.extend(page.keys);
-        match (page.truncated, last) {
+        out.extend(page.keys.into_iter().filter(|k| through.is_none_or(|t| k.as_str() <= t)));
+        let more = page.truncated && through.is_none_or(|t| last.as_deref().is_some_and(|l| l < t));
+        match (more, last) {
             (true, Some(last)) => req.start_after = Some(last),
             _ => return Ok((out, requests)),
         }
