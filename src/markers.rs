@@ -199,26 +199,33 @@ async fn folder_summary(
             by_partition.entry(key.tp.partition()).or_default().push(key);
         }
     }
-    let mut times = Vec::new();
-    for keys in by_partition.values() {
-        let (first, last) = (&keys[0], &keys[keys.len() - 1]);
-        let starts = claim_starts(store, prefix, &first.tp, first.range.start(), last.range.start()).await?;
-        let lookups: Vec<(ObjectKey, Option<i64>)> =
-            keys.iter().map(|k| (k.clone(), covering_claim(&starts, k.range.start()))).collect();
-        let claimed: Vec<Result<Option<(i64, i64)>, StoreError>> = stream::iter(lookups)
-            .map(|(k, start)| async move {
-                let Some(start) = start else { return Ok(None) };
-                claimed_timestamps(store, prefix, &k, start).await
-            })
-            .buffered(16)
-            .collect()
-            .await;
-        for c in claimed {
-            times.push(c?);
-        }
+    let objects = by_partition.values().map(|k| k.len() as u64).sum();
+    let listed: Vec<Result<Vec<ClaimLookup>, StoreError>> = stream::iter(by_partition.into_values())
+        .map(|keys| async move {
+            let (first, last) = (&keys[0], &keys[keys.len() - 1]);
+            let starts = claim_starts(store, prefix, &first.tp, first.range.start(), last.range.start()).await?;
+            Ok(keys.iter().map(|k| (k.clone(), covering_claim(&starts, k.range.start()))).collect())
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let mut lookups = Vec::new();
+    for partition in listed {
+        lookups.extend(partition?);
     }
-    Ok((by_partition.values().map(|k| k.len() as u64).sum(), folder_timestamps(times)))
+    let times: Vec<Result<Option<(i64, i64)>, StoreError>> = stream::iter(lookups)
+        .map(|(k, start)| async move {
+            let Some(start) = start else { return Ok(None) };
+            claimed_timestamps(store, prefix, &k, start).await
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    Ok((objects, folder_timestamps(times.into_iter().collect::<Result<Vec<_>, _>>()?)))
 }
+
+/// An object and the chain start of the claim covering it, if any.
+type ClaimLookup = (ObjectKey, Option<i64>);
 
 /// The chain starts of the partition's claims from the one covering offset `first` through those
 /// starting at or before `last`. The covering claim starts at `first` unless records before it were
