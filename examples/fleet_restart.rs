@@ -15,14 +15,10 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use futures::StreamExt;
-use kafka_s3_archiver::core::claim::{Claim, ClaimKey};
-use kafka_s3_archiver::core::object_key::{FileKind, ObjectKey, Prefix};
+use kafka_s3_archiver::core::object_key::Prefix;
 use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
-use kafka_s3_archiver::core::spool::SpoolData;
-use kafka_s3_archiver::generate::{generated, produce_records};
-use kafka_s3_archiver::store::{ObjectStore, S3Settings, S3Store};
+use kafka_s3_archiver::generate::{generated, produce_records, write_synthetic_archive};
+use kafka_s3_archiver::store::{S3Settings, S3Store};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::ClientConfig;
@@ -32,28 +28,6 @@ const WRITERS: usize = 64;
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run this through localstack/bench-fleet.sh"))
-}
-
-/// Object `offset` of `tp` (one record) and its claim, as the archiver writes them.
-fn object(prefix: &Prefix, tp: &TopicPartition, offset: i64) -> [(String, Bytes); 2] {
-    let range = OffsetRange::new(offset, offset).expect("range");
-    let data = ObjectKey::new(prefix.clone(), tp.clone(), range, FileKind::Jsonl);
-    let claim = Claim {
-        chain_start: offset,
-        first: offset,
-        end: offset,
-        records: 1,
-        retention_gap: false,
-        retention_gap_from: None,
-        writer: "bench:1".into(),
-        time_ms: 0,
-        timestamps: None,
-        topic_id: None,
-        object: Some(data.relative()),
-        time_source: None,
-    };
-    let claim_key = ClaimKey::new(prefix.clone(), tp.clone(), offset).to_string();
-    [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]
 }
 
 /// One archiver process and the port of its `/metrics`.
@@ -177,16 +151,12 @@ async fn main() {
     store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
     let prefix = Prefix::new("arch");
     let started = Instant::now();
-    let (store_ref, prefix_ref) = (&store, &prefix);
-    let tps: Vec<TopicPartition> = (0..partitions).map(|p| TopicPartition::new(&topic, p).unwrap()).collect();
-    futures::stream::iter(tps.iter().flat_map(|tp| (0..objects).flat_map(move |o| object(prefix_ref, tp, o))))
-        .for_each_concurrent(WRITERS, |(key, body)| async move {
-            let len = body.len() as u64;
-            store_ref.put_if_absent(&key, &SpoolData::Memory(body), len).await.expect("put");
-        })
-        .await;
+    let ranges = (0..partitions).flat_map(|p| {
+        let tp = TopicPartition::new(&topic, p).expect("partition");
+        (0..objects).map(move |o| (tp.clone(), OffsetRange::new(o, o).expect("range")))
+    });
+    let puts = write_synthetic_archive(&store, &prefix, ranges, WRITERS).await.expect("write the archive");
     let secs = started.elapsed().as_secs_f64();
-    let puts = 2 * objects * i64::from(partitions);
     println!(
         "{partitions} partitions x {objects} objects and claims written in {secs:.0}s ({:.0} PUTs/s); \
          {records} records in the log; {instances} instances",

@@ -10,12 +10,11 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::StreamExt;
-use kafka_s3_archiver::core::claim::{Claim, ClaimKey};
-use kafka_s3_archiver::core::object_key::{FileKind, ObjectKey, Prefix};
+use kafka_s3_archiver::core::object_key::Prefix;
 use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::core::recovery::{CommitHint, ListPage, ListRequest};
 use kafka_s3_archiver::core::spool::SpoolData;
+use kafka_s3_archiver::generate::write_synthetic_archive;
 use kafka_s3_archiver::store::{ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
 use kafka_s3_archiver::tail::{find_tail, Patience, TailHints};
 
@@ -64,28 +63,6 @@ impl ObjectStore for Counting<'_> {
     }
 }
 
-/// Object `i`'s data key and claim, as the archiver writes them.
-fn object(prefix: &Prefix, tp: &TopicPartition, i: i64) -> [(String, Bytes); 2] {
-    let range = OffsetRange::new(i * RECORDS, i * RECORDS + RECORDS - 1).expect("range");
-    let data = ObjectKey::new(prefix.clone(), tp.clone(), range, FileKind::Jsonl);
-    let claim = Claim {
-        chain_start: range.start(),
-        first: range.start(),
-        end: range.end(),
-        records: RECORDS as u64,
-        retention_gap: false,
-        retention_gap_from: None,
-        writer: "bench:1".into(),
-        time_ms: 0,
-        timestamps: None,
-        topic_id: None,
-        object: Some(data.relative()),
-        time_source: None,
-    };
-    let claim_key = ClaimKey::new(prefix.clone(), tp.clone(), range.start()).to_string();
-    [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]
-}
-
 #[tokio::main]
 async fn main() {
     let objects: i64 = std::env::args().nth(1).map_or(100_000, |a| a.parse().expect("objects"));
@@ -96,13 +73,9 @@ async fn main() {
     store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
     let (prefix, tp) = (Prefix::new("arch"), TopicPartition::new("t", 0).expect("partition"));
     let started = Instant::now();
-    let store_ref = &store;
-    futures::stream::iter((0..objects).flat_map(|i| object(&prefix, &tp, i)))
-        .for_each_concurrent(WRITERS, |(key, body)| async move {
-            let len = body.len() as u64;
-            store_ref.put_if_absent(&key, &SpoolData::Memory(body), len).await.expect("put");
-        })
-        .await;
+    let ranges =
+        (0..objects).map(|i| (tp.clone(), OffsetRange::new(i * RECORDS, i * RECORDS + RECORDS - 1).expect("range")));
+    write_synthetic_archive(&store, &prefix, ranges, WRITERS).await.expect("write the archive");
     let secs = started.elapsed().as_secs_f64();
     println!(
         "wrote {objects} data objects and {objects} claims in {secs:.0}s ({:.0} PUTs/s)",

@@ -4,12 +4,19 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+use bytes::Bytes;
+use futures::StreamExt;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::FutureProducer;
 
+use crate::core::claim::{Claim, ClaimKey};
+use crate::core::object_key::{FileKind, ObjectKey, Prefix};
+use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::record::{Header, Record, TimestampKind};
+use crate::core::spool::SpoolData;
 use crate::source::convert::{kafka_headers, to_future_record};
+use crate::store::{ObjectStore, PutOutcome, StoreError};
 
 /// Timestamps of generated records start here (2026-01-01T00:00:00Z) and grow by 1 ms per index.
 const BASE_TIMESTAMP_MS: i64 = 1_767_225_600_000;
@@ -101,4 +108,46 @@ pub fn merge(all: &mut BTreeMap<i32, Vec<Record>>, more: BTreeMap<i32, Vec<Recor
         v.extend(records);
         v.sort_by_key(|r| r.offset);
     }
+}
+
+/// Writes a synthetic archive straight to `store` (for recovery benches and tests): for each of
+/// `objects`, a placeholder data object named as the archiver names it and its claim (no gap before
+/// it: each partition's ranges must follow one another from its first), `at_once` PUTs in flight.
+/// Returns how many PUTs it made.
+pub async fn write_synthetic_archive(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    objects: impl Iterator<Item = (TopicPartition, OffsetRange)>,
+    at_once: usize,
+) -> Result<u64, StoreError> {
+    let puts = objects.flat_map(|(tp, range)| {
+        let data = ObjectKey::new(prefix.clone(), tp.clone(), range, FileKind::Jsonl);
+        let claim = Claim {
+            chain_start: range.start(),
+            first: range.start(),
+            end: range.end(),
+            records: u64::try_from(range.end() - range.start() + 1).expect("a range"),
+            retention_gap: false,
+            retention_gap_from: None,
+            writer: "synthetic:1".into(),
+            time_ms: 0,
+            timestamps: None,
+            topic_id: None,
+            object: Some(data.relative()),
+            time_source: None,
+        };
+        let claim_key = ClaimKey::new(prefix.clone(), tp, range.start()).to_string();
+        [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]
+    });
+    let results: Vec<Result<PutOutcome, StoreError>> = futures::stream::iter(puts)
+        .map(|(key, body)| async move {
+            let len = body.len() as u64;
+            store.put_if_absent(&key, &SpoolData::Memory(body), len).await
+        })
+        .buffer_unordered(at_once)
+        .collect()
+        .await;
+    let puts = results.len() as u64;
+    results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(puts)
 }

@@ -169,43 +169,17 @@ async fn s3_stale_multipart_uploads_of_ours_are_aborted() {
 /// log end.
 #[tokio::test(flavor = "multi_thread")]
 async fn s3_recovery_finds_the_end_of_a_large_partition_in_a_few_requests() {
-    use futures::StreamExt;
-    use kafka_s3_archiver::core::claim::{Claim, ClaimKey};
-    use kafka_s3_archiver::core::object_key::{FileKind, ObjectKey, Prefix};
+    use kafka_s3_archiver::core::object_key::Prefix;
     use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
     use kafka_s3_archiver::core::recovery::Tail;
+    use kafka_s3_archiver::generate::write_synthetic_archive;
     use kafka_s3_archiver::tail::{find_tail, Patience, TailHints};
     let bucket = unique("tail").to_lowercase();
     let store = s3_store_with(&bucket, 5 << 20).await;
     let (prefix, tp) = (Prefix::new("arch"), TopicPartition::new("t", 0).unwrap());
     const FILES: i64 = 2100;
-    let puts = (0..FILES).flat_map(|i| {
-        let range = OffsetRange::new(i * 100, i * 100 + 99).unwrap();
-        let data = ObjectKey::new(prefix.clone(), tp.clone(), range, FileKind::Jsonl);
-        let claim = Claim {
-            chain_start: range.start(),
-            first: range.start(),
-            end: range.end(),
-            records: 100,
-            retention_gap: false,
-            retention_gap_from: None,
-            writer: "bench:1".into(),
-            time_ms: 0,
-            timestamps: None,
-            topic_id: None,
-            object: Some(data.relative()),
-            time_source: None,
-        };
-        let claim_key = ClaimKey::new(prefix.clone(), tp.clone(), i * 100).to_string();
-        [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]
-    });
-    let store_ref = &store;
-    futures::stream::iter(puts)
-        .for_each_concurrent(32, |(key, body)| async move {
-            let len = body.len() as u64;
-            store_ref.put_if_absent(&key, &SpoolData::Memory(body), len).await.unwrap();
-        })
-        .await;
+    let objects = (0..FILES).map(|i| (tp.clone(), OffsetRange::new(i * 100, i * 100 + 99).unwrap()));
+    write_synthetic_archive(&store, &prefix, objects, 32).await.unwrap();
     for log_end in [Some(FILES * 100), None] {
         let hints = TailHints { commit: None, log_end };
         let found = find_tail(&store, &prefix, &tp, hints, true, Patience::Attempts(3), None).await.unwrap();
