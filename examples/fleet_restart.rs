@@ -7,7 +7,11 @@
 //! commits), one more record per partition is produced, and the same fleet restarts under the SAME
 //! group (commit hints). Request counts come from the instances' `/metrics`.
 //!
-//! Usage (services from localstack/with-services.sh): localstack/bench-fleet.sh [partitions] [objects] [instances]
+//! Usage (services from localstack/with-services.sh):
+//!   localstack/bench-fleet.sh [partitions] [objects] [instances] [s3|dir]
+//! `dir` archives to a local directory instead of LocalStack, whose listings slow down with the number of
+//! keys in the bucket (~0.7 s per LIST at a few hundred thousand keys): it isolates the archiver's and
+//! Kafka's part, and the request counts say what S3 would be asked.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -18,7 +22,7 @@ use std::time::{Duration, Instant};
 use kafka_s3_archiver::core::object_key::Prefix;
 use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::generate::{generated, produce_records, write_synthetic_archive};
-use kafka_s3_archiver::store::{S3Settings, S3Store};
+use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Settings, S3Store};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::ClientConfig;
@@ -40,14 +44,15 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn spawn(topic: &str, group: &str, dest: &str, endpoint: &str, i: usize) -> Instance {
+fn spawn(topic: &str, group: &str, dest: &[String], i: usize) -> Instance {
     let exe = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("kafka-s3-archiver");
     let port = free_port();
     let log = std::fs::File::create(std::env::temp_dir().join(format!("fleet-{}-{group}-{i}.log", std::process::id())))
         .unwrap();
     let child = Command::new(&exe)
         .args(["run", "--brokers", &env("KSA_TEST_BROKERS"), "--group", group, "--topic", topic])
-        .args(["--dest", dest, "--s3-endpoint", endpoint, "--roll-records", "1"])
+        .args(dest)
+        .args(["--roll-records", "1"])
         .args(["--metrics-addr", &format!("127.0.0.1:{port}")])
         .args(["--kafka", "session.timeout.ms=6000", "--kafka", "heartbeat.interval.ms=1000"])
         .env("RUST_LOG", "warn")
@@ -132,11 +137,24 @@ fn stop(fleet: &mut Vec<Instance>) {
     }
 }
 
+/// The archive's store, and the archiver's arguments naming it (prefix `arch`).
+async fn destination(kind: &str, dir: &std::path::Path) -> (Box<dyn ObjectStore>, Vec<String>) {
+    if kind == "dir" {
+        let store = LocalStore::new(dir).unwrap();
+        return (Box::new(store), vec!["--dest".into(), format!("file://{}/arch", dir.display())]);
+    }
+    let endpoint = env("KSA_TEST_S3_ENDPOINT");
+    let bucket = format!("fleet-{}", std::process::id());
+    let store = S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
+    store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
+    (Box::new(store), vec!["--dest".into(), format!("s3://{bucket}/arch"), "--s3-endpoint".into(), endpoint])
+}
+
 #[tokio::main]
 async fn main() {
     let arg = |n: usize, default: i64| std::env::args().nth(n).map_or(default, |a| a.parse().expect("a number"));
     let (partitions, objects, instances) = (arg(1, 1000) as i32, arg(2, 1000), arg(3, 3) as usize);
-    let (brokers, endpoint) = (env("KSA_TEST_BROKERS"), env("KSA_TEST_S3_ENDPOINT"));
+    let brokers = env("KSA_TEST_BROKERS");
     let topic = format!("fleet-{}", std::process::id());
     let admin: AdminClient<DefaultClientContext> =
         ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
@@ -146,16 +164,15 @@ async fn main() {
     let records = partitions as usize * (objects as usize + 1);
     produce_records(&brokers, &topic, partitions, 0..records, |i| generated(i, 16)).await.unwrap();
 
-    let bucket = format!("fleet-{}", std::process::id());
-    let store = S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
-    store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
+    let dir = tempfile::tempdir().unwrap();
+    let (store, dest) = destination(&std::env::args().nth(4).unwrap_or_else(|| "s3".into()), dir.path()).await;
     let prefix = Prefix::new("arch");
     let started = Instant::now();
     let ranges = (0..partitions).flat_map(|p| {
         let tp = TopicPartition::new(&topic, p).expect("partition");
         (0..objects).map(move |o| (tp.clone(), OffsetRange::new(o, o).expect("range")))
     });
-    let puts = write_synthetic_archive(&store, &prefix, ranges, WRITERS).await.expect("write the archive");
+    let puts = write_synthetic_archive(store.as_ref(), &prefix, ranges, WRITERS).await.expect("write the archive");
     let secs = started.elapsed().as_secs_f64();
     println!(
         "{partitions} partitions x {objects} objects and claims written in {secs:.0}s ({:.0} PUTs/s); \
@@ -163,9 +180,8 @@ async fn main() {
         puts as f64 / secs
     );
 
-    let dest = format!("s3://{bucket}/arch");
     let group = format!("fleet-{}", std::process::id());
-    let spawn_one = |i| spawn(&topic, &group, &dest, &endpoint, i);
+    let spawn_one = |i| spawn(&topic, &group, &dest, i);
     println!(
         "\n| restart | s to all recovered | s to every partition's next record durable | recoveries | rebalances \
          | recovery LISTs | mean ms per recovery |\n|---|---|---|---|---|---|---|"
