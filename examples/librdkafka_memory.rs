@@ -6,6 +6,7 @@
 //! Usage (against the test services):
 //! `./localstack/with-services.sh sh -c 'B="$CARGO_TARGET_DIR/release/examples/librdkafka_memory";
 //!  cargo build --release --example librdkafka_memory && $B produce && $B consume 65536 && $B consume 16384'`
+//! Further `key=value` arguments after the queue size are set on the consumer too (e.g. `fetch.max.bytes=8388608`).
 
 use std::time::Duration;
 
@@ -41,15 +42,20 @@ async fn produce(brokers: &str) {
     produce_records(brokers, TOPIC, PARTITIONS, 0..RECORDS, |i| generated(i, sizes[i])).await.expect("produce");
 }
 
-fn consume(brokers: &str, queue_kbytes: &str) {
-    let consumer: BaseConsumer = ClientConfig::new()
+fn consume(brokers: &str, queue_kbytes: &str, extra: &[String]) {
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", brokers)
         .set("group.id", "librdkafka-memory")
         .set("enable.auto.commit", "false")
         .set("fetch.queue.backoff.ms", "20")
-        .set("queued.max.messages.kbytes", queue_kbytes)
-        .create()
-        .expect("consumer");
+        .set("queued.max.messages.kbytes", queue_kbytes);
+    for setting in extra {
+        let (k, v) = setting.split_once('=').expect("key=value");
+        config.set(k, v);
+    }
+    let consumer: BaseConsumer = config.create().expect("consumer");
+    let started = std::time::Instant::now();
     let mut tpl = TopicPartitionList::new();
     for p in 0..PARTITIONS {
         tpl.add_partition_offset(TOPIC, p, Offset::Beginning).expect("partition");
@@ -65,7 +71,8 @@ fn consume(brokers: &str, queue_kbytes: &str) {
             }
         }
     }
-    println!("queued.max.messages.kbytes={queue_kbytes}: peak RSS {}", peak_rss());
+    let secs = started.elapsed().as_secs_f64();
+    println!("queued.max.messages.kbytes={queue_kbytes} {extra:?}: peak RSS {}, {secs:.1}s", peak_rss());
 }
 
 #[tokio::main]
@@ -74,7 +81,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     match (args.get(1).map(String::as_str), args.get(2)) {
         (Some("produce"), _) => produce(&brokers).await,
-        (Some("consume"), Some(kbytes)) => consume(&brokers, kbytes),
+        (Some("consume"), Some(kbytes)) => consume(&brokers, kbytes, &args[3..]),
         _ => eprintln!("usage: librdkafka_memory produce | consume QUEUED_MAX_MESSAGES_KBYTES"),
     }
 }

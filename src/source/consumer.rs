@@ -176,7 +176,8 @@ fn connect(settings: &SourceSettings, context: ArchiverContext) -> Result<BaseCo
         // on a broker that serves 1.2M/s; at 20 ms, ~270k (`localstack/bench.sh`). `--kafka` may
         // set it otherwise.
         .set("fetch.queue.backoff.ms", "20")
-        .set("queued.max.messages.kbytes", prefetch_kbytes(settings.max_buffer_bytes).to_string());
+        .set("queued.max.messages.kbytes", prefetch_kbytes(settings.max_buffer_bytes).to_string())
+        .set("fetch.max.bytes", fetch_max_bytes(prefetch_kbytes(settings.max_buffer_bytes)).to_string());
     if !uses_consumer_protocol(&settings.kafka_props) {
         // Classic groups: incremental rebalances, so partitions that stay are not flushed and
         // recovered again. (KIP-848's consumer protocol is always incremental; the broker assigns.)
@@ -356,6 +357,21 @@ fn prefetch_kbytes(max_buffer_bytes: u64) -> u64 {
     (max_buffer_bytes / 4 / 1024).clamp(MIN_PREFETCH_KBYTES, MAX_PREFETCH_KBYTES)
 }
 
+/// librdkafka's default `fetch.max.bytes` (50 MiB), the most one fetch response is given.
+const MAX_FETCH_BYTES: u64 = 50 * 1024 * 1024;
+/// The least (librdkafka raises it to `message.max.bytes` anyway; a larger first batch still comes whole).
+const MIN_FETCH_BYTES: u64 = 2 * 1024 * 1024;
+
+/// The most one fetch response may carry: a sixteenth of the prefetch queue, 2–50 MiB (`--kafka
+/// fetch.max.bytes` overrides). A response stays in memory whole while any of its messages is queued,
+/// so with many partitions librdkafka holds far more than its queue's size in responses: a plain
+/// consumer of 1,000 partitions of mixed sizes (`examples/librdkafka_memory.rs`) peaked at 185 MiB with a
+/// 64 MiB queue and librdkafka's 50 MiB responses, 119 MiB with 4 MiB ones; at a 16 MiB queue, 98 and
+/// 47 MiB (with 2 MiB ones). The archiver's rate did not change (`localstack/bench.sh`).
+fn fetch_max_bytes(prefetch_kbytes: u64) -> u64 {
+    (prefetch_kbytes * 1024 / 16).clamp(MIN_FETCH_BYTES, MAX_FETCH_BYTES)
+}
+
 /// How long an assign callback waits for recovery: long enough for a healthy store, and well below
 /// `max.poll.interval.ms`, which the callback's wait counts against (the group would evict a member
 /// that does not poll for that long). A recovery still running then ends later; see `context`.
@@ -386,6 +402,14 @@ mod tests {
         assert_eq!(prefetch_kbytes(64 << 20), 16 * 1024);
         assert_eq!(prefetch_kbytes(1 << 30), 64 * 1024);
         assert_eq!(prefetch_kbytes(1 << 20), 1024);
+    }
+
+    #[test]
+    fn a_fetch_response_is_a_sixteenth_of_the_prefetch_queue_within_2_to_50_mib() {
+        assert_eq!(fetch_max_bytes(prefetch_kbytes(256 << 20)), 4 << 20, "the default budget");
+        assert_eq!(fetch_max_bytes(prefetch_kbytes(64 << 20)), 2 << 20);
+        assert_eq!(fetch_max_bytes(1024), 2 << 20);
+        assert_eq!(fetch_max_bytes(4 << 30), 50 << 20);
     }
 
     #[test]
