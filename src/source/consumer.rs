@@ -367,7 +367,7 @@ const MIN_FETCH_BYTES: u64 = 2 * 1024 * 1024;
 /// so with many partitions librdkafka holds far more than its queue's size in responses: a plain
 /// consumer of 1,000 partitions of mixed sizes (`examples/librdkafka_memory.rs`) peaked at 185 MiB with a
 /// 64 MiB queue and librdkafka's 50 MiB responses, 119 MiB with 4 MiB ones; at a 16 MiB queue, 98 and
-/// 47 MiB (with 2 MiB ones). The archiver's rate did not change (`localstack/bench.sh`).
+/// 47 MiB (with 2 MiB ones). The archiver's rate did not clearly move (README, Performance).
 fn fetch_max_bytes(prefetch_kbytes: u64) -> u64 {
     (prefetch_kbytes * 1024 / 16).clamp(MIN_FETCH_BYTES, MAX_FETCH_BYTES)
 }
