@@ -177,7 +177,7 @@ fn connect(settings: &SourceSettings, context: ArchiverContext) -> Result<BaseCo
         // set it otherwise.
         .set("fetch.queue.backoff.ms", "20")
         .set("queued.max.messages.kbytes", prefetch_kbytes(settings.max_buffer_bytes).to_string())
-        .set("fetch.max.bytes", fetch_max_bytes(prefetch_kbytes(settings.max_buffer_bytes)).to_string());
+        .set("fetch.max.bytes", fetch_max_bytes(settings.max_buffer_bytes, &settings.kafka_props).to_string());
     if !uses_consumer_protocol(&settings.kafka_props) {
         // Classic groups: incremental rebalances, so partitions that stay are not flushed and
         // recovered again. (KIP-848's consumer protocol is always incremental; the broker assigns.)
@@ -362,14 +362,20 @@ const MAX_FETCH_BYTES: u64 = 50 * 1024 * 1024;
 /// The least (librdkafka raises it to `message.max.bytes` anyway; a larger first batch still comes whole).
 const MIN_FETCH_BYTES: u64 = 2 * 1024 * 1024;
 
-/// The most one fetch response may carry: a sixteenth of the prefetch queue, 2–50 MiB (`--kafka
-/// fetch.max.bytes` overrides). A response stays in memory whole while any of its messages is queued,
-/// so with many partitions librdkafka holds far more than its queue's size in responses: a plain
-/// consumer of 1,000 partitions of mixed sizes (`examples/librdkafka_memory.rs`) peaked at 185 MiB with a
-/// 64 MiB queue and librdkafka's 50 MiB responses, 119 MiB with 4 MiB ones; at a 16 MiB queue, 98 and
-/// 47 MiB (with 2 MiB ones). The archiver's rate did not clearly move (README, Performance).
-fn fetch_max_bytes(prefetch_kbytes: u64) -> u64 {
-    (prefetch_kbytes * 1024 / 16).clamp(MIN_FETCH_BYTES, MAX_FETCH_BYTES)
+/// The most one fetch response may carry: a sixteenth of the prefetch queue, 2–50 MiB, and at least
+/// `message.max.bytes` when `--kafka` sets it (librdkafka refuses less); `--kafka fetch.max.bytes`
+/// overrides. A response stays in memory whole while any of its messages is queued, so with many
+/// partitions librdkafka holds far more than its queue's size: a plain consumer of 1,000 partitions of
+/// mixed sizes (`examples/librdkafka_memory.rs`) peaked at 185 MiB with a 64 MiB queue and librdkafka's
+/// default responses (50 MiB, or the queue's size if smaller), 119 MiB with 4 MiB ones; at a 16 MiB
+/// queue, 98 and 47 MiB (with 2 MiB ones). The archiver's rate did not clearly move (README, Performance).
+fn fetch_max_bytes(max_buffer_bytes: u64, kafka_props: &[(String, String)]) -> u64 {
+    let message_max = kafka_props
+        .iter()
+        .find(|(k, _)| k == "message.max.bytes")
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    (prefetch_kbytes(max_buffer_bytes) * 1024 / 16).clamp(MIN_FETCH_BYTES, MAX_FETCH_BYTES).max(message_max)
 }
 
 /// How long an assign callback waits for recovery: long enough for a healthy store, and well below
@@ -406,10 +412,12 @@ mod tests {
 
     #[test]
     fn a_fetch_response_is_a_sixteenth_of_the_prefetch_queue_within_2_to_50_mib() {
-        assert_eq!(fetch_max_bytes(prefetch_kbytes(256 << 20)), 4 << 20, "the default budget");
-        assert_eq!(fetch_max_bytes(prefetch_kbytes(64 << 20)), 2 << 20);
-        assert_eq!(fetch_max_bytes(1024), 2 << 20);
-        assert_eq!(fetch_max_bytes(4 << 30), 50 << 20);
+        assert_eq!(fetch_max_bytes(256 << 20, &[]), 4 << 20, "the default budget");
+        assert_eq!(fetch_max_bytes(64 << 20, &[]), 2 << 20);
+        assert_eq!(fetch_max_bytes(1 << 20, &[]), 2 << 20);
+        assert_eq!(fetch_max_bytes(4 << 30, &[]), 4 << 20, "the queue stops at 64 MiB");
+        let larger_messages = [("message.max.bytes".to_string(), "10485760".to_string())];
+        assert_eq!(fetch_max_bytes(256 << 20, &larger_messages), 10 << 20, "librdkafka refuses less");
     }
 
     #[test]
