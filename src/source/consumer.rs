@@ -357,12 +357,11 @@ fn prefetch_kbytes(max_buffer_bytes: u64) -> u64 {
     (max_buffer_bytes / 4 / 1024).clamp(MIN_PREFETCH_KBYTES, MAX_PREFETCH_KBYTES)
 }
 
-/// librdkafka's default `fetch.max.bytes` (50 MiB), the most one fetch response is given.
-const MAX_FETCH_BYTES: u64 = 50 * 1024 * 1024;
-/// The least (librdkafka raises it to `message.max.bytes` anyway; a larger first batch still comes whole).
+/// The least one fetch response is given: above librdkafka's default `message.max.bytes` (1,000,000),
+/// which an explicit `fetch.max.bytes` may not be below (a first batch larger still comes whole).
 const MIN_FETCH_BYTES: u64 = 2 * 1024 * 1024;
 
-/// The most one fetch response may carry: a sixteenth of the prefetch queue, 2–50 MiB, and at least
+/// The most one fetch response may carry: a sixteenth of the prefetch queue (so 2–4 MiB), and at least
 /// `message.max.bytes` when `--kafka` sets it (librdkafka refuses less); `--kafka fetch.max.bytes`
 /// overrides. A response stays in memory whole while any of its messages is queued, so with many
 /// partitions librdkafka holds far more than its queue's size: a plain consumer of 1,000 partitions of
@@ -375,7 +374,7 @@ fn fetch_max_bytes(max_buffer_bytes: u64, kafka_props: &[(String, String)]) -> u
         .find(|(k, _)| k == "message.max.bytes")
         .and_then(|(_, v)| v.parse::<u64>().ok())
         .unwrap_or(0);
-    (prefetch_kbytes(max_buffer_bytes) * 1024 / 16).clamp(MIN_FETCH_BYTES, MAX_FETCH_BYTES).max(message_max)
+    (prefetch_kbytes(max_buffer_bytes) * 1024 / 16).max(MIN_FETCH_BYTES).max(message_max)
 }
 
 /// How long an assign callback waits for recovery: long enough for a healthy store, and well below
@@ -411,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn a_fetch_response_is_a_sixteenth_of_the_prefetch_queue_within_2_to_50_mib() {
+    fn a_fetch_response_is_a_sixteenth_of_the_prefetch_queue_and_at_least_2_mib() {
         assert_eq!(fetch_max_bytes(256 << 20, &[]), 4 << 20, "the default budget");
         assert_eq!(fetch_max_bytes(64 << 20, &[]), 2 << 20);
         assert_eq!(fetch_max_bytes(1 << 20, &[]), 2 << 20);
