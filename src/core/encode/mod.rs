@@ -460,17 +460,22 @@ mod tests {
         assert_eq!(FileSpec::new(Format::Parquet, Compression::Gzip).unwrap().kind(), FileKind::Parquet);
     }
 
-    #[test]
-    fn parquet_footer_carries_partition_and_range() {
+    /// A Parquet (zstd) encoder spooling under `dir`, with the sample records appended.
+    fn parquet_with_samples(dir: &std::path::Path) -> (FileEncoder, Vec<Record>) {
         let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let spool =
-            Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.into(), usage: Arc::default() });
         let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
         let records = sample_records();
         for r in &records {
             assert!(enc.append(r, true).unwrap());
         }
+        (enc, records)
+    }
+
+    #[test]
+    fn parquet_footer_carries_partition_and_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let (enc, _) = parquet_with_samples(dir.path());
         let meta =
             FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
         let data = enc.finish(&meta).unwrap().read_all().unwrap();
@@ -485,15 +490,8 @@ mod tests {
     /// The memory budget counts Arrow builders at their doubling bound, not at the bytes appended.
     #[test]
     fn parquet_counts_its_builders_at_twice_their_bytes() {
-        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let spool =
-            Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
-        let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
-        let records = sample_records();
-        for r in &records {
-            assert!(enc.append(r, true).unwrap());
-        }
+        let (enc, records) = parquet_with_samples(dir.path());
         let payload: u64 = records.iter().map(Record::payload_size).sum();
         assert_eq!(enc.buffered_memory(), 2 * payload);
         assert_eq!(enc.encoded_size(), payload, "the file's size is still estimated by its bytes");
