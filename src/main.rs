@@ -489,6 +489,7 @@ async fn print_ddl(args: DdlArgs) -> anyhow::Result<()> {
 }
 
 fn main() -> std::process::ExitCode {
+    kafka_s3_archiver::telemetry::exit_on_panic();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let result = match cli.command {

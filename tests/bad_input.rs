@@ -157,3 +157,48 @@ async fn foreign_objects_in_the_archive_are_ignored_with_a_warning() {
     let contents = kafka_s3_archiver::check::read_topic(store.as_ref(), &dest.prefix(), &topic).await.unwrap();
     assert!(kafka_s3_archiver::check::compare(&produced, &contents).is_exact());
 }
+
+/// Header names that are not UTF-8, or hold a NUL (C and Go producers can send them): the records are
+/// archived, with their names byte for byte, and restored as they came. (Before, the first such name
+/// panicked the consumer thread and wedged the process: nothing archived, SIGTERM ignored.)
+#[tokio::test(flavor = "multi_thread")]
+async fn header_names_that_are_not_utf8_are_archived_and_restored_byte_for_byte() {
+    use kafka_s3_archiver::core::record::Header;
+    use kafka_s3_archiver::generate::{generated, produce_records};
+    let topic = unique("poison-headers");
+    create_topic(&topic, 1).await;
+    let odd = |i: usize| {
+        let mut r = generated(i, 40);
+        if (100..103).contains(&i) {
+            r.headers.push(Header { key: b"\xff\xfe-not-utf8".to_vec(), value: Some(b"v".to_vec()) });
+            r.headers.push(Header { key: b"nul\x00inside".to_vec(), value: None });
+        }
+        r
+    };
+    let produced = produce_records(&brokers(), &topic, 1, 0..203, odd).await.unwrap();
+    let dest = TestDest::file();
+    let store = dest.store().await;
+    let spool = tempfile::tempdir().unwrap();
+    let mut archiver =
+        ArchiverProcess::spawn("poison-headers", &archiver_args(&dest, &unique("g"), &topic, 50, spool.path()));
+    wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    assert_exactly_once(&dest, &topic, &produced).await;
+
+    // Restored into a new topic: the same names come back.
+    let target = unique("poison-headers-restored");
+    create_topic(&target, 1).await;
+    let (code, stderr) =
+        run(&["restore", "--dest", &dest.url(), "--topic", &topic, "--brokers", &brokers(), "--to-topic", &target]
+            .map(String::from));
+    assert_eq!(code, 0, "{stderr}");
+    let restored = read_from_kafka(&target, 1);
+    let names = |r: &kafka_s3_archiver::core::record::Record| -> Vec<Vec<u8>> {
+        r.headers.iter().map(|h| h.key.clone()).filter(|k| k != b"ksa-restored-from").collect()
+    };
+    assert_eq!(restored[&0].len(), 203);
+    for (back, sent) in restored[&0].iter().zip(&produced[&0]) {
+        assert_eq!(names(back), names(sent), "offset {}", sent.offset);
+        assert_eq!((&back.key, &back.value), (&sent.key, &sent.value));
+    }
+}

@@ -100,3 +100,53 @@ async fn an_s3_brownout_at_start_and_during_recovery_is_waited_out() {
     assert_exactly_once(&dest, &topic, &produced).await;
     println!("proxy: {:?}", proxy.counts().faults);
 }
+
+/// S3's answer to conditional writes that race (409 ConditionalRequestConflict, which AWS documents
+/// as retryable) is tried again: at start-up's probe, on claims, on data objects, and on
+/// CompleteMultipartUpload (whose upload is then started again). Nothing stops, and everything is
+/// archived exactly once.
+#[tokio::test(flavor = "multi_thread")]
+async fn conditional_write_conflicts_are_retried() {
+    let topic = unique("conflict");
+    create_topic(&topic, 2).await;
+    // 25 kB values in 500-record files of uncompressed JSON lines: 12.5 MB, uploaded in 5 MiB parts.
+    let produced = produce(&brokers(), &topic, 2, 0..1200, 25_000).await.expect("produce");
+    let dest = TestDest::s3().await;
+    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    // The first two conditional writes of each kind answer 409.
+    let conflicts: Arc<Mutex<std::collections::BTreeMap<&'static str, u32>>> = Arc::default();
+    let counted = conflicts.clone();
+    proxy.set_rule(move |req| {
+        let complete =
+            req.kind == Kind::Multipart && req.query.contains("uploadId=") && !req.query.contains("partNumber=");
+        let kind = match req.kind {
+            Kind::PutData if req.key.contains("/_probe/") => "probe",
+            Kind::PutClaim => "claim",
+            Kind::PutData => "data",
+            Kind::Multipart if complete => "complete",
+            _ => return Fault::Pass,
+        };
+        let mut counted = counted.lock().unwrap();
+        let n = counted.entry(kind).or_default();
+        *n += 1;
+        if *n <= 2 {
+            Fault::Status(409, "ConditionalRequestConflict")
+        } else {
+            Fault::Pass
+        }
+    });
+    let spool = tempfile::tempdir().unwrap();
+    let args = through(archiver_args(&dest, &unique("g"), &topic, 500, spool.path()), &proxy.url);
+    let args = set_flag(args, "--upload-part-size", "5MiB");
+    let args = set_flag(set_flag(args, "--format", "jsonl"), "--compression", "none");
+    let mut archiver = ArchiverProcess::spawn("conflicts", &args);
+    let store = dest.store().await;
+    wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    assert_exactly_once(&dest, &topic, &produced).await;
+    let conflicts = conflicts.lock().unwrap().clone();
+    println!("conditional writes per kind (the first two answered 409): {conflicts:?}");
+    for kind in ["probe", "claim", "data", "complete"] {
+        assert!(conflicts.get(kind).is_some_and(|n| *n > 2), "no {kind} went through after its 409s: {conflicts:?}");
+    }
+}

@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use kafka_s3_archiver::core::partition::TopicPartition;
-use kafka_s3_archiver::core::record::{Header, Record, TimestampKind};
+use kafka_s3_archiver::core::record::{Record, TimestampKind};
 use kafka_s3_archiver::core::restore::{murmur2, parse_source_header, SOURCE_HEADER};
 use kafka_s3_archiver::generate::produce;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, Message, Timestamp};
+use rdkafka::message::{Message, Timestamp};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 type Produced = BTreeMap<i32, Vec<Record>>;
@@ -55,8 +55,16 @@ struct Restored {
     record: Record,
 }
 
-/// Reads `expected` records of `topic` from the beginning.
+/// Reads `expected` restored records of `topic` from the beginning; every record must be a restored one.
 fn read_topic_back(topic: &str, partitions: i32, expected: usize) -> Vec<Restored> {
+    let (restored, others) = read_topic_back_with_others(topic, partitions, expected);
+    assert_eq!(others, 0, "every restored record names its source");
+    restored
+}
+
+/// Reads `expected` restored records of `topic` from the beginning, and counts the other records
+/// (written by other producers).
+fn read_topic_back_with_others(topic: &str, partitions: i32, expected: usize) -> (Vec<Restored>, usize) {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers())
         .set("group.id", unique("read-back"))
@@ -69,6 +77,7 @@ fn read_topic_back(topic: &str, partitions: i32, expected: usize) -> Vec<Restore
     }
     consumer.assign(&tpl).unwrap();
     let mut out = Vec::new();
+    let mut others = 0;
     let started = Instant::now();
     // Read a little past the expected count, so that duplicates would show.
     let mut quiet_since: Option<Instant> = None;
@@ -78,18 +87,21 @@ fn read_topic_back(topic: &str, partitions: i32, expected: usize) -> Vec<Restore
             Some(Ok(m)) => {
                 let mut headers = Vec::new();
                 let mut source = None;
-                for h in m.headers().map(|hs| hs.iter().collect::<Vec<_>>()).unwrap_or_default() {
-                    if h.key == SOURCE_HEADER {
-                        source = parse_source_header(h.value.unwrap());
+                for h in m.headers().map(kafka_s3_archiver::source::headers::read).unwrap_or_default() {
+                    if h.key == SOURCE_HEADER.as_bytes() {
+                        source = parse_source_header(h.value.as_deref().unwrap());
                     } else {
-                        headers.push(Header { key: h.key.to_string(), value: h.value.map(<[u8]>::to_vec) });
+                        headers.push(h);
                     }
                 }
                 let (timestamp_ms, timestamp_kind) = match m.timestamp() {
                     Timestamp::CreateTime(t) => (Some(t), TimestampKind::CreateTime),
                     other => panic!("restored records keep their create time, got {other:?}"),
                 };
-                let source = source.expect("every restored record names its source");
+                let Some(source) = source else {
+                    others += 1;
+                    continue;
+                };
                 let record = Record {
                     offset: source.1,
                     timestamp_ms,
@@ -107,7 +119,7 @@ fn read_topic_back(topic: &str, partitions: i32, expected: usize) -> Vec<Restore
             None => {}
         }
     }
-    out
+    (out, others)
 }
 
 /// Every produced record exactly once, equal, and in source offset order within each target partition.
@@ -223,4 +235,169 @@ async fn a_time_window_reads_only_the_objects_that_can_match() {
     assert!(lines.iter().all(|l| (from..=to).contains(&l["timestamp"].as_i64().unwrap())));
     // Only the one file per partition whose claim's timestamps meet the window was read.
     assert!(stderr.contains("6 objects skipped by time"), "{stderr}");
+}
+
+/// A restore into a topic that another producer keeps writing to (the usual case after an incident):
+/// reading the target back ends where the target ended when the restore started, every archived
+/// record lands once, a second run restores nothing, and the other producer's records are untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restore_into_a_live_topic_completes_with_each_archived_record_once() {
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let (dest, topic, produced) = archived_topic(2, 8000).await;
+    let target = unique("live");
+    create_topic(&target, 2).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, target) = (stop.clone(), target.clone());
+        let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", brokers()).create().unwrap();
+        tokio::spawn(async move {
+            let mut written = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let payload = format!("live {written}");
+                let record = FutureRecord::<(), str>::to(&target).partition(written % 2).payload(&payload);
+                producer.send(record, Duration::from_secs(10)).await.expect("the live producer writes");
+                written += 1;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            written as usize
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let args: Vec<String> = ["--to-topic", target.as_str(), "--brokers", &brokers()].map(String::from).to_vec();
+    let restore = |args: Vec<String>| {
+        let (dest_url, topic) = (dest.url(), topic.clone());
+        async move {
+            let run = tokio::task::spawn_blocking(move || {
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"));
+                cmd.args(["restore", "--dest", &dest_url, "--s3-endpoint", &s3_endpoint(), "--topic", &topic]);
+                cmd.args(&args);
+                run(cmd)
+            });
+            let out = tokio::time::timeout(Duration::from_secs(120), run).await.expect("restore finishes").unwrap();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        }
+    };
+    let first = restore(args.clone()).await;
+    assert!(first.contains("restored 8000 records"), "{first}");
+    let second = restore(args).await;
+    println!("second run into the live topic: {second}");
+    assert!(second.contains("restored 0 records") && second.contains("8000 already there"), "{second}");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let live = writer.await.unwrap();
+    let (restored, others) = read_topic_back_with_others(&target, 2, 8000);
+    assert_restored_exactly(&produced, &restored);
+    assert_eq!(others, live, "the other producer's records are all there, untouched");
+}
+
+/// A topic of 6,000 records on a mock cluster (whose broker a test can take down or make refuse a
+/// request), archived to a directory, and an empty target topic `dst` beside it.
+struct MockRestore {
+    cluster: rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+    bootstrap: String,
+    dest: String,
+    produced: Produced,
+    _dir: tempfile::TempDir,
+}
+
+impl MockRestore {
+    async fn new() -> Self {
+        let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+        let bootstrap = cluster.bootstrap_servers();
+        cluster.create_topic("src", 1, 1).unwrap();
+        cluster.create_topic("dst", 1, 1).unwrap();
+        let produced = produce(&bootstrap, "src", 1, 0..6000, 60).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        archive_mock_topic(&bootstrap, dir.path(), "src", &produced).await;
+        let dest = format!("file://{}", dir.path().join("archive").display());
+        Self { cluster, bootstrap, dest, produced, _dir: dir }
+    }
+
+    fn restore(&self, extra: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"));
+        cmd.args(["restore", "--dest", &self.dest, "--topic", "src", "--brokers", &self.bootstrap]);
+        cmd.args(["--to-topic", "dst"]).args(extra);
+        cmd
+    }
+
+    /// Starts a slow restore, does `cut` to it after 2 s, and returns what the failed run said.
+    async fn cut_short(&self, cut: impl FnOnce(&Self), extra: &[&str]) -> String {
+        let mut args = vec!["--max-rate", "1500"];
+        args.extend(extra);
+        let first = self.restore(&args).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        cut(self);
+        let failed = tokio::task::spawn_blocking(move || first.wait_with_output()).await.unwrap().unwrap();
+        let said = String::from_utf8_lossy(&failed.stderr).into_owned();
+        assert!(!failed.status.success(), "the first run must fail: {said}");
+        said
+    }
+
+    /// Reads `dst` whole: every archived offset exactly once.
+    fn assert_each_once(&self) {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .set("group.id", "read-back")
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        let (_, end) = consumer.fetch_watermarks("dst", 0, Duration::from_secs(10)).unwrap();
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset("dst", 0, Offset::Beginning).unwrap();
+        consumer.assign(&tpl).unwrap();
+        let mut sources: BTreeMap<i64, u32> = BTreeMap::new();
+        let started = Instant::now();
+        let mut next = 0;
+        while next < end {
+            assert!(started.elapsed() < Duration::from_secs(60), "read {next} of {end}");
+            if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+                next = m.offset() + 1;
+                let headers = m.headers().map(kafka_s3_archiver::source::headers::read).unwrap_or_default();
+                let source =
+                    headers.iter().find(|h| h.key == SOURCE_HEADER.as_bytes()).and_then(|h| h.value.as_deref());
+                let (_, offset) = parse_source_header(source.expect("a restored record")).unwrap();
+                *sources.entry(offset).or_default() += 1;
+            }
+        }
+        let twice: Vec<i64> = sources.iter().filter(|(_, n)| **n > 1).map(|(o, _)| *o).collect();
+        assert!(twice.is_empty(), "restored twice: {twice:?}");
+        let missing: Vec<i64> =
+            self.produced[&0].iter().map(|r| r.offset).filter(|o| !sources.contains_key(o)).collect();
+        assert!(missing.is_empty(), "{} archived offsets not restored: {missing:?}", missing.len());
+        assert_eq!(sources.len(), self.produced[&0].len(), "nothing else");
+    }
+}
+
+/// The target's broker goes away for longer than `message.timeout.ms` while a restore runs: the run
+/// fails with the messages that timed out, and a second run writes exactly the source offsets the
+/// target does not hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restore_cut_off_by_a_broker_outage_resumes_exactly_once() {
+    let m = MockRestore::new().await;
+    let timeout = ["--kafka", "message.timeout.ms=1500"];
+    let said = m.cut_short(|m| m.cluster.broker_down(1).unwrap(), &timeout).await;
+    m.cluster.broker_up(1).unwrap();
+    println!("first run, its broker away: {}", said.lines().last().unwrap_or_default());
+    assert!(said.contains("MessageTimedOut"), "{said}");
+    let second = run(m.restore(&timeout));
+    println!("second run: {}", String::from_utf8_lossy(&second.stderr));
+    m.assert_each_once();
+}
+
+/// One batch of a restore refused by the broker (a permanent error) while the batches after it are
+/// written: the failed run leaves a hole in what it wrote, and the second run fills exactly the hole
+/// (going by the highest offset restored, it would skip it).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hole_left_by_a_failed_restore_is_filled_exactly() {
+    use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+    let m = MockRestore::new().await;
+    let refuse = |m: &MockRestore| {
+        m.cluster.request_errors(RDKafkaApiKey::Produce, &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_INVALID_RECORD])
+    };
+    let said = m.cut_short(refuse, &[]).await;
+    println!("first run, a batch refused: {}", said.lines().last().unwrap_or_default());
+    let second = run(m.restore(&[]));
+    let said = String::from_utf8_lossy(&second.stderr);
+    println!("second run: {said}");
+    assert!(said.contains("left holes") && said.contains("holes=1"), "{said}");
+    m.assert_each_once();
 }

@@ -187,7 +187,7 @@ fn index_of(r: &Record) -> usize {
 fn check_dead_letters(dlq: &str, produced: &BTreeMap<i32, Vec<Record>>) {
     let letters = read_from_kafka(dlq, 1).remove(&0).unwrap_or_default();
     let header = |r: &Record, name: &str| {
-        let h = r.headers.iter().find(|h| h.key == name).unwrap_or_else(|| panic!("no {name} header"));
+        let h = r.headers.iter().find(|h| h.key == name.as_bytes()).unwrap_or_else(|| panic!("no {name} header"));
         String::from_utf8(h.value.clone().unwrap()).unwrap()
     };
     let mut seen: BTreeMap<(i32, i64), usize> = BTreeMap::new();

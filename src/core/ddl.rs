@@ -75,7 +75,7 @@ const HIVE_COLUMNS: [(&str, &str); 6] = [
     ("timestamp_type", "string"),
     ("key", "binary"),
     ("value", "binary"),
-    ("headers", "array<struct<key:string,value:binary>>"),
+    ("headers", "array<struct<key:string,value:binary,key_encoding:string>>"),
 ];
 
 pub fn ddl(engine: Engine, layout: &TableLayout) -> Result<String, DdlError> {
@@ -244,7 +244,7 @@ mod tests {
             "'projection.hour.digits' = '2'",
             "'projection.partition.range' = '0,11'",
             "'storage.location.template' = 's3://b/kafka/topic=orders.v2/dt=${dt}/hour=${hour}/partition=${partition}/'",
-            "`headers` array<struct<key:string,value:binary>>",
+            "`headers` array<struct<key:string,value:binary,key_encoding:string>>",
         ] {
             assert!(hourly.contains(part), "{part} missing from:\n{hourly}");
         }
@@ -271,7 +271,7 @@ mod tests {
         .unwrap();
         let typed = TableLayout { values: Some(schema), ..layout(None) };
         let value = "`value` struct<id:bigint,amount:decimal(12,2),`user-name`:string,items:array<struct<sku:string>>,\
-                     attrs:map<string,double>,at:timestamp>,\n  `headers` array<struct<key:string,value:binary>>,\n  \
+                     attrs:map<string,double>,at:timestamp>,\n  `headers` array<struct<key:string,value:binary,key_encoding:string>>,\n  \
                      `value_raw` binary,\n  `value_error` string";
         for engine in [Engine::Athena, Engine::Spark] {
             let text = ddl(engine, &typed).unwrap();

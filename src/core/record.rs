@@ -24,9 +24,11 @@ impl TimestampKind {
     }
 }
 
+/// A record header. Its name is bytes, as Kafka's protocol carries it: Kafka's own clients send UTF-8,
+/// but C and Go producers can send any bytes (a NUL included), and the archive keeps them as they came.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Header {
-    pub key: String,
+    pub key: Vec<u8>,
     pub value: Option<Vec<u8>>,
 }
 

@@ -1,9 +1,11 @@
 //! Restore planning, pure: which objects and records a restore takes, where each record goes, and what
 //! is already restored. Every record a restore writes to Kafka carries a header naming its source
 //! (`ksa-restored-from: <topic>/<partition>/<offset>`); a re-run reads the target partitions back and
-//! skips what they already hold, so an interrupted restore resumes without
-//! duplicates. The idempotent producer writes each target partition's records as a prefix of the order
-//! they were sent in, so "delivered" is tracked per (source partition, target partition) pair.
+//! skips exactly the source offsets they already hold, so an interrupted restore resumes without
+//! duplicates. Exactly, offset by offset: a failed run does not leave a prefix of what it sent (the
+//! idempotent producer keeps order only within a run, and messages that time out leave holes such as
+//! 1, 4, 5 written and 2, 3 not, as librdkafka documents), so "the highest offset delivered" would skip
+//! the holes.
 
 use std::collections::BTreeMap;
 
@@ -143,22 +145,57 @@ impl Selection {
     }
 }
 
-/// What the target topic already holds, per (source partition, target partition): the highest source
-/// offset delivered, from the headers read back from the target (and then from delivery reports).
+/// What the target topic already holds: every source offset its records name (from the headers read
+/// back from the target), per source partition, whichever target partition holds it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestoreProgress {
-    delivered: BTreeMap<(TopicPartition, i32), i64>,
+    delivered: BTreeMap<TopicPartition, OffsetSet>,
 }
 
 impl RestoreProgress {
-    /// A record from `source` at `offset` is in target partition `target_partition`.
-    pub fn delivered(&mut self, source: &TopicPartition, offset: i64, target_partition: i32) {
-        let e = self.delivered.entry((source.clone(), target_partition)).or_insert(offset);
-        *e = (*e).max(offset);
+    /// The target holds the record of `source` at `offset`.
+    pub fn delivered(&mut self, source: &TopicPartition, offset: i64) {
+        self.delivered.entry(source.clone()).or_default().insert(offset);
     }
 
-    pub fn is_done(&self, source: &TopicPartition, offset: i64, target_partition: i32) -> bool {
-        self.delivered.get(&(source.clone(), target_partition)).is_some_and(|d| offset <= *d)
+    pub fn is_done(&self, source: &TopicPartition, offset: i64) -> bool {
+        self.delivered.get(source).is_some_and(|set| set.contains(offset))
+    }
+
+    /// Holes in what earlier runs wrote: runs of offsets beyond one per source partition.
+    pub fn holes(&self) -> usize {
+        self.delivered.values().map(|set| set.runs() - 1).sum()
+    }
+}
+
+/// A set of offsets, as runs of adjacent ones (a restore's are one run per source partition, or a few
+/// after a failed run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OffsetSet {
+    /// First offset of each run -> its last.
+    runs: BTreeMap<i64, i64>,
+}
+
+impl OffsetSet {
+    pub fn insert(&mut self, offset: i64) {
+        if self.contains(offset) {
+            return;
+        }
+        let before = self.runs.range(..offset).next_back().filter(|(_, end)| **end + 1 == offset).map(|(s, _)| *s);
+        let after = offset.checked_add(1).and_then(|next| self.runs.remove(&next));
+        match before {
+            Some(start) => self.runs.insert(start, after.unwrap_or(offset)),
+            None => self.runs.insert(offset, after.unwrap_or(offset)),
+        };
+    }
+
+    pub fn contains(&self, offset: i64) -> bool {
+        self.runs.range(..=offset).next_back().is_some_and(|(_, end)| offset <= *end)
+    }
+
+    /// How many runs of adjacent offsets it holds.
+    pub fn runs(&self) -> usize {
+        self.runs.len()
     }
 }
 
@@ -255,17 +292,36 @@ mod tests {
     }
 
     #[test]
-    fn progress_per_pair() {
+    fn progress_is_exact_per_offset() {
         let a = TopicPartition::new("t", 0).unwrap();
         let b = TopicPartition::new("t", 1).unwrap();
         let mut p = RestoreProgress::default();
-        p.delivered(&a, 10, 0);
-        p.delivered(&a, 7, 0);
-        p.delivered(&a, 3, 1);
-        assert!(p.is_done(&a, 10, 0) && !p.is_done(&a, 11, 0));
-        // Offset 5 went to target 1, which only got up to 3: not done (the pairs are independent).
-        assert!(!p.is_done(&a, 5, 1) && p.is_done(&a, 3, 1));
-        assert!(!p.is_done(&b, 0, 0));
+        // A failed run's messages timed out: 1, 4 and 5 were written, 2 and 3 were not.
+        for offset in [1, 4, 5] {
+            p.delivered(&a, offset);
+        }
+        let done: Vec<i64> = (0..7).filter(|o| p.is_done(&a, *o)).collect();
+        assert_eq!(done, vec![1, 4, 5], "2 and 3 are restored again, nothing else");
+        assert_eq!(p.holes(), 1);
+        assert!(!p.is_done(&b, 1), "per source partition");
+    }
+
+    #[test]
+    fn offset_sets_merge_adjacent_runs() {
+        let mut set = OffsetSet::default();
+        for offset in [5, 3, 4, 9, 10, 0, 8, 4] {
+            set.insert(offset);
+        }
+        assert_eq!((0..12).filter(|o| set.contains(*o)).collect::<Vec<_>>(), vec![0, 3, 4, 5, 8, 9, 10]);
+        assert_eq!(set.runs(), 3, "0, 3..=5 and 8..=10");
+        set.insert(1);
+        set.insert(2);
+        set.insert(6);
+        set.insert(7);
+        assert_eq!(set.runs(), 1);
+        assert!(set.contains(10) && !set.contains(11) && !set.contains(-1));
+        set.insert(i64::MAX);
+        assert!(set.contains(i64::MAX));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 /// How an S3 error is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
-    /// Retrying may succeed: no answer (timeout, reset, refused), 5xx but 501, 408, 429, throttling.
+    /// Retrying may succeed: no answer (timeout, reset, refused), 5xx but 501, 408, 429, throttling,
+    /// a conditional write that raced another.
     Transient,
     /// The key does not exist.
     NotFound,
@@ -15,8 +16,14 @@ pub enum ErrorClass {
     Permanent,
 }
 
-/// S3 error codes that are worth retrying whatever their status.
-const TRANSIENT_CODES: [&str; 8] = [
+/// S3 error codes that are worth retrying whatever their status. `ConditionalRequestConflict` (409) is
+/// S3's answer to a conditional write racing another write of the same key (two claims of one chain
+/// position): AWS documents it as retryable, and the retry meets 412 (the other write won) or
+/// succeeds. For CompleteMultipartUpload the upload is then started again from its first part.
+/// `OperationAborted` (409) is a conflicting operation still in progress on the key.
+const TRANSIENT_CODES: [&str; 10] = [
+    "ConditionalRequestConflict",
+    "OperationAborted",
     "SlowDown",
     "Throttling",
     "ThrottlingException",
@@ -49,7 +56,10 @@ mod tests {
 
     #[test]
     fn answers_are_classified_by_status_and_code() {
-        let cases: [(Option<u16>, Option<&str>, ErrorClass); 16] = [
+        let cases: [(Option<u16>, Option<&str>, ErrorClass); 19] = [
+            (Some(409), Some("ConditionalRequestConflict"), ErrorClass::Transient),
+            (Some(409), Some("OperationAborted"), ErrorClass::Transient),
+            (Some(409), Some("BucketAlreadyExists"), ErrorClass::Permanent),
             (None, None, ErrorClass::Transient),
             (Some(500), Some("InternalError"), ErrorClass::Transient),
             (Some(502), None, ErrorClass::Transient),

@@ -232,8 +232,8 @@ impl Pipeline {
         match ev {
             UploaderEvent::Failed { key, error } => Err(PipelineError::Upload { key, source: error }),
             UploaderEvent::DeadLetters { key, why } => Err(PipelineError::DeadLetters { key, why }),
-            UploaderEvent::GaveUp { tp, epoch, chain_start } => {
-                self.restart(tp, epoch, chain_start);
+            UploaderEvent::GaveUp { tp, writer, chain_start } => {
+                self.restart(tp, writer, chain_start);
                 Ok(())
             }
         }
@@ -331,7 +331,7 @@ impl Pipeline {
             store: self.store.clone(),
             prefix: self.settings.prefix.clone(),
             tp: tp.clone(),
-            epoch,
+            writer: epoch,
             link: self.link.clone(),
             events: self.uploader_events.clone(),
             freed: self.budget.freed(),
@@ -377,13 +377,15 @@ impl Pipeline {
         }));
     }
 
-    /// An uploader gave up its partition's chain: drop what is buffered, recover from the archive again
-    /// (off the loop) and then move the consumer to the new position.
-    fn restart(&mut self, tp: TopicPartition, from_epoch: u64, chain_start: i64) {
-        if self.partitions.get(&tp).is_none_or(|w| w.epoch != from_epoch) {
+    /// The uploader of `writer` gave up its partition's chain: drop what is buffered, recover from the
+    /// archive again (off the loop) and then move the consumer, from where the writer's epoch has it
+    /// now, to the new position.
+    fn restart(&mut self, tp: TopicPartition, writer: u64, chain_start: i64) {
+        if self.partitions.get(&tp).is_none_or(|w| w.id != writer) {
             return; // Revoked or re-assigned since.
         }
         let mut old = self.partitions.remove(&tp).expect("checked above");
+        let from_epoch = old.epoch;
         if old.drop_open_file(&mut self.budget) {
             self.metrics.emit(Event::FileDropped { tp: &tp, why: DropReason::ChainGivenUp });
         }

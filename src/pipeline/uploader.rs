@@ -45,8 +45,8 @@ pub(super) enum UploaderEvent {
     /// The records of `key` that did not fit cannot be read for the dead-letter topic: it stops.
     DeadLetters { key: String, why: String },
     /// The uploader gave up its partition's chain (lost a claim, or the assignment was lost): the
-    /// partition must be recovered again from `chain_start` on.
-    GaveUp { tp: TopicPartition, epoch: u64, chain_start: i64 },
+    /// partition must be recovered again from `chain_start` on, if `writer` still writes it.
+    GaveUp { tp: TopicPartition, writer: u64, chain_start: i64 },
 }
 
 /// What claiming a file's start ended in.
@@ -61,7 +61,8 @@ pub(super) struct Uploader {
     pub(super) store: Arc<dyn ObjectStore>,
     pub(super) prefix: Prefix,
     pub(super) tp: TopicPartition,
-    pub(super) epoch: u64,
+    /// The writer it uploads for (`PartitionWriter::id`).
+    pub(super) writer: u64,
     pub(super) link: SourceLink,
     pub(super) events: mpsc::UnboundedSender<UploaderEvent>,
     pub(super) freed: Arc<Notify>,
@@ -129,7 +130,7 @@ impl Uploader {
     }
 
     fn give_up(&self, chain_start: i64) -> UploaderEvent {
-        UploaderEvent::GaveUp { tp: self.tp.clone(), epoch: self.epoch, chain_start }
+        UploaderEvent::GaveUp { tp: self.tp.clone(), writer: self.writer, chain_start }
     }
 
     async fn claim(&self, key: &str, claim: &Claim) -> Result<ClaimOutcome, StoreError> {

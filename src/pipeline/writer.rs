@@ -55,6 +55,9 @@ pub(super) struct PartitionWriter {
     tp: TopicPartition,
     /// The topic's ID, recorded in every claim (when the broker told it).
     pub(super) topic_id: Option<String>,
+    /// Identifies this writer and its uploader: the epoch it started with (its epoch moves on when it
+    /// is unparked, its uploader's reports still name it).
+    pub(super) id: u64,
     /// The assignment (or re-positioning) this writer belongs to; records of others are ignored.
     pub(super) epoch: u64,
     /// The lowest offset still acceptable: records below it were already taken (a seek replayed them).
@@ -93,6 +96,7 @@ impl PartitionWriter {
         Self {
             tp,
             topic_id,
+            id: epoch,
             epoch,
             next_expected: plan.consume_from,
             chain_next: plan.chain_next,

@@ -1,16 +1,16 @@
 //! Restoring into Kafka: the target topic (checked, and read back to skip what an earlier run wrote)
 //! and each source partition's deliveries.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header as KafkaHeader, Headers, Message};
+use rdkafka::message::{Header as KafkaHeader, Message};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use tracing::info;
+use tracing::{info, warn};
 
 use super::{RestoreError, RestoreProgressCounters};
 use crate::core::partition::TopicPartition;
@@ -20,8 +20,9 @@ use crate::core::restore::{
 };
 use crate::source::convert::{kafka_headers, to_future_record};
 
-/// How long the target must stay silent before reading it back is considered complete.
-const READ_BACK_IDLE: Duration = Duration::from_secs(3);
+/// How long reading the target back may go without a record or reaching a partition's end before
+/// restore gives up (a partition without a leader, a broker that stopped answering).
+const READ_BACK_PATIENCE: Duration = Duration::from_secs(120);
 /// How long a target partition may lack a leader (a topic created moments ago) before restore gives up.
 const LEADER_PATIENCE: Duration = Duration::from_secs(30);
 /// Deliveries one source partition awaits at most at once before sending more.
@@ -102,7 +103,7 @@ impl Deliveries {
         counters: &RestoreProgressCounters,
     ) -> Result<(), RestoreError> {
         let partition = target_partition(target.partitioning, source.partition(), r.key.as_deref(), target.partitions);
-        if target.progress.is_done(source, r.offset, partition) {
+        if target.progress.is_done(source, r.offset) {
             RestoreProgressCounters::add(&counters.already_there, 1);
             return Ok(());
         }
@@ -152,9 +153,10 @@ impl Deliveries {
     }
 }
 
-/// Reads every target partition back and collects what earlier restores delivered (their headers).
-/// Ends when the target stays silent for `READ_BACK_IDLE` (broker watermarks are not trusted for this:
-/// some brokers report them wrong). Skipped when every partition is empty.
+/// Reads every target partition back, up to where it ended when the restore started, and collects the
+/// source offsets earlier restores delivered (their headers). Records produced to the target after
+/// that are not this restore's (a live topic keeps being written to). Skipped when every partition is
+/// empty.
 fn read_back(
     brokers: &str,
     props: &[(String, String)],
@@ -167,40 +169,70 @@ fn read_back(
     for (k, v) in props {
         consumer_config.set(k, v);
     }
-    consumer_config.set("group.id", "kafka-s3-archiver-restore-read-back").set("enable.auto.commit", "false");
+    consumer_config
+        .set("group.id", "kafka-s3-archiver-restore-read-back")
+        .set("enable.auto.commit", "false")
+        // The end of a partition is told, also when its last offsets hold no record to deliver
+        // (transaction markers); uncommitted records are read too (restores write none).
+        .set("enable.partition.eof", "true")
+        .set("isolation.level", "read_uncommitted");
     let consumer: BaseConsumer = consumer_config.create().map_err(kafka_err("creating the read-back consumer"))?;
+    let mut ends = BTreeMap::new();
     let mut tpl = TopicPartitionList::new();
-    let mut any = false;
     for p in 0..partitions {
         let (low, high) = until_led(LEADER_PATIENCE, Duration::from_millis(200), || {
             consumer.fetch_watermarks(topic, p, Duration::from_secs(15))
         })
         .map_err(kafka_err("reading the target's offsets"))?;
-        any |= high > low;
-        tpl.add_partition_offset(topic, p, Offset::Beginning).map_err(kafka_err("assigning the target"))?;
+        if high > low {
+            ends.insert(p, high);
+            tpl.add_partition_offset(topic, p, Offset::Beginning).map_err(kafka_err("assigning the target"))?;
+        }
     }
-    if !any {
+    if ends.is_empty() {
         return Ok(progress);
     }
     consumer.assign(&tpl).map_err(kafka_err("assigning the target"))?;
-    let mut last = Instant::now();
+    let mut last_progress = Instant::now();
     let mut read = 0u64;
-    while last.elapsed() < READ_BACK_IDLE {
-        match consumer.poll(Duration::from_millis(200)) {
+    while !ends.is_empty() {
+        let done = match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(msg)) => {
-                last = Instant::now();
                 read += 1;
+                let headers = msg.headers().map(crate::source::headers::read).unwrap_or_default();
                 let origin =
-                    msg.headers().and_then(|hs| hs.iter().find(|h| h.key == SOURCE_HEADER).and_then(|h| h.value));
+                    headers.iter().find(|h| h.key == SOURCE_HEADER.as_bytes()).and_then(|h| h.value.as_deref());
                 if let Some((source, offset)) = origin.and_then(parse_source_header) {
-                    progress.delivered(&source, offset, msg.partition());
+                    progress.delivered(&source, offset);
                 }
+                Some(msg.partition()).filter(|p| ends.get(p).is_some_and(|end| msg.offset() + 1 >= *end))
             }
+            // At the partition's end now, so past where it ended at the start.
+            Some(Err(KafkaError::PartitionEOF(p))) => Some(p),
             Some(Err(e)) => return Err(RestoreError::Kafka { what: "reading the target back", source: e }),
-            None => {}
+            None if last_progress.elapsed() > READ_BACK_PATIENCE => {
+                return Err(RestoreError::ReadBackStalled { topic: topic.to_string(), waited: READ_BACK_PATIENCE })
+            }
+            None => continue,
+        };
+        last_progress = Instant::now();
+        if let Some(p) = done.filter(|p| ends.remove(p).is_some()) {
+            let mut finished = TopicPartitionList::new();
+            finished.add_partition(topic, p);
+            // Nothing more of it is needed: records produced to it since are not ours to skip.
+            let _ = consumer.pause(&finished);
         }
     }
     info!(topic, records = read, "read the target back to skip what an earlier restore wrote");
+    if progress.holes() > 0 {
+        warn!(
+            topic,
+            holes = progress.holes(),
+            "an earlier restore failed and left holes in what it wrote (messages that timed out or were refused): \
+             they are written now, after what it wrote, so each record is in the target once, but these are not in \
+             their original order"
+        );
+    }
     Ok(progress)
 }
 

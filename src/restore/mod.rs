@@ -53,6 +53,11 @@ pub enum RestoreError {
     TargetTooSmall { topic: String, partitions: i32, needed: i32 },
     #[error("writing to stdout failed: {0}")]
     Stdout(std::io::Error),
+    #[error(
+        "reading target topic {topic:?} back (to skip what an earlier run wrote) made no progress for {waited:?}: \
+         check that every partition has a leader and the brokers answer, then run again (nothing was written)"
+    )]
+    ReadBackStalled { topic: String, waited: Duration },
     #[error("the archive holds no objects of topic {0:?} (for the selected partitions and offsets)")]
     Nothing(String),
 }

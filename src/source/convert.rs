@@ -1,22 +1,24 @@
 //! Kafka messages to archive records and back: what the consumer archives, and what `restore` and the
 //! test producer (`generate`) write.
 
-use rdkafka::message::{Header as KafkaHeader, Headers, Message, OwnedHeaders, Timestamp};
+use rdkafka::message::{Message, OwnedHeaders, Timestamp};
 use rdkafka::producer::FutureRecord;
 
-use crate::core::record::{Header, Record, TimestampKind};
+use super::headers::{self, NativeHeaders};
+use crate::core::record::{Record, TimestampKind};
 
-/// A consumed message as the archive keeps it: offset, timestamp and its kind, key, value, headers.
-pub fn to_record<M: Message>(msg: &M) -> Record {
+/// A consumed message as the archive keeps it: offset, timestamp and its kind, key, value, headers
+/// (names and values byte for byte).
+pub fn to_record<M: Message>(msg: &M) -> Record
+where
+    M::Headers: NativeHeaders,
+{
     let (timestamp_ms, timestamp_kind) = match msg.timestamp() {
         Timestamp::NotAvailable => (None, TimestampKind::NotAvailable),
         Timestamp::CreateTime(t) => (Some(t), TimestampKind::CreateTime),
         Timestamp::LogAppendTime(t) => (Some(t), TimestampKind::LogAppendTime),
     };
-    let headers = msg
-        .headers()
-        .map(|hs| hs.iter().map(|h| Header { key: h.key.to_string(), value: h.value.map(<[u8]>::to_vec) }).collect())
-        .unwrap_or_default();
+    let headers = msg.headers().map(headers::read).unwrap_or_default();
     Record {
         offset: msg.offset(),
         timestamp_ms,
@@ -27,11 +29,9 @@ pub fn to_record<M: Message>(msg: &M) -> Record {
     }
 }
 
-/// A record's headers for producing, in order.
+/// A record's headers for producing, in order, byte for byte.
 pub fn kafka_headers(rec: &Record) -> OwnedHeaders {
-    rec.headers
-        .iter()
-        .fold(OwnedHeaders::new(), |hs, h| hs.insert(KafkaHeader { key: &h.key, value: h.value.as_deref() }))
+    headers::owned(&rec.headers)
 }
 
 /// A record to produce to `topic`/`partition` with the record's key, value and timestamp (when it has
@@ -60,6 +60,7 @@ mod tests {
     use rdkafka::message::OwnedMessage;
 
     use super::*;
+    use crate::core::record::Header;
 
     fn record(timestamp: Option<i64>, key: Option<&[u8]>, value: Option<&[u8]>) -> Record {
         Record {
@@ -72,6 +73,8 @@ mod tests {
                 Header { key: "h1".into(), value: Some(vec![0, 255]) },
                 Header { key: "h1".into(), value: None },
                 Header { key: "h2".into(), value: Some(vec![]) },
+                Header { key: b"\xff\xfe-not-utf8".to_vec(), value: Some(b"v".to_vec()) },
+                Header { key: b"nul\x00inside".to_vec(), value: None },
             ],
         }
     }

@@ -40,10 +40,7 @@ impl KafkaDeadLetters {
 }
 
 fn headers(source: &TopicPartition, letter: &DeadLetter) -> OwnedHeaders {
-    let mut out = OwnedHeaders::new_with_capacity(letter.record.headers.len() + 5);
-    for h in &letter.record.headers {
-        out = out.insert(Header { key: &h.key, value: h.value.as_deref() });
-    }
+    let mut out = super::headers::owned(&letter.record.headers);
     let partition = source.partition().to_string();
     let offset = letter.record.offset.to_string();
     let connect = [

@@ -12,6 +12,7 @@ mod consumer;
 mod context;
 pub mod convert;
 pub mod dead_letters;
+pub mod headers;
 mod messages;
 pub mod offsets;
 mod pending;

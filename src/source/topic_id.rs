@@ -1,7 +1,8 @@
 //! Kafka topic IDs (KIP-516). A topic deleted and re-created under the same name gets a new ID and
 //! restarts its offsets at 0, so the archive records the ID of the topic it holds and never lets another
 //! incarnation continue its chain. librdkafka's DescribeTopics gives the IDs; rdkafka does not wrap it,
-//! so it is called here through the raw bindings rdkafka re-exports. This is the crate's only unsafe code.
+//! so it is called here through the raw bindings rdkafka re-exports (with `headers` and the panic exit,
+//! the crate's only unsafe code).
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};

@@ -64,6 +64,7 @@ impl Fault {
         match self {
             Fault::Pass => "pass",
             Fault::Status(503, _) => "503 SlowDown",
+            Fault::Status(409, _) => "409 ConditionalRequestConflict",
             Fault::Status(..) => "500 InternalError",
             Fault::Reset => "connection reset",
             Fault::StallResponse(_) => "response stalled past timeout",

@@ -1,5 +1,5 @@
-//! JSON lines: one object per record. Keys, values and header values are UTF-8 text where they are
-//! valid UTF-8, base64 otherwise, with `<field>_encoding: "base64"` marking the latter. With typed
+//! JSON lines: one object per record. Keys, values, header names and header values are UTF-8 text where
+//! they are valid UTF-8, base64 otherwise, with `<field>_encoding: "base64"` marking the latter. With typed
 //! values, `value` is the record's JSON object, and `value_raw`/`value_error` are as in Parquet.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -25,6 +25,8 @@ enum Encoding {
 #[serde(deny_unknown_fields)]
 struct JsonHeader {
     key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key_encoding: Option<Encoding>,
     value: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     value_encoding: Option<Encoding>,
@@ -202,8 +204,9 @@ fn write_typed_line(
         .headers
         .iter()
         .map(|h| {
+            let (key, key_encoding) = to_text(Some(&h.key));
             let (value, value_encoding) = to_text(h.value.as_deref());
-            JsonHeader { key: h.key.clone(), value, value_encoding }
+            JsonHeader { key: key.unwrap_or_default(), key_encoding, value, value_encoding }
         })
         .collect();
     let json = JsonRecord {
@@ -258,7 +261,10 @@ fn for_each_line(reader: impl Read, mut each: impl FnMut(Record, Option<String>)
         let headers = j
             .headers
             .into_iter()
-            .map(|h| Ok(Header { key: h.key, value: from_text(h.value, h.value_encoding)? }))
+            .map(|h| {
+                let key = from_text(Some(h.key), h.key_encoding)?.unwrap_or_default();
+                Ok(Header { key, value: from_text(h.value, h.value_encoding)? })
+            })
             .collect::<Result<Vec<_>, String>>()
             .map_err(bad)?;
         let value = match (j.value_raw, j.value) {

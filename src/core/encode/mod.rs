@@ -214,6 +214,29 @@ pub fn dead_letters(kind: FileKind, data: &SpoolData) -> Result<Vec<DeadLetter>,
     }
 }
 
+/// Marks a text field that holds base64 (bytes that are not UTF-8): JSON lines' `*_encoding` fields and
+/// Parquet's header `key_encoding`.
+const BASE64: &str = "base64";
+
+/// A header name as a text field keeps it: itself when it is UTF-8, else its base64, marked `BASE64`.
+fn header_name_text(name: &[u8]) -> (std::borrow::Cow<'_, str>, Option<&'static str>) {
+    use base64::Engine;
+    match std::str::from_utf8(name) {
+        Ok(text) => (text.into(), None),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(name).into(), Some(BASE64)),
+    }
+}
+
+/// A header name back from its text field and encoding marker (`header_name_text`).
+fn header_name_from_text(text: &str, encoding: Option<&str>) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    match encoding {
+        None => Ok(text.as_bytes().to_vec()),
+        Some(BASE64) => base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| format!("bad base64: {e}")),
+        Some(other) => Err(format!("unknown encoding {other:?}")),
+    }
+}
+
 /// A whole archived file's records, and what its typed values came to.
 #[derive(Debug, Default)]
 pub struct Decoded {
@@ -259,6 +282,8 @@ mod tests {
                     Header { key: "bin".into(), value: Some(vec![0, 255, 128, 10]) },
                     Header { key: "null".into(), value: None },
                     Header { key: "trace".into(), value: Some(b"dup key".to_vec()) },
+                    Header { key: b"\xff\xfe-not-utf8".to_vec(), value: Some(b"v".to_vec()) },
+                    Header { key: b"nul\x00inside".to_vec(), value: None },
                 ],
             },
             Record {
@@ -449,6 +474,10 @@ mod tests {
         assert_eq!(first["value"], r#"{"a":1}"#);
         assert!(first.get("key_encoding").is_none());
         assert_eq!(first["headers"][1]["value_encoding"], "base64");
+        assert!(first["headers"][1].get("key_encoding").is_none());
+        assert_eq!(first["headers"][4]["key"], "//4tbm90LXV0Zjg=", "a name that is not UTF-8, as base64");
+        assert_eq!(first["headers"][4]["key_encoding"], "base64");
+        assert_eq!(first["headers"][5]["key"], "nul\0inside", "NUL is valid UTF-8, kept as text");
         let third: serde_json::Value = serde_json::from_str(text.lines().nth(2).unwrap()).unwrap();
         assert_eq!(third["value_encoding"], "base64");
     }
@@ -515,7 +544,8 @@ mod tests {
 
     fn arb_record() -> impl Strategy<Value = Record> {
         let bytes = proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40));
-        let header = ("[a-z]{0,5}", proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)))
+        let name = prop_oneof!["[a-z]{0,5}".prop_map(String::into_bytes), proptest::collection::vec(any::<u8>(), 0..6)];
+        let header = (name, proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)))
             .prop_map(|(key, value)| Header { key, value });
         (
             0i64..1000,

@@ -22,7 +22,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::reader::ChunkReader;
 
 use super::typed::{TypedColumns, ValueStats, VALUE_ERROR, VALUE_RAW};
-use super::{Compression, DeadLetter, Decoded, EncodeError, FileMeta};
+use super::{header_name_from_text, header_name_text, Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::core::record::{Header, Record, TimestampKind};
 use crate::core::spool::{SealedSpool, Spool};
 use crate::core::typed::{ValueFormat, VALUE_FIELD};
@@ -44,8 +44,14 @@ pub const VALUE_MISFITS_KEY: &str = "kafka.value_misfits";
 const PARQUET_METADATA_KEYS: [&str; 5] =
     ["kafka.topic", "kafka.partition", "kafka.start_offset", "kafka.end_offset", "kafka.record_count"];
 
+/// A header's fields: `key` is its name as text (base64 when the name is not UTF-8, `key_encoding`
+/// then saying `base64`; files written before names were kept whole have no `key_encoding`).
 fn header_fields() -> Fields {
-    Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Binary, true)])
+    Fields::from(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("value", DataType::Binary, true),
+        Field::new("key_encoding", DataType::Utf8, true),
+    ])
 }
 
 fn header_item() -> Arc<Field> {
@@ -118,8 +124,10 @@ impl Builders {
         self.key.append_option(r.key.as_deref());
         let entries = self.headers.values();
         for h in &r.headers {
-            entries.field_builder::<StringBuilder>(0).expect("header key builder").append_value(&h.key);
+            let (name, encoding) = header_name_text(&h.key);
+            entries.field_builder::<StringBuilder>(0).expect("header key builder").append_value(name);
             entries.field_builder::<BinaryBuilder>(1).expect("header value builder").append_option(h.value.as_deref());
+            entries.field_builder::<StringBuilder>(2).expect("header key encoding builder").append_option(encoding);
             entries.append(true);
         }
         self.headers.append(true);
@@ -390,6 +398,15 @@ fn push_records(batch: &RecordBatch, values: Vec<Option<Vec<u8>>>, out: &mut Vec
         let entries = entries.as_struct_opt().ok_or_else(|| bad("headers.item"))?;
         let hk = entries.column(0).as_string_opt::<i32>().ok_or_else(|| bad("headers.key"))?;
         let hv = entries.column(1).as_binary_opt::<i32>().ok_or_else(|| bad("headers.value"))?;
+        let encoding = match entries.column_by_name("key_encoding") {
+            Some(c) => Some(c.as_string_opt::<i32>().ok_or_else(|| bad("headers.key_encoding"))?),
+            None => None,
+        };
+        let name = |j: usize| {
+            let encoding = encoding.filter(|e| !e.is_null(j)).map(|e| e.value(j));
+            header_name_from_text(hk.value(j), encoding)
+                .map_err(|why| EncodeError::BadParquet(format!("header key: {why}")))
+        };
         out.push(Record {
             offset: offset.value(i),
             timestamp_ms: (!ts.is_null(i)).then(|| ts.value(i)),
@@ -397,8 +414,8 @@ fn push_records(batch: &RecordBatch, values: Vec<Option<Vec<u8>>>, out: &mut Vec
             key: binary_at(key, i),
             value,
             headers: (0..entries.len())
-                .map(|j| Header { key: hk.value(j).to_string(), value: binary_at(hv, j) })
-                .collect(),
+                .map(|j| Ok(Header { key: name(j)?, value: binary_at(hv, j) }))
+                .collect::<Result<_, EncodeError>>()?,
         });
     }
     Ok(())

@@ -178,3 +178,32 @@ async fn a_rewrite_stays_one_object_when_an_inferred_schema_meets_new_fields() {
     assert_eq!(h.metrics.objects_by_roll_reason.with_label_values(&["schema"]).get(), 0);
     h.task.abort();
 }
+
+#[tokio::test]
+async fn a_partition_moved_back_after_parking_still_recovers_when_it_loses_a_claim() {
+    // A re-write of 0..=99 (1 kB records) fills the 64 KiB budget, so partition 1 parks.
+    let h = harness(policy(10), 64 << 10, Duration::from_secs(10));
+    h.plant_claim(0, 0, 0, 99).await;
+    h.assign(0, Some(0)).await;
+    h.assign(1, Some(0)).await;
+    h.send(0, 0..80, 1000).await;
+    h.send(1, 0..5, 1000).await;
+    h.drained().await;
+    assert_eq!(h.metrics.partitions_parked.get(), 1);
+    h.send(0, 80..100, 1000).await;
+    // Moved back under a new epoch once the re-write is uploaded.
+    assert_eq!(h.next_seek(1).await, ResumeAt::Offset(0));
+    // Meanwhile another writer (a second group on the prefix) archived 0..=4 of partition 1.
+    h.plant_claim(1, 0, 0, 4).await;
+    let theirs = SpoolData::Memory(Bytes::from_static(b"theirs"));
+    h.store.inner.put_if_absent(&key(1, 0, 4), &theirs, 6).await.unwrap();
+    // Our file 0..=9 loses the claim: the partition is recovered again and the consumer moved after 4.
+    h.send(1, 0..10, 1000).await;
+    assert_eq!(h.next_seek(1).await, ResumeAt::Offset(5));
+    assert_eq!(h.metrics.claims_lost.get(), 1);
+    h.send(1, 5..10, 1000).await;
+    h.drained().await;
+    h.revoke(1, false).await;
+    assert_eq!(claim_ranges(&h.claims(1).await), vec![(0, 0, 4), (5, 5, 9)]);
+    h.task.abort();
+}
