@@ -19,7 +19,8 @@ use crate::core::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
 use crate::markers::MarkerSettings;
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
 use crate::source::dead_letters::KafkaDeadLetters;
-use crate::source::probe::connection_settings;
+use crate::source::probe::{connection_settings, probe_config};
+use crate::source::topic_id::TopicIdClient;
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings, HAND_OVER_BATCH};
 use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
 use crate::telemetry::Metrics;
@@ -254,7 +255,9 @@ impl Archiver {
             bucketing: config.pipeline.bucketing,
             values: config.pipeline.values.clone(),
         };
-        let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone());
+        let topic_ids = TopicIdClient::new(&probe_config(&config.source.brokers, &config.source.kafka_props))
+            .map_err(|e| ArchiverError::Source(SourceError::Create(e)))?;
+        let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone(), Arc::new(topic_ids));
         if let Some(topic) = &config.pipeline.dlq_topic {
             let sink =
                 KafkaDeadLetters::new(&config.source.brokers, &connection_settings(&config.source.kafka_props), topic)

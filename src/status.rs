@@ -180,21 +180,15 @@ pub(crate) async fn inspect(
     store: &dyn ObjectStore,
     prefix: &Prefix,
     tp: TopicPartition,
-    PartitionOffsets { log, committed, topic_id }: PartitionOffsets,
+    PartitionOffsets { log, committed, topic }: PartitionOffsets,
 ) -> Result<Inspected, StatusError> {
     let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
     let hints = TailHints { commit: hint, log_end: Some(log.log_end) };
     let found = find_tail(store, prefix, &tp, hints, true, Patience::Attempts(STATUS_ATTEMPTS), None)
         .await
         .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
-    let row = partition_status(
-        &tp,
-        &found.tail,
-        found.last_claim.as_ref(),
-        committed.as_ref().map(|c| c.0),
-        log,
-        topic_id.as_deref(),
-    );
+    let row =
+        partition_status(&tp, &found.tail, found.last_claim.as_ref(), committed.as_ref().map(|c| c.0), log, &topic);
     let progress = PartitionProgress {
         last_bucket: found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket),
         caught_up: row.pending_claim.is_none() && row.unarchived == 0,

@@ -18,6 +18,7 @@ use crate::core::completeness::is_marker;
 use crate::core::encode::decode;
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::TopicPartition;
+use crate::core::recovery::TopicIdentity;
 use crate::source::offsets::{partition_offsets, OffsetsError};
 use crate::store::{list_all_counting, ObjectStore, StoreError};
 
@@ -159,6 +160,11 @@ fn describe(problem: &Problem) -> String {
             "TOPIC RE-CREATED: the archive holds topic ID {archived}, the topic now has ID {current}; the archiver \
              stops this partition (archive the new topic under another --dest prefix)"
         ),
+        Problem::UnverifiableIncarnation { archived } => format!(
+            "TOPIC ID UNKNOWN: the archive holds topic ID {archived}, but these brokers have no topic IDs, so whether \
+             the topic is the one archived cannot be checked; the archiver stops this partition (is --brokers the \
+             cluster the archive came from?)"
+        ),
     }
 }
 
@@ -192,8 +198,8 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
         .map(|(tp, listing)| {
             let claims = claims.get(tp).unwrap_or(&no_claims);
             let contents = contents.get(tp).unwrap_or(&no_contents);
-            let (log, topic_id) = logs.get(tp).map_or((None, None), |(log, id)| (Some(*log), id.as_deref()));
-            audit(tp, listing, claims, contents, log, topic_id)
+            let (log, topic) = logs.get(tp).map_or((None, None), |(log, topic)| (Some(*log), Some(topic)));
+            audit(tp, listing, claims, contents, log, topic)
         })
         .collect();
     Ok(VerifyReport {
@@ -261,10 +267,10 @@ async fn log_offsets(
     brokers: &str,
     props: &[(String, String)],
     topics: Vec<String>,
-) -> Result<BTreeMap<TopicPartition, (LogOffsets, Option<String>)>, VerifyError> {
+) -> Result<BTreeMap<TopicPartition, (LogOffsets, TopicIdentity)>, VerifyError> {
     let (brokers, props) = (brokers.to_string(), props.to_vec());
     let offsets = tokio::task::spawn_blocking(move || partition_offsets(&brokers, &props, None, &topics)).await??;
-    Ok(offsets.into_iter().map(|(tp, offsets)| (tp, (offsets.log, offsets.topic_id))).collect())
+    Ok(offsets.into_iter().map(|(tp, offsets)| (tp, (offsets.log, offsets.topic))).collect())
 }
 
 type ClaimBodies = BTreeMap<TopicPartition, BTreeMap<i64, Result<Claim, String>>>;

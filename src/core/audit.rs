@@ -15,7 +15,7 @@ use super::claim::Claim;
 use super::object_key::ObjectKey;
 use super::partition::{OffsetRange, TopicPartition};
 use super::record::Record;
-use super::recovery::check_incarnation;
+use super::recovery::{check_incarnation, IncarnationMismatch, TopicIdentity};
 
 /// One partition as listed.
 #[derive(Debug, Clone, Default)]
@@ -115,6 +115,11 @@ pub enum Problem {
         archived: String,
         current: String,
     },
+    /// The archive's last claim names a topic ID, but the brokers have no topic IDs: which incarnation
+    /// the topic is cannot be checked.
+    UnverifiableIncarnation {
+        archived: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -198,14 +203,20 @@ pub fn audit(
     bodies: &BTreeMap<i64, Result<Claim, String>>,
     contents: &BTreeMap<String, ObjectContents>,
     log: Option<LogOffsets>,
-    topic_id: Option<&str>,
+    topic: Option<&TopicIdentity>,
 ) -> PartitionReport {
     let objects = sorted_objects(listing);
     let chain = chain_ranges(&listing.claims);
     let mut problems = overlaps(&objects);
     let last_claim = listing.claims.last().and_then(|start| bodies.get(start)).and_then(|b| b.as_ref().ok());
-    if let Err(other) = check_incarnation(last_claim, topic_id) {
-        problems.push(Problem::OtherIncarnation { archived: other.archived, current: other.current });
+    match topic.map(|topic| check_incarnation(last_claim, topic)) {
+        Some(Err(IncarnationMismatch::Other { archived, current })) => {
+            problems.push(Problem::OtherIncarnation { archived, current })
+        }
+        Some(Err(IncarnationMismatch::Unverifiable { archived })) => {
+            problems.push(Problem::UnverifiableIncarnation { archived })
+        }
+        Some(Ok(())) | None => {}
     }
     let pending_claim = check_claims(tp, &chain, bodies, &objects, &mut problems);
     check_holes(&chain, bodies, &objects, &mut problems);
@@ -559,10 +570,15 @@ mod tests {
         let old = Claim { topic_id: Some("old".into()), ..claim(0, 0, 9, false) };
         let bodies = BTreeMap::from([(0, Ok(old))]);
         let log = Some(LogOffsets { log_start: 0, log_end: 500 });
-        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, Some("new"));
+        let id = |s: &str| TopicIdentity::Id(s.into());
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, Some(&id("new")));
         assert_eq!(r.problems, vec![Problem::OtherIncarnation { archived: "old".into(), current: "new".into() }]);
-        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, Some("old"));
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, Some(&TopicIdentity::NoIds));
+        assert_eq!(r.problems, vec![Problem::UnverifiableIncarnation { archived: "old".into() }]);
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), log, Some(&id("old")));
         assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let r = audit(&tp(), &listing, &bodies, &BTreeMap::new(), None, None);
+        assert!(r.problems.is_empty(), "without --brokers, nothing to compare: {:?}", r.problems);
     }
 
     #[test]

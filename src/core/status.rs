@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::audit::LogOffsets;
 use super::claim::Claim;
 use super::partition::TopicPartition;
-use super::recovery::{check_incarnation, Tail};
+use super::recovery::{check_incarnation, IncarnationMismatch, Tail, TopicIdentity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -21,6 +21,9 @@ pub enum StatusFlag {
     /// The archive belongs to another incarnation of the topic (its last claim names another topic
     /// ID): the topic was deleted and re-created. The archiver stops this partition.
     TopicRecreated,
+    /// The archive's last claim names a topic ID but the brokers have none: the archiver stops this
+    /// partition (another cluster, or brokers without topic IDs).
+    IncarnationUnverifiable,
 }
 
 impl StatusFlag {
@@ -30,6 +33,7 @@ impl StatusFlag {
             StatusFlag::ArchiveAheadOfLog => "ARCHIVE AHEAD OF LOG",
             StatusFlag::RetentionGap => "RETENTION GAP",
             StatusFlag::TopicRecreated => "TOPIC RE-CREATED",
+            StatusFlag::IncarnationUnverifiable => "TOPIC ID UNKNOWN",
         }
     }
 }
@@ -60,7 +64,7 @@ pub fn partition_status(
     last_claim: Option<&Claim>,
     committed: Option<i64>,
     log: LogOffsets,
-    topic_id: Option<&str>,
+    topic: &TopicIdentity,
 ) -> PartitionStatus {
     let (archived_through, pending_claim, newest_object_ms) = match tail {
         Tail::Empty => (None, None, None),
@@ -71,8 +75,10 @@ pub fn partition_status(
     };
     let archive_next = archived_through.map(|a| a + 1);
     let mut flags = Vec::new();
-    if check_incarnation(last_claim, topic_id).is_err() {
-        flags.push(StatusFlag::TopicRecreated);
+    match check_incarnation(last_claim, topic) {
+        Err(IncarnationMismatch::Other { .. }) => flags.push(StatusFlag::TopicRecreated),
+        Err(IncarnationMismatch::Unverifiable { .. }) => flags.push(StatusFlag::IncarnationUnverifiable),
+        Ok(()) => {}
     }
     if let (Some(c), next) = (committed, archive_next.unwrap_or(0)) {
         if c > next {
@@ -119,11 +125,17 @@ mod tests {
 
     #[test]
     fn a_healthy_partition() {
-        let s =
-            partition_status(&tp(), &Tail::Complete { next: 100 }, Some(&claim(50, 99)), Some(100), log(0, 150), None);
+        let s = partition_status(
+            &tp(),
+            &Tail::Complete { next: 100 },
+            Some(&claim(50, 99)),
+            Some(100),
+            log(0, 150),
+            &TopicIdentity::NoIds,
+        );
         assert_eq!((s.archived_through, s.unarchived, s.newest_object_ms), (Some(99), 50, Some(1234)));
         assert!(s.flags.is_empty());
-        let s = partition_status(&tp(), &Tail::Empty, None, None, log(20, 30), None);
+        let s = partition_status(&tp(), &Tail::Empty, None, None, log(20, 30), &TopicIdentity::NoIds);
         assert_eq!((s.archived_through, s.unarchived), (None, 10));
         assert!(s.flags.is_empty());
     }
@@ -132,24 +144,31 @@ mod tests {
     fn disagreements_are_flagged() {
         let complete = Tail::Complete { next: 100 };
         assert_eq!(
-            partition_status(&tp(), &complete, None, Some(500), log(0, 900), None).flags,
+            partition_status(&tp(), &complete, None, Some(500), log(0, 900), &TopicIdentity::NoIds).flags,
             vec![StatusFlag::CommitAheadOfArchive]
         );
         assert_eq!(
-            partition_status(&tp(), &complete, None, None, log(0, 40), None).flags,
+            partition_status(&tp(), &complete, None, None, log(0, 40), &TopicIdentity::NoIds).flags,
             vec![StatusFlag::ArchiveAheadOfLog]
         );
-        let s = partition_status(&tp(), &complete, None, None, log(300, 400), None);
+        let s = partition_status(&tp(), &complete, None, None, log(300, 400), &TopicIdentity::NoIds);
         assert_eq!((s.flags.clone(), s.unarchived), (vec![StatusFlag::RetentionGap], 100));
         assert_eq!(
-            partition_status(&tp(), &Tail::Empty, None, Some(5), log(0, 10), None).flags,
+            partition_status(&tp(), &Tail::Empty, None, Some(5), log(0, 10), &TopicIdentity::NoIds).flags,
             vec![StatusFlag::CommitAheadOfArchive]
         );
     }
 
     #[test]
     fn a_pending_claim() {
-        let s = partition_status(&tp(), &Tail::Unfulfilled(claim(100, 199)), None, Some(100), log(0, 300), None);
+        let s = partition_status(
+            &tp(),
+            &Tail::Unfulfilled(claim(100, 199)),
+            None,
+            Some(100),
+            log(0, 300),
+            &TopicIdentity::NoIds,
+        );
         assert_eq!((s.archived_through, s.pending_claim, s.unarchived), (Some(99), Some(100), 200));
         assert!(s.flags.is_empty());
     }
@@ -158,9 +177,11 @@ mod tests {
     fn an_archive_of_another_incarnation_is_flagged() {
         let old = Claim { topic_id: Some("old-id".into()), ..claim(0, 299) };
         let complete = Tail::Complete { next: 300 };
-        let s = partition_status(&tp(), &complete, Some(&old), None, log(0, 1500), Some("new-id"));
+        let s = partition_status(&tp(), &complete, Some(&old), None, log(0, 1500), &TopicIdentity::Id("new-id".into()));
         assert_eq!(s.flags, vec![StatusFlag::TopicRecreated]);
-        let s = partition_status(&tp(), &complete, Some(&old), None, log(0, 1500), Some("old-id"));
+        let s = partition_status(&tp(), &complete, Some(&old), None, log(0, 1500), &TopicIdentity::Id("old-id".into()));
         assert!(s.flags.is_empty());
+        let s = partition_status(&tp(), &complete, Some(&old), None, log(0, 1500), &TopicIdentity::NoIds);
+        assert_eq!(s.flags, vec![StatusFlag::IncarnationUnverifiable]);
     }
 }

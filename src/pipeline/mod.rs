@@ -29,14 +29,15 @@ use tokio::sync::mpsc;
 
 use self::budget::Budget;
 pub use self::dead_letters::DeadLetterSink;
-use self::recoverer::{Recovered, Recoverer};
+pub use self::recoverer::TopicIdLookup;
+use self::recoverer::{Recovered, Recoverer, Resumed};
 use self::uploader::{Uploader, UploaderEvent};
 use self::writer::PartitionWriter;
 use crate::config::StartFrom;
 use crate::core::encode::{EncodeError, FileSpec};
 use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
-use crate::core::recovery::{CommitHint, ResumePlan};
+use crate::core::recovery::CommitHint;
 use crate::core::roll::{pick_largest_over_budget, Now, RollPolicy, RollReason};
 use crate::core::spool::SpoolConfig;
 use crate::core::time_bucket::Bucketing;
@@ -98,6 +99,8 @@ pub struct Pipeline {
     /// assignment) since makes the result void.
     recovering: HashMap<TopicPartition, u64>,
     topics: AssignedTopics,
+    /// Asked for a topic's identity when its assignment could not tell it.
+    topic_ids: Arc<dyn TopicIdLookup>,
 }
 
 /// The topics this process has been assigned partitions of (shared with the `_SUCCESS` marker task:
@@ -125,6 +128,7 @@ impl Pipeline {
         store: Arc<dyn ObjectStore>,
         link: SourceLink,
         metrics: Arc<Metrics>,
+        topic_ids: Arc<dyn TopicIdLookup>,
     ) -> Self {
         let (uploader_events, from_uploaders) = mpsc::unbounded_channel();
         metrics.buffer_budget_bytes.set(i64::try_from(settings.max_buffer_bytes).unwrap_or(i64::MAX));
@@ -143,6 +147,7 @@ impl Pipeline {
             recoveries: FuturesUnordered::new(),
             recovering: HashMap::new(),
             topics: AssignedTopics::default(),
+            topic_ids,
         }
     }
 
@@ -324,8 +329,9 @@ impl Pipeline {
             .map_err(|source| PipelineError::Encode { tp: tp.clone(), source })
     }
 
-    /// A writer for a recovered partition (none is there), with its uploader running.
-    fn start_writer(&mut self, tp: &TopicPartition, topic_id: Option<String>, epoch: u64, plan: &ResumePlan) {
+    /// A writer for a recovered partition (none is there), with its uploader running. The writer's id,
+    /// which its uploader's reports name, is the epoch it starts with.
+    fn start_writer(&mut self, tp: &TopicPartition, epoch: u64, Resumed { plan, topic }: Resumed) {
         let (uploads, files) = mpsc::unbounded_channel();
         let uploader = Uploader {
             store: self.store.clone(),
@@ -339,13 +345,13 @@ impl Pipeline {
             dead_letters: self.dead_letters.clone(),
         };
         let uploader = tokio::spawn(uploader.run(files));
-        let writer = PartitionWriter::new(tp.clone(), topic_id, epoch, plan, uploads, uploader, Instant::now());
+        let writer = PartitionWriter::new(tp.clone(), topic, epoch, &plan, uploads, uploader, Instant::now());
         self.partitions.insert(tp.clone(), writer);
     }
 
     /// Where the consumer resumes a recovered partition (`None`: it cannot be archived).
-    fn resume_at(&self, plan: Option<&ResumePlan>) -> ResumeAt {
-        match (plan.map(|p| p.consume_from), self.settings.start_from) {
+    fn resume_at(&self, resumed: Option<&Resumed>) -> ResumeAt {
+        match (resumed.map(|r| r.plan.consume_from), self.settings.start_from) {
             (None, _) => ResumeAt::Stop,
             (Some(Some(at)), _) => ResumeAt::Offset(at),
             (Some(None), StartFrom::Earliest) => ResumeAt::Earliest,
@@ -369,11 +375,10 @@ impl Pipeline {
         }
         let recoverer = self.recoverer();
         self.recoveries.push(Box::pin(async move {
-            let recoveries = partitions
-                .iter()
-                .map(|p| recoverer.recover(&p.tp, p.hint, (p.log_start, p.log_end), p.topic_id.as_deref()));
-            let plans = futures::future::join_all(recoveries).await;
-            Recovered::Assigned { partitions, plans, reply }
+            let recoveries =
+                partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, (p.log_start, p.log_end), p.topic.clone()));
+            let recoveries = futures::future::join_all(recoveries).await;
+            Recovered::Assigned { partitions, recoveries, reply }
         }));
     }
 
@@ -389,15 +394,15 @@ impl Pipeline {
         if old.drop_open_file(&mut self.budget) {
             self.metrics.emit(Event::FileDropped { tp: &tp, why: DropReason::ChainGivenUp });
         }
-        let topic_id = old.topic_id.take();
+        let topic = old.topic.clone();
         old.close(true);
         let hint = CommitHint { next_offset: chain_start + 1, chain_start: Some(chain_start) };
         let epoch = self.link.next_epoch();
         self.recovering.insert(tp.clone(), epoch);
         let recoverer = self.recoverer();
         self.recoveries.push(Box::pin(async move {
-            let plan = recoverer.recover(&tp, Some(hint), (None, None), topic_id.as_deref()).await;
-            Recovered::Restarted { tp, topic_id, from_epoch, epoch, plan: Box::new(plan) }
+            let recovery = recoverer.recover(&tp, Some(hint), (None, None), Some(topic)).await;
+            Recovered::Restarted { tp, from_epoch, epoch, recovery: Box::new(recovery) }
         }));
     }
 
@@ -405,26 +410,26 @@ impl Pipeline {
     /// they resume. A permanent store error stops the archiver.
     fn recovered(&mut self, done: Recovered) -> Result<(), PipelineError> {
         match done {
-            Recovered::Assigned { partitions, plans, reply } => {
+            Recovered::Assigned { partitions, recoveries, reply } => {
                 let mut positions = Vec::new();
-                for (p, plan) in partitions.into_iter().zip(plans) {
-                    let plan = if self.still_recovering(&p.tp, p.epoch) { plan? } else { None };
-                    if let Some(plan) = &plan {
-                        self.start_writer(&p.tp, p.topic_id, p.epoch, plan);
+                for (p, recovery) in partitions.into_iter().zip(recoveries) {
+                    let resumed = if self.still_recovering(&p.tp, p.epoch) { recovery? } else { None };
+                    positions.push((p.tp.clone(), self.resume_at(resumed.as_ref())));
+                    if let Some(resumed) = resumed {
+                        self.start_writer(&p.tp, p.epoch, resumed);
                     }
-                    positions.push((p.tp, self.resume_at(plan.as_ref())));
                 }
                 let _ = reply.send(positions);
             }
-            Recovered::Restarted { tp, topic_id, from_epoch, epoch, plan } => {
+            Recovered::Restarted { tp, from_epoch, epoch, recovery } => {
                 if !self.still_recovering(&tp, epoch) {
                     return Ok(());
                 }
-                let plan = (*plan)?;
-                if let Some(plan) = &plan {
-                    self.start_writer(&tp, topic_id, epoch, plan);
+                let resumed = (*recovery)?;
+                let position = self.resume_at(resumed.as_ref());
+                if let Some(resumed) = resumed {
+                    self.start_writer(&tp, epoch, resumed);
                 }
-                let position = self.resume_at(plan.as_ref());
                 let _ = self.link.commands.send(SourceCommand::Seek { tp, from_epoch, epoch, position });
             }
         }
@@ -488,6 +493,7 @@ impl Pipeline {
             prefix: self.settings.prefix.clone(),
             claims: self.settings.claims,
             metrics: self.metrics.clone(),
+            topic_ids: self.topic_ids.clone(),
         }
     }
 }

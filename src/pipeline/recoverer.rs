@@ -1,37 +1,51 @@
 //! Recovering one partition's position from the archive: find the tail (the claims chain, or the data
-//! objects where there are no claims), then plan where to resume (`core::recovery`). Owned, so the
-//! recoveries of an assignment run concurrently off the pipeline.
+//! objects where there are no claims), check that it belongs to the topic as it is now (its topic ID,
+//! asked again for as long as the brokers do not tell it), then plan where to resume (`core::recovery`).
+//! Owned, so the recoveries of an assignment run concurrently off the pipeline.
 
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::PipelineError;
+use crate::core::backoff::Backoff;
 use crate::core::object_key::Prefix;
 use crate::core::partition::TopicPartition;
-use crate::core::recovery::{check_incarnation, plan_resume, CommitHint, ResumePlan};
+use crate::core::recovery::{
+    check_incarnation, plan_resume, CommitHint, IncarnationMismatch, ResumePlan, TopicIdentity,
+};
 use crate::source::{AssignedPartition, ResumeAt};
 use crate::store::ObjectStore;
-use crate::tail::{find_tail, Patience, TailError, TailHints};
+use crate::tail::{find_tail, FoundTail, Patience, TailError, TailHints};
 use crate::telemetry::events::RecoveryFinished;
 use crate::telemetry::{Event, Metrics};
+
+/// Tells a topic's identity when its assignment could not (the brokers did not answer in time, or
+/// answered with an error for the topic). Blocking: the recoverer calls it off the loop, again and
+/// again until it answers.
+pub trait TopicIdLookup: Send + Sync {
+    fn lookup(&self, topic: &str) -> Result<TopicIdentity, String>;
+}
+
+/// Where a recovered partition goes on, and the identity of the topic it goes on with.
+pub(super) struct Resumed {
+    pub(super) plan: ResumePlan,
+    pub(super) topic: TopicIdentity,
+}
+
+/// What one recovery ended in: `None` when the partition cannot be archived (reported).
+pub(super) type Recovery = Result<Option<Resumed>, PipelineError>;
 
 /// A recovery that ended (run off the pipeline's loop).
 pub(super) enum Recovered {
     /// Newly assigned partitions; the consumer waits for their positions on `reply`.
     Assigned {
         partitions: Vec<AssignedPartition>,
-        plans: Vec<Result<Option<ResumePlan>, PipelineError>>,
+        recoveries: Vec<Recovery>,
         reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>>,
     },
     /// A partition whose uploader gave up its chain; the consumer is moved once it is recovered.
-    Restarted {
-        tp: TopicPartition,
-        topic_id: Option<String>,
-        from_epoch: u64,
-        epoch: u64,
-        plan: Box<Result<Option<ResumePlan>, PipelineError>>,
-    },
+    Restarted { tp: TopicPartition, from_epoch: u64, epoch: u64, recovery: Box<Recovery> },
 }
 
 pub(super) struct Recoverer {
@@ -39,54 +53,30 @@ pub(super) struct Recoverer {
     pub(super) prefix: Prefix,
     pub(super) claims: bool,
     pub(super) metrics: Arc<Metrics>,
+    pub(super) topic_ids: Arc<dyn TopicIdLookup>,
 }
 
 impl Recoverer {
-    /// Recovers one partition's position. `None`: the partition cannot be archived (reported): its
-    /// chain cannot be followed, or it belongs to another incarnation of the topic than `topic_id`.
+    /// Recovers one partition's position. `topic` is the topic's identity when the assignment could tell
+    /// it; otherwise it is asked for until the brokers tell it (the partition waits meanwhile: an unknown
+    /// ID is never taken for a match). `None`: the partition cannot be archived (reported): its chain
+    /// cannot be followed, or it belongs to another incarnation of the topic.
     pub(super) async fn recover(
         &self,
         tp: &TopicPartition,
         hint: Option<CommitHint>,
         (log_start, log_end): (Option<i64>, Option<i64>),
-        topic_id: Option<&str>,
-    ) -> Result<Option<ResumePlan>, PipelineError> {
+        topic: Option<TopicIdentity>,
+    ) -> Recovery {
         let started = Instant::now();
-        let hints = TailHints { commit: hint, log_end };
-        self.metrics.recoveries_in_progress.inc();
-        // Retried for as long as it takes: meanwhile /readyz says why, and the consumer stays in the group.
-        let found = find_tail(
-            self.store.as_ref(),
-            &self.prefix,
-            tp,
-            hints,
-            self.claims,
-            Patience::Forever,
-            Some(&self.metrics),
-        )
-        .await;
-        self.metrics.recoveries_in_progress.dec();
-        let found = match found {
-            Ok(found) => found,
-            Err(TailError::Store(e)) => return Err(e.into()),
-            Err(TailError::BadClaim(e)) => {
-                let why = format!(
-                    "{e}. This partition is stopped: the claims chain cannot be followed. Inspect the claim \
-                     (`verify`), then restart"
-                );
-                self.metrics.emit(Event::PartitionStopped { tp, why: &why });
-                return Ok(None);
-            }
+        let _in_progress = InProgress::start(&self.metrics.recoveries_in_progress);
+        let Some(found) = self.find_tail(tp, TailHints { commit: hint, log_end }).await? else { return Ok(None) };
+        let topic = match topic {
+            Some(topic) => topic,
+            None => self.identity_of(tp).await,
         };
-        if let Err(other) = check_incarnation(found.last_claim.as_ref(), topic_id) {
-            let why = format!(
-                "the archive of {tp} holds topic ID {} but the topic now has ID {}: it was deleted and re-created, \
-                 and its offsets started again at 0. This partition is stopped so that the new topic's records never \
-                 continue, fill or skip against the old archive; archive the new topic under another --dest prefix \
-                 (or move the old archive aside) and restart",
-                other.archived, other.current
-            );
-            self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+        if let Err(mismatch) = check_incarnation(found.last_claim.as_ref(), &topic) {
+            self.metrics.emit(Event::PartitionStopped { tp, why: &other_incarnation(tp, mismatch) });
             return Ok(None);
         }
         for key in &found.ignored_keys {
@@ -112,6 +102,87 @@ impl Recoverer {
             hinted: hint.is_some(),
             elapsed: started.elapsed(),
         }));
-        Ok(Some(plan))
+        Ok(Some(Resumed { plan, topic }))
+    }
+
+    /// The partition's tail, retried for as long as it takes (meanwhile /readyz says why, and the
+    /// consumer stays in the group); `None` when the chain cannot be followed (reported).
+    async fn find_tail(&self, tp: &TopicPartition, hints: TailHints) -> Result<Option<FoundTail>, PipelineError> {
+        let found = find_tail(
+            self.store.as_ref(),
+            &self.prefix,
+            tp,
+            hints,
+            self.claims,
+            Patience::Forever,
+            Some(&self.metrics),
+        )
+        .await;
+        match found {
+            Ok(found) => Ok(Some(found)),
+            Err(TailError::Store(e)) => Err(e.into()),
+            Err(TailError::BadClaim(e)) => {
+                let why = format!(
+                    "{e}. This partition is stopped: the claims chain cannot be followed. Inspect the claim \
+                     (`verify`), then restart"
+                );
+                self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+                Ok(None)
+            }
+        }
+    }
+
+    /// The topic's identity, asked for until the brokers tell it (the partition is not ready meanwhile).
+    async fn identity_of(&self, tp: &TopicPartition) -> TopicIdentity {
+        let backoff = Backoff::default();
+        self.metrics.topic_ids_waiting.inc();
+        let mut attempt = 0;
+        let identity = loop {
+            let (lookup, topic) = (self.topic_ids.clone(), tp.topic().to_string());
+            let why = match tokio::task::spawn_blocking(move || lookup.lookup(&topic)).await {
+                Ok(Ok(identity)) => break identity,
+                Ok(Err(why)) => why,
+                Err(e) => format!("the lookup failed: {e}"),
+            };
+            self.metrics.emit(Event::TopicIdUnknown { tp, why: &why });
+            tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
+            attempt += 1;
+        };
+        self.metrics.topic_ids_waiting.dec();
+        identity
+    }
+}
+
+/// Why a partition whose archive belongs to another incarnation of its topic is stopped, and what to do.
+fn other_incarnation(tp: &TopicPartition, mismatch: IncarnationMismatch) -> String {
+    match mismatch {
+        IncarnationMismatch::Other { archived, current } => format!(
+            "the archive of {tp} holds topic ID {archived} but the topic now has ID {current}: it was deleted and \
+             re-created, and its offsets started again at 0. This partition is stopped so that the new topic's \
+             records never continue, fill or skip against the old archive; archive the new topic under another \
+             --dest prefix (or move the old archive aside) and restart"
+        ),
+        IncarnationMismatch::Unverifiable { archived } => format!(
+            "the archive of {tp} holds topic ID {archived}, but these brokers have no topic IDs, so whether the topic \
+             is the one archived cannot be checked. This partition is stopped so that another incarnation's records \
+             never continue the archive; check that --brokers is the cluster the archive came from (or archive \
+             under another --dest prefix) and restart"
+        ),
+    }
+}
+
+/// Counts a recovery in progress (`/readyz` is not ready while any is) until dropped.
+struct InProgress<'a>(&'a prometheus::IntGauge);
+
+impl<'a> InProgress<'a> {
+    fn start(gauge: &'a prometheus::IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for InProgress<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }

@@ -15,7 +15,7 @@ use crate::core::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
 use crate::core::object_key::{ObjectKey, Prefix};
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::record::Record;
-use crate::core::recovery::ResumePlan;
+use crate::core::recovery::{ResumePlan, TopicIdentity};
 use crate::core::roll::{Now, OpenFileStats, RollReason};
 use crate::core::spool::Spool;
 use crate::core::time_bucket::Bucket;
@@ -53,8 +53,8 @@ impl OpenFile {
 
 pub(super) struct PartitionWriter {
     tp: TopicPartition,
-    /// The topic's ID, recorded in every claim (when the broker told it).
-    pub(super) topic_id: Option<String>,
+    /// The topic's identity: its ID is recorded in every claim (when the brokers have IDs).
+    pub(super) topic: TopicIdentity,
     /// Identifies this writer and its uploader: the epoch it started with (its epoch moves on when it
     /// is unparked, its uploader's reports still name it).
     pub(super) id: u64,
@@ -86,7 +86,7 @@ pub(super) struct PartitionWriter {
 impl PartitionWriter {
     pub(super) fn new(
         tp: TopicPartition,
-        topic_id: Option<String>,
+        topic: TopicIdentity,
         epoch: u64,
         plan: &ResumePlan,
         uploads: mpsc::UnboundedSender<SealedFile>,
@@ -95,7 +95,7 @@ impl PartitionWriter {
     ) -> Self {
         Self {
             tp,
-            topic_id,
+            topic,
             id: epoch,
             epoch,
             next_expected: plan.consume_from,
@@ -407,7 +407,7 @@ impl PartitionWriter {
                     writer: settings.writer_id.clone(),
                     time_ms: super::read_clock().wall_ms,
                     timestamps: file.timestamps,
-                    topic_id: self.topic_id.clone(),
+                    topic_id: self.topic.id().map(str::to_string),
                     time_source: key.bucket.and(settings.bucketing).map(|b| b.source),
                     object: Some(key.relative()),
                 })

@@ -203,7 +203,7 @@ impl ArchiverContext {
         let topics: Vec<String> =
             tps.iter().map(|tp| tp.topic().to_string()).collect::<BTreeSet<_>>().into_iter().collect();
         let topic_ids = topic_ids(consumer.client(), &topics, METADATA_TIMEOUT).unwrap_or_else(|e| {
-            warn!("{e}; archiving without checking the topics' identity (KIP-516 topic IDs)");
+            warn!("{e}; recovery asks again for the topics' IDs before these partitions go on");
             BTreeMap::new()
         });
         let first_epoch = self.epochs.fetch_add(tps.len() as u64, Ordering::SeqCst);
@@ -216,8 +216,8 @@ impl ArchiverContext {
                     .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
                 let watermarks = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok();
                 let (log_start, log_end) = (watermarks.map(|w| w.0), watermarks.map(|w| w.1));
-                let topic_id = topic_ids.get(tp.topic()).cloned();
-                AssignedPartition { tp: tp.clone(), epoch, hint, log_start, log_end, topic_id }
+                let topic = topic_ids.get(tp.topic()).cloned();
+                AssignedPartition { tp: tp.clone(), epoch, hint, log_start, log_end, topic }
             })
             .collect();
         info!(partitions = ?names(&tps), "partitions assigned; recovering positions from the archive");

@@ -7,7 +7,7 @@ use std::sync::{mpsc as std_mpsc, Arc};
 
 use crate::core::partition::{OffsetRange, TopicPartition};
 use crate::core::record::Record;
-use crate::core::recovery::CommitHint;
+use crate::core::recovery::{CommitHint, TopicIdentity};
 
 /// Where the consumer resumes a partition, as the pipeline recovered it from the archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +32,9 @@ pub struct AssignedPartition {
     /// The partition's log-end offset (high watermark), when the broker told it: bounds the search
     /// for the archive's end.
     pub log_end: Option<i64>,
-    /// The topic's ID (KIP-516), when the broker told it.
-    pub topic_id: Option<String>,
+    /// The topic's identity (KIP-516), when the brokers told it at the assignment (otherwise recovery
+    /// asks again until they do).
+    pub topic: Option<TopicIdentity>,
 }
 
 /// One consumed record.

@@ -13,6 +13,7 @@ use thiserror::Error;
 use super::topic_id::topic_ids;
 use crate::core::audit::LogOffsets;
 use crate::core::partition::TopicPartition;
+use crate::core::recovery::TopicIdentity;
 
 /// How long one metadata, watermark or committed-offsets request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
@@ -28,6 +29,11 @@ pub enum OffsetsError {
     Unreachable { brokers: String, source: KafkaError },
     #[error("topic {topic:?} does not exist on {brokers}: correct --topic")]
     UnknownTopic { topic: String, brokers: String },
+    #[error(
+        "the brokers {brokers} did not tell topic {topic:?}'s ID ({why}): without it, an archive of an earlier \
+         incarnation of the topic cannot be told apart. Try again in a moment"
+    )]
+    TopicId { topic: String, brokers: String, why: String },
 }
 
 /// One partition's offsets in Kafka.
@@ -36,8 +42,8 @@ pub struct PartitionOffsets {
     pub log: LogOffsets,
     /// The group's committed offset and its metadata (when a group was named and it committed).
     pub committed: Option<(i64, String)>,
-    /// The topic's ID (KIP-516), when the broker tells it.
-    pub topic_id: Option<String>,
+    /// The topic's identity (its KIP-516 ID, or that the brokers have none).
+    pub topic: TopicIdentity,
 }
 
 /// The offsets of every partition of `topics`, and the committed offsets of `group` when named. Blocks.
@@ -58,8 +64,7 @@ pub fn partition_offsets(
     let consumer: BaseConsumer = config.create().map_err(OffsetsError::Create)?;
     let unreachable = |source| OffsetsError::Unreachable { brokers: brokers.to_string(), source };
     let unknown = |topic: &String| OffsetsError::UnknownTopic { topic: topic.clone(), brokers: brokers.to_string() };
-    // Best effort: without IDs (an older broker), re-created topics are not recognised by their ID.
-    let topic_ids = topic_ids(consumer.client(), topics, REQUEST_TIMEOUT).unwrap_or_default();
+    let identities = identities(&consumer, brokers, topics)?;
     let mut out = BTreeMap::new();
     for topic in topics {
         let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(unreachable)?;
@@ -84,8 +89,35 @@ pub fn partition_offsets(
                 .and_then(|c| c.find_partition(topic, p))
                 .and_then(|e| e.offset().to_raw().filter(|o| *o >= 0).map(|o| (o, e.metadata().to_string())));
             let log = LogOffsets { log_start, log_end };
-            out.insert(tp, PartitionOffsets { log, committed, topic_id: topic_ids.get(topic).cloned() });
+            out.insert(tp, PartitionOffsets { log, committed, topic: identities[topic].clone() });
         }
     }
     Ok(out)
+}
+
+/// How often the topics' IDs are asked for before giving up (an answer with an error for a topic is
+/// usual right after it was created or re-created).
+const TOPIC_ID_ATTEMPTS: u32 = 3;
+
+/// Every topic's identity, asked for a few times: an unknown ID is never taken as "no ID".
+fn identities(
+    consumer: &BaseConsumer,
+    brokers: &str,
+    topics: &[String],
+) -> Result<BTreeMap<String, TopicIdentity>, OffsetsError> {
+    let mut failed = None;
+    for attempt in 0..TOPIC_ID_ATTEMPTS {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        failed = match topic_ids(consumer.client(), topics, REQUEST_TIMEOUT) {
+            Ok(ids) => match topics.iter().find(|t| !ids.contains_key(*t)) {
+                None => return Ok(ids),
+                Some(missing) => Some((missing.clone(), "the brokers answered with an error for it".to_string())),
+            },
+            Err(e) => Some((topics.join(", "), e.to_string())),
+        };
+    }
+    let (topic, why) = failed.unwrap_or_default();
+    Err(OffsetsError::TopicId { topic, brokers: brokers.to_string(), why })
 }

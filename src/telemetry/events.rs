@@ -139,6 +139,12 @@ pub enum Event<'a> {
         tp: &'a TopicPartition,
         why: &'a str,
     },
+    /// The brokers did not tell a topic's ID (asked again: the partition waits, it does not go on
+    /// unchecked).
+    TopicIdUnknown {
+        tp: &'a TopicPartition,
+        why: &'a str,
+    },
     /// A partition is not archived any more until a restart; `why` says what to do.
     PartitionStopped {
         tp: &'a TopicPartition,
@@ -216,6 +222,14 @@ impl Metrics {
             Event::DeadLettersFailed { tp, why } => {
                 self.dead_letter_failures.inc();
                 warn!(%tp, "{why}; retrying (the file is uploaded once they are produced)");
+            }
+            Event::TopicIdUnknown { tp, why } => {
+                self.topic_id_lookup_failures.inc();
+                warn!(
+                    %tp,
+                    "the topic's ID is not known yet ({why}); the partition waits until it is (asking again), so that \
+                     an archive of another incarnation of the topic is never continued"
+                );
             }
             Event::PartitionStopped { tp, why } => {
                 self.partitions_stopped.inc();

@@ -69,8 +69,9 @@ async fn answer(
         "/readyz" => text(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
-                "not ready: {} recoveries in progress, archive store {}\n",
+                "not ready: {} recoveries in progress ({} waiting for their topic's ID), archive store {}\n",
                 metrics.recoveries_in_progress.get(),
+                metrics.topic_ids_waiting.get(),
                 if metrics.store_up.get() == 1 { "answering" } else { "failing" }
             ),
         ),

@@ -36,6 +36,9 @@ pub struct Metrics {
     pub open_files: IntGauge,
     pub assigned_partitions: IntGauge,
     pub recoveries_in_progress: IntGauge,
+    /// Recoveries waiting for their topic's ID (the brokers did not tell it yet).
+    pub topic_ids_waiting: IntGauge,
+    pub topic_id_lookup_failures: IntCounter,
     /// 1 while the last request to the archive store succeeded, 0 while requests fail.
     pub store_up: IntGauge,
     /// Per partition: the highest offset whose object is durable.
@@ -161,6 +164,16 @@ impl Default for Metrics {
             open_files: gauge(&r, "open_files", "Files being written."),
             assigned_partitions: gauge(&r, "assigned_partitions", "Partitions assigned to this instance."),
             recoveries_in_progress: gauge(&r, "recoveries_in_progress", "Partitions being recovered right now."),
+            topic_ids_waiting: gauge(
+                &r,
+                "topic_ids_waiting",
+                "Recoveries waiting for the brokers to tell their topic's ID (KIP-516).",
+            ),
+            topic_id_lookup_failures: counter(
+                &r,
+                "topic_id_lookup_failures_total",
+                "Times the brokers did not tell a topic's ID when a recovery asked (asked again).",
+            ),
             store_up: gauge(&r, "store_up", "1 while the archive store answers, 0 while its requests fail."),
             archived_offset: partition_gauge(&r, "archived_offset", "Highest offset whose object is durable."),
             log_end_offset: partition_gauge(&r, "log_end_offset", "Log end offset, from the consumer's statistics."),

@@ -20,7 +20,9 @@
 mod resume;
 mod search;
 
-pub use self::resume::{assess_tail, check_incarnation, plan_resume, OtherIncarnation, ResumePlan, Tail};
+pub use self::resume::{
+    assess_tail, check_incarnation, plan_resume, IncarnationMismatch, ResumePlan, Tail, TopicIdentity,
+};
 pub use self::search::{Overlap, Step, TailListing, TailSearch};
 
 const HINT_METADATA_TAG: &str = "ksa1:";

@@ -83,24 +83,47 @@ pub fn plan_resume(tail: &Tail, log_start: Option<i64>) -> ResumePlan {
     }
 }
 
-/// The archive's chain and the assigned partition belong to different incarnations of the topic: it
-/// was deleted and re-created (its offsets restarted at 0), and the archive's last claim names the old
-/// topic ID. New records must never continue, fill or skip against the old chain.
+/// What the brokers say of a topic's identity (KIP-516): the ID of the topic's incarnation, or that they
+/// have no topic IDs at all (brokers before Kafka 2.8, or Kafka-compatible ones without them). A broker
+/// that did not answer, or answered with an error for the topic, has said neither: the caller asks again.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OtherIncarnation {
-    /// The topic ID the archive's last claim records.
-    pub archived: String,
-    /// The topic ID the topic has now.
-    pub current: String,
+pub enum TopicIdentity {
+    Id(String),
+    NoIds,
+}
+
+impl TopicIdentity {
+    /// The ID, as claims record it.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            TopicIdentity::Id(id) => Some(id),
+            TopicIdentity::NoIds => None,
+        }
+    }
+}
+
+/// Why a partition's archive cannot be continued by the topic as it is now. New records must never
+/// continue, fill or skip against another incarnation's chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IncarnationMismatch {
+    /// The archive's last claim names another topic ID than the topic has now: the topic was deleted
+    /// and re-created (its offsets restarted at 0).
+    Other { archived: String, current: String },
+    /// The archive's last claim names a topic ID, but the brokers have none: which incarnation the
+    /// topic is cannot be checked (another cluster, or brokers without topic IDs).
+    Unverifiable { archived: String },
 }
 
 /// Checks that the partition's archive (its last claim) belongs to the topic as it is now. Claims that
-/// record no topic ID (written before IDs were recorded) and brokers that do not tell it pass: there is
-/// nothing to compare.
-pub fn check_incarnation(last_claim: Option<&Claim>, topic_id: Option<&str>) -> Result<(), OtherIncarnation> {
-    match (last_claim.and_then(|c| c.topic_id.as_deref()), topic_id) {
-        (Some(archived), Some(current)) if archived != current => {
-            Err(OtherIncarnation { archived: archived.to_string(), current: current.to_string() })
+/// record no topic ID (written before IDs were recorded, or from brokers without them) pass: there is
+/// nothing to compare, and the next claim records the ID if the brokers have one.
+pub fn check_incarnation(last_claim: Option<&Claim>, current: &TopicIdentity) -> Result<(), IncarnationMismatch> {
+    match (last_claim.and_then(|c| c.topic_id.as_deref()), current) {
+        (Some(archived), TopicIdentity::Id(current)) if archived != current => {
+            Err(IncarnationMismatch::Other { archived: archived.to_string(), current: current.to_string() })
+        }
+        (Some(archived), TopicIdentity::NoIds) => {
+            Err(IncarnationMismatch::Unverifiable { archived: archived.to_string() })
         }
         _ => Ok(()),
     }
@@ -209,14 +232,22 @@ mod tests {
     #[test]
     fn another_incarnation_of_the_topic_is_refused() {
         let with_id = |id: Option<&str>| Claim { topic_id: id.map(String::from), ..claim(0, 0, 9) };
-        assert_eq!(check_incarnation(Some(&with_id(Some("A"))), Some("A")), Ok(()));
+        let id = |s: &str| TopicIdentity::Id(s.into());
+        assert_eq!(check_incarnation(Some(&with_id(Some("A"))), &id("A")), Ok(()));
         assert_eq!(
-            check_incarnation(Some(&with_id(Some("A"))), Some("B")),
-            Err(OtherIncarnation { archived: "A".into(), current: "B".into() })
+            check_incarnation(Some(&with_id(Some("A"))), &id("B")),
+            Err(IncarnationMismatch::Other { archived: "A".into(), current: "B".into() })
         );
-        // Nothing to compare: an empty archive, a claim without an ID, a broker without IDs.
-        assert_eq!(check_incarnation(None, Some("B")), Ok(()));
-        assert_eq!(check_incarnation(Some(&with_id(None)), Some("B")), Ok(()));
-        assert_eq!(check_incarnation(Some(&with_id(Some("A"))), None), Ok(()));
+        // An archive with an ID, brokers without: the topic's incarnation cannot be checked, so its
+        // records must not continue the chain (and claims without an ID never follow one with it).
+        assert_eq!(
+            check_incarnation(Some(&with_id(Some("A"))), &TopicIdentity::NoIds),
+            Err(IncarnationMismatch::Unverifiable { archived: "A".into() })
+        );
+        // Nothing to compare: an empty archive, a claim without an ID.
+        assert_eq!(check_incarnation(None, &id("B")), Ok(()));
+        assert_eq!(check_incarnation(None, &TopicIdentity::NoIds), Ok(()));
+        assert_eq!(check_incarnation(Some(&with_id(None)), &id("B")), Ok(()));
+        assert_eq!(check_incarnation(Some(&with_id(None)), &TopicIdentity::NoIds), Ok(()));
     }
 }

@@ -89,6 +89,31 @@ pub(super) struct Harness {
     pub(super) epochs: Mutex<HashMap<i32, u64>>,
     pub(super) metrics: Arc<Metrics>,
     pub(super) task: JoinHandle<Result<(), PipelineError>>,
+    /// What the brokers tell of the topic's identity when recovery asks (assignments tell none).
+    pub(super) topic_ids: Arc<TestTopicIds>,
+}
+
+/// The topic's identity, as brokers without topic IDs tell it unless a test says otherwise; a test can
+/// have it fail a number of times first.
+#[derive(Default)]
+pub(super) struct TestTopicIds {
+    pub(super) id: Mutex<Option<String>>,
+    pub(super) failures: AtomicU32,
+    pub(super) asked: AtomicU32,
+}
+
+impl TopicIdLookup for TestTopicIds {
+    fn lookup(&self, _topic: &str) -> Result<crate::core::recovery::TopicIdentity, String> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        if self.failures.load(Ordering::SeqCst) > 0 {
+            self.failures.fetch_sub(1, Ordering::SeqCst);
+            return Err("injected: describing the topic timed out".into());
+        }
+        Ok(match self.id.lock().unwrap().clone() {
+            Some(id) => crate::core::recovery::TopicIdentity::Id(id),
+            None => crate::core::recovery::TopicIdentity::NoIds,
+        })
+    }
 }
 
 pub(super) fn tp(p: i32) -> TopicPartition {
@@ -179,12 +204,13 @@ fn harness_full(
     let (records, records_rx) = mpsc::channel(64);
     let (link, commands) = SourceLink::new();
     let metrics = Arc::new(Metrics::default());
-    let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone());
+    let topic_ids = Arc::new(TestTopicIds::default());
+    let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone(), topic_ids.clone());
     if let Some(sink) = sink {
         pipeline = pipeline.with_dead_letters(sink);
     }
     let task = tokio::spawn(pipeline.run(control_rx, records_rx));
-    Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), metrics, task }
+    Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), metrics, task, topic_ids }
 }
 
 /// A harness writing Parquet with value schemas inferred per file (see [`Typed`]).
@@ -218,7 +244,7 @@ impl Harness {
         let epoch = self.link.next_epoch();
         self.epochs.lock().unwrap().insert(p, epoch);
         let partitions =
-            vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start, log_end: None, topic_id: None }];
+            vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start, log_end: None, topic: None }];
         self.control.send(Control::Assigned { partitions, reply }).unwrap();
         rx
     }

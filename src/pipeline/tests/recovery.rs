@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::harness::*;
 use crate::source::ResumeAt;
+use crate::store::ObjectStore;
 
 #[tokio::test]
 async fn a_store_brownout_during_recovery_is_waited_out_and_revokes_are_answered_meanwhile() {
@@ -35,5 +36,61 @@ async fn a_store_brownout_during_recovery_is_waited_out_and_revokes_are_answered
     assert_eq!(positions, vec![(tp(0), ResumeAt::Earliest)]);
     assert!(!h.task.is_finished(), "the pipeline never stopped");
     assert!(h.metrics.list_retries.get() > 0);
+    h.task.abort();
+}
+
+/// A claim with the topic's ID, as a writer of the first incarnation made it.
+fn claim_with_id(start: i64, end: i64, id: &str) -> crate::core::claim::Claim {
+    crate::core::claim::Claim {
+        topic_id: Some(id.into()),
+        writer: "other:2".into(),
+        ..crate::core::claim::Claim::for_test(start, start, end)
+    }
+}
+
+#[tokio::test]
+async fn a_topic_id_the_brokers_do_not_tell_is_asked_for_while_the_partition_waits() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.plant(0, claim_with_id(0, 9, "A")).await;
+    // The topic was re-created (now "B"), and the brokers do not tell its ID for a while.
+    *h.topic_ids.id.lock().unwrap() = Some("B".into());
+    h.topic_ids.failures.store(u32::MAX, Ordering::SeqCst);
+    let answer = h.start_assign(0, Some(0));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(answer.try_recv().is_err(), "no position while the ID is unknown");
+    assert_eq!(h.metrics.topic_ids_waiting.get(), 1);
+    assert!(!h.metrics.ready(), "/readyz says not ready, and why");
+    assert!(h.metrics.topic_id_lookup_failures.get() >= 2, "asked again");
+    // Once told, the archive of the old incarnation is not continued: the partition is stopped.
+    h.topic_ids.failures.store(0, Ordering::SeqCst);
+    let positions = tokio::task::spawn_blocking(move || answer.recv_timeout(Duration::from_secs(60))).await.unwrap();
+    assert_eq!(positions.unwrap(), vec![(tp(0), ResumeAt::Stop)]);
+    assert_eq!(h.metrics.partitions_stopped.get(), 1);
+    assert_eq!(h.metrics.topic_ids_waiting.get(), 0);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn an_archive_with_a_topic_id_is_not_continued_on_brokers_without_ids() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.plant(0, claim_with_id(0, 9, "A")).await;
+    assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Stop, "claims without the ID would follow one with it");
+    assert_eq!(h.metrics.partitions_stopped.get(), 1);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn claims_record_the_topic_id_once_the_brokers_tell_it() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.plant_claim(0, 0, 0, 9).await;
+    let other = bytes::Bytes::from_static(b"theirs");
+    h.store.inner.put_if_absent(&key(0, 0, 9), &crate::core::spool::SpoolData::Memory(other), 6).await.unwrap();
+    *h.topic_ids.id.lock().unwrap() = Some("A".into());
+    h.topic_ids.failures.store(2, Ordering::SeqCst);
+    assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(10));
+    h.send(0, 10..13, 10).await;
+    assert_eq!(h.wait_keys(2).await, vec![key(0, 0, 9), key(0, 10, 12)]);
+    let ids: Vec<Option<String>> = h.claims(0).await.into_iter().map(|c| c.topic_id).collect();
+    assert_eq!(ids, vec![None, Some("A".into())]);
     h.task.abort();
 }
