@@ -372,6 +372,11 @@ impl Settings {
                        what a read_committed consumer sees)";
             return Err(invalid("--kafka", k, why.into()));
         }
+        if props.get("statistics.interval.ms").is_some_and(|v| v.trim() == "0") {
+            let why = "the archiver reads librdkafka's statistics: to find partitions an out-of-range position \
+                       stopped, and for its log-end and lag metrics; give an interval in ms (default 5000)";
+            return Err(invalid("--kafka", "statistics.interval.ms=0", why.into()));
+        }
         Ok(props)
     }
 

@@ -63,3 +63,42 @@ async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
             .unwrap();
     assert_eq!(p0, vec![old], "nothing may be archived for the stopped partition");
 }
+
+/// The same, while the brokers do not answer for the partition's log offsets at first (librdkafka's
+/// mock cluster refuses the first ListOffsets requests): they are asked again, off the polling thread,
+/// each failure counted, until the partition is stopped. (Before, one failed read left the partition
+/// assigned, not stopped, and delivering nothing until the next rebalance.)
+#[tokio::test(flavor = "multi_thread")]
+async fn an_out_of_range_whose_log_offsets_cannot_be_read_at_first_is_retried() {
+    use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("recreated", 1, 1).unwrap();
+    produce(&bootstrap, "recreated", 1, 0..20, 50).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = Settings { topics: Some(vec!["recreated".into()]), ..mock_settings(&bootstrap, dir.path()) }
+        .resolve(None)
+        .unwrap();
+    let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
+    let tp = TopicPartition::new("recreated", 0).unwrap();
+    let old = ObjectKey::new(Prefix::default(), tp, OffsetRange::new(0, 999).unwrap(), FileKind::Parquet).to_string();
+    store.put_if_absent(&old, &SpoolData::Memory(Bytes::from_static(b"old")), 3).await.unwrap();
+    cluster.request_errors(
+        RDKafkaApiKey::ListOffsets,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 12],
+    );
+
+    let archiver = Archiver::start(&config, store.clone()).unwrap();
+    let metrics = archiver.metrics();
+    let started = Instant::now();
+    while metrics.partitions_stopped.get() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "not stopped; {} failed reads of the log offsets",
+            metrics.out_of_range_lookup_failures.get()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(metrics.out_of_range_lookup_failures.get() > 0, "the log offsets were read at the first try");
+    archiver.shutdown().await.unwrap();
+}

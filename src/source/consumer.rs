@@ -18,6 +18,7 @@ use tracing::{error, info, warn};
 use super::context::{ArchiverContext, SourceState};
 use super::convert::to_record;
 use super::messages::{Control, Fetched, SourceCommand, SourceLink};
+use super::out_of_range::Watermarks;
 use super::probe::probe_config;
 use super::SourceError;
 use crate::core::partition::TopicPartition;
@@ -113,6 +114,10 @@ impl KafkaSource {
             assign_wait: assign_wait(&settings.kafka_props),
             probe: probe_config(&settings.brokers, &settings.kafka_props),
             crashed,
+            watermarks: Mutex::new(
+                Watermarks::spawn(probe_config(&settings.brokers, &settings.kafka_props), metrics.clone())
+                    .expect("spawn the out-of-range thread"),
+            ),
             metrics,
             first_failure: Mutex::default(),
         }
@@ -249,6 +254,7 @@ fn poll_loop(
         poll_batch(&consumer, &ctx, &mut last_tp)?;
         ctx.assignment_lost.store(consumer.assignment_lost(), Ordering::SeqCst);
         ctx.apply_late_answers(&consumer);
+        ctx.apply_out_of_range(&consumer);
         hand_over(&consumer, &ctx);
         ctx.apply_commands(&consumer, CommitMode::Async);
     }
@@ -269,7 +275,7 @@ fn poll_batch(
             Some(Err(KafkaError::MessageConsumption(
                 RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange,
             ))) => {
-                ctx.on_out_of_range(consumer);
+                ctx.out_of_range_seen();
                 return Ok(());
             }
             Some(Err(e @ KafkaError::MessageConsumptionFatal(_))) => return Err(SourceError::Fatal(e)),

@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use tracing::{debug, error, info, warn};
 
 use super::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand};
+use super::out_of_range::{OutOfRangeState, Watermarks};
 use super::pending::Pending;
 use super::probe::{probe_range, RangeProbe};
 use super::topic_id::topic_ids;
@@ -34,15 +35,15 @@ pub(super) const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
 const SEEK_ATTEMPTS: u32 = 50;
 
 /// What the consumer thread knows of one assigned partition.
-struct Assigned {
-    epoch: u64,
+pub(super) struct Assigned {
+    pub(super) epoch: u64,
     /// Not consumed (the archive is ahead of the log, recovery failed, or recovery has not ended yet).
-    stopped: bool,
+    pub(super) stopped: bool,
     /// The offset this partition delivers next: where it was assigned or moved to, then the last
     /// record's offset + 1. `None` until known (started at earliest or latest, nothing delivered yet).
-    next_offset: Option<i64>,
+    pub(super) next_offset: Option<i64>,
     /// Offsets retention deleted past `next_offset`, to hand over with the next record.
-    gap_before_next: Option<OffsetRange>,
+    pub(super) gap_before_next: Option<OffsetRange>,
 }
 
 /// The answer of a recovery that outlasted the assign callback's wait.
@@ -54,12 +55,14 @@ struct LateAnswer {
 
 #[derive(Default)]
 pub(super) struct SourceState {
-    assigned: HashMap<TopicPartition, Assigned>,
+    pub(super) assigned: HashMap<TopicPartition, Assigned>,
     /// Recoveries still running after their assign callback returned.
     late: Vec<LateAnswer>,
     /// Records polled while the pipeline's channel was full.
     pub(super) pending: Pending,
     pub(super) paused_for_backpressure: bool,
+    /// Out-of-range errors not yet traced to their partitions, and the partitions being checked.
+    pub(super) out_of_range: OutOfRangeState,
 }
 
 impl SourceState {
@@ -102,6 +105,8 @@ pub(super) struct ArchiverContext {
     /// failing, a refused connection): it says why start-up cannot reach the brokers. Later ones ("all
     /// brokers are down") say less.
     pub(super) first_failure: Mutex<Option<String>>,
+    /// Reads the log offsets of partitions stopped on an out-of-range position (see `out_of_range`).
+    pub(super) watermarks: Mutex<Watermarks>,
 }
 
 impl ClientContext for ArchiverContext {
@@ -123,8 +128,10 @@ impl ClientContext for ArchiverContext {
     }
 
     /// librdkafka's periodic statistics: each assigned partition's log end, and so what is not
-    /// archived yet (recovery set its archived offset).
+    /// archived yet (recovery set its archived offset); and which fetchers an out-of-range position
+    /// stopped.
     fn stats(&self, statistics: rdkafka::Statistics) {
+        self.find_stopped_fetchers(&statistics);
         let assigned: Vec<TopicPartition> = self.state.lock().expect("source state").assigned.keys().cloned().collect();
         for (topic, t) in &statistics.topics {
             for (partition, p) in &t.partitions {
@@ -402,57 +409,12 @@ impl ArchiverContext {
             }
         }
     }
-
-    /// The broker said a fetch position is out of range. librdkafka's error does not say which partition,
-    /// so every consumed partition's next offset is compared with its log: below the log start,
-    /// retention deleted records before they were archived (at assignment, or mid-stream while fetching
-    /// was paused): record the gap and go on from the log start. Above the log end, the log is not the one
-    /// the archive continues (the topic was re-created, or the log was truncated): stop the partition.
-    pub(super) fn on_out_of_range(&self, consumer: &BaseConsumer<Self>) {
-        let candidates: Vec<(TopicPartition, i64)> = {
-            let state = self.state.lock().expect("source state");
-            state
-                .assigned
-                .iter()
-                .filter(|(_, a)| !a.stopped)
-                .filter_map(|(tp, a)| a.next_offset.map(|o| (tp.clone(), o)))
-                .collect()
-        };
-        for (tp, next) in candidates {
-            let Ok((low, high)) = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT) else {
-                continue;
-            };
-            if next < low {
-                let missing = OffsetRange::new(next, low - 1).expect("next < low");
-                restart_fetch(consumer, &tp, Offset::Offset(low));
-                if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
-                    a.next_offset = Some(low);
-                    a.gap_before_next = Some(a.gap_before_next.map_or(missing, |earlier| {
-                        OffsetRange::new(earlier.start(), missing.end()).expect("gaps grow forward")
-                    }));
-                }
-            } else if next > high {
-                let _ = consumer.pause(&tpl_of([&tp]));
-                if let Some(a) = self.state.lock().expect("source state").assigned.get_mut(&tp) {
-                    a.stopped = true;
-                }
-                let why = format!(
-                    "the archive of {tp} already holds offsets up to {}, but the partition's log ends at {high}: \
-                     the topic was probably deleted and re-created (or its log truncated). This partition is \
-                     stopped so that nothing is skipped silently; archive the new topic under another --dest \
-                     prefix (or move the old archive away) and restart",
-                    next - 1
-                );
-                self.metrics.emit(Event::PartitionStopped { tp: &tp, why: &why });
-            }
-        }
-    }
 }
 
 /// Moves `tp`'s fetching to `offset`. After an out-of-range error (with `auto.offset.reset=error`)
 /// librdkafka has stopped the partition's fetcher and refuses a seek, so the partition is taken out of
 /// the local assignment and put back at `offset` (incremental, so the group does not rebalance).
-fn restart_fetch(consumer: &BaseConsumer<ArchiverContext>, tp: &TopicPartition, offset: Offset) {
+pub(super) fn restart_fetch(consumer: &BaseConsumer<ArchiverContext>, tp: &TopicPartition, offset: Offset) {
     if consumer.seek(tp.topic(), tp.partition(), offset, METADATA_TIMEOUT).is_ok() {
         return;
     }

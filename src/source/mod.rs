@@ -15,6 +15,7 @@ pub mod dead_letters;
 pub mod headers;
 mod messages;
 pub mod offsets;
+mod out_of_range;
 mod pending;
 pub mod probe;
 pub mod topic_config;

@@ -39,6 +39,8 @@ pub struct Metrics {
     /// Recoveries waiting for their topic's ID (the brokers did not tell it yet).
     pub topic_ids_waiting: IntGauge,
     pub topic_id_lookup_failures: IntCounter,
+    /// Reads of the log offsets of a partition stopped on an out-of-range position that failed (retried).
+    pub out_of_range_lookup_failures: IntCounter,
     /// 1 while the last request to the archive store succeeded, 0 while requests fail.
     pub store_up: IntGauge,
     /// Per partition: the highest offset whose object is durable.
@@ -168,6 +170,11 @@ impl Default for Metrics {
                 &r,
                 "topic_ids_waiting",
                 "Recoveries waiting for the brokers to tell their topic's ID (KIP-516).",
+            ),
+            out_of_range_lookup_failures: counter(
+                &r,
+                "out_of_range_lookup_failures_total",
+                "Reads of the log offsets of a partition stopped on an out-of-range position that failed (retried).",
             ),
             topic_id_lookup_failures: counter(
                 &r,

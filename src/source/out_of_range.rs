@@ -1,0 +1,276 @@
+//! Partitions whose fetcher stopped on an out-of-range position. With `auto.offset.reset=error`,
+//! librdkafka stops a partition's fetcher and reports an error that does not say which partition; its
+//! statistics do: an assigned, consumed partition whose fetch state is `none` has stopped. Only those
+//! are moved. (A partition still delivering records it prefetched from below a new log start is
+//! fetching: its records are in memory and are archived; if its own position falls out of range later,
+//! its fetcher stops and it is found then.)
+//!
+//! A stopped partition's log offsets are read off the polling thread, by a worker with a client of its
+//! own, for as long as it takes (each failure logged and counted), and the answer decides (`action`):
+//! below the log start, retention deleted records before they were archived (a retention gap, handed
+//! over with the next record); above the log end, the log is not the one the archive continues (the
+//! partition is stopped); inside, the fetcher is just started again.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::topic_partition_list::Offset;
+use tracing::{error, info, warn};
+
+use super::context::{restart_fetch, tpl_of, ArchiverContext, Assigned};
+use crate::core::backoff::Backoff;
+use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::telemetry::{Event, Metrics};
+
+/// How long one watermark request may take.
+const WATERMARKS_TIMEOUT: Duration = Duration::from_secs(10);
+/// Statistics rounds an out-of-range error may go without its stopped fetcher being found before it is
+/// given up as one a revoke or re-positioning answered already.
+const ROUNDS_TO_FIND: u32 = 3;
+
+/// The consumer thread's out-of-range bookkeeping.
+#[derive(Debug, Default)]
+pub(super) struct OutOfRangeState {
+    /// Errors seen whose stopped fetcher has not been found yet.
+    errors: u32,
+    /// Statistics rounds since then that found none.
+    rounds: u32,
+    /// Partitions whose log offsets are being read.
+    checking: HashSet<TopicPartition>,
+}
+
+/// librdkafka's fetch state (in its statistics) of a partition whose fetcher is stopped.
+pub(super) const FETCH_STOPPED: &str = "none";
+
+/// A partition found with its fetcher stopped, as the consumer thread knew it then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Stopped {
+    pub(super) tp: TopicPartition,
+    pub(super) epoch: u64,
+    /// The offset it was to deliver next (`None`: nothing delivered since it started at earliest).
+    pub(super) next: Option<i64>,
+}
+
+/// A stopped partition with its log's offsets, read after it stopped.
+#[derive(Debug)]
+pub(super) struct Measured {
+    pub(super) stopped: Stopped,
+    pub(super) low: i64,
+    pub(super) high: i64,
+}
+
+/// The consumed partitions (not being checked already) whose fetch state says their fetcher stopped.
+/// Partitions that are fetching are left alone, whatever their position: what they prefetched is in
+/// memory and is archived.
+fn stopped_fetchers(
+    assigned: &HashMap<TopicPartition, Assigned>,
+    checking: &HashSet<TopicPartition>,
+    fetch_state: impl Fn(&TopicPartition) -> Option<String>,
+) -> Vec<Stopped> {
+    assigned
+        .iter()
+        .filter(|(tp, a)| !a.stopped && !checking.contains(*tp))
+        .filter(|(tp, _)| fetch_state(tp).is_some_and(|state| state == FETCH_STOPPED))
+        .map(|(tp, a)| Stopped { tp: tp.clone(), epoch: a.epoch, next: a.next_offset })
+        .collect()
+}
+
+/// What to do with a stopped partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Action {
+    /// Retention deleted `missing` before it was archived: fetch from the log start.
+    RetentionGap { missing: OffsetRange, resume_at: i64 },
+    /// The archive holds offsets up to `archived_through` but the log ends at `log_end`: stop.
+    AheadOfLog { archived_through: i64, log_end: i64 },
+    /// The position is inside the log (the broker's answer came from a moment of change): fetch again
+    /// (from the log start when nothing was delivered yet).
+    RestartFetch { at: Option<i64> },
+}
+
+/// What a stopped partition that was to deliver `next` needs, its log being `[low, high)`.
+pub(super) fn action(next: Option<i64>, low: i64, high: i64) -> Action {
+    match next {
+        Some(next) if next < low => {
+            Action::RetentionGap { missing: OffsetRange::new(next, low - 1).expect("next < low"), resume_at: low }
+        }
+        Some(next) if next > high => Action::AheadOfLog { archived_through: next - 1, log_end: high },
+        at => Action::RestartFetch { at },
+    }
+}
+
+/// The worker that reads stopped partitions' watermarks.
+pub(super) struct Watermarks {
+    requests: std_mpsc::Sender<Stopped>,
+    results: std_mpsc::Receiver<Measured>,
+}
+
+impl Watermarks {
+    /// Starts the worker, with a client made from `config` (it joins no group).
+    pub(super) fn spawn(config: ClientConfig, metrics: Arc<Metrics>) -> std::io::Result<Self> {
+        let (requests, asked) = std_mpsc::channel::<Stopped>();
+        let (answer, results) = std_mpsc::channel();
+        std::thread::Builder::new().name("out-of-range".into()).spawn(move || {
+            let consumer: Option<BaseConsumer> = config.create().map_err(|e| error!("{e}")).ok();
+            for stopped in asked {
+                let Some(consumer) = &consumer else { continue };
+                let (low, high) = watermarks(consumer, &stopped.tp, &metrics);
+                if answer.send(Measured { stopped, low, high }).is_err() {
+                    return;
+                }
+            }
+        })?;
+        Ok(Self { requests, results })
+    }
+
+    pub(super) fn ask(&self, stopped: Stopped) {
+        let _ = self.requests.send(stopped);
+    }
+
+    /// The answers that came since last asked.
+    pub(super) fn answers(&self) -> Vec<Measured> {
+        self.results.try_iter().collect()
+    }
+}
+
+/// `tp`'s watermarks, asked for until the brokers answer.
+fn watermarks(consumer: &BaseConsumer, tp: &TopicPartition, metrics: &Metrics) -> (i64, i64) {
+    let backoff = Backoff::default();
+    let mut attempt = 0;
+    loop {
+        match consumer.fetch_watermarks(tp.topic(), tp.partition(), WATERMARKS_TIMEOUT) {
+            Ok(watermarks) => return watermarks,
+            Err(e) => {
+                metrics.out_of_range_lookup_failures.inc();
+                warn!(
+                    %tp,
+                    "reading the log offsets of a partition stopped on an out-of-range position failed ({e}); \
+                     trying again"
+                );
+                std::thread::sleep(backoff.delay(attempt, fastrand::f64()));
+                attempt += 1;
+            }
+        }
+    }
+}
+
+impl ArchiverContext {
+    /// librdkafka reported an out-of-range position (it does not say of which partition).
+    pub(super) fn out_of_range_seen(&self) {
+        self.state.lock().expect("source state").out_of_range.errors += 1;
+    }
+
+    /// After out-of-range errors: the consumed partitions whose fetcher the statistics say is stopped
+    /// have their log offsets read (off this thread).
+    pub(super) fn find_stopped_fetchers(&self, statistics: &rdkafka::Statistics) {
+        let mut state = self.state.lock().expect("source state");
+        if state.out_of_range.errors == 0 {
+            return;
+        }
+        let fetch_state = |tp: &TopicPartition| {
+            let partition = statistics.topics.get(tp.topic()).and_then(|t| t.partitions.get(&tp.partition()));
+            partition.map(|p| p.fetch_state.clone())
+        };
+        let stopped = stopped_fetchers(&state.assigned, &state.out_of_range.checking, fetch_state);
+        let found = &mut state.out_of_range;
+        if stopped.is_empty() {
+            found.rounds += 1;
+            if found.rounds >= ROUNDS_TO_FIND {
+                info!(
+                    "no partition's fetcher is stopped any more after an out-of-range error (revoked or moved since)"
+                );
+                (found.errors, found.rounds) = (0, 0);
+            }
+            return;
+        }
+        (found.errors, found.rounds) = (0, 0);
+        let watermarks = self.watermarks.lock().expect("watermarks");
+        for s in stopped {
+            warn!(tp = %s.tp, next = ?s.next, "fetching stopped on an out-of-range position; reading the log's offsets");
+            found.checking.insert(s.tp.clone());
+            watermarks.ask(s);
+        }
+    }
+
+    /// Moves the stopped partitions whose log offsets came, unless revoked, re-positioned or
+    /// delivering again since.
+    pub(super) fn apply_out_of_range(&self, consumer: &BaseConsumer<ArchiverContext>) {
+        let answers = self.watermarks.lock().expect("watermarks").answers();
+        for Measured { stopped, low, high } in answers {
+            let mut state = self.state.lock().expect("source state");
+            state.out_of_range.checking.remove(&stopped.tp);
+            let current = state
+                .assigned
+                .get_mut(&stopped.tp)
+                .filter(|a| !a.stopped && a.epoch == stopped.epoch && a.next_offset == stopped.next);
+            let Some(a) = current else { continue };
+            let tp = &stopped.tp;
+            match action(stopped.next, low, high) {
+                Action::RetentionGap { missing, resume_at } => {
+                    a.next_offset = Some(resume_at);
+                    a.gap_before_next = Some(a.gap_before_next.map_or(missing, |earlier| {
+                        OffsetRange::new(earlier.start(), missing.end()).expect("gaps grow forward")
+                    }));
+                    drop(state);
+                    restart_fetch(consumer, tp, Offset::Offset(resume_at));
+                }
+                Action::AheadOfLog { archived_through, log_end } => {
+                    a.stopped = true;
+                    drop(state);
+                    let _ = consumer.pause(&tpl_of([tp]));
+                    let why = format!(
+                        "the archive of {tp} already holds offsets up to {archived_through}, but the partition's log \
+                         ends at {log_end}: the topic was probably deleted and re-created (or its log truncated). This \
+                         partition is stopped so that nothing is skipped silently; archive the new topic under \
+                         another --dest prefix (or move the old archive away) and restart"
+                    );
+                    self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+                }
+                Action::RestartFetch { at } => {
+                    drop(state);
+                    info!(%tp, ?at, "the position is inside the log again; fetching again");
+                    restart_fetch(consumer, tp, at.map_or(Offset::Beginning, Offset::Offset));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_partitions_whose_fetcher_stopped_are_moved() {
+        let tp = |p| TopicPartition::new("t", p).unwrap();
+        let assigned = |next, stopped| Assigned { epoch: 7, stopped, next_offset: Some(next), gap_before_next: None };
+        // Retention moved the log start of 0, 1 and 2 to 500, past where each delivered. Partition 0's
+        // fetcher stopped on it; 1 still delivers the records it prefetched (in memory: they are
+        // archived); 2 is not consumed; 3's fetcher stopped but is being checked already.
+        let partitions = HashMap::from([
+            (tp(0), assigned(100, false)),
+            (tp(1), assigned(100, false)),
+            (tp(2), assigned(100, true)),
+            (tp(3), assigned(100, false)),
+        ]);
+        let states = HashMap::from([(tp(0), "none"), (tp(1), "active"), (tp(2), "none"), (tp(3), "none")]);
+        let checking = HashSet::from([tp(3)]);
+        let found = stopped_fetchers(&partitions, &checking, |tp| states.get(tp).map(|s| s.to_string()));
+        assert_eq!(found, vec![Stopped { tp: tp(0), epoch: 7, next: Some(100) }]);
+    }
+
+    #[test]
+    fn a_stopped_partition_goes_on_as_its_log_says() {
+        assert_eq!(
+            action(Some(100), 250, 900),
+            Action::RetentionGap { missing: OffsetRange::new(100, 249).unwrap(), resume_at: 250 }
+        );
+        assert_eq!(action(Some(1000), 0, 20), Action::AheadOfLog { archived_through: 999, log_end: 20 });
+        assert_eq!(action(Some(300), 250, 900), Action::RestartFetch { at: Some(300) });
+        assert_eq!(action(Some(900), 250, 900), Action::RestartFetch { at: Some(900) }, "at the log end");
+        assert_eq!(action(None, 250, 900), Action::RestartFetch { at: None }, "started at earliest: nothing archived");
+    }
+}
