@@ -129,6 +129,7 @@ pub async fn write_synthetic_archive(
             records: u64::try_from(range.end() - range.start() + 1).expect("a range"),
             retention_gap: false,
             retention_gap_from: None,
+            no_records_from: None,
             writer: "synthetic:1".into(),
             time_ms: 0,
             timestamps: None,

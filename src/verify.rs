@@ -11,7 +11,8 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::core::audit::{
-    audit, claims_to_read, LogOffsets, ObjectContents, PartitionListing, PartitionReport, Problem,
+    audit, claims_of_short_objects, claims_to_read, LogOffsets, ObjectContents, PartitionListing, PartitionReport,
+    Problem,
 };
 use crate::core::claim::{Claim, ClaimKey};
 use crate::core::completeness::is_marker;
@@ -187,11 +188,26 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
         None => BTreeMap::new(),
     };
     // With the brokers, each partition's last claim too: it names the topic incarnation archived.
-    let claims = read_claims(store, &opts.prefix, &listings, opts.concurrency, !logs.is_empty()).await;
+    let mut claims = read_claims(store, &opts.prefix, &listings, opts.concurrency, !logs.is_empty()).await;
     let (contents, value_misfits) = match opts.deep {
         true => read_contents(store, &listings, opts.concurrency).await,
         false => (BTreeMap::new(), 0),
     };
+    // The claims of objects holding fewer records than their names say: were they written again?
+    let short: Vec<(TopicPartition, i64)> = contents
+        .iter()
+        .flat_map(|(tp, read)| {
+            let listing = &listings[tp];
+            let known = claims.get(tp);
+            claims_of_short_objects(listing, read)
+                .into_iter()
+                .filter(move |s| known.is_none_or(|k| !k.contains_key(s)))
+                .map(move |s| (tp.clone(), s))
+        })
+        .collect();
+    for (tp, bodies) in read_claim_bodies(store, &opts.prefix, short, opts.concurrency).await {
+        claims.entry(tp).or_default().extend(bodies);
+    }
     let (no_claims, no_contents) = (BTreeMap::new(), BTreeMap::new());
     let partitions = listings
         .iter()
@@ -292,6 +308,16 @@ async fn read_claims(
             starts.into_iter().map(move |s| (tp.clone(), s))
         })
         .collect();
+    read_claim_bodies(store, prefix, wanted, concurrency).await
+}
+
+/// The bodies of the claims `wanted`, read concurrently.
+async fn read_claim_bodies(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    wanted: Vec<(TopicPartition, i64)>,
+    concurrency: usize,
+) -> ClaimBodies {
     let bodies: Vec<(TopicPartition, i64, Result<Claim, String>)> = stream::iter(wanted)
         .map(|(tp, chain_start)| async move {
             let key = ClaimKey::new(prefix.clone(), tp.clone(), chain_start).to_string();

@@ -166,6 +166,7 @@ async fn claimed_range_after_retention(deleted_below: i64) -> Vec<Problem> {
         records: 100,
         retention_gap: false,
         retention_gap_from: None,
+        no_records_from: None,
         writer: "dead-host:1".into(),
         time_ms: 0,
         timestamps: None,

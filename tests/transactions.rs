@@ -102,7 +102,7 @@ async fn the_range_probe_sees_what_a_read_committed_consumer_sees() {
     let tp = TopicPartition::new(&topic, 0).unwrap();
     let config = probe_config(&brokers(), &[]);
     let probe = |s, e| probe_range(&config, &tp, OffsetRange::new(s, e).unwrap()).expect("probe");
-    assert_eq!(probe(before + 1, after - 1), RangeProbe::Empty, "hole {}..={}", before + 1, after - 1);
+    assert_eq!(probe(before + 1, after - 1), RangeProbe::Empty { log_start: 0 }, "hole {}..={}", before + 1, after - 1);
     assert_eq!(probe(before + 1, after), RangeProbe::HasRecords);
     assert_eq!(probe(before, before), RangeProbe::HasRecords);
     // Past the log's end nothing can be told yet.

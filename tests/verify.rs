@@ -65,6 +65,7 @@ async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: 
         records: (end - first + 1) as u64,
         retention_gap: false,
         retention_gap_from: None,
+        no_records_from: None,
         writer: "test:1".into(),
         time_ms: 0,
         timestamps: None,

@@ -16,6 +16,7 @@ use super::object_key::ObjectKey;
 use super::partition::{OffsetRange, TopicPartition};
 use super::record::Record;
 use super::recovery::{check_incarnation, IncarnationMismatch, TopicIdentity};
+use super::restore::covering_claim;
 
 /// One partition as listed.
 #[derive(Debug, Clone, Default)]
@@ -44,12 +45,15 @@ impl ObjectContents {
     }
 
     /// Why the object does not hold what its name says (strictly increasing offsets from exactly the
-    /// first to exactly the last offset named), or `None` when it does. An unreadable object is
-    /// reported as such, not here.
-    pub fn mismatch(&self, key: &ObjectKey) -> Option<String> {
+    /// first to exactly the last offset named), or `None` when it does. An object written again under
+    /// the key its claim names (`named_by_claim`) may hold fewer records at its edges (Kafka's
+    /// compaction removed them before it was read again), never any outside its name. An unreadable
+    /// object is reported as such, not here.
+    pub fn mismatch(&self, key: &ObjectKey, named_by_claim: bool) -> Option<String> {
         match self {
             ObjectContents::Unreadable(_) => None,
             ObjectContents::Read { ordered: false, .. } => Some("offsets are not strictly increasing".to_string()),
+            ObjectContents::Read { .. } if named_by_claim && self.inside(key) => None,
             ObjectContents::Read { first, last, .. }
                 if (*first, *last) != (Some(key.range.start()), Some(key.range.end())) =>
             {
@@ -57,6 +61,17 @@ impl ObjectContents {
             }
             ObjectContents::Read { .. } => None,
         }
+    }
+
+    /// Whether it holds records, all inside its name's range, without reaching both of its edges.
+    fn short_inside(&self, key: &ObjectKey) -> bool {
+        matches!(self, ObjectContents::Read { first: Some(f), last: Some(l), .. }
+            if (*f, *l) != (key.range.start(), key.range.end()) && self.inside(key))
+    }
+
+    fn inside(&self, key: &ObjectKey) -> bool {
+        matches!(self, ObjectContents::Read { first: Some(f), last: Some(l), .. }
+            if key.range.start() <= *f && *l <= key.range.end())
     }
 }
 
@@ -162,10 +177,16 @@ fn sorted_objects(listing: &PartitionListing) -> Vec<&ObjectKey> {
     objects
 }
 
-/// Holes between consecutive objects (after the first object; what precedes it was never archived).
-fn holes(objects: &[&ObjectKey]) -> Vec<OffsetRange> {
+/// Holes between consecutive objects, and between the chain's first claim and the first object (what
+/// precedes both was never archived).
+fn holes(objects: &[&ObjectKey], chain: &[OffsetRange]) -> Vec<OffsetRange> {
     let mut out = Vec::new();
     let mut end: Option<i64> = None;
+    if let (Some(claim), Some(object)) = (chain.first(), objects.first()) {
+        if claim.start() < object.range.start() {
+            out.push(OffsetRange::new(claim.start(), object.range.start() - 1).expect("ordered"));
+        }
+    }
     for k in objects {
         if let Some(e) = end {
             if k.range.start() > e + 1 {
@@ -185,14 +206,31 @@ fn fulfilled(range: OffsetRange, objects: &[&ObjectKey]) -> bool {
     objects.iter().any(|k| k.range.start() >= range.start() && k.range.start() <= range.end())
 }
 
-/// The claims whose bodies the audit needs: those around holes, and those without data.
+/// The claims whose bodies the audit needs: those around holes, those without data, and the ones after
+/// those (they say why a claim has no data: retention, or no records).
 pub fn claims_to_read(listing: &PartitionListing) -> Vec<i64> {
     let objects = sorted_objects(listing);
-    let holes = holes(&objects);
-    chain_ranges(&listing.claims)
-        .into_iter()
-        .filter(|c| !fulfilled(*c, &objects) || holes.iter().any(|h| intersects(*h, *c)))
-        .map(|c| c.start())
+    let chain = chain_ranges(&listing.claims);
+    let holes = holes(&objects, &chain);
+    let without_data = |i: usize| chain.get(i).is_some_and(|c| !fulfilled(*c, &objects));
+    chain
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            without_data(*i) || (*i > 0 && without_data(i - 1)) || holes.iter().any(|h| intersects(*h, **c))
+        })
+        .map(|(_, c)| c.start())
+        .collect()
+}
+
+/// With the objects read (`--deep`): the claims of objects holding fewer records than their names'
+/// edges, which decide whether they were written again under their claimed key.
+pub fn claims_of_short_objects(listing: &PartitionListing, contents: &BTreeMap<String, ObjectContents>) -> Vec<i64> {
+    listing
+        .objects
+        .iter()
+        .filter(|k| contents.get(&k.to_string()).is_some_and(|c| c.short_inside(k)))
+        .filter_map(|k| covering_claim(&listing.claims, k.range.start()))
         .collect()
 }
 
@@ -220,7 +258,11 @@ pub fn audit(
     }
     let pending_claim = check_claims(tp, &chain, bodies, &objects, &mut problems);
     check_holes(&chain, bodies, &objects, &mut problems);
-    let records = check_contents(contents, &objects, &mut problems);
+    let named_by_claim = |k: &ObjectKey| {
+        let claim = covering_claim(&listing.claims, k.range.start()).and_then(|s| bodies.get(&s)?.as_ref().ok());
+        claim.is_some_and(|c| c.object.as_deref() == Some(k.relative().as_str()))
+    };
+    let records = check_contents(contents, &objects, named_by_claim, &mut problems);
     let mut problems = merge_retention_gaps(problems);
     let first_offset = objects.first().map(|k| k.range.start());
     let last_offset = objects.iter().map(|k| k.range.end()).max();
@@ -309,11 +351,13 @@ fn check_claims(
             Some(Ok(body)) => (body.first, body.end),
             _ => (c.start(), c.end()),
         };
-        // Retention took the whole claimed range before anyone archived it: the next claim says so.
+        // Retention took the whole claimed range before anyone archived it, or its records were all
+        // compacted away before it was written again: the next claim says so.
         let next = chain.get(i + 1).and_then(|n| bodies.get(&n.start())).and_then(|b| b.as_ref().ok());
-        match next.and_then(|n| n.retention_gap_from).filter(|gap_from| *gap_from <= from) {
-            Some(_) => problems.push(Problem::RetentionGap { from, to }),
-            None => problems.push(Problem::MissingData { claim: claim_name(c.start()), from, to }),
+        if next.and_then(|n| n.retention_gap_from).is_some_and(|gap_from| gap_from <= from) {
+            problems.push(Problem::RetentionGap { from, to });
+        } else if next.and_then(|n| n.no_records_from) != Some(c.start()) {
+            problems.push(Problem::MissingData { claim: claim_name(c.start()), from, to });
         }
     }
     pending_claim
@@ -326,7 +370,7 @@ fn check_holes(
     objects: &[&ObjectKey],
     problems: &mut Vec<Problem>,
 ) {
-    for hole in holes(objects) {
+    for hole in holes(objects, chain) {
         let mut at = hole.start();
         for c in chain.iter().filter(|c| intersects(**c, hole)) {
             // The chain bounds a claim by the next one; its body bounds the last one.
@@ -360,6 +404,7 @@ fn check_holes(
 fn check_contents(
     contents: &BTreeMap<String, ObjectContents>,
     objects: &[&ObjectKey],
+    named_by_claim: impl Fn(&ObjectKey) -> bool,
     problems: &mut Vec<Problem>,
 ) -> Option<u64> {
     let mut counted: Option<u64> = (!contents.is_empty()).then_some(0);
@@ -369,7 +414,7 @@ fn check_contents(
             Some(ObjectContents::Unreadable(why)) => problems.push(Problem::Unreadable { key, why: why.clone() }),
             Some(read @ ObjectContents::Read { records, .. }) => {
                 counted = counted.map(|n| n + records);
-                if let Some(why) = read.mismatch(k) {
+                if let Some(why) = read.mismatch(k, named_by_claim(k)) {
                     problems.push(Problem::Mislabelled { key, why });
                 }
             }
@@ -541,7 +586,7 @@ mod tests {
     #[test]
     fn contents_match_the_name_when_first_last_and_order_agree() {
         use crate::core::record::TimestampKind;
-        let at = |offsets: &[i64]| {
+        let read = |offsets: &[i64]| {
             let records: Vec<Record> = offsets
                 .iter()
                 .map(|&offset| Record {
@@ -553,15 +598,57 @@ mod tests {
                     headers: vec![],
                 })
                 .collect();
-            ObjectContents::of(&records).mismatch(&obj(10, 12))
+            ObjectContents::of(&records)
         };
+        let at = |offsets: &[i64]| read(offsets).mismatch(&obj(10, 12), false);
         assert_eq!(at(&[10, 11, 12]), None);
         assert_eq!(at(&[10, 12]), None, "holes inside an object are fine");
         assert!(at(&[10, 11]).unwrap().contains("its name says 10..=12"));
         assert!(at(&[11, 12]).unwrap().contains("its name says"));
         assert!(at(&[10, 12, 11, 12]).unwrap().contains("increasing"));
         assert!(at(&[]).is_some());
-        assert_eq!(ObjectContents::Unreadable("gone".into()).mismatch(&obj(10, 12)), None);
+        assert_eq!(ObjectContents::Unreadable("gone".into()).mismatch(&obj(10, 12), false), None);
+        // Written again under its claimed key after compaction removed records at its edges.
+        let claimed = |offsets: &[i64]| read(offsets).mismatch(&obj(10, 12), true);
+        assert_eq!((claimed(&[11]), claimed(&[10, 11]), claimed(&[11, 12])), (None, None, None));
+        assert!(claimed(&[9, 11]).is_some() && claimed(&[11, 13]).is_some(), "never outside its name");
+        assert!(claimed(&[12, 11]).unwrap().contains("increasing"));
+    }
+
+    #[test]
+    fn a_claimed_range_compaction_emptied_is_not_missing_data() {
+        // 10..=19 was claimed; its writer died; read again, it held no records (compacted away), so the
+        // chain went on and the next claim says so.
+        let listing = PartitionListing { objects: vec![obj(0, 9), obj(20, 29)], claims: BTreeSet::from([0, 10, 20]) };
+        let next = |no_records_from| Claim { no_records_from, ..claim(20, 20, 29, false) };
+        let audit_with = |next: Claim| {
+            let wanted = claims_to_read(&listing);
+            assert!(wanted.contains(&10) && wanted.contains(&20), "the claim without data and the one after it");
+            let bodies =
+                BTreeMap::from([(0, Ok(claim(0, 0, 9, false))), (10, Ok(claim(10, 10, 19, false))), (20, Ok(next))]);
+            audit(&tp(), &listing, &bodies, &BTreeMap::new(), None, None).problems
+        };
+        assert!(audit_with(next(Some(10))).is_empty());
+        assert_eq!(
+            audit_with(next(None)),
+            vec![Problem::MissingData { claim: "t/0@10".into(), from: 10, to: 19 }],
+            "without the next claim's word it is missing"
+        );
+    }
+
+    #[test]
+    fn a_short_object_is_checked_against_its_claim() {
+        let listing = PartitionListing { objects: vec![obj(0, 9), obj(10, 19)], claims: BTreeSet::from([0, 10]) };
+        let contents =
+            |first, last| ObjectContents::Read { first: Some(first), last: Some(last), records: 2, ordered: true };
+        let read =
+            BTreeMap::from([(obj(0, 9).to_string(), contents(0, 9)), (obj(10, 19).to_string(), contents(12, 17))]);
+        assert_eq!(claims_of_short_objects(&listing, &read), vec![10]);
+        let named = Claim { object: Some(obj(10, 19).relative()), ..claim(10, 10, 19, false) };
+        let bodies = |c: Claim| BTreeMap::from([(10, Ok(c))]);
+        let problems = |c| audit(&tp(), &listing, &bodies(c), &read, None, None).problems;
+        assert!(problems(named).is_empty(), "written again under its claimed key after compaction");
+        assert!(matches!(problems(claim(10, 10, 19, false))[..], [Problem::Mislabelled { .. }]), "no claim names it");
     }
 
     #[test]

@@ -104,6 +104,10 @@ pub struct Claim {
     /// between claim and upload).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_gap_from: Option<i64>,
+    /// The claim at this chain position (the previous one) has no data object because its range, read
+    /// again after its writer died, held no records any more (compaction removed them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_records_from: Option<i64>,
     /// Which process wrote it (host and pid), for operators.
     pub writer: String,
     /// When it was written, milliseconds since the Unix epoch.
@@ -199,6 +203,7 @@ impl Claim {
             records: 1,
             retention_gap: false,
             retention_gap_from: None,
+            no_records_from: None,
             writer: "host:1".into(),
             time_ms: 0,
             timestamps: None,

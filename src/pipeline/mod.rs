@@ -218,10 +218,10 @@ impl Pipeline {
     async fn handle(&mut self, ev: Control) -> Result<(), PipelineError> {
         match ev {
             Control::Assigned { partitions, reply } => self.assign(partitions, reply),
-            Control::RangeEmpty { tp, epoch, range } => {
+            Control::RangeEmpty { tp, epoch, range, log_start } => {
                 if let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) {
                     writer
-                        .range_empty(range, &self.settings, &mut self.budget, &self.metrics)
+                        .range_empty(range, log_start, &self.settings, &mut self.budget, &self.metrics)
                         .map_err(|source| PipelineError::Encode { tp: tp.clone(), source })?;
                 }
             }
@@ -258,8 +258,8 @@ impl Pipeline {
         }
         let encode = |source| PipelineError::Encode { tp: tp.clone(), source };
         if let Some(missing) = retention_gap {
+            let missing = writer.retention_gap(missing, &self.settings, &mut self.budget).map_err(encode)?;
             self.metrics.emit(Event::RetentionGap { tp: &tp, missing, resume_at: record.offset });
-            writer.retention_gap(missing, &self.settings, &mut self.budget).map_err(encode)?;
         }
         writer.append(&record, now, &self.settings, &mut self.budget, &self.metrics).map_err(encode)?;
         if self.budget.exceeded() {

@@ -26,9 +26,22 @@ use crate::telemetry::{Event, Metrics};
 pub(super) enum Mode {
     /// Each file extends the chain: it is claimed, then uploaded; it rolls by the roll policy.
     Chain,
-    /// The open file re-writes this claim's range (the claim exists, its data object does not): it
-    /// rolls exactly at the claim's end, and only then does the chain go on.
-    Rewrite(Claim),
+    /// The open file re-writes a claimed range (the claim exists, its data object does not): it ends
+    /// exactly at the claim's end, and only then does the chain go on.
+    Rewrite(Rewrite),
+}
+
+/// A claimed range being written again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Rewrite {
+    claim: Claim,
+    /// Retention deleted part of the range before it was read again. The file then holds only what
+    /// follows the last such gap, and is named by what it holds, so the gap shows between objects
+    /// (`verify` reports it from the claim's first offset). Otherwise the file is the object the claim
+    /// names, under its key, whatever compaction removed since (even none of its records): a late
+    /// upload of that key by the claim's first writer then meets a 412, never a second copy of the
+    /// range, and the claim stays fulfilled.
+    retention: bool,
 }
 
 struct OpenFile {
@@ -70,6 +83,9 @@ pub(super) struct PartitionWriter {
     mode: Mode,
     /// The next claim records that retention deleted offsets before its first one, from this offset on.
     retention_gap_pending: Option<i64>,
+    /// The next claim records that the claim at this chain position has no data object: re-read, its
+    /// range held no records any more (compaction removed them).
+    no_records_pending: Option<i64>,
     /// When the last record was taken (or the writer started): a re-write whose records stop coming is
     /// checked against Kafka (its range's tail may be gone).
     last_record_at: Instant,
@@ -101,9 +117,13 @@ impl PartitionWriter {
             next_expected: plan.consume_from,
             chain_next: plan.chain_next,
             bucket_floor: plan.bucket_floor_ms,
-            mode: plan.rewrite.clone().map_or(Mode::Chain, Mode::Rewrite),
+            mode: plan
+                .rewrite
+                .clone()
+                .map_or(Mode::Chain, |claim| Mode::Rewrite(Rewrite { claim, retention: plan.retention_gap.is_some() })),
             // A gap inside a claimed range being re-written is told by that range's data object itself.
             retention_gap_pending: plan.retention_gap.filter(|_| plan.rewrite.is_none()).map(|gap| gap.start()),
+            no_records_pending: None,
             parked_at: None,
             last_record_at: now,
             range_checked_at: None,
@@ -120,7 +140,7 @@ impl PartitionWriter {
     /// The end of the claimed range being re-written.
     fn rewrite_end(&self) -> Option<i64> {
         match &self.mode {
-            Mode::Rewrite(claim) => Some(claim.end),
+            Mode::Rewrite(r) => Some(r.claim.end),
             Mode::Chain => None,
         }
     }
@@ -129,8 +149,8 @@ impl PartitionWriter {
     /// claim names (another writer may have used another format or compression).
     fn file_spec(&self, settings: &PipelineSettings) -> FileSpec {
         match &self.mode {
-            Mode::Rewrite(claim) => {
-                claim.object_key(&settings.prefix).map_or(settings.spec, |key| settings.spec.writing(key.kind))
+            Mode::Rewrite(r) => {
+                r.claim.object_key(&settings.prefix).map_or(settings.spec, |key| settings.spec.writing(key.kind))
             }
             Mode::Chain => settings.spec,
         }
@@ -148,7 +168,7 @@ impl PartitionWriter {
     /// The time bucket of a re-write's file: its claimed key's (read once per file, not per record).
     fn claimed_bucket(&self) -> Option<Bucket> {
         match &self.mode {
-            Mode::Rewrite(claim) => claim.object_key(&Prefix::default()).and_then(|key| key.bucket),
+            Mode::Rewrite(r) => r.claim.object_key(&Prefix::default()).and_then(|key| key.bucket),
             Mode::Chain => None,
         }
     }
@@ -181,17 +201,33 @@ impl PartitionWriter {
         Some(at)
     }
 
-    /// Retention deleted the offsets right before the next record: the open file ends here, so the gap
-    /// lies between two objects, and the next claim records it before its first offset.
+    /// Retention deleted `missing`, the offsets right before the next record. In the chain, the open
+    /// file ends here, so the gap lies between two objects, and the next claim records it before its
+    /// first offset. In a re-write, the records read before the gap are dropped (the claimed range's
+    /// object must be one object, and it starts after the gap: see `Rewrite::retention`). Returns the
+    /// offsets lost, the dropped ones included.
     pub(super) fn retention_gap(
         &mut self,
         missing: OffsetRange,
         settings: &PipelineSettings,
         budget: &mut Budget,
-    ) -> Result<(), EncodeError> {
-        self.roll(RollReason::RetentionGap, settings, budget)?;
-        self.retention_gap_pending = Some(missing.start());
-        Ok(())
+    ) -> Result<OffsetRange, EncodeError> {
+        let Mode::Rewrite(r) = &mut self.mode else {
+            self.roll(RollReason::RetentionGap, settings, budget)?;
+            self.gap_before_next_file(missing.start());
+            return Ok(missing);
+        };
+        r.retention = true;
+        let dropped_from = self.open.as_ref().map(|f| f.first);
+        self.drop_open_file(budget);
+        Ok(dropped_from.map_or(missing, |first| {
+            OffsetRange::new(first.min(missing.start()), missing.end()).expect("the file is before the gap")
+        }))
+    }
+
+    /// The next claim records that retention deleted offsets from `from` on before its first one.
+    fn gap_before_next_file(&mut self, from: i64) {
+        self.retention_gap_pending = Some(self.retention_gap_pending.map_or(from, |earlier| earlier.min(from)));
     }
 
     /// Takes one record at `now`: skips what a seek replayed, rolls as the mode and the roll policy say.
@@ -262,11 +298,7 @@ impl PartitionWriter {
     ) -> Result<&mut OpenFile, EncodeError> {
         if self.open.is_none() {
             let file = OpenFile {
-                encoder: FileEncoder::new(
-                    self.file_spec(settings),
-                    &settings.values,
-                    Spool::new(settings.spool.clone()),
-                )?,
+                encoder: self.encoder(settings)?,
                 first: record.offset,
                 last: record.offset,
                 records: 0,
@@ -280,50 +312,71 @@ impl PartitionWriter {
         Ok(self.open.as_mut().expect("just opened"))
     }
 
+    fn encoder(&self, settings: &PipelineSettings) -> Result<FileEncoder, EncodeError> {
+        FileEncoder::new(self.file_spec(settings), &settings.values, Spool::new(settings.spool.clone()))
+    }
+
     /// The re-written range still to come, when its records stopped coming for `after` (and it was not
     /// checked for as long): the consumer is asked whether Kafka still holds any of it.
     pub(super) fn range_to_check(&mut self, now: Instant, after: Duration) -> Option<OffsetRange> {
-        let Mode::Rewrite(claim) = &self.mode else { return None };
+        let Mode::Rewrite(r) = &self.mode else { return None };
         let quiet = |since: Instant| now.saturating_duration_since(since) >= after;
         if !quiet(self.last_record_at) || !self.range_checked_at.is_none_or(quiet) {
             return None;
         }
         self.range_checked_at = Some(now);
-        OffsetRange::new(self.next_expected.unwrap_or(claim.first), claim.end).ok()
+        OffsetRange::new(self.next_expected.unwrap_or(r.claim.first), r.claim.end).ok()
     }
 
-    /// Kafka holds no record of `range` any more (compacted away, or followed only by a transaction
-    /// marker): the re-write is complete with what it has, if `range` is what is still to come of it.
+    /// Kafka holds no record of `range` any more, and its log starts at `log_start` (compaction removed
+    /// them, or a transaction marker follows the last one; or retention deleted them, when the log
+    /// starts past the range's start): the re-write is complete with what it has, if `range` is what is
+    /// still to come of it.
     pub(super) fn range_empty(
         &mut self,
         range: OffsetRange,
+        log_start: i64,
         settings: &PipelineSettings,
         budget: &mut Budget,
         metrics: &Metrics,
     ) -> Result<(), EncodeError> {
         let next = self.next_expected.unwrap_or(range.start());
-        if self.rewrite_end() == Some(range.end()) && next >= range.start() {
-            self.finish_rewrite(settings, budget, metrics)?;
+        if self.rewrite_end() != Some(range.end()) || next < range.start() {
+            return Ok(());
         }
-        Ok(())
+        if log_start > range.start() {
+            let deleted = OffsetRange::new(range.start(), (log_start - 1).min(range.end())).expect("ordered");
+            let missing = self.retention_gap(deleted, settings, budget)?;
+            metrics.emit(Event::RetentionGap { tp: &self.tp, missing, resume_at: range.end() + 1 });
+        }
+        self.finish_rewrite(settings, budget, metrics)
     }
 
-    /// The claimed range being re-written has no more records: upload what it has, or go on after it.
+    /// The claimed range being re-written has no more records: upload what it has as the claim's
+    /// object. With nothing to upload, go on after it, the next claim saying why the claim has no
+    /// object: retention took what was left (a retention gap from the claim's first offset), or
+    /// compaction removed all of it (no records there).
     fn finish_rewrite(
         &mut self,
         settings: &PipelineSettings,
         budget: &mut Budget,
         metrics: &Metrics,
     ) -> Result<(), EncodeError> {
-        let Some(end) = self.rewrite_end() else { return Ok(()) };
+        let Mode::Rewrite(r) = &self.mode else { return Ok(()) };
         if self.open.is_some() {
-            self.seal(RollReason::Rewrite, settings, budget)
-        } else {
-            metrics.emit(Event::RewriteEmpty { tp: &self.tp, end });
-            self.chain_next = end + 1;
-            self.mode = Mode::Chain;
-            Ok(())
+            return self.seal(RollReason::Rewrite, settings, budget);
         }
+        let (start, first, end, retention) = (r.claim.chain_start, r.claim.first, r.claim.end, r.retention);
+        self.chain_next = end + 1;
+        self.mode = Mode::Chain;
+        match retention {
+            true => self.gap_before_next_file(first),
+            false => {
+                metrics.emit(Event::RewriteEmpty { tp: &self.tp, end });
+                self.no_records_pending = Some(start);
+            }
+        }
+        Ok(())
     }
 
     /// Whether the open file must roll by age or schedule at `now`, and why.
@@ -377,20 +430,20 @@ impl PartitionWriter {
         budget.release(file.buffered);
         let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");
         let values = file.encoder.value_stats().cloned();
-        let spool = file.encoder.finish(&FileMeta { tp: self.tp.clone(), range, records: file.records })?;
-        let mut key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, self.file_spec(settings).kind())
-            .in_bucket(file.bucket);
+        let kind = self.file_spec(settings).kind();
+        let mut key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, kind).in_bucket(file.bucket);
         let chain_start = self.chain_next;
         let claim = match std::mem::replace(&mut self.mode, Mode::Chain) {
             // The claim exists already: only its data object is written, under exactly the key it names
-            // (so a late upload by its first writer meets a 412). When Kafka removed records at the
-            // range's edges since (retention, compaction), the object is named by what it holds.
-            Mode::Rewrite(existing) => {
+            // (so a late upload by its first writer meets a 412), unless retention took part of the
+            // range (see `Rewrite::retention`).
+            Mode::Rewrite(Rewrite { claim: existing, retention }) => {
                 self.chain_next = existing.end + 1;
-                if let Some(claimed) =
-                    existing.object_key(&settings.prefix).filter(|k| k.range == range && k.tp == self.tp)
-                {
-                    key = claimed;
+                if !retention {
+                    key = existing.object_key(&settings.prefix).filter(|k| k.tp == self.tp).unwrap_or_else(|| {
+                        ObjectKey::new(settings.prefix.clone(), self.tp.clone(), existing.data(), kind)
+                            .in_bucket(file.bucket)
+                    });
                 }
                 None
             }
@@ -404,6 +457,7 @@ impl PartitionWriter {
                     records: file.records,
                     retention_gap: gap_from.is_some(),
                     retention_gap_from: gap_from.filter(|from| *from < chain_start),
+                    no_records_from: self.no_records_pending.take(),
                     writer: settings.writer_id.clone(),
                     time_ms: super::read_clock().wall_ms,
                     timestamps: file.timestamps,
@@ -413,6 +467,8 @@ impl PartitionWriter {
                 })
             }
         };
+        let meta = FileMeta { tp: self.tp.clone(), range: key.range, records: file.records };
+        let spool = file.encoder.finish(&meta)?;
         // The uploader only ends when this writer is closed or it gave up the chain (a restart is
         // then on its way), so a failed send loses nothing.
         let _ = self.uploads.send(SealedFile { key, records: file.records, spool, reason, chain_start, claim, values });

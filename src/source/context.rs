@@ -271,8 +271,8 @@ impl ArchiverContext {
         let (config, control) = (self.probe.clone(), self.control.clone());
         let spawned = std::thread::Builder::new().name("range-probe".into()).spawn(move || {
             match probe_range(&config, &tp, range) {
-                Ok(RangeProbe::Empty) => {
-                    let _ = control.send(Control::RangeEmpty { tp, epoch, range });
+                Ok(RangeProbe::Empty { log_start }) => {
+                    let _ = control.send(Control::RangeEmpty { tp, epoch, range, log_start });
                 }
                 Ok(found) => debug!(%tp, %range, ?found, "range probe"),
                 Err(e) => warn!(%tp, %range, "probing the re-written range failed (tried again later): {e}"),

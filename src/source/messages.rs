@@ -56,8 +56,9 @@ pub enum Control {
     Assigned { partitions: Vec<AssignedPartition>, reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>> },
     /// Flush (or, when `lost`, drop) these partitions and answer once nothing of them will be uploaded.
     Revoked { partitions: Vec<TopicPartition>, lost: bool, reply: std_mpsc::SyncSender<()> },
-    /// The assignment `epoch` of `tp` has no record left in `range` (answering `CheckRange`).
-    RangeEmpty { tp: TopicPartition, epoch: u64, range: OffsetRange },
+    /// The assignment `epoch` of `tp` has no record left in `range`, and its log starts at `log_start`
+    /// (answering `CheckRange`).
+    RangeEmpty { tp: TopicPartition, epoch: u64, range: OffsetRange, log_start: i64 },
 }
 
 /// A durable object's end, to be committed to Kafka as a hint.

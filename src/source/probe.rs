@@ -27,8 +27,9 @@ const CONNECTION_PREFIXES: [&str; 9] =
 pub enum RangeProbe {
     /// A record of the range is still there (the consumer will deliver it).
     HasRecords,
-    /// Nothing of the range is left.
-    Empty,
+    /// Nothing of the range is left; the log starts at `log_start` (past the range's start when
+    /// retention deleted some of it).
+    Empty { log_start: i64 },
     /// Could not tell (the broker did not answer in time, or the log does not reach past the range).
     Unknown,
 }
@@ -65,7 +66,7 @@ pub fn probe_range(config: &ClientConfig, tp: &TopicPartition, range: OffsetRang
         return Ok(RangeProbe::Unknown);
     }
     if low > range.end() {
-        return Ok(RangeProbe::Empty);
+        return Ok(RangeProbe::Empty { log_start: low });
     }
     let mut at = TopicPartitionList::new();
     at.add_partition_offset(tp.topic(), tp.partition(), Offset::Offset(range.start().max(low)))?;
@@ -74,7 +75,7 @@ pub fn probe_range(config: &ClientConfig, tp: &TopicPartition, range: OffsetRang
     while Instant::now() < deadline {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(msg)) if msg.offset() <= range.end() => return Ok(RangeProbe::HasRecords),
-            Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => return Ok(RangeProbe::Empty),
+            Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => return Ok(RangeProbe::Empty { log_start: low }),
             Some(Err(e)) => return Err(e),
             None => {}
         }

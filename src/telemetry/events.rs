@@ -94,7 +94,8 @@ pub enum Event<'a> {
         tp: &'a TopicPartition,
         claim: &'a Claim,
     },
-    /// The claimed range being re-written has no records left (compacted or deleted).
+    /// The claimed range being re-written has no records left (compaction removed them): its object is
+    /// written empty.
     RewriteEmpty {
         tp: &'a TopicPartition,
         end: i64,
@@ -184,7 +185,8 @@ impl Metrics {
             Event::RewriteEmpty { tp, end } => warn!(
                 %tp,
                 end,
-                "no records left of the claimed range being re-written (compacted or deleted); going on after it"
+                "no records left of the claimed range being re-written (compaction removed them): writing its \
+                 object empty, so the claim stays fulfilled"
             ),
             Event::ClaimCreated => self.claims_created.inc(),
             Event::Parked { tp, at } => {

@@ -337,6 +337,42 @@ impl Harness {
         assert_eq!(self.store.inner.put_if_absent(&key, &body, len).await.unwrap(), PutOutcome::Created);
     }
 
+    /// What `verify --deep` finds in partition `p`'s archive.
+    pub(super) async fn problems(&self, p: i32) -> Vec<crate::core::audit::Problem> {
+        let options = crate::verify::VerifyOptions {
+            prefix: Prefix::default(),
+            topics: vec!["t".into()],
+            partitions: vec![p],
+            deep: true,
+            brokers: None,
+            concurrency: 4,
+            strict: true,
+        };
+        let report = crate::verify::verify(&self.store.inner, &options).await.unwrap();
+        report.partitions.into_iter().flat_map(|r| r.problems).collect()
+    }
+
+    /// Plants a data object as another writer uploaded it.
+    pub(super) async fn plant_object(&self, p: i32, s: i64, e: i64) {
+        let records: Vec<Record> = (s..=e).map(|o| rec(o, 10)).collect();
+        let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spool = crate::core::spool::Spool::new(SpoolConfig {
+            memory_threshold: 1 << 20,
+            dir: dir.path().into(),
+            usage: Arc::default(),
+        });
+        let mut encoder = crate::core::encode::FileEncoder::new(spec, &Default::default(), spool).unwrap();
+        for r in &records {
+            encoder.append(r, true).unwrap();
+        }
+        let range = OffsetRange::new(s, e).unwrap();
+        let meta = crate::core::encode::FileMeta { tp: tp(p), range, records: records.len() as u64 };
+        let data = encoder.finish(&meta).unwrap().read_all().unwrap();
+        let len = data.len() as u64;
+        self.store.inner.put_if_absent(&key(p, s, e), &SpoolData::Memory(data), len).await.unwrap();
+    }
+
     pub(super) async fn wait_keys(&self, n: usize) -> Vec<String> {
         for _ in 0..100 {
             let keys = self.keys().await;

@@ -142,13 +142,23 @@ async fn a_rewrite_whose_records_are_gone_completes_once_kafka_says_so() {
     };
     assert_eq!(range, OffsetRange::new(5, 9).unwrap());
     assert!(h.keys().await.is_empty(), "nothing uploaded before Kafka answers");
-    // Kafka holds none of it: the re-write uploads what it has, and the chain goes on after the claim.
-    h.control.send(Control::RangeEmpty { tp: tp(0), epoch, range }).unwrap();
-    assert_eq!(h.wait_keys(1).await, vec![key(0, 0, 4)]);
+    // Kafka holds none of it: the re-write uploads what it has as the claim's object (under its key, so
+    // a late upload of it by its first writer meets a 412), and the chain goes on after the claim.
+    h.control.send(Control::RangeEmpty { tp: tp(0), epoch, range, log_start: 0 }).unwrap();
+    assert_eq!(h.wait_keys(1).await, vec![key(0, 0, 9)]);
+    let late = SpoolData::Memory(Bytes::from_static(b"late"));
+    assert_eq!(h.store.inner.put_if_absent(&key(0, 0, 9), &late, 4).await.unwrap(), PutOutcome::AlreadyExists);
+    let held: Vec<i64> = decode(FileKind::Jsonl, h.store.inner.get(&key(0, 0, 9)).await.unwrap())
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(held, vec![0, 1, 2, 3, 4]);
     h.send(0, 12..14, 10).await;
     h.drained().await;
     h.revoke(0, false).await;
-    assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 12, 13)]);
+    assert_eq!(h.keys().await, vec![key(0, 0, 9), key(0, 12, 13)]);
     let chain: Vec<(i64, i64, i64)> = h.claims(0).await.iter().map(|c| (c.chain_start, c.first, c.end)).collect();
     assert_eq!(chain, vec![(0, 0, 9), (10, 12, 13)]);
     h.task.abort();
@@ -205,5 +215,85 @@ async fn a_partition_moved_back_after_parking_still_recovers_when_it_loses_a_cla
     h.drained().await;
     h.revoke(1, false).await;
     assert_eq!(claim_ranges(&h.claims(1).await), vec![(0, 0, 4), (5, 5, 9)]);
+    h.task.abort();
+}
+
+/// Waits for the consumer to be asked whether the rest of a re-written range still holds records.
+async fn range_checked(h: &Harness) -> (u64, OffsetRange) {
+    loop {
+        if let SourceCommand::CheckRange { epoch, range, .. } = h.next_command().await {
+            return (epoch, range);
+        }
+    }
+}
+
+fn quick_checks() -> crate::core::roll::RollPolicy {
+    crate::core::roll::RollPolicy {
+        max_records: 1000,
+        max_bytes: 1 << 30,
+        max_age: Duration::from_millis(300),
+        schedule: None,
+    }
+}
+
+#[tokio::test]
+async fn retention_inside_a_claimed_range_being_re_written_is_reported_by_verify() {
+    let h = harness(policy(100), 1 << 30, Duration::from_secs(10));
+    // 0..=4 archived; a writer claimed 5..=14 and died before its upload.
+    h.plant_claim(0, 0, 0, 4).await;
+    h.plant_object(0, 0, 4).await;
+    h.plant_claim(0, 5, 5, 14).await;
+    assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(5));
+    h.send(0, 5..10, 10).await;
+    // Retention deletes 10..=12 while the range is read again: the next record comes with the gap.
+    let epoch = h.epochs.lock().unwrap()[&0];
+    let gap = Some(OffsetRange::new(10, 12).unwrap());
+    h.records.send(vec![Fetched { tp: tp(0), epoch, record: rec(13, 10), retention_gap: gap }]).await.unwrap();
+    h.send(0, 14..15, 10).await;
+    // One object for the claim, named by what it holds: the gap shows between objects.
+    assert_eq!(h.wait_keys(2).await, vec![key(0, 0, 4), key(0, 13, 14)]);
+    assert_eq!(h.metrics.retention_gaps.get(), 1);
+    assert_eq!(h.problems(0).await, vec![crate::core::audit::Problem::RetentionGap { from: 5, to: 12 }]);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn a_claimed_range_compaction_emptied_is_accounted_for_by_the_next_claim() {
+    let h = harness(quick_checks(), 1 << 30, Duration::from_secs(10));
+    h.plant_claim(0, 0, 0, 9).await;
+    h.assign(0, Some(0)).await;
+    // Nothing of 0..=9 is left: Kafka says so, and the chain goes on after it.
+    let (epoch, range) = range_checked(&h).await;
+    h.control.send(Control::RangeEmpty { tp: tp(0), epoch, range, log_start: 0 }).unwrap();
+    h.send(0, 12..15, 10).await;
+    h.drained().await;
+    h.revoke(0, false).await;
+    assert_eq!(h.keys().await, vec![key(0, 12, 14)]);
+    let claims = h.claims(0).await;
+    assert_eq!(claim_ranges(&claims), vec![(0, 0, 9), (10, 12, 14)]);
+    assert_eq!(claims[1].no_records_from, Some(0));
+    assert_eq!(h.problems(0).await, vec![], "a healthy archive: 0..=9 had no records");
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn retention_taking_the_rest_of_a_claimed_range_being_re_written_is_a_retention_gap() {
+    let h = harness(quick_checks(), 1 << 30, Duration::from_secs(10));
+    h.plant_claim(0, 0, 0, 4).await;
+    h.plant_object(0, 0, 4).await;
+    h.plant_claim(0, 5, 5, 14).await;
+    h.assign(0, Some(0)).await;
+    h.send(0, 5..8, 10).await;
+    // Then retention deletes everything up to 19 before the rest comes.
+    let (epoch, range) = range_checked(&h).await;
+    assert_eq!(range, OffsetRange::new(8, 14).unwrap());
+    h.control.send(Control::RangeEmpty { tp: tp(0), epoch, range, log_start: 20 }).unwrap();
+    let gap = Some(OffsetRange::new(8, 19).unwrap());
+    h.records.send(vec![Fetched { tp: tp(0), epoch, record: rec(20, 10), retention_gap: gap }]).await.unwrap();
+    h.send(0, 21..23, 10).await;
+    h.drained().await;
+    h.revoke(0, false).await;
+    assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 20, 22)]);
+    assert_eq!(h.problems(0).await, vec![crate::core::audit::Problem::RetentionGap { from: 5, to: 19 }]);
     h.task.abort();
 }
