@@ -1,6 +1,9 @@
 //! A local directory as an object store: for the embedded demo and for users who archive to disk.
 //! Objects appear atomically: written to a temporary file, synced, then hard-linked under the final
-//! name (which fails if the name exists, giving put-if-absent without a race).
+//! name (which fails if the name exists, giving put-if-absent without a race). Durably: the file, its
+//! name in its folder, and every folder created for it in its parent are synced before the put
+//! returns, so after a power loss an object (a claim of the next file, say) never survives one that
+//! was durable before it.
 //!
 //! The file work runs on a blocking thread, which dropping the put's future cannot stop; so the future
 //! carries a gate: once it is dropped (an aborted upload), the link is never made, and the drop waits
@@ -93,7 +96,7 @@ fn put_blocking(root: &Path, host: &str, path: &Path, data: &SpoolData, gate: &G
         return Ok(PutOutcome::AlreadyExists);
     }
     let parent = path.parent().expect("keys have a parent folder");
-    fs::create_dir_all(parent).map_err(|e| io_err("create folder", parent, e))?;
+    create_folders(parent, &mut sync_folder).map_err(|e| io_err("create folder", parent, e))?;
     let tmp = root.join(TMP_DIR).join(temp_name(host, TMP_SEQ.fetch_add(1, Ordering::Relaxed), ".tmp"));
     // A new file, never an existing one: a clash of names fails instead of mixing two writers' bytes.
     let mut f =
@@ -115,7 +118,7 @@ fn put_blocking(root: &Path, host: &str, path: &Path, data: &SpoolData, gate: &G
         drop(closed);
         match linked {
             Ok(()) => {
-                fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err("sync", parent, e))?;
+                sync_folder(parent).map_err(|e| io_err("sync", parent, e))?;
                 Ok(PutOutcome::Created)
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(PutOutcome::AlreadyExists),
@@ -124,6 +127,27 @@ fn put_blocking(root: &Path, host: &str, path: &Path, data: &SpoolData, gate: &G
     })();
     let _ = fs::remove_file(&tmp);
     result
+}
+
+/// Makes the names in `folder` durable.
+fn sync_folder(folder: &Path) -> io::Result<()> {
+    fs::File::open(folder)?.sync_all()
+}
+
+/// Creates `folder` and the folders above it that are missing, syncing each one's parent after it is
+/// created (`create_dir_all` syncs nothing: a new folder, and everything in it, could be gone after a
+/// power loss while a later object in an older folder survives).
+fn create_folders(folder: &Path, sync: &mut impl FnMut(&Path) -> io::Result<()>) -> io::Result<()> {
+    if folder.is_dir() {
+        return Ok(());
+    }
+    let parent = folder.parent().ok_or_else(|| io::Error::other("no folder to create it in"))?;
+    create_folders(parent, sync)?;
+    match fs::create_dir(folder) {
+        Ok(()) => sync(parent),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Every file below `dir`, as keys relative to `root`.
@@ -220,5 +244,33 @@ impl ObjectStore for LocalStore {
             Err(e) => Err(io_err("delete", &path, e)),
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_folder_created_for_an_object_is_synced_into_its_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir(root.join("topic=t")).unwrap();
+        let mut synced = Vec::new();
+        let folder = root.join("topic=t/dt=2026-12-01/hour=10/partition=0");
+        create_folders(&folder, &mut |p: &Path| {
+            synced.push(p.strip_prefix(root).unwrap().display().to_string());
+            sync_folder(p)
+        })
+        .unwrap();
+        assert!(folder.is_dir());
+        assert_eq!(synced, vec!["topic=t", "topic=t/dt=2026-12-01", "topic=t/dt=2026-12-01/hour=10"]);
+        synced.clear();
+        create_folders(&folder, &mut |p: &Path| {
+            synced.push(p.display().to_string());
+            Ok(())
+        })
+        .unwrap();
+        assert!(synced.is_empty(), "nothing to create, nothing to sync");
     }
 }
