@@ -203,3 +203,34 @@ async fn header_names_that_are_not_utf8_are_archived_and_restored_byte_for_byte(
         assert_eq!((&back.key, &back.value), (&sent.key, &sent.value));
     }
 }
+
+/// A group join the broker refuses for a setting (here a session timeout below the broker's
+/// group.min.session.timeout.ms, 1000 on the test broker) can never succeed by retrying: `run` stops
+/// with one line naming the setting and the broker's bound (it used to log the refusal every 2 s,
+/// forever), and `run --check` says so before anything joins.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_group_join_refused_for_a_setting_stops_start_up_naming_it() {
+    let topic = unique("refused-join");
+    create_topic(&topic, 1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> =
+        ["run", "--brokers", &brokers(), "--group", &unique("g"), "--topic", &topic].map(String::from).to_vec();
+    let dest = format!("file://{}", dir.path().join("archive").display());
+    let spool = dir.path().join("spool").display().to_string();
+    args.extend(["--dest", &dest, "--spool-dir", &spool].map(String::from));
+    args.extend(["--kafka", "session.timeout.ms=500", "--kafka", "heartbeat.interval.ms=100"].map(String::from));
+    let mut archiver = ArchiverProcess::spawn("refused-join", &args);
+    let status = archiver.wait_exit(std::time::Duration::from_secs(60)).await;
+    assert!(!status.success());
+    let log = archiver.log_text();
+    let line = error_line(&log);
+    println!("session timeout below the broker's bound -> {line}");
+    assert!(line.contains("session.timeout.ms=500") && line.contains("group.min.session.timeout.ms=1000"), "{log}");
+    args.push("--check".into());
+    let (code, stderr) = run(&args);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("session.timeout.ms=500") && stderr.contains("group.min.session.timeout.ms=1000"),
+        "{stderr}"
+    );
+}

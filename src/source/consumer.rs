@@ -17,6 +17,7 @@ use tracing::{error, info, warn};
 
 use super::context::{ArchiverContext, SourceState};
 use super::convert::to_record;
+use super::group;
 use super::messages::{Control, Fetched, SourceCommand, SourceLink};
 use super::out_of_range::Watermarks;
 use super::probe::probe_config;
@@ -120,6 +121,7 @@ impl KafkaSource {
             ),
             metrics,
             first_failure: Mutex::default(),
+            settings: settings.clone(),
         }
     }
 
@@ -131,7 +133,11 @@ impl KafkaSource {
         let (link, commands) = SourceLink::new();
         let channels = PipelineChannels { records, control, commands };
         let context = Self::context(settings, channels, &link, Arc::new(Metrics::default()), Arc::default());
-        connect(settings, context).map(drop)
+        connect(settings, context)?;
+        match group::session_timeout_refused(&settings.brokers, &settings.kafka_props) {
+            Some(why) => Err(SourceError::GroupRefused { group: settings.group.clone(), why }),
+            None => Ok(()),
+        }
     }
 
     /// Graceful stop: leave the group (revoking, so every open file is flushed and committed), then end.
@@ -279,6 +285,12 @@ fn poll_batch(
                 return Ok(());
             }
             Some(Err(e @ KafkaError::MessageConsumptionFatal(_))) => return Err(SourceError::Fatal(e)),
+            Some(Err(KafkaError::MessageConsumption(code))) if group::refused_for_a_setting(code) => {
+                let settings = &ctx.settings;
+                let bounds = group::session_bounds(&settings.brokers, &settings.kafka_props).ok();
+                let why = group::explain(code, &settings.group, &settings.kafka_props, bounds);
+                return Err(SourceError::GroupRefused { group: settings.group.clone(), why });
+            }
             Some(Err(e)) => {
                 warn!("Kafka consumer error (librdkafka retries): {e}");
                 return Ok(());

@@ -20,6 +20,7 @@ use rdkafka::ClientContext;
 use tokio::sync::mpsc;
 use tracing::{debug, error, info, warn};
 
+use super::consumer::SourceSettings;
 use super::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand};
 use super::out_of_range::{OutOfRangeState, Watermarks};
 use super::pending::Pending;
@@ -107,6 +108,8 @@ pub(super) struct ArchiverContext {
     pub(super) first_failure: Mutex<Option<String>>,
     /// Reads the log offsets of partitions stopped on an out-of-range position (see `out_of_range`).
     pub(super) watermarks: Mutex<Watermarks>,
+    /// What it was started with (for messages that name the group and its settings).
+    pub(super) settings: SourceSettings,
 }
 
 impl ClientContext for ArchiverContext {

@@ -12,6 +12,7 @@ mod consumer;
 mod context;
 pub mod convert;
 pub mod dead_letters;
+mod group;
 pub mod headers;
 mod messages;
 pub mod offsets;
@@ -44,4 +45,6 @@ pub enum SourceError {
     Unreachable { brokers: String, timeout: Duration, why: String },
     #[error("topic {topic:?} does not exist on {brokers}: create it, or correct --topic")]
     UnknownTopic { topic: String, brokers: String },
+    #[error("Kafka refuses to let the archiver join group {group:?}: {why}")]
+    GroupRefused { group: String, why: String },
 }
