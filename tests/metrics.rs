@@ -29,7 +29,8 @@ async fn metrics_move_and_agree_with_the_archive() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().to_string()
     };
-    let mut args = archiver_args(&dest, &unique("g"), &topic, 200, spool.path());
+    let group = unique("g");
+    let mut args = archiver_args(&dest, &group, &topic, 200, spool.path());
     args.splice(0..0, ["--log-format".to_string(), "json".to_string()]);
     args.extend(["--metrics-addr".into(), addr.clone()]);
     let mut archiver = ArchiverProcess::spawn("metrics", &args);
@@ -78,7 +79,27 @@ async fn metrics_move_and_agree_with_the_archive() {
     }
     assert!(after["ksa_rebalances_total"] >= 1.0);
     assert_eq!(http_get(&addr, "/readyz").0, 200);
+
+    // A second instance joins and takes a partition: none of its series stay behind here.
+    let spool_2 = tempfile::tempdir().unwrap();
+    let mut second = ArchiverProcess::spawn("metrics-2", &archiver_args(&dest, &group, &topic, 200, spool_2.path()));
+    let per_partition = |samples: &BTreeMap<String, f64>, name: &str| {
+        (0..2).filter(|p| samples.contains_key(&format!("{name}{{partition=\"{p}\",topic=\"{topic}\"}}"))).count()
+    };
+    let started = Instant::now();
+    loop {
+        let now = samples(&http_get(&addr, "/metrics").1);
+        let (archived, lag) =
+            (per_partition(&now, "ksa_archived_offset"), per_partition(&now, "ksa_unarchived_records"));
+        if now["ksa_assigned_partitions"] == 1.0 && archived == 1 && lag <= 1 {
+            break;
+        }
+        second.assert_running();
+        assert!(started.elapsed() < Duration::from_secs(60), "series of partitions it no longer has: {now:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert!(archiver.terminate().success());
+    assert!(second.terminate().success());
 
     // JSON logs: one line per object and per recovery with their figures; never a payload.
     let log = archiver.log_text();

@@ -413,7 +413,7 @@ impl Pipeline {
             Recovered::Assigned { partitions, recoveries, reply } => {
                 let mut positions = Vec::new();
                 for (p, recovery) in partitions.into_iter().zip(recoveries) {
-                    let resumed = if self.still_recovering(&p.tp, p.epoch) { recovery? } else { None };
+                    let resumed = if self.still_recovering(&p.tp, p.epoch) { recovery? } else { self.void(&p.tp) };
                     positions.push((p.tp.clone(), self.resume_at(resumed.as_ref())));
                     if let Some(resumed) = resumed {
                         self.start_writer(&p.tp, p.epoch, resumed);
@@ -423,6 +423,7 @@ impl Pipeline {
             }
             Recovered::Restarted { tp, from_epoch, epoch, recovery } => {
                 if !self.still_recovering(&tp, epoch) {
+                    self.void(&tp);
                     return Ok(());
                 }
                 let resumed = (*recovery)?;
@@ -434,6 +435,15 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// A recovery of `tp` ended after its partition was revoked (or assigned again): its result is
+    /// dropped, and the partition's series with it if it is not this instance's any more.
+    fn void(&self, tp: &TopicPartition) -> Option<Resumed> {
+        if !self.partitions.contains_key(tp) && !self.recovering.contains_key(tp) {
+            self.metrics.forget_partition(tp);
+        }
+        None
     }
 
     /// Whether `tp` is still being recovered for `epoch` (not revoked or re-assigned since); ends it.
@@ -483,6 +493,7 @@ impl Pipeline {
                 let _ = task.await;
                 self.metrics.emit(Event::FileDropped { tp: &tp, why: DropReason::RevokeTimeout });
             }
+            self.metrics.forget_partition(&tp);
         }
         Ok(())
     }

@@ -338,6 +338,7 @@ impl ArchiverContext {
         let mut state = self.state.lock().expect("source state");
         for tp in tps {
             state.assigned.remove(tp);
+            self.metrics.forget_partition(tp);
         }
     }
 

@@ -292,6 +292,16 @@ impl Metrics {
         }
     }
 
+    /// `tp` is not this instance's any more: its series go (a fleet that moves thousands of
+    /// partitions around would otherwise keep a series for every partition it ever held).
+    pub fn forget_partition(&self, tp: &TopicPartition) {
+        let partition = tp.partition().to_string();
+        let labels = [tp.topic(), partition.as_str()];
+        for series in [&self.archived_offset, &self.log_end_offset, &self.unarchived_records] {
+            let _ = series.remove_label_values(&labels);
+        }
+    }
+
     /// The highest offset of `tp` whose object is durable.
     fn archived_through(&self, tp: &TopicPartition, offset: i64) {
         let partition = tp.partition().to_string();

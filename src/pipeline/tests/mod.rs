@@ -247,3 +247,29 @@ async fn the_memory_budget_rolls_the_largest_open_file_early() {
     assert!(keys[0].starts_with("topic=t/partition=0/"), "{keys:?}");
     h.task.abort();
 }
+
+#[tokio::test]
+async fn a_revoked_partition_leaves_no_metric_series_behind() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.assign(0, Some(0)).await;
+    h.assign(1, Some(0)).await;
+    h.send(0, 0..3, 10).await;
+    h.next_commit().await;
+    let series = |h: &Harness| {
+        let families = h.metrics.registry.gather();
+        let archived = families.iter().find(|f| f.name() == "ksa_archived_offset");
+        archived.map_or(0, |f| f.get_metric().len())
+    };
+    assert_eq!(series(&h), 2);
+    h.revoke(0, false).await;
+    assert_eq!(series(&h), 1, "only the partition still assigned");
+    // A recovery that ends after its partition was revoked leaves none either.
+    h.store.lists_fail.store(true, Ordering::SeqCst);
+    let answer = h.start_assign(2, Some(0));
+    h.revoke(2, false).await;
+    h.store.lists_fail.store(false, Ordering::SeqCst);
+    drop(answer);
+    eventually("the voided recovery ended", || h.metrics.recoveries_in_progress.get() == 0).await;
+    assert_eq!(series(&h), 1);
+    h.task.abort();
+}
