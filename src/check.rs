@@ -58,7 +58,10 @@ pub async fn read_topic(store: &dyn ObjectStore, prefix: &Prefix, topic: &str) -
             .map_err(|source| CheckError::Decode { key: raw.clone(), source })?;
         let part = contents.partitions.entry(key.tp.partition()).or_default();
         let read = ObjectContents::of(&records);
-        if read.mismatch(&key, false).is_some() && read.mismatch(&key, named_by_claim(store, &key).await?).is_some() {
+        let rewritten = |claim: Claim| claim.records > records.len() as u64;
+        if read.mismatch(&key, false).is_some()
+            && read.mismatch(&key, claim_naming(store, &key).await?.is_some_and(rewritten)).is_some()
+        {
             part.mislabelled.push(raw.clone());
         }
         part.records.extend(records);
@@ -67,18 +70,18 @@ pub async fn read_topic(store: &dyn ObjectStore, prefix: &Prefix, topic: &str) -
     Ok(contents)
 }
 
-/// Whether the claim covering `key` names it (then it may hold fewer records than its name's edges: it
+/// The claim covering `key`, when it names it (then, holding fewer records than the claim, the object
 /// was written again after compaction removed some).
-async fn named_by_claim(store: &dyn ObjectStore, key: &ObjectKey) -> Result<bool, StoreError> {
+async fn claim_naming(store: &dyn ObjectStore, key: &ObjectKey) -> Result<Option<Claim>, StoreError> {
     let starts: BTreeSet<i64> = list_all(store, &key.prefix.claims_folder(&key.tp))
         .await?
         .iter()
         .filter_map(|k| ClaimKey::parse(&key.prefix, k).ok().map(|c| c.chain_start))
         .collect();
-    let Some(start) = covering_claim(&starts, key.range.start()) else { return Ok(false) };
+    let Some(start) = covering_claim(&starts, key.range.start()) else { return Ok(None) };
     let claim_key = ClaimKey::new(key.prefix.clone(), key.tp.clone(), start).to_string();
-    let claim = Claim::from_json(&claim_key, &store.get(&claim_key).await?);
-    Ok(claim.is_ok_and(|c| c.object.as_deref() == Some(key.relative().as_str())))
+    let claim = Claim::from_json(&claim_key, &store.get(&claim_key).await?).ok();
+    Ok(claim.filter(|c| c.object.as_deref() == Some(key.relative().as_str())))
 }
 
 /// The highest archived end offset per partition of `topic`, from the listing alone.

@@ -372,6 +372,12 @@ impl Settings {
                        what a read_committed consumer sees)";
             return Err(invalid("--kafka", k, why.into()));
         }
+        if let Some(strategy) = props.get("partition.assignment.strategy").filter(|s| s.trim() != "cooperative-sticky")
+        {
+            let why = "the archiver moves single partitions without a rebalance (incremental assignment), which \
+                       only cooperative-sticky allows: leave it unset";
+            return Err(invalid("--kafka", &format!("partition.assignment.strategy={strategy}"), why.into()));
+        }
         if props.get("statistics.interval.ms").is_some_and(|v| v.trim() == "0") {
             let why = "the archiver reads librdkafka's statistics: to find partitions an out-of-range position \
                        stopped, and for its log-end and lag metrics; give an interval in ms (default 5000)";

@@ -48,6 +48,7 @@ fn invalid_settings_fail_before_connecting_and_name_the_input() {
         (base(&["--format", "csv"]), "--format"),
         (base(&["--kafka", "group.id=other"]), "group.id"),
         (base(&["--kafka", "statistics.interval.ms=0"]), "statistics.interval.ms"),
+        (base(&["--kafka", "partition.assignment.strategy=range"]), "cooperative-sticky"),
         (base(&["--start-from", "middle"]), "--start-from"),
         (base(&["--topic", "a/b"]), "a/b"),
         (base(&["--claims", "maybe"]), "--claims"),

@@ -46,14 +46,14 @@ impl ObjectContents {
 
     /// Why the object does not hold what its name says (strictly increasing offsets from exactly the
     /// first to exactly the last offset named), or `None` when it does. An object written again under
-    /// the key its claim names (`named_by_claim`) may hold fewer records at its edges (Kafka's
-    /// compaction removed them before it was read again), never any outside its name. An unreadable
-    /// object is reported as such, not here.
-    pub fn mismatch(&self, key: &ObjectKey, named_by_claim: bool) -> Option<String> {
+    /// the key its claim names (`rewritten`) may hold fewer records at its edges (Kafka's compaction
+    /// removed them before it was read again), never any outside its name. An unreadable object is
+    /// reported as such, not here.
+    pub fn mismatch(&self, key: &ObjectKey, rewritten: bool) -> Option<String> {
         match self {
             ObjectContents::Unreadable(_) => None,
             ObjectContents::Read { ordered: false, .. } => Some("offsets are not strictly increasing".to_string()),
-            ObjectContents::Read { .. } if named_by_claim && self.inside(key) => None,
+            ObjectContents::Read { .. } if rewritten && self.inside(key) => None,
             ObjectContents::Read { first, last, .. }
                 if (*first, *last) != (Some(key.range.start()), Some(key.range.end())) =>
             {
@@ -258,11 +258,14 @@ pub fn audit(
     }
     let pending_claim = check_claims(tp, &chain, bodies, &objects, &mut problems);
     check_holes(&chain, bodies, &objects, &mut problems);
-    let named_by_claim = |k: &ObjectKey| {
+    // Written again under its claimed key after compaction: its claim names it, and it holds fewer records
+    // than the claim's first writer read.
+    let rewritten = |k: &ObjectKey, read: &ObjectContents| {
         let claim = covering_claim(&listing.claims, k.range.start()).and_then(|s| bodies.get(&s)?.as_ref().ok());
-        claim.is_some_and(|c| c.object.as_deref() == Some(k.relative().as_str()))
+        let fewer = matches!(read, ObjectContents::Read { records, .. } if claim.is_some_and(|c| *records < c.records));
+        fewer && claim.is_some_and(|c| c.object.as_deref() == Some(k.relative().as_str()))
     };
-    let records = check_contents(contents, &objects, named_by_claim, &mut problems);
+    let records = check_contents(contents, &objects, rewritten, &mut problems);
     let mut problems = merge_retention_gaps(problems);
     let first_offset = objects.first().map(|k| k.range.start());
     let last_offset = objects.iter().map(|k| k.range.end()).max();
@@ -404,7 +407,7 @@ fn check_holes(
 fn check_contents(
     contents: &BTreeMap<String, ObjectContents>,
     objects: &[&ObjectKey],
-    named_by_claim: impl Fn(&ObjectKey) -> bool,
+    rewritten: impl Fn(&ObjectKey, &ObjectContents) -> bool,
     problems: &mut Vec<Problem>,
 ) -> Option<u64> {
     let mut counted: Option<u64> = (!contents.is_empty()).then_some(0);
@@ -414,7 +417,7 @@ fn check_contents(
             Some(ObjectContents::Unreadable(why)) => problems.push(Problem::Unreadable { key, why: why.clone() }),
             Some(read @ ObjectContents::Read { records, .. }) => {
                 counted = counted.map(|n| n + records);
-                if let Some(why) = read.mismatch(k, named_by_claim(k)) {
+                if let Some(why) = read.mismatch(k, rewritten(k, read)) {
                     problems.push(Problem::Mislabelled { key, why });
                 }
             }
@@ -647,8 +650,10 @@ mod tests {
         let named = Claim { object: Some(obj(10, 19).relative()), ..claim(10, 10, 19, false) };
         let bodies = |c: Claim| BTreeMap::from([(10, Ok(c))]);
         let problems = |c| audit(&tp(), &listing, &bodies(c), &read, None, None).problems;
-        assert!(problems(named).is_empty(), "written again under its claimed key after compaction");
+        assert!(problems(named.clone()).is_empty(), "written again under its claimed key after compaction");
         assert!(matches!(problems(claim(10, 10, 19, false))[..], [Problem::Mislabelled { .. }]), "no claim names it");
+        let as_many = Claim { records: 2, ..named };
+        assert!(matches!(problems(as_many)[..], [Problem::Mislabelled { .. }]), "its first writer read no more");
     }
 
     #[test]

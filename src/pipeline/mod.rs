@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use self::budget::Budget;
 pub use self::dead_letters::DeadLetterSink;
 pub use self::recoverer::TopicIdLookup;
-use self::recoverer::{Recovered, Recoverer, Resumed};
+use self::recoverer::{Recovered, Recoverer, Recovering, Resumed};
 use self::uploader::{Uploader, UploaderEvent};
 use self::writer::PartitionWriter;
 use crate::config::StartFrom;
@@ -95,9 +95,8 @@ pub struct Pipeline {
     /// Recoveries under way, off the loop: a store that fails for a while (retried for as long as it
     /// takes) never keeps revokes, uploads or other partitions' records waiting.
     recoveries: FuturesUnordered<BoxFuture<'static, Recovered>>,
-    /// The partitions being recovered, with the epoch the recovery is for: a revoke (or a newer
-    /// assignment) since makes the result void.
-    recovering: HashMap<TopicPartition, u64>,
+    /// The partitions being recovered, and for which epoch.
+    recovering: Recovering,
     topics: AssignedTopics,
     /// Asked for a topic's identity when its assignment could not tell it.
     topic_ids: Arc<dyn TopicIdLookup>,
@@ -145,7 +144,7 @@ impl Pipeline {
             from_uploaders,
             dead_letters: None,
             recoveries: FuturesUnordered::new(),
-            recovering: HashMap::new(),
+            recovering: Recovering::default(),
             topics: AssignedTopics::default(),
             topic_ids,
         }
@@ -359,27 +358,23 @@ impl Pipeline {
         }
     }
 
-    /// Starts recovering newly assigned partitions; the answer goes to `reply` once all are recovered.
-    fn assign(
-        &mut self,
-        partitions: Vec<AssignedPartition>,
-        reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>>,
-    ) {
-        for p in &partitions {
+    /// Starts recovering newly assigned partitions; each one's answer goes to `reply` once it is
+    /// recovered (one waiting, on its topic's ID say, never holds up the others).
+    fn assign(&mut self, partitions: Vec<AssignedPartition>, reply: std_mpsc::Sender<Vec<(TopicPartition, ResumeAt)>>) {
+        for p in partitions {
             self.topics.insert(p.tp.topic());
             if let Some(mut old) = self.partitions.remove(&p.tp) {
                 old.drop_open_file(&mut self.budget);
                 old.close(true);
             }
-            self.recovering.insert(p.tp.clone(), p.epoch);
+            self.recovering.start(&p.tp, p.epoch);
+            let (recoverer, reply) = (self.recoverer(), reply.clone());
+            self.recoveries.push(Box::pin(async move {
+                let recovery =
+                    recoverer.recover(&p.tp, p.epoch, p.hint, (p.log_start, p.log_end), p.topic.clone()).await;
+                Recovered::Assigned { partition: p, recovery: Box::new(recovery), reply }
+            }));
         }
-        let recoverer = self.recoverer();
-        self.recoveries.push(Box::pin(async move {
-            let recoveries =
-                partitions.iter().map(|p| recoverer.recover(&p.tp, p.hint, (p.log_start, p.log_end), p.topic.clone()));
-            let recoveries = futures::future::join_all(recoveries).await;
-            Recovered::Assigned { partitions, recoveries, reply }
-        }));
     }
 
     /// The uploader of `writer` gave up its partition's chain: drop what is buffered, recover from the
@@ -398,10 +393,10 @@ impl Pipeline {
         old.close(true);
         let hint = CommitHint { next_offset: chain_start + 1, chain_start: Some(chain_start) };
         let epoch = self.link.next_epoch();
-        self.recovering.insert(tp.clone(), epoch);
+        self.recovering.start(&tp, epoch);
         let recoverer = self.recoverer();
         self.recoveries.push(Box::pin(async move {
-            let recovery = recoverer.recover(&tp, Some(hint), (None, None), Some(topic)).await;
+            let recovery = recoverer.recover(&tp, epoch, Some(hint), (None, None), Some(topic)).await;
             Recovered::Restarted { tp, from_epoch, epoch, recovery: Box::new(recovery) }
         }));
     }
@@ -410,19 +405,15 @@ impl Pipeline {
     /// they resume. A permanent store error stops the archiver.
     fn recovered(&mut self, done: Recovered) -> Result<(), PipelineError> {
         match done {
-            Recovered::Assigned { partitions, recoveries, reply } => {
-                let mut positions = Vec::new();
-                for (p, recovery) in partitions.into_iter().zip(recoveries) {
-                    let resumed = if self.still_recovering(&p.tp, p.epoch) { recovery? } else { self.void(&p.tp) };
-                    positions.push((p.tp.clone(), self.resume_at(resumed.as_ref())));
-                    if let Some(resumed) = resumed {
-                        self.start_writer(&p.tp, p.epoch, resumed);
-                    }
+            Recovered::Assigned { partition: p, recovery, reply } => {
+                let resumed = if self.recovering.end(&p.tp, p.epoch) { (*recovery)? } else { self.void(&p.tp) };
+                let _ = reply.send(vec![(p.tp.clone(), self.resume_at(resumed.as_ref()))]);
+                if let Some(resumed) = resumed {
+                    self.start_writer(&p.tp, p.epoch, resumed);
                 }
-                let _ = reply.send(positions);
             }
             Recovered::Restarted { tp, from_epoch, epoch, recovery } => {
-                if !self.still_recovering(&tp, epoch) {
+                if !self.recovering.end(&tp, epoch) {
                     self.void(&tp);
                     return Ok(());
                 }
@@ -440,20 +431,10 @@ impl Pipeline {
     /// A recovery of `tp` ended after its partition was revoked (or assigned again): its result is
     /// dropped, and the partition's series with it if it is not this instance's any more.
     fn void(&self, tp: &TopicPartition) -> Option<Resumed> {
-        if !self.partitions.contains_key(tp) && !self.recovering.contains_key(tp) {
+        if !self.partitions.contains_key(tp) && !self.recovering.any(tp) {
             self.metrics.forget_partition(tp);
         }
         None
-    }
-
-    /// Whether `tp` is still being recovered for `epoch` (not revoked or re-assigned since); ends it.
-    fn still_recovering(&mut self, tp: &TopicPartition, epoch: u64) -> bool {
-        if self.recovering.get(tp) == Some(&epoch) {
-            self.recovering.remove(tp);
-            true
-        } else {
-            false
-        }
     }
 
     /// Flushes (or drops, when `lost`) the partitions' open files and waits, within the revoke
@@ -465,7 +446,7 @@ impl Pipeline {
         let mut waiting = Vec::new();
         for tp in partitions {
             // A recovery under way has nothing to upload; its result will be dropped.
-            self.recovering.remove(tp);
+            self.recovering.cancel(tp);
             let Some(mut writer) = self.partitions.remove(tp) else { continue };
             let drop_reason = match (lost, writer.is_rewriting()) {
                 (true, _) => Some(DropReason::PartitionLost),
@@ -505,6 +486,7 @@ impl Pipeline {
             claims: self.settings.claims,
             metrics: self.metrics.clone(),
             topic_ids: self.topic_ids.clone(),
+            recovering: self.recovering.clone(),
         }
     }
 }

@@ -3,8 +3,9 @@
 //! asked again for as long as the brokers do not tell it), then plan where to resume (`core::recovery`).
 //! Owned, so the recoveries of an assignment run concurrently off the pipeline.
 
+use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::PipelineError;
@@ -38,14 +39,53 @@ pub(super) type Recovery = Result<Option<Resumed>, PipelineError>;
 
 /// A recovery that ended (run off the pipeline's loop).
 pub(super) enum Recovered {
-    /// Newly assigned partitions; the consumer waits for their positions on `reply`.
+    /// A newly assigned partition; the consumer waits for its position on `reply`.
     Assigned {
-        partitions: Vec<AssignedPartition>,
-        recoveries: Vec<Recovery>,
-        reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>>,
+        partition: AssignedPartition,
+        recovery: Box<Recovery>,
+        reply: std_mpsc::Sender<Vec<(TopicPartition, ResumeAt)>>,
     },
     /// A partition whose uploader gave up its chain; the consumer is moved once it is recovered.
     Restarted { tp: TopicPartition, from_epoch: u64, epoch: u64, recovery: Box<Recovery> },
+}
+
+/// The partitions being recovered, with the epoch each recovery is for: a revoke (or a newer
+/// assignment) since makes the result void, and ends a recovery waiting on a topic's ID.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Recovering(Arc<Mutex<HashMap<TopicPartition, u64>>>);
+
+impl Recovering {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<TopicPartition, u64>> {
+        self.0.lock().expect("recovering")
+    }
+
+    pub(super) fn start(&self, tp: &TopicPartition, epoch: u64) {
+        self.map().insert(tp.clone(), epoch);
+    }
+
+    pub(super) fn cancel(&self, tp: &TopicPartition) {
+        self.map().remove(tp);
+    }
+
+    /// Whether `tp` is still being recovered for `epoch`.
+    pub(super) fn wanted(&self, tp: &TopicPartition, epoch: u64) -> bool {
+        self.map().get(tp) == Some(&epoch)
+    }
+
+    /// Whether any recovery of `tp` is under way.
+    pub(super) fn any(&self, tp: &TopicPartition) -> bool {
+        self.map().contains_key(tp)
+    }
+
+    /// Ends the recovery of `tp` for `epoch`; false when it was void (revoked or re-assigned since).
+    pub(super) fn end(&self, tp: &TopicPartition, epoch: u64) -> bool {
+        let mut map = self.map();
+        let current = map.get(tp) == Some(&epoch);
+        if current {
+            map.remove(tp);
+        }
+        current
+    }
 }
 
 pub(super) struct Recoverer {
@@ -54,6 +94,7 @@ pub(super) struct Recoverer {
     pub(super) claims: bool,
     pub(super) metrics: Arc<Metrics>,
     pub(super) topic_ids: Arc<dyn TopicIdLookup>,
+    pub(super) recovering: Recovering,
 }
 
 impl Recoverer {
@@ -64,6 +105,7 @@ impl Recoverer {
     pub(super) async fn recover(
         &self,
         tp: &TopicPartition,
+        epoch: u64,
         hint: Option<CommitHint>,
         (log_start, log_end): (Option<i64>, Option<i64>),
         topic: Option<TopicIdentity>,
@@ -73,7 +115,10 @@ impl Recoverer {
         let Some(found) = self.find_tail(tp, TailHints { commit: hint, log_end }).await? else { return Ok(None) };
         let topic = match topic {
             Some(topic) => topic,
-            None => self.identity_of(tp).await,
+            None => match self.identity_of(tp, epoch).await {
+                Some(topic) => topic,
+                None => return Ok(None), // Revoked meanwhile: void.
+            },
         };
         if let Err(mismatch) = check_incarnation(found.last_claim.as_ref(), &topic) {
             self.metrics.emit(Event::PartitionStopped { tp, why: &other_incarnation(tp, mismatch) });
@@ -132,15 +177,19 @@ impl Recoverer {
         }
     }
 
-    /// The topic's identity, asked for until the brokers tell it (the partition is not ready meanwhile).
-    async fn identity_of(&self, tp: &TopicPartition) -> TopicIdentity {
+    /// The topic's identity, asked for until the brokers tell it (the partition is not ready meanwhile),
+    /// or until the partition is revoked (`None`).
+    async fn identity_of(&self, tp: &TopicPartition, epoch: u64) -> Option<TopicIdentity> {
         let backoff = Backoff::default();
         self.metrics.topic_ids_waiting.inc();
         let mut attempt = 0;
         let identity = loop {
+            if !self.recovering.wanted(tp, epoch) {
+                break None;
+            }
             let (lookup, topic) = (self.topic_ids.clone(), tp.topic().to_string());
             let why = match tokio::task::spawn_blocking(move || lookup.lookup(&topic)).await {
-                Ok(Ok(identity)) => break identity,
+                Ok(Ok(identity)) => break Some(identity),
                 Ok(Err(why)) => why,
                 Err(e) => format!("the lookup failed: {e}"),
             };

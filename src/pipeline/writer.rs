@@ -345,8 +345,15 @@ impl PartitionWriter {
             return Ok(());
         }
         if log_start > range.start() {
-            let deleted = OffsetRange::new(range.start(), (log_start - 1).min(range.end())).expect("ordered");
-            let missing = self.retention_gap(deleted, settings, budget)?;
+            // Retention took the rest: nothing follows what the open file holds, so it is kept, named by
+            // what it holds (the gap after it shows between objects).
+            let missing = OffsetRange::new(range.start(), (log_start - 1).min(range.end())).expect("ordered");
+            match (&mut self.mode, self.open.is_some()) {
+                (Mode::Rewrite(r), true) => r.retention = true,
+                _ => {
+                    self.retention_gap(missing, settings, budget)?;
+                }
+            }
             metrics.emit(Event::RetentionGap { tp: &self.tp, missing, resume_at: range.end() + 1 });
         }
         self.finish_rewrite(settings, budget, metrics)

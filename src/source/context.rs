@@ -9,11 +9,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::ClientContext;
@@ -43,14 +43,16 @@ pub(super) struct Assigned {
     /// The offset this partition delivers next: where it was assigned or moved to, then the last
     /// record's offset + 1. `None` until known (started at earliest or latest, nothing delivered yet).
     pub(super) next_offset: Option<i64>,
+    /// Where it was assigned or last moved to.
+    pub(super) start: Offset,
     /// Offsets retention deleted past `next_offset`, to hand over with the next record.
     pub(super) gap_before_next: Option<OffsetRange>,
 }
 
-/// The answer of a recovery that outlasted the assign callback's wait.
+/// The answers of recoveries that outlasted the assign callback's wait.
 struct LateAnswer {
     reply: std_mpsc::Receiver<Vec<(TopicPartition, ResumeAt)>>,
-    /// The assignment (epoch) each partition's position is for.
+    /// The partitions still to be answered, with the assignment (epoch) each position is for.
     epochs: HashMap<TopicPartition, u64>,
 }
 
@@ -231,23 +233,32 @@ impl ArchiverContext {
             })
             .collect();
         info!(partitions = ?names(&tps), "partitions assigned; recovering positions from the archive");
-        let (reply_tx, reply_rx) = std_mpsc::sync_channel(1);
+        let (reply_tx, reply_rx) = std_mpsc::channel();
         let mut positions = HashMap::new();
         let mut late = None;
         if self.control.send(Control::Assigned { partitions, reply: reply_tx }).is_ok() {
-            match reply_rx.recv_timeout(self.assign_wait) {
-                Ok(answer) => positions.extend(answer),
-                Err(RecvTimeoutError::Timeout) => {
-                    warn!(
-                        partitions = ?names(&tps),
-                        "recovery is taking longer than {:?} (is the archive store failing?): these partitions wait, \
-                         paused, and start where recovery says once it ends",
-                        self.assign_wait
-                    );
-                    let epochs = tps.iter().cloned().zip(first_epoch..).collect();
-                    late = Some(LateAnswer { reply: reply_rx, epochs });
+            let deadline = Instant::now() + self.assign_wait;
+            while positions.len() < tps.len() {
+                match reply_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                    Ok(answer) => positions.extend(answer),
+                    Err(RecvTimeoutError::Timeout) => {
+                        let epochs: HashMap<TopicPartition, u64> = tps
+                            .iter()
+                            .cloned()
+                            .zip(first_epoch..)
+                            .filter(|(tp, _)| !positions.contains_key(tp))
+                            .collect();
+                        warn!(
+                            partitions = ?epochs.keys().map(ToString::to_string).collect::<Vec<_>>(),
+                            "recovery is taking longer than {:?} (is the archive store failing?): these partitions \
+                             wait, paused, and start where recovery says once it ends",
+                            self.assign_wait
+                        );
+                        late = Some(LateAnswer { reply: reply_rx, epochs });
+                        break;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
                 }
-                Err(RecvTimeoutError::Disconnected) => {}
             }
         }
         let mut state = self.state.lock().expect("source state");
@@ -263,7 +274,9 @@ impl ArchiverContext {
             }
             let next_offset = offset.and_then(|o| o.to_raw()).filter(|o| *o >= 0);
             let stopped = offset.is_none();
-            state.assigned.insert(tp.clone(), Assigned { epoch, stopped, next_offset, gap_before_next: None });
+            let start = offset.unwrap_or(Offset::Beginning);
+            state.out_of_range.forget(tp);
+            state.assigned.insert(tp.clone(), Assigned { epoch, stopped, next_offset, start, gap_before_next: None });
         }
         stopped
     }
@@ -290,31 +303,31 @@ impl ArchiverContext {
     /// to the same epoch), at the position recovery found.
     pub(super) fn apply_late_answers(&self, consumer: &BaseConsumer<Self>) {
         let mut arrived = Vec::new();
-        self.state.lock().expect("source state").late.retain(|late| match late.reply.try_recv() {
-            Ok(answer) => {
-                arrived.push((answer, late.epochs.clone()));
-                false
+        self.state.lock().expect("source state").late.retain_mut(|late| loop {
+            match late.reply.try_recv() {
+                Ok(answer) => arrived.extend(
+                    answer.into_iter().filter_map(|(tp, at)| late.epochs.remove(&tp).map(|epoch| (tp, at, epoch))),
+                ),
+                Err(TryRecvError::Empty) => break !late.epochs.is_empty(),
+                Err(TryRecvError::Disconnected) => break false,
             }
-            Err(TryRecvError::Empty) => true,
-            Err(TryRecvError::Disconnected) => false,
         });
-        for (answer, epochs) in arrived {
-            for (tp, at) in answer {
-                let offset = {
-                    let mut state = self.state.lock().expect("source state");
-                    let Some(a) = state.assigned.get_mut(&tp).filter(|a| Some(&a.epoch) == epochs.get(&tp)) else {
-                        continue; // Revoked or re-assigned since.
-                    };
-                    let Some(offset) = kafka_offset(&at) else { continue };
-                    a.stopped = false;
-                    a.next_offset = offset.to_raw().filter(|o| *o >= 0);
-                    offset
+        for (tp, at, epoch) in arrived {
+            let offset = {
+                let mut state = self.state.lock().expect("source state");
+                let Some(a) = state.assigned.get_mut(&tp).filter(|a| a.epoch == epoch) else {
+                    continue; // Revoked or re-assigned since.
                 };
-                info!(%tp, position = ?at, "recovery ended; starting the partition");
-                restart_fetch(consumer, &tp, offset);
-                if !self.state.lock().expect("source state").paused_for_backpressure {
-                    let _ = consumer.resume(&tpl_of([&tp]));
-                }
+                let Some(offset) = kafka_offset(&at) else { continue };
+                a.stopped = false;
+                a.next_offset = offset.to_raw().filter(|o| *o >= 0);
+                a.start = offset;
+                offset
+            };
+            info!(%tp, position = ?at, "recovery ended; starting the partition");
+            restart_fetch(consumer, &tp, offset);
+            if !self.state.lock().expect("source state").paused_for_backpressure {
+                let _ = consumer.resume(&tpl_of([&tp]));
             }
         }
     }
@@ -338,6 +351,7 @@ impl ArchiverContext {
         let mut state = self.state.lock().expect("source state");
         for tp in tps {
             state.assigned.remove(tp);
+            state.out_of_range.forget(tp);
             self.metrics.forget_partition(tp);
         }
     }
@@ -352,7 +366,7 @@ impl ArchiverContext {
                 SourceCommand::Commit(c) => {
                     latest.insert(c.tp.clone(), c);
                 }
-                seek @ SourceCommand::Seek { .. } => seeks.push((seek, 0)),
+                seek @ SourceCommand::Seek { .. } => queue_seek(&mut seeks, seek),
                 SourceCommand::CheckRange { tp, epoch, range } => self.check_range(tp, epoch, range),
             }
         }
@@ -391,12 +405,14 @@ impl ArchiverContext {
             let _ = consumer.pause(&tpl_of([tp]));
             return;
         };
-        match consumer.seek(tp.topic(), tp.partition(), offset, METADATA_TIMEOUT) {
+        match move_fetch(consumer, tp, offset) {
             Ok(()) => {
                 info!(%tp, ?position, "re-positioned after re-recovering from the archive");
                 a.epoch = *epoch;
                 a.next_offset = offset.to_raw().filter(|o| *o >= 0);
+                a.start = offset;
                 a.gap_before_next = None;
+                state.out_of_range.forget(tp);
                 state.pending.forget(std::slice::from_ref(tp));
             }
             Err(e) if attempts < SEEK_ATTEMPTS => {
@@ -415,19 +431,43 @@ impl ArchiverContext {
     }
 }
 
+/// Queues a seek of the pipeline's. One that continues a seek still waiting to be retried (it moves the
+/// partition from the epoch that one moves it to) replaces it, taking the partition from where that one
+/// takes it: applied one after the other, the first would fail again and the second, finding the
+/// partition still at the first's epoch, would be dropped as stale.
+fn queue_seek(seeks: &mut Vec<(SourceCommand, u32)>, seek: SourceCommand) {
+    let SourceCommand::Seek { tp, from_epoch, epoch, position } = seek else { return };
+    let waiting = seeks.iter_mut().find(
+        |(queued, _)| matches!(queued, SourceCommand::Seek { tp: t, epoch: e, .. } if *t == tp && *e == from_epoch),
+    );
+    match waiting {
+        Some((SourceCommand::Seek { epoch: queued_epoch, position: queued_position, .. }, attempts)) => {
+            (*queued_epoch, *queued_position, *attempts) = (epoch, position, 0);
+        }
+        _ => seeks.push((SourceCommand::Seek { tp, from_epoch, epoch, position }, 0)),
+    }
+}
+
 /// Moves `tp`'s fetching to `offset`. After an out-of-range error (with `auto.offset.reset=error`)
 /// librdkafka has stopped the partition's fetcher and refuses a seek, so the partition is taken out of
 /// the local assignment and put back at `offset` (incremental, so the group does not rebalance).
-pub(super) fn restart_fetch(consumer: &BaseConsumer<ArchiverContext>, tp: &TopicPartition, offset: Offset) {
+pub(super) fn move_fetch(
+    consumer: &BaseConsumer<ArchiverContext>,
+    tp: &TopicPartition,
+    offset: Offset,
+) -> KafkaResult<()> {
     if consumer.seek(tp.topic(), tp.partition(), offset, METADATA_TIMEOUT).is_ok() {
-        return;
+        return Ok(());
     }
     let mut at = TopicPartitionList::new();
-    let reassigned = at
-        .add_partition_offset(tp.topic(), tp.partition(), offset)
-        .and_then(|()| consumer.incremental_unassign(&tpl_of([tp])))
-        .and_then(|()| consumer.incremental_assign(&at));
-    if let Err(e) = reassigned {
+    at.add_partition_offset(tp.topic(), tp.partition(), offset)?;
+    consumer.incremental_unassign(&tpl_of([tp]))?;
+    consumer.incremental_assign(&at)
+}
+
+/// `move_fetch`, saying so when it fails.
+pub(super) fn restart_fetch(consumer: &BaseConsumer<ArchiverContext>, tp: &TopicPartition, offset: Offset) {
+    if let Err(e) = move_fetch(consumer, tp, offset) {
         error!(%tp, "cannot move fetching to {offset:?}: {e}");
     }
 }
@@ -480,12 +520,20 @@ mod tests {
         let mut state = SourceState::default();
         let (a, b) = (TopicPartition::new("t", 0).unwrap(), TopicPartition::new("t", 1).unwrap());
         let gap = OffsetRange::new(11, 13).unwrap();
-        state
-            .assigned
-            .insert(a.clone(), Assigned { epoch: 3, stopped: false, next_offset: Some(10), gap_before_next: None });
-        state
-            .assigned
-            .insert(b.clone(), Assigned { epoch: 4, stopped: true, next_offset: None, gap_before_next: None });
+        state.assigned.insert(
+            a.clone(),
+            Assigned {
+                epoch: 3,
+                stopped: false,
+                next_offset: Some(10),
+                start: Offset::Offset(10),
+                gap_before_next: None,
+            },
+        );
+        state.assigned.insert(
+            b.clone(),
+            Assigned { epoch: 4, stopped: true, next_offset: None, start: Offset::Beginning, gap_before_next: None },
+        );
         assert_eq!(to_tps(&state.active()), vec![a.clone()]);
         assert_eq!(state.take_record(&a, 10), Some((3, None)));
         state.assigned.get_mut(&a).unwrap().gap_before_next = Some(gap);
@@ -495,5 +543,30 @@ mod tests {
         assert_eq!(state.take_record(&b, 0), None);
         assert_eq!(state.take_record(&TopicPartition::new("t", 2).unwrap(), 0), None);
         assert!(!state.nothing_assigned());
+    }
+
+    #[test]
+    fn a_seek_that_continues_one_waiting_for_a_retry_replaces_it() {
+        let tp = TopicPartition::new("t", 0).unwrap();
+        let seek = |from_epoch, epoch, at| SourceCommand::Seek {
+            tp: tp.clone(),
+            from_epoch,
+            epoch,
+            position: ResumeAt::Offset(at),
+        };
+        // Unparked (epoch 1 -> 2, back to 40), the seek failed and waits; then the partition lost a claim
+        // (2 -> 3, to 75).
+        let mut seeks = vec![(seek(1, 2, 40), 3)];
+        queue_seek(&mut seeks, seek(2, 3, 75));
+        assert!(
+            matches!(
+                &seeks[..],
+                [(SourceCommand::Seek { from_epoch: 1, epoch: 3, position: ResumeAt::Offset(75), .. }, 0)]
+            ),
+            "{seeks:?}"
+        );
+        // Another partition's, or one from another epoch, queues beside it.
+        queue_seek(&mut seeks, seek(7, 8, 5));
+        assert_eq!(seeks.len(), 2);
     }
 }

@@ -4,7 +4,8 @@
 //! not UTF-8, and any C-string accessor cuts a name at its first NUL. So names are read and written
 //! here through librdkafka's own functions, the name's length read from librdkafka's header record
 //! (`rd_kafka_header_t`, rdkafka_header.h of the librdkafka that rdkafka-sys bundles, as pinned by
-//! Cargo.lock) and checked against what its public accessor says of the same header.
+//! Cargo.lock: only when that version is the one linked) and checked against what its public accessor
+//! says of the same header.
 
 use std::ffi::c_void;
 use std::os::raw::c_char;
@@ -13,6 +14,13 @@ use rdkafka::bindings as rd;
 use rdkafka::message::{BorrowedHeaders, OwnedHeaders};
 
 use crate::core::record::Header;
+
+/// The librdkafka whose header layout `RawHeader` is (rdkafka-sys 4.10.0 bundles 2.12.1). With another
+/// one, names are read as C strings (cut at a NUL) rather than read from a layout that may differ.
+const LAYOUT_VERSION: &str = "2.12.1";
+
+static KNOWN_LAYOUT: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| rdkafka::util::get_rdkafka_version().1 == LAYOUT_VERSION);
 
 /// librdkafka's record of one header: `rd_kafka_header_get_all` returns a pointer to its `name`.
 #[repr(C)]
@@ -80,11 +88,14 @@ pub fn read(headers: &impl NativeHeaders) -> Vec<Header> {
 /// the headers outlive the returned slice.
 unsafe fn name_bytes<'a>(name: *const c_char, value: *const c_char, value_size: usize) -> &'a [u8] {
     let c_string = std::ffi::CStr::from_ptr(name).to_bytes();
+    if !*KNOWN_LAYOUT {
+        return c_string;
+    }
     let record = name.byte_sub(std::mem::offset_of!(RawHeader, name)).cast::<RawHeader>();
     let (size, stored_value, stored_size) = ((*record).name_size, (*record).value, (*record).value_size);
     let agrees = stored_value == value
         && stored_size == value_size
-        && (value.is_null() || value == name.add(size + 1))
+        && (value.is_null() || value == name.wrapping_add(size.wrapping_add(1)))
         && !(value.is_null() && value_size != 0);
     if agrees && size >= c_string.len() {
         std::slice::from_raw_parts(name.cast::<u8>(), size)
@@ -129,6 +140,11 @@ mod tests {
             header(b"plain", Some(b"again")),
         ];
         assert_eq!(read(&owned(&headers)), headers);
+    }
+
+    #[test]
+    fn the_librdkafka_linked_is_the_one_whose_header_layout_is_known() {
+        assert!(*KNOWN_LAYOUT, "librdkafka {} is linked", rdkafka::util::get_rdkafka_version().1);
     }
 
     #[test]

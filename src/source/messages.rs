@@ -52,8 +52,8 @@ pub struct Fetched {
 /// Rebalance and position news for the pipeline.
 #[derive(Debug)]
 pub enum Control {
-    /// Recover these partitions and answer with where each resumes.
-    Assigned { partitions: Vec<AssignedPartition>, reply: std_mpsc::SyncSender<Vec<(TopicPartition, ResumeAt)>> },
+    /// Recover these partitions and answer with where each resumes, each as soon as it is known.
+    Assigned { partitions: Vec<AssignedPartition>, reply: std_mpsc::Sender<Vec<(TopicPartition, ResumeAt)>> },
     /// Flush (or, when `lost`, drop) these partitions and answer once nothing of them will be uploaded.
     Revoked { partitions: Vec<TopicPartition>, lost: bool, reply: std_mpsc::SyncSender<()> },
     /// The assignment `epoch` of `tp` has no record left in `range`, and its log starts at `log_start`

@@ -9,6 +9,7 @@
 //! carries a gate: once it is dropped (an aborted upload), the link is never made, and the drop waits
 //! for a link already under way. When an aborted put's task has ended, nothing of it appears any more.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -30,6 +31,8 @@ pub struct LocalStore {
     root: PathBuf,
     /// Names this host in temporary file names (the directory may be shared by several hosts).
     host: String,
+    /// Folders this process has made durable in their parents (see `create_folders`).
+    durable: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 impl LocalStore {
@@ -41,7 +44,7 @@ impl LocalStore {
             what: format!("cannot prepare archive directory {}: {e}", root.display()),
             fix: "check that the path is writable by this user".into(),
         })?;
-        Ok(Self { root, host: host_name() })
+        Ok(Self { root, host: host_name(), durable: Arc::default() })
     }
 
     /// Removes temporary files older than `older_than` that crashed writers left behind (the local
@@ -91,12 +94,13 @@ impl Drop for CloseOnDrop {
     }
 }
 
-fn put_blocking(root: &Path, host: &str, path: &Path, data: &SpoolData, gate: &Gate) -> Result<PutOutcome, StoreError> {
+fn put_blocking(store: &LocalStore, path: &Path, data: &SpoolData, gate: &Gate) -> Result<PutOutcome, StoreError> {
+    let (root, host) = (&store.root, &store.host);
     if path.exists() {
         return Ok(PutOutcome::AlreadyExists);
     }
     let parent = path.parent().expect("keys have a parent folder");
-    create_folders(parent, &mut sync_folder).map_err(|e| io_err("create folder", parent, e))?;
+    create_folders(parent, root, &store.durable, &mut sync_folder).map_err(|e| io_err("create folder", parent, e))?;
     let tmp = root.join(TMP_DIR).join(temp_name(host, TMP_SEQ.fetch_add(1, Ordering::Relaxed), ".tmp"));
     // A new file, never an existing one: a clash of names fails instead of mixing two writers' bytes.
     let mut f =
@@ -134,20 +138,28 @@ fn sync_folder(folder: &Path) -> io::Result<()> {
     fs::File::open(folder)?.sync_all()
 }
 
-/// Creates `folder` and the folders above it that are missing, syncing each one's parent after it is
-/// created (`create_dir_all` syncs nothing: a new folder, and everything in it, could be gone after a
-/// power loss while a later object in an older folder survives).
-fn create_folders(folder: &Path, sync: &mut impl FnMut(&Path) -> io::Result<()>) -> io::Result<()> {
-    if folder.is_dir() {
+/// Creates `folder` (below `root`) and the folders above it that are missing, and makes each durable
+/// in its parent (`create_dir_all` syncs nothing: a new folder, and everything in it, could be gone
+/// after a power loss while a later object in an older folder survives). A folder another writer
+/// created (another thread or process, which may not have synced it yet) is synced here too, once per
+/// process: `durable` holds the folders done.
+fn create_folders(
+    folder: &Path,
+    root: &Path,
+    durable: &Mutex<HashSet<PathBuf>>,
+    sync: &mut impl FnMut(&Path) -> io::Result<()>,
+) -> io::Result<()> {
+    if folder == root || durable.lock().unwrap_or_else(|e| e.into_inner()).contains(folder) {
         return Ok(());
     }
     let parent = folder.parent().ok_or_else(|| io::Error::other("no folder to create it in"))?;
-    create_folders(parent, sync)?;
+    create_folders(parent, root, durable, sync)?;
     match fs::create_dir(folder) {
-        Ok(()) => sync(parent),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => sync(parent)?,
     }
+    durable.lock().unwrap_or_else(|e| e.into_inner()).insert(folder.to_path_buf());
+    Ok(())
 }
 
 /// Every file below `dir`, as keys relative to `root`.
@@ -202,10 +214,10 @@ impl ObjectStore for LocalStore {
 
     async fn put_if_absent(&self, key: &str, data: &SpoolData, _len: u64) -> Result<PutOutcome, StoreError> {
         let path = self.path_of(key)?;
-        let (root, host, data) = (self.root.clone(), self.host.clone(), data.clone());
+        let (store, data) = (self.clone(), data.clone());
         let gate = Gate::default();
         let _close = CloseOnDrop(gate.clone());
-        blocking(move || put_blocking(&root, &host, &path, &data, &gate)).await
+        blocking(move || put_blocking(&store, &path, &data, &gate)).await
     }
 
     async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
@@ -256,21 +268,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         fs::create_dir(root.join("topic=t")).unwrap();
-        let mut synced = Vec::new();
-        let folder = root.join("topic=t/dt=2026-12-01/hour=10/partition=0");
-        create_folders(&folder, &mut |p: &Path| {
+        let (durable, mut synced) = (Mutex::default(), Vec::new());
+        let mut sync = |p: &Path| {
             synced.push(p.strip_prefix(root).unwrap().display().to_string());
             sync_folder(p)
-        })
-        .unwrap();
+        };
+        let folder = root.join("topic=t/dt=2026-12-01/hour=10/partition=0");
+        create_folders(&folder, root, &durable, &mut sync).unwrap();
         assert!(folder.is_dir());
-        assert_eq!(synced, vec!["topic=t", "topic=t/dt=2026-12-01", "topic=t/dt=2026-12-01/hour=10"]);
+        // topic=t was there already (another writer may not have synced it): synced into the root too.
+        assert_eq!(synced, vec!["", "topic=t", "topic=t/dt=2026-12-01", "topic=t/dt=2026-12-01/hour=10"]);
         synced.clear();
-        create_folders(&folder, &mut |p: &Path| {
-            synced.push(p.display().to_string());
-            Ok(())
-        })
-        .unwrap();
-        assert!(synced.is_empty(), "nothing to create, nothing to sync");
+        let mut sync = |p: &Path| {
+            synced.push(p.strip_prefix(root).unwrap().display().to_string());
+            sync_folder(p)
+        };
+        create_folders(&folder, root, &durable, &mut sync).unwrap();
+        create_folders(&root.join("topic=t/dt=2026-12-01/hour=11"), root, &durable, &mut sync).unwrap();
+        assert_eq!(synced, vec!["topic=t/dt=2026-12-01"], "only the new folder, once");
     }
 }

@@ -240,11 +240,25 @@ impl Harness {
         p: i32,
         log_start: Option<i64>,
     ) -> std_mpsc::Receiver<Vec<(TopicPartition, ResumeAt)>> {
-        let (reply, rx) = std_mpsc::sync_channel(1);
-        let epoch = self.link.next_epoch();
-        self.epochs.lock().unwrap().insert(p, epoch);
-        let partitions =
-            vec![AssignedPartition { tp: tp(p), epoch, hint: None, log_start, log_end: None, topic: None }];
+        self.start_assign_with(&[(p, None)], log_start)
+    }
+
+    /// Assigns partitions in one assignment, each with the topic identity the assignment could tell
+    /// (`None`: recovery asks), without waiting for the answers.
+    pub(super) fn start_assign_with(
+        &self,
+        partitions: &[(i32, Option<crate::core::recovery::TopicIdentity>)],
+        log_start: Option<i64>,
+    ) -> std_mpsc::Receiver<Vec<(TopicPartition, ResumeAt)>> {
+        let (reply, rx) = std_mpsc::channel();
+        let partitions = partitions
+            .iter()
+            .map(|(p, topic)| {
+                let epoch = self.link.next_epoch();
+                self.epochs.lock().unwrap().insert(*p, epoch);
+                AssignedPartition { tp: tp(*p), epoch, hint: None, log_start, log_end: None, topic: topic.clone() }
+            })
+            .collect();
         self.control.send(Control::Assigned { partitions, reply }).unwrap();
         rx
     }

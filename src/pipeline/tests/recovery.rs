@@ -94,3 +94,23 @@ async fn claims_record_the_topic_id_once_the_brokers_tell_it() {
     assert_eq!(ids, vec![None, Some("A".into())]);
     h.task.abort();
 }
+
+#[tokio::test]
+async fn a_partition_waiting_for_its_topic_id_holds_up_no_other_and_a_revoke_ends_the_wait() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    // Partition 0's topic ID is not told (its topic was deleted, say); partition 1's assignment told it.
+    h.topic_ids.failures.store(u32::MAX, Ordering::SeqCst);
+    let told = Some(crate::core::recovery::TopicIdentity::NoIds);
+    let answers = h.start_assign_with(&[(0, None), (1, told)], Some(0));
+    let first =
+        tokio::task::spawn_blocking(move || (answers.recv_timeout(Duration::from_secs(5)), answers)).await.unwrap();
+    let (first, answers) = (first.0.expect("partition 1 is answered"), first.1);
+    assert_eq!(first, vec![(tp(1), ResumeAt::Earliest)]);
+    assert!(answers.try_recv().is_err(), "partition 0 still waits");
+    assert_eq!(h.metrics.topic_ids_waiting.get(), 1);
+    // Revoked: the wait ends (nothing stays in progress, and /readyz can say ready again).
+    h.revoke(0, false).await;
+    eventually("the wait for the topic ID ended", || h.metrics.topic_ids_waiting.get() == 0).await;
+    eventually("no recovery in progress", || h.metrics.recoveries_in_progress.get() == 0).await;
+    h.task.abort();
+}
