@@ -109,7 +109,10 @@ pub fn owned(headers: &[Header]) -> OwnedHeaders {
     let out = OwnedHeaders::new_with_capacity(headers.len());
     let hs = raw(out.native());
     for h in headers {
+        // An empty value is not a null one: it needs a pointer, and a valid one (C's memcpy wants it).
+        static EMPTY: [u8; 1] = [0];
         let (value, value_len) = match &h.value {
+            Some(v) if v.is_empty() => (EMPTY.as_ptr().cast::<c_void>(), 0),
             Some(v) => (v.as_ptr().cast::<c_void>(), v.len() as isize),
             None => (std::ptr::null(), 0),
         };
