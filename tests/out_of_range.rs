@@ -11,35 +11,42 @@ use bytes::Bytes;
 use common::mock_settings;
 use kafka_s3_archiver::archiver::{open_store, Archiver};
 use kafka_s3_archiver::check::archived_ends;
-use kafka_s3_archiver::config::Settings;
+use kafka_s3_archiver::config::{ArchiverConfig, Settings};
 use kafka_s3_archiver::core::object_key::{FileKind, ObjectKey, Prefix};
 use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::core::spool::SpoolData;
 use kafka_s3_archiver::generate::produce;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use rdkafka::mocking::MockCluster;
+use rdkafka::producer::DefaultProducerContext;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
+/// The topic and its store, as the tests below start them.
+type AheadOfTheLog =
+    (MockCluster<'static, DefaultProducerContext>, tempfile::TempDir, ArchiverConfig, Arc<dyn ObjectStore>);
+
+/// A mock cluster whose topic `recreated` has `partitions` partitions holding `records` records
+/// round-robin, and an archive of an earlier incarnation whose partition 0 reaches offset 999 (its key
+/// is returned too).
+async fn archive_ahead_of_the_log(partitions: i32, records: usize) -> (AheadOfTheLog, String) {
     let cluster = MockCluster::new(1).unwrap();
     let bootstrap = cluster.bootstrap_servers();
-    cluster.create_topic("recreated", 2, 1).unwrap();
-    produce(&bootstrap, "recreated", 2, 0..40, 50).await.unwrap();
-
+    cluster.create_topic("recreated", partitions, 1).unwrap();
+    produce(&bootstrap, "recreated", partitions, 0..records, 50).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = Settings { topics: Some(vec!["recreated".into()]), ..mock_settings(&bootstrap, dir.path()) }
         .resolve(None)
         .unwrap();
     let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
-    // The old topic's archive of partition 0 reaches offset 999; the new partition holds 20 records.
-    let old = ObjectKey::new(
-        Prefix::default(),
-        TopicPartition::new("recreated", 0).unwrap(),
-        OffsetRange::new(0, 999).unwrap(),
-        FileKind::Parquet,
-    )
-    .to_string();
+    let tp = TopicPartition::new("recreated", 0).unwrap();
+    let old = ObjectKey::new(Prefix::default(), tp, OffsetRange::new(0, 999).unwrap(), FileKind::Parquet).to_string();
     store.put_if_absent(&old, &SpoolData::Memory(Bytes::from_static(b"old")), 3).await.unwrap();
+    ((cluster, dir, config, store), old)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
+    // The old topic's archive of partition 0 reaches offset 999; the new partition holds 20 records.
+    let ((_cluster, _dir, config, store), old) = archive_ahead_of_the_log(2, 40).await;
 
     let archiver = Archiver::start(&config, store.clone()).unwrap();
     let metrics = archiver.metrics();
@@ -71,18 +78,7 @@ async fn an_archive_ahead_of_the_log_stops_only_that_partition() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_out_of_range_whose_log_offsets_cannot_be_read_at_first_is_retried() {
     use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
-    let cluster = MockCluster::new(1).unwrap();
-    let bootstrap = cluster.bootstrap_servers();
-    cluster.create_topic("recreated", 1, 1).unwrap();
-    produce(&bootstrap, "recreated", 1, 0..20, 50).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = Settings { topics: Some(vec!["recreated".into()]), ..mock_settings(&bootstrap, dir.path()) }
-        .resolve(None)
-        .unwrap();
-    let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
-    let tp = TopicPartition::new("recreated", 0).unwrap();
-    let old = ObjectKey::new(Prefix::default(), tp, OffsetRange::new(0, 999).unwrap(), FileKind::Parquet).to_string();
-    store.put_if_absent(&old, &SpoolData::Memory(Bytes::from_static(b"old")), 3).await.unwrap();
+    let ((cluster, _dir, config, store), _) = archive_ahead_of_the_log(1, 20).await;
     cluster.request_errors(
         RDKafkaApiKey::ListOffsets,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 12],
