@@ -262,7 +262,7 @@ fn poll_loop(
         ctx.apply_late_answers(&consumer);
         ctx.apply_out_of_range(&consumer);
         hand_over(&consumer, &ctx);
-        ctx.apply_commands(&consumer, CommitMode::Async);
+        ctx.apply_commands(&consumer, CommitMode::Async, true);
     }
 }
 

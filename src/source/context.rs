@@ -166,6 +166,15 @@ impl ConsumerContext for ArchiverContext {
                 if let Err(e) = result {
                     error!("assigning partitions failed: {e}");
                 }
+                // A pause of ours outlives a revoke (librdkafka forgets only its own): a partition paused
+                // before, and assigned again, is resumed here; unless fetching is paused for backpressure,
+                // which then holds for it too.
+                let consumed: Vec<TopicPartition> =
+                    to_tps(tpl).into_iter().filter(|tp| !stopped.contains(tp)).collect();
+                let _ = match self.state.lock().expect("source state").paused_for_backpressure {
+                    true => consumer.pause(&tpl_of(&consumed)),
+                    false => consumer.resume(&tpl_of(&consumed)),
+                };
                 if !stopped.is_empty() {
                     let _ = consumer.pause(&tpl_of(&stopped));
                 }
@@ -343,9 +352,10 @@ impl ArchiverContext {
                 error!("the pipeline did not finish revoking within {:?}", self.revoke_wait);
             }
             // Commit what became durable while the partitions are still ours, so the next owner's
-            // listing starts at the right key.
+            // listing starts at the right key. (Seeks wait for the next poll: moving fetching here, inside
+            // librdkafka's revoke, would be taken for the callback's own answer.)
             if !lost {
-                self.apply_commands(consumer, CommitMode::Sync);
+                self.apply_commands(consumer, CommitMode::Sync, false);
             }
         }
         let mut state = self.state.lock().expect("source state");
@@ -356,8 +366,9 @@ impl ArchiverContext {
         }
     }
 
-    /// Applies the pipeline's seeks and commits the latest durable position of each partition.
-    pub(super) fn apply_commands(&self, consumer: &BaseConsumer<Self>, mode: CommitMode) {
+    /// Applies the pipeline's seeks (unless `seek` is false: they wait for the next call) and commits the
+    /// latest durable position of each partition.
+    pub(super) fn apply_commands(&self, consumer: &BaseConsumer<Self>, mode: CommitMode, seek: bool) {
         let mut latest: HashMap<TopicPartition, Commit> = HashMap::new();
         let mut seeks: Vec<(SourceCommand, u32)> =
             std::mem::take(&mut *self.seeks_to_retry.lock().expect("seek queue"));
@@ -370,8 +381,9 @@ impl ArchiverContext {
                 SourceCommand::CheckRange { tp, epoch, range } => self.check_range(tp, epoch, range),
             }
         }
-        for (seek, attempts) in seeks {
-            self.seek(consumer, seek, attempts);
+        match seek {
+            true => seeks.into_iter().for_each(|(seek, attempts)| self.seek(consumer, seek, attempts)),
+            false => self.seeks_to_retry.lock().expect("seek queue").extend(seeks),
         }
         if latest.is_empty() || self.crashed.load(Ordering::SeqCst) {
             return;
@@ -461,7 +473,10 @@ pub(super) fn move_fetch(
     }
     let mut at = TopicPartitionList::new();
     at.add_partition_offset(tp.topic(), tp.partition(), offset)?;
-    consumer.incremental_unassign(&tpl_of([tp]))?;
+    // After a half-done earlier move (unassigned, not assigned again), only the assign is left to do.
+    if consumer.assignment()?.find_partition(tp.topic(), tp.partition()).is_some() {
+        consumer.incremental_unassign(&tpl_of([tp]))?;
+    }
     consumer.incremental_assign(&at)
 }
 

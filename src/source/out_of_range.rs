@@ -9,7 +9,8 @@
 //! error, or in two statistics rounds in a row at the same position (whatever stopped it). Its log
 //! offsets are read off the polling thread, by a worker with a client of its own, a few times (each
 //! failure logged and counted; a partition whose offsets could not be read is looked at again at the
-//! next round, so one unreachable partition never holds up another), and the answer decides (`action`):
+//! next round, so an unreachable partition delays the others queued behind it by its few tries only),
+//! and the answer decides (`action`):
 //! below the log start, retention deleted records before they were archived (a retention gap, handed
 //! over with the next record); above the log end, the log is not the one the archive continues (the
 //! partition is stopped); inside, the fetcher is just started again.

@@ -126,6 +126,11 @@ fn put_blocking(store: &LocalStore, path: &Path, data: &SpoolData, gate: &Gate) 
                 Ok(PutOutcome::Created)
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(PutOutcome::AlreadyExists),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Its folder was removed from outside since this process made it: made again on the retry.
+                store.durable.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                Err(StoreError::Transient(format!("link {}: its folder was removed meanwhile", path.display())))
+            }
             Err(e) => Err(io_err("link", path, e)),
         }
     })();
@@ -158,9 +163,17 @@ fn create_folders(
         Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
         _ => sync(parent)?,
     }
-    durable.lock().unwrap_or_else(|e| e.into_inner()).insert(folder.to_path_buf());
+    let mut durable = durable.lock().unwrap_or_else(|e| e.into_inner());
+    // Bounded (time-bucket folders come every hour): forgetting costs a sync more, nothing else.
+    if durable.len() >= DURABLE_FOLDERS_KEPT {
+        durable.clear();
+    }
+    durable.insert(folder.to_path_buf());
     Ok(())
 }
+
+/// How many folders `create_folders` remembers as durable at most.
+const DURABLE_FOLDERS_KEPT: usize = 10_000;
 
 /// Every file below `dir`, as keys relative to `root`.
 fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> io::Result<()> {
