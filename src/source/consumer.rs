@@ -160,7 +160,7 @@ impl KafkaSource {
 
 /// Whether the group uses KIP-848's consumer protocol (`--kafka group.protocol=consumer`), where the
 /// broker assigns partitions and client-side assignment settings are refused.
-fn uses_consumer_protocol(props: &[(String, String)]) -> bool {
+pub(super) fn uses_consumer_protocol(props: &[(String, String)]) -> bool {
     props.iter().any(|(k, v)| k == "group.protocol" && v.eq_ignore_ascii_case("consumer"))
 }
 

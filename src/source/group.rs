@@ -9,9 +9,9 @@ use std::time::Duration;
 use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
 
+use super::consumer::uses_consumer_protocol;
 use super::probe::connection_settings;
 
 /// librdkafka's default `session.timeout.ms`.
@@ -100,9 +100,9 @@ pub(super) fn session_bounds(brokers: &str, props: &[(String, String)]) -> Resul
     for (k, v) in connection_settings(props) {
         config.set(k, v);
     }
-    let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
-    let broker = consumer.fetch_metadata(None, DESCRIBE_TIMEOUT).map_err(|e| e.to_string())?.orig_broker_id();
     let admin: AdminClient<DefaultClientContext> = config.create().map_err(|e| e.to_string())?;
+    let metadata = admin.inner().fetch_metadata(None, DESCRIBE_TIMEOUT).map_err(|e| e.to_string())?;
+    let broker = metadata.orig_broker_id();
     let options = AdminOptions::new().request_timeout(Some(DESCRIBE_TIMEOUT));
     let described = futures::executor::block_on(admin.describe_configs(&[ResourceSpecifier::Broker(broker)], &options))
         .map_err(|e| e.to_string())?;
@@ -118,8 +118,10 @@ pub(super) fn session_bounds(brokers: &str, props: &[(String, String)]) -> Resul
 /// groups; with KIP-848's consumer protocol the broker sets it). Bounds that cannot be read decide
 /// nothing.
 pub(super) fn session_timeout_refused(brokers: &str, props: &[(String, String)]) -> Option<String> {
-    let classic = !props.iter().any(|(k, v)| k == "group.protocol" && v.eq_ignore_ascii_case("consumer"));
-    let bounds = session_bounds(brokers, props).ok().filter(|_| classic)?;
+    if uses_consumer_protocol(props) {
+        return None;
+    }
+    let bounds = session_bounds(brokers, props).ok()?;
     outside(session_timeout(props), bounds)
 }
 
