@@ -9,4 +9,5 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/kafka-s3-archiver/target}"
 cargo fmt --all --check || { echo "localstack/test.sh: the code is not formatted as rustfmt.toml says: run cargo fmt" >&2; exit 1; }
 cargo clippy --locked --all-targets -- -D warnings
+python3 localstack/unit_graph.py
 exec ./localstack/with-services.sh cargo test --locked "$@"
