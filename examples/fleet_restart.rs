@@ -19,9 +19,9 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kafka_s3_archiver::core::object_key::Prefix;
-use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
-use kafka_s3_archiver::generate::{generated, produce_records, write_synthetic_archive};
+use kafka_s3_archiver::archive::object_key::Prefix;
+use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
+use kafka_s3_archiver::commands::demo::generate::{generated, produce_records, write_synthetic_archive};
 use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Settings, S3Store};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use kafka_s3_archiver::generate::{generated, produce_records};
+use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;

@@ -10,13 +10,13 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use kafka_s3_archiver::core::object_key::Prefix;
-use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
-use kafka_s3_archiver::core::recovery::{CommitHint, ListPage, ListRequest};
-use kafka_s3_archiver::core::spool::SpoolData;
-use kafka_s3_archiver::generate::write_synthetic_archive;
+use kafka_s3_archiver::archive::object_key::Prefix;
+use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
+use kafka_s3_archiver::commands::demo::generate::write_synthetic_archive;
+use kafka_s3_archiver::pipeline::spool::SpoolData;
+use kafka_s3_archiver::recovery::tail::{find_tail, Patience, TailHints};
+use kafka_s3_archiver::recovery::{CommitHint, ListPage, ListRequest};
 use kafka_s3_archiver::store::{ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
-use kafka_s3_archiver::tail::{find_tail, Patience, TailHints};
 
 /// Records per object.
 const RECORDS: i64 = 100;
@@ -102,7 +102,7 @@ async fn main() {
                 .await
                 .expect("recovery");
         let secs = t0.elapsed().as_secs_f64();
-        assert_eq!(found.tail, kafka_s3_archiver::core::recovery::Tail::Complete { next: end }, "{name}");
+        assert_eq!(found.tail, kafka_s3_archiver::recovery::Tail::Complete { next: end }, "{name}");
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         println!("| {name} | {} | {} | {} | {secs:.2} |", n(&counting.lists), n(&counting.gets), n(&counting.others));
     }

@@ -16,16 +16,16 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::core::destination::Destination;
-use crate::core::encode::{Compression, FileSpec, Format};
-use crate::core::roll::RollPolicy;
-use crate::core::time_bucket::{Bucketing, TimeSource};
-use crate::core::typed::ValueFormat;
-use crate::core::units::{ByteSize, HumanDuration};
+use crate::archive::destination::Destination;
+use crate::archive::encode::{Compression, FileSpec, Format};
+use crate::archive::time_bucket::{Bucketing, TimeSource};
+use crate::config::units::{ByteSize, HumanDuration};
+use crate::pipeline::roll::RollPolicy;
 use crate::store::{
     ObjectOptions, Sse, StorageClass, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY,
     DEFAULT_PART_SIZE, MIN_PART_SIZE,
 };
+use crate::values::ValueFormat;
 
 pub const DEFAULT_FORMAT: Format = Format::Parquet;
 pub const DEFAULT_COMPRESSION: Compression = Compression::Zstd;
@@ -49,6 +49,7 @@ pub const DEFAULT_MARKER_INTERVAL: HumanDuration = HumanDuration(Duration::from_
 pub const DEFAULT_VALUE_FORMAT: ValueFormatName = ValueFormatName::Raw;
 pub const DEFAULT_KEEP_RAW_VALUE: bool = false;
 mod choices;
+pub mod units;
 mod values;
 
 use self::choices::with_default;
@@ -409,7 +410,7 @@ impl Settings {
             non_empty(&self.group, "--group", "pass --group NAME (or KSA_GROUP); instances of one archive share it")?;
         let mut subscription: Vec<String> = Vec::new();
         for t in self.topics.iter().flatten() {
-            crate::core::partition::validate_topic(t).map_err(|e| invalid("--topic", t, e.to_string()))?;
+            crate::archive::partition::validate_topic(t).map_err(|e| invalid("--topic", t, e.to_string()))?;
             subscription.push(t.clone());
         }
         if let Some(re) = &self.topic_regex {
@@ -435,7 +436,7 @@ impl Settings {
         let dest_text = non_empty(&self.dest, "--dest", "pass --dest s3://bucket/prefix or file:///dir")?;
         let dest: Destination = dest_text
             .parse()
-            .map_err(|e: crate::core::destination::DestinationError| invalid("--dest", &dest_text, e.to_string()))?;
+            .map_err(|e: crate::archive::destination::DestinationError| invalid("--dest", &dest_text, e.to_string()))?;
         let part_size = set(self.upload_part_size, "--upload-part-size")?;
         if part_size.bytes() < MIN_PART_SIZE {
             let why = format!("S3 needs parts of at least {}", ByteSize(MIN_PART_SIZE));

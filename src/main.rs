@@ -5,19 +5,19 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use kafka_s3_archiver::archiver::{open_checked_store, open_reader, Archiver};
+use kafka_s3_archiver::archive::destination::Destination;
+use kafka_s3_archiver::archive::encode::Format;
+use kafka_s3_archiver::commands::ddl::engines::Engine;
+use kafka_s3_archiver::commands::ddl::{table_ddl, DdlOptions};
+use kafka_s3_archiver::commands::demo;
+use kafka_s3_archiver::commands::restore::plan::{Partitioning, Selection};
+use kafka_s3_archiver::commands::restore::progress::Progress;
+use kafka_s3_archiver::commands::restore::{RestoreOptions, RestoreProgressCounters, RestoreTarget};
+use kafka_s3_archiver::commands::status::StatusOptions;
+use kafka_s3_archiver::commands::verify::VerifyOptions;
 use kafka_s3_archiver::config::{self, ArchiverConfig, Settings};
-use kafka_s3_archiver::core::ddl::Engine;
-use kafka_s3_archiver::core::destination::Destination;
-use kafka_s3_archiver::core::encode::Format;
-use kafka_s3_archiver::core::restore::{Partitioning, Selection};
-use kafka_s3_archiver::ddl::{table_ddl, DdlOptions};
-use kafka_s3_archiver::demo;
-use kafka_s3_archiver::progress::Progress;
-use kafka_s3_archiver::restore::{RestoreOptions, RestoreProgressCounters, RestoreTarget};
-use kafka_s3_archiver::status::StatusOptions;
+use kafka_s3_archiver::service::archiver::{open_checked_store, open_reader, Archiver};
 use kafka_s3_archiver::telemetry::http;
-use kafka_s3_archiver::verify::VerifyOptions;
 use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::{info, warn};
@@ -350,7 +350,7 @@ async fn check(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Result<
     let effective = flags.effective(config_file.as_deref())?;
     print!("{}", effective.to_toml());
     let config = effective.resolve(None)?;
-    for line in kafka_s3_archiver::archiver::check(&config).await? {
+    for line in kafka_s3_archiver::service::archiver::check(&config).await? {
         println!("# ok: {line}");
     }
     Ok(())
@@ -429,7 +429,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
     let counters = Arc::new(RestoreProgressCounters::default());
     let started = std::time::Instant::now();
     let progress = Progress::show(counters.clone(), started);
-    let result = kafka_s3_archiver::restore::restore(store, &options, &counters).await;
+    let result = kafka_s3_archiver::commands::restore::restore(store, &options, &counters).await;
     progress.finish();
     eprintln!("{} in {:.1}s", counters.line(started.elapsed()), started.elapsed().as_secs_f64());
     result.map_err(Into::into)
@@ -439,7 +439,7 @@ async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let StatusArgs { archive, brokers, group, topics, kafka, json } = args;
     let (dest, store) = archive.open().await?;
     let options = StatusOptions { prefix: dest.prefix().clone(), topics, brokers, props: kafka_props(&kafka)?, group };
-    let report = kafka_s3_archiver::status::status(store.as_ref(), &options).await?;
+    let report = kafka_s3_archiver::commands::status::status(store.as_ref(), &options).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -462,7 +462,7 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<bool> {
         concurrency,
         strict,
     };
-    let report = kafka_s3_archiver::verify::verify(store.as_ref(), &options)
+    let report = kafka_s3_archiver::commands::verify::verify(store.as_ref(), &options)
         .await
         .with_context(|| format!("cannot verify the archive at {}", store.describe()))?;
     if json {
@@ -478,7 +478,7 @@ async fn print_ddl(args: DdlArgs) -> anyhow::Result<()> {
     let values = match &args.value_schema {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            Some(kafka_s3_archiver::core::typed::ValueSchema::from_avro(&text)?)
+            Some(kafka_s3_archiver::values::ValueSchema::from_avro(&text)?)
         }
         None => None,
     };

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use kafka_s3_archiver::generate::{merge, produce};
+use kafka_s3_archiver::commands::demo::generate::{merge, produce};
 
 /// Four partitions archived and shut down gracefully (SIGTERM uploads what is buffered, exit 0).
 async fn archives_every_partition(dest: TestDest, extra: &[&str]) {

@@ -10,8 +10,8 @@ use std::process::Command;
 
 use common::s3_proxy::{Fault, Kind, S3Proxy};
 use common::*;
-use kafka_s3_archiver::core::spool::SpoolData;
-use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::pipeline::spool::SpoolData;
 
 fn run(args: &[String]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver")).args(args).output().expect("run");
@@ -141,7 +141,7 @@ async fn foreign_objects_in_the_archive_are_ignored_with_a_warning() {
     let topic = unique("foreign");
     create_topic(&topic, 1).await;
     let store = dest.store().await;
-    let tp = kafka_s3_archiver::core::partition::TopicPartition::new(topic.as_str(), 0).unwrap();
+    let tp = kafka_s3_archiver::archive::partition::TopicPartition::new(topic.as_str(), 0).unwrap();
     for key in [
         format!("{}README.txt", dest.prefix().partition_folder(&tp)),
         format!("{}notes", dest.prefix().claims_folder(&tp)),
@@ -156,8 +156,9 @@ async fn foreign_objects_in_the_archive_are_ignored_with_a_warning() {
     assert!(archiver.terminate().success());
     let log = archiver.log_text();
     assert_eq!(log.matches("ignoring an object in the archive folder that is not ours").count(), 2, "{log}");
-    let contents = kafka_s3_archiver::check::read_topic(store.as_ref(), &dest.prefix(), &topic).await.unwrap();
-    assert!(kafka_s3_archiver::check::compare(&produced, &contents).is_exact());
+    let contents =
+        kafka_s3_archiver::commands::demo::check::read_topic(store.as_ref(), &dest.prefix(), &topic).await.unwrap();
+    assert!(kafka_s3_archiver::commands::demo::check::compare(&produced, &contents).is_exact());
 }
 
 /// Header names that are not UTF-8, or hold a NUL (C and Go producers can send them): the records are
@@ -165,8 +166,8 @@ async fn foreign_objects_in_the_archive_are_ignored_with_a_warning() {
 /// panicked the consumer thread and wedged the process: nothing archived, SIGTERM ignored.)
 #[tokio::test(flavor = "multi_thread")]
 async fn header_names_that_are_not_utf8_are_archived_and_restored_byte_for_byte() {
-    use kafka_s3_archiver::core::record::Header;
-    use kafka_s3_archiver::generate::{generated, produce_records};
+    use kafka_s3_archiver::archive::record::Header;
+    use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
     let topic = unique("poison-headers");
     create_topic(&topic, 1).await;
     let odd = |i: usize| {
@@ -195,7 +196,7 @@ async fn header_names_that_are_not_utf8_are_archived_and_restored_byte_for_byte(
             .map(String::from));
     assert_eq!(code, 0, "{stderr}");
     let restored = read_from_kafka(&target, 1);
-    let names = |r: &kafka_s3_archiver::core::record::Record| -> Vec<Vec<u8>> {
+    let names = |r: &kafka_s3_archiver::archive::record::Record| -> Vec<Vec<u8>> {
         r.headers.iter().map(|h| h.key.clone()).filter(|k| k != b"ksa-restored-from").collect()
     };
     assert_eq!(restored[&0].len(), 203);

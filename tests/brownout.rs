@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::s3_proxy::{Fault, Kind, S3Proxy};
 use common::*;
-use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::commands::demo::generate::produce;
 
 /// What the store does, in phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +100,7 @@ async fn an_s3_brownout_at_start_and_during_recovery_is_waited_out() {
     // being recovered, come back to the first, which must fetch them (its pause outlives the revoke).
     assert!(b.terminate().success());
     let mut produced = produced;
-    kafka_s3_archiver::generate::merge(
+    kafka_s3_archiver::commands::demo::generate::merge(
         &mut produced,
         produce(&brokers(), &topic, 4, 800..1200, 100).await.expect("produce"),
     );

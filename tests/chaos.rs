@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::s3_proxy::{Fault, S3Proxy};
 use common::*;
-use kafka_s3_archiver::generate::{merge, produce};
+use kafka_s3_archiver::commands::demo::generate::{merge, produce};
 
 const PARTITIONS: i32 = 4;
 const CHAOS: Duration = Duration::from_secs(45);
@@ -102,8 +102,9 @@ async fn kills_rebalances_lost_commits_and_s3_faults_lose_nothing_and_duplicate_
         tally(p.log_text());
     }
 
-    let contents = kafka_s3_archiver::check::read_topic(store.as_ref(), &dest.prefix(), &topic).await.unwrap();
-    let c = kafka_s3_archiver::check::compare(&produced, &contents);
+    let contents =
+        kafka_s3_archiver::commands::demo::check::read_topic(store.as_ref(), &dest.prefix(), &topic).await.unwrap();
+    let c = kafka_s3_archiver::commands::demo::check::compare(&produced, &contents);
     let objects: usize = contents.partitions.values().map(|p| p.objects.len()).sum();
     println!(
         "chaos figures: {} records produced on {PARTITIONS} partitions in {:?}; {kills} SIGKILLs and restarts ({new_groups} under a \

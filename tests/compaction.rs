@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
-use kafka_s3_archiver::core::record::Record;
-use kafka_s3_archiver::generate::generated;
+use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::commands::demo::generate::generated;
 use kafka_s3_archiver::source::convert::{kafka_headers, to_future_record};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::FutureProducer;

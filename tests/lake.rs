@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::*;
-use kafka_s3_archiver::core::completeness::Marker;
-use kafka_s3_archiver::core::encode::decode;
-use kafka_s3_archiver::core::object_key::ObjectKey;
-use kafka_s3_archiver::core::record::Record;
-use kafka_s3_archiver::core::time_bucket::{Bucket, BucketWidth};
-use kafka_s3_archiver::generate::{generated, merge, produce_records};
-use kafka_s3_archiver::status::{status, StatusOptions};
+use kafka_s3_archiver::archive::completeness::Marker;
+use kafka_s3_archiver::archive::encode::decode;
+use kafka_s3_archiver::archive::object_key::ObjectKey;
+use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::archive::time_bucket::{Bucket, BucketWidth};
+use kafka_s3_archiver::commands::demo::generate::{generated, merge, produce_records};
+use kafka_s3_archiver::commands::status::{status, StatusOptions};
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 
 /// 2026-01-01T10:00:00Z.
@@ -97,7 +97,7 @@ async fn hourly_folders_survive_a_kill_and_a_new_group_and_duckdb_reads_them() {
         .output()
         .expect("run ddl");
     assert!(ddl.status.success(), "ddl failed: {}", String::from_utf8_lossy(&ddl.stderr));
-    let table = kafka_s3_archiver::core::ddl::table_name(&topic);
+    let table = kafka_s3_archiver::commands::ddl::engines::table_name(&topic);
     let script = r#"
 import duckdb, sys
 duckdb.sql(sys.argv[1])
@@ -144,7 +144,7 @@ async fn quiet_partitions_complete_their_hour(topic: &str, flags: &[&str], topic
     assert!(archiver.terminate().success(), "{}", archiver.log_text());
 
     let wall = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-    let skew = kafka_s3_archiver::core::completeness::CLOCK_SKEW_MS;
+    let skew = kafka_s3_archiver::archive::completeness::CLOCK_SKEW_MS;
     let before = hour_of(wall() - skew).start_ms();
     let report = status(store.as_ref(), &status_options(&dest, &group, &topic)).await.unwrap();
     let after = hour_of(wall() - skew).start_ms();

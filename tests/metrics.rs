@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
-use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::commands::demo::generate::produce;
 use kafka_s3_archiver::store::list_all;
 
 /// Metric samples by name with labels, e.g. `ksa_archived_offset{partition="0",topic="t"}`.

@@ -10,10 +10,10 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::*;
-use kafka_s3_archiver::core::partition::TopicPartition;
-use kafka_s3_archiver::core::record::{Record, TimestampKind};
-use kafka_s3_archiver::core::restore::{murmur2, parse_source_header, SOURCE_HEADER};
-use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::archive::partition::TopicPartition;
+use kafka_s3_archiver::archive::record::{Record, TimestampKind};
+use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::commands::restore::plan::{murmur2, parse_source_header, SOURCE_HEADER};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Message, Timestamp};

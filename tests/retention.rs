@@ -13,15 +13,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::*;
-use kafka_s3_archiver::check::{compare, read_topic};
-use kafka_s3_archiver::core::audit::{LogOffsets, Problem};
-use kafka_s3_archiver::core::claim::{Claim, ClaimKey};
-use kafka_s3_archiver::core::partition::TopicPartition;
-use kafka_s3_archiver::core::record::Record;
-use kafka_s3_archiver::core::spool::SpoolData;
-use kafka_s3_archiver::core::status::StatusFlag;
-use kafka_s3_archiver::generate::{merge, produce};
-use kafka_s3_archiver::status::{status, StatusOptions};
+use kafka_s3_archiver::archive::claim::{Claim, ClaimKey};
+use kafka_s3_archiver::archive::partition::TopicPartition;
+use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::commands::demo::check::{compare, read_topic};
+use kafka_s3_archiver::commands::demo::generate::{merge, produce};
+use kafka_s3_archiver::commands::status::report::StatusFlag;
+use kafka_s3_archiver::commands::status::{status, StatusOptions};
+use kafka_s3_archiver::commands::verify::audit::{LogOffsets, Problem};
+use kafka_s3_archiver::pipeline::spool::SpoolData;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retention_gap_at_assignment_is_recorded_reported_and_counted() {

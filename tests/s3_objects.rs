@@ -13,8 +13,8 @@ use std::time::Duration;
 use aws_sdk_s3::types::{ServerSideEncryption, StorageClass as S3Class};
 use common::s3_proxy::{Fault, S3Proxy};
 use common::*;
-use kafka_s3_archiver::core::spool::SpoolData;
-use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::pipeline::spool::SpoolData;
 use kafka_s3_archiver::store::{list_all, ObjectOptions, ObjectStore, S3Store, Sse, StorageClass};
 
 const OWNER: &str = "111122223333";

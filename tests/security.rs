@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 
 use common::*;
-use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::commands::demo::generate::produce;
 
 fn sasl_ssl_flags(password: &str, ca: &str) -> Vec<String> {
     [

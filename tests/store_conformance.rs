@@ -6,8 +6,8 @@ use std::io::Write;
 
 use bytes::Bytes;
 use common::*;
-use kafka_s3_archiver::core::recovery::ListRequest;
-use kafka_s3_archiver::core::spool::SpoolData;
+use kafka_s3_archiver::pipeline::spool::SpoolData;
+use kafka_s3_archiver::recovery::ListRequest;
 use kafka_s3_archiver::store::{list_all, LocalStore, ObjectStore, PutOutcome, StoreError};
 
 fn mem(b: &[u8]) -> SpoolData {
@@ -141,7 +141,7 @@ async fn s3_missing_bucket_is_a_permanent_error_naming_the_bucket() {
 /// note: moto dates every upload 2010, which alone would abort live uploads).
 #[tokio::test]
 async fn s3_stale_multipart_uploads_of_ours_are_aborted() {
-    use kafka_s3_archiver::core::object_key::Prefix;
+    use kafka_s3_archiver::archive::object_key::Prefix;
     let bucket = unique("stale").to_lowercase();
     let store = s3_store_with(&bucket, 5 << 20).await;
     let ours = "arch/topic=t/partition=0/t+0+00000000000000000000+00000000000000000009.parquet";
@@ -169,11 +169,11 @@ async fn s3_stale_multipart_uploads_of_ours_are_aborted() {
 /// log end.
 #[tokio::test(flavor = "multi_thread")]
 async fn s3_recovery_finds_the_end_of_a_large_partition_in_a_few_requests() {
-    use kafka_s3_archiver::core::object_key::Prefix;
-    use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
-    use kafka_s3_archiver::core::recovery::Tail;
-    use kafka_s3_archiver::generate::write_synthetic_archive;
-    use kafka_s3_archiver::tail::{find_tail, Patience, TailHints};
+    use kafka_s3_archiver::archive::object_key::Prefix;
+    use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
+    use kafka_s3_archiver::commands::demo::generate::write_synthetic_archive;
+    use kafka_s3_archiver::recovery::tail::{find_tail, Patience, TailHints};
+    use kafka_s3_archiver::recovery::Tail;
     let bucket = unique("tail").to_lowercase();
     let store = s3_store_with(&bucket, 5 << 20).await;
     let (prefix, tp) = (Prefix::new("arch"), TopicPartition::new("t", 0).unwrap());

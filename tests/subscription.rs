@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{archive_mock_topic, mock_settings};
-use kafka_s3_archiver::archiver::{open_store, Archiver};
-use kafka_s3_archiver::check::{compare, read_topic};
+use kafka_s3_archiver::commands::demo::check::{compare, read_topic};
+use kafka_s3_archiver::commands::demo::generate::produce;
 use kafka_s3_archiver::config::Settings;
-use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::service::archiver::{open_store, Archiver};
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use rdkafka::mocking::MockCluster;
 

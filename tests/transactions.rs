@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::*;
-use kafka_s3_archiver::core::record::Record;
-use kafka_s3_archiver::generate::generated;
+use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::commands::demo::generate::generated;
 use kafka_s3_archiver::source::convert::{kafka_headers, to_future_record};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, Producer};
@@ -91,7 +91,7 @@ async fn only_committed_records_are_archived_exactly_once_across_a_crash() {
 /// holds a record.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_range_probe_sees_what_a_read_committed_consumer_sees() {
-    use kafka_s3_archiver::core::partition::{OffsetRange, TopicPartition};
+    use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
     use kafka_s3_archiver::source::probe::{probe_config, probe_range, RangeProbe};
     let topic = unique("probe");
     create_topic(&topic, PARTITIONS).await;

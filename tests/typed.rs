@@ -12,12 +12,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::*;
-use kafka_s3_archiver::core::encode::decode;
-use kafka_s3_archiver::core::object_key::ObjectKey;
-use kafka_s3_archiver::core::record::Record;
-use kafka_s3_archiver::core::restore::{Partitioning, Selection};
-use kafka_s3_archiver::generate::{generated, merge, produce_records};
-use kafka_s3_archiver::restore::{restore, RestoreError, RestoreOptions, RestoreProgressCounters, RestoreTarget};
+use kafka_s3_archiver::archive::encode::decode;
+use kafka_s3_archiver::archive::object_key::ObjectKey;
+use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::commands::demo::generate::{generated, merge, produce_records};
+use kafka_s3_archiver::commands::restore::plan::{Partitioning, Selection};
+use kafka_s3_archiver::commands::restore::{
+    restore, RestoreError, RestoreOptions, RestoreProgressCounters, RestoreTarget,
+};
 use kafka_s3_archiver::store::list_all;
 
 const PARTITIONS: i32 = 3;

@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 
 use common::s3_proxy::{Fault, Kind, S3Proxy};
 use common::*;
-use kafka_s3_archiver::core::audit::Problem;
-use kafka_s3_archiver::generate::produce;
+use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::commands::verify::audit::Problem;
 
 /// Archiver A's uploads go through a proxy that holds every data PUT of partition 0's first file for
 /// 20 s; A is killed while they are held. B (a new group: no commits) archives the partition, then the
 /// held PUTs reach S3.
-async fn late_upload(claims: bool) -> (TestDest, String, BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) {
+async fn late_upload(
+    claims: bool,
+) -> (TestDest, String, BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>) {
     let topic = unique("late");
     create_topic(&topic, 1).await;
     let produced = produce(&brokers(), &topic, 1, 0..250, 100).await.unwrap();

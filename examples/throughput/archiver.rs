@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kafka_s3_archiver::check::archived_ends;
-use kafka_s3_archiver::core::object_key::Prefix;
+use kafka_s3_archiver::archive::object_key::Prefix;
+use kafka_s3_archiver::commands::demo::check::archived_ends;
 use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Settings, S3Store};
 
 use crate::measure::{cpu_seconds, peak_rss_kib, thread_cpu};

@@ -26,9 +26,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use kafka_s3_archiver::core::record::Record;
-use kafka_s3_archiver::core::spool::SpoolData;
-use kafka_s3_archiver::generate::{generated, produce_records};
+use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
+use kafka_s3_archiver::pipeline::spool::SpoolData;
 use kafka_s3_archiver::store::{ObjectStore, S3Settings, S3Store};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

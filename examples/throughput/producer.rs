@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kafka_s3_archiver::core::record::Record;
+use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::source::convert::kafka_headers;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};

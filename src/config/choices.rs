@@ -5,7 +5,7 @@ use std::fmt::Display;
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use crate::core::time_bucket::BucketWidth;
+use crate::archive::time_bucket::BucketWidth;
 
 /// Server-side encryption asked of S3 for every object written (`--s3-sse`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]

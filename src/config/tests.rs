@@ -1,5 +1,5 @@
 use super::*;
-use crate::core::time_bucket::BucketWidth;
+use crate::archive::time_bucket::BucketWidth;
 
 fn minimal() -> Settings {
     Settings {

@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use super::{invalid, set, ConfigError, Settings, ValueFormatName};
-use crate::core::typed::{JsonValues, ValueFormat, ValueSchema};
+use crate::values::{JsonValues, ValueFormat, ValueSchema};
 
 impl Settings {
     pub(super) fn dlq_topic(&self) -> Result<Option<String>, ConfigError> {
         let Some(topic) = &self.dlq_topic else { return Ok(None) };
-        crate::core::partition::validate_topic(topic).map_err(|e| invalid("--dlq-topic", topic, e.to_string()))?;
+        crate::archive::partition::validate_topic(topic).map_err(|e| invalid("--dlq-topic", topic, e.to_string()))?;
         if self.value_format != Some(ValueFormatName::Json) {
             let why = "dead letters are records whose value does not fit --value-schema: use --value-format json";
             return Err(invalid("--dlq-topic", topic, why.into()));

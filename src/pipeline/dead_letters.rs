@@ -8,9 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::uploader::SealedFile;
-use crate::core::backoff::Backoff;
-use crate::core::encode::{dead_letters, DeadLetter};
-use crate::core::partition::TopicPartition;
+use crate::archive::encode::{dead_letters, DeadLetter};
+use crate::archive::partition::TopicPartition;
+use crate::retry::Backoff;
 use crate::telemetry::{Event, Metrics};
 
 /// Where dead letters go.

@@ -3,7 +3,7 @@
 //! sealed files one at a time, in order, then hands the commit back to the consumer. Different
 //! partitions upload concurrently; all files share one memory and disk budget (`budget`).
 //!
-//! With claims (the default), each file is first claimed (see `core::claim`); an uploader that loses a
+//! With claims (the default), each file is first claimed (see `archive::claim`); an uploader that loses a
 //! claim stops, and the pipeline recovers that partition again from the archive (`recoverer`) and
 //! re-positions the consumer. Recovery may find a claim whose data object is missing: the partition's
 //! writer then re-writes exactly that claim's range.
@@ -11,6 +11,8 @@
 mod budget;
 mod dead_letters;
 mod recoverer;
+pub mod roll;
+pub mod spool;
 #[cfg(test)]
 mod tests;
 mod uploader;
@@ -33,18 +35,18 @@ pub use self::recoverer::TopicIdLookup;
 use self::recoverer::{Recovered, Recoverer, Recovering, Resumed};
 use self::uploader::{Uploader, UploaderEvent};
 use self::writer::PartitionWriter;
+use crate::archive::encode::{EncodeError, FileSpec};
+use crate::archive::object_key::Prefix;
+use crate::archive::partition::TopicPartition;
+use crate::archive::time_bucket::Bucketing;
 use crate::config::StartFrom;
-use crate::core::encode::{EncodeError, FileSpec};
-use crate::core::object_key::Prefix;
-use crate::core::partition::TopicPartition;
-use crate::core::recovery::CommitHint;
-use crate::core::roll::{pick_largest_over_budget, Now, RollPolicy, RollReason};
-use crate::core::spool::SpoolConfig;
-use crate::core::time_bucket::Bucketing;
-use crate::core::typed::ValueFormat;
+use crate::pipeline::roll::{pick_largest_over_budget, Now, RollPolicy, RollReason};
+use crate::pipeline::spool::SpoolConfig;
+use crate::recovery::CommitHint;
 use crate::source::{AssignedPartition, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::{DropReason, Event, Metrics};
+use crate::values::ValueFormat;
 
 /// How often age deadlines are checked.
 const TICK: Duration = Duration::from_millis(200);
@@ -71,7 +73,7 @@ pub struct PipelineSettings {
     pub max_spool_bytes: u64,
     pub revoke_timeout: Duration,
     pub start_from: StartFrom,
-    /// Claim each file's start offset before uploading it (see `core::claim`).
+    /// Claim each file's start offset before uploading it (see `archive::claim`).
     pub claims: bool,
     /// Names this process in its claims (host:pid).
     pub writer_id: String,

@@ -1,6 +1,6 @@
 //! Recovering one partition's position from the archive: find the tail (the claims chain, or the data
 //! objects where there are no claims), check that it belongs to the topic as it is now (its topic ID,
-//! asked again for as long as the brokers do not tell it), then plan where to resume (`core::recovery`).
+//! asked again for as long as the brokers do not tell it), then plan where to resume (`recovery`).
 //! Owned, so the recoveries of an assignment run concurrently off the pipeline.
 
 use std::collections::HashMap;
@@ -9,15 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::PipelineError;
-use crate::core::backoff::Backoff;
-use crate::core::object_key::Prefix;
-use crate::core::partition::TopicPartition;
-use crate::core::recovery::{
-    check_incarnation, plan_resume, CommitHint, IncarnationMismatch, ResumePlan, TopicIdentity,
-};
+use crate::archive::object_key::Prefix;
+use crate::archive::partition::TopicPartition;
+use crate::recovery::tail::{find_tail, FoundTail, Patience, TailError, TailHints};
+use crate::recovery::{check_incarnation, plan_resume, CommitHint, IncarnationMismatch, ResumePlan, TopicIdentity};
+use crate::retry::Backoff;
 use crate::source::{AssignedPartition, ResumeAt};
 use crate::store::ObjectStore;
-use crate::tail::{find_tail, FoundTail, Patience, TailError, TailHints};
 use crate::telemetry::events::RecoveryFinished;
 use crate::telemetry::{Event, Metrics};
 

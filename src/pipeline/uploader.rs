@@ -11,15 +11,15 @@ use std::time::Instant;
 use tokio::sync::{mpsc, Notify};
 
 use super::dead_letters::{send_dead_letters, DeadLetterSink};
-use crate::core::claim::{Claim, ClaimKey};
-use crate::core::encode::ValueStats;
-use crate::core::object_key::{ObjectKey, Prefix};
-use crate::core::partition::TopicPartition;
-use crate::core::roll::RollReason;
-use crate::core::spool::{SealedSpool, SpoolData};
+use crate::archive::claim::{Claim, ClaimKey};
+use crate::archive::encode::ValueStats;
+use crate::archive::object_key::{ObjectKey, Prefix};
+use crate::archive::partition::TopicPartition;
+use crate::pipeline::roll::RollReason;
+use crate::pipeline::spool::{SealedSpool, SpoolData};
+use crate::recovery::tail::with_retries;
 use crate::source::{Commit, SourceCommand, SourceLink};
 use crate::store::{ObjectStore, PutOutcome, StoreError};
-use crate::tail::with_retries;
 use crate::telemetry::events::ObjectUploaded;
 use crate::telemetry::{Event, Metrics};
 

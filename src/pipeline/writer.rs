@@ -10,15 +10,15 @@ use tokio::task::JoinHandle;
 use super::budget::Budget;
 use super::uploader::SealedFile;
 use super::PipelineSettings;
-use crate::core::claim::Claim;
-use crate::core::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
-use crate::core::object_key::{ObjectKey, Prefix};
-use crate::core::partition::{OffsetRange, TopicPartition};
-use crate::core::record::Record;
-use crate::core::recovery::{ResumePlan, TopicIdentity};
-use crate::core::roll::{Now, OpenFileStats, RollReason};
-use crate::core::spool::Spool;
-use crate::core::time_bucket::Bucket;
+use crate::archive::claim::Claim;
+use crate::archive::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
+use crate::archive::object_key::{ObjectKey, Prefix};
+use crate::archive::partition::{OffsetRange, TopicPartition};
+use crate::archive::record::Record;
+use crate::archive::time_bucket::Bucket;
+use crate::pipeline::roll::{Now, OpenFileStats, RollReason};
+use crate::pipeline::spool::Spool;
+use crate::recovery::{ResumePlan, TopicIdentity};
 use crate::telemetry::{Event, Metrics};
 
 /// What the partition's files do to the claims chain.
@@ -78,7 +78,7 @@ pub(super) struct PartitionWriter {
     /// The chain position (claim start) of the next file.
     chain_next: i64,
     /// The start (ms) of the time bucket of the partition's last file: no later file goes into an
-    /// earlier bucket (see `core::time_bucket`).
+    /// earlier bucket (see `archive::time_bucket`).
     bucket_floor: Option<i64>,
     mode: Mode,
     /// The next claim records that retention deleted offsets before its first one, from this offset on.
@@ -156,7 +156,7 @@ impl PartitionWriter {
         }
     }
 
-    /// The time bucket a record of the chain goes into (see `core::time_bucket`), never earlier than the
+    /// The time bucket a record of the chain goes into (see `archive::time_bucket`), never earlier than the
     /// partition's last file's; `None` while re-writing (the file's bucket is its claim's).
     fn chain_bucket(&self, record: &Record, now: Now, settings: &PipelineSettings) -> Option<Bucket> {
         match &self.mode {

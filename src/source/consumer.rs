@@ -22,7 +22,7 @@ use super::messages::{Control, Fetched, SourceCommand, SourceLink};
 use super::out_of_range::Watermarks;
 use super::probe::probe_config;
 use super::SourceError;
-use crate::core::partition::TopicPartition;
+use crate::archive::partition::TopicPartition;
 use crate::telemetry::Metrics;
 
 /// How long start-up waits for the brokers to answer before giving up with a clear error.

@@ -26,8 +26,8 @@ use super::out_of_range::{OutOfRangeState, Watermarks};
 use super::pending::Pending;
 use super::probe::{probe_range, RangeProbe};
 use super::topic_id::topic_ids;
-use crate::core::partition::{OffsetRange, TopicPartition};
-use crate::core::recovery::CommitHint;
+use crate::archive::partition::{OffsetRange, TopicPartition};
+use crate::recovery::CommitHint;
 use crate::telemetry::{Event, Metrics};
 
 /// How long one metadata, watermark, committed-offsets or seek request may take.

@@ -5,7 +5,7 @@ use rdkafka::message::{Message, OwnedHeaders, Timestamp};
 use rdkafka::producer::FutureRecord;
 
 use super::headers::{self, NativeHeaders};
-use crate::core::record::{Record, TimestampKind};
+use crate::archive::record::{Record, TimestampKind};
 
 /// A consumed message as the archive keeps it: offset, timestamp and its kind, key, value, headers
 /// (names and values byte for byte).
@@ -60,7 +60,7 @@ mod tests {
     use rdkafka::message::OwnedMessage;
 
     use super::*;
-    use crate::core::record::Header;
+    use crate::archive::record::Header;
 
     fn record(timestamp: Option<i64>, key: Option<&[u8]>, value: Option<&[u8]>) -> Record {
         Record {

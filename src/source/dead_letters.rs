@@ -11,8 +11,8 @@ use rdkafka::config::ClientConfig;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-use crate::core::encode::DeadLetter;
-use crate::core::partition::TopicPartition;
+use crate::archive::encode::DeadLetter;
+use crate::archive::partition::TopicPartition;
 use crate::pipeline::DeadLetterSink;
 
 /// How long one dead letter may take to be acknowledged before the batch is retried.

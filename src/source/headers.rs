@@ -13,7 +13,7 @@ use std::os::raw::c_char;
 use rdkafka::bindings as rd;
 use rdkafka::message::{BorrowedHeaders, OwnedHeaders};
 
-use crate::core::record::Header;
+use crate::archive::record::Header;
 
 /// The librdkafka whose header layout `RawHeader` is (rdkafka-sys 4.10.0 bundles 2.12.1). With another
 /// one, names are read as C strings (cut at a NUL) rather than read from a layout that may differ.

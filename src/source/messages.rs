@@ -5,9 +5,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
 
-use crate::core::partition::{OffsetRange, TopicPartition};
-use crate::core::record::Record;
-use crate::core::recovery::{CommitHint, TopicIdentity};
+use crate::archive::partition::{OffsetRange, TopicPartition};
+use crate::archive::record::Record;
+use crate::recovery::{CommitHint, TopicIdentity};
 
 /// Where the consumer resumes a partition, as the pipeline recovered it from the archive.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use rdkafka::topic_partition_list::TopicPartitionList;
 use thiserror::Error;
 
 use super::topic_id::topic_ids;
-use crate::core::audit::LogOffsets;
-use crate::core::partition::TopicPartition;
-use crate::core::recovery::TopicIdentity;
+use crate::archive::partition::TopicPartition;
+use crate::commands::verify::audit::LogOffsets;
+use crate::recovery::TopicIdentity;
 
 /// How long one metadata, watermark or committed-offsets request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);

@@ -26,8 +26,8 @@ use rdkafka::topic_partition_list::Offset;
 use tracing::{error, info, warn};
 
 use super::context::{restart_fetch, tpl_of, ArchiverContext, Assigned};
-use crate::core::backoff::Backoff;
-use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::archive::partition::{OffsetRange, TopicPartition};
+use crate::retry::Backoff;
 use crate::telemetry::{Event, Metrics};
 
 /// How long one watermark request may take.

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use super::messages::Fetched;
-use crate::core::partition::TopicPartition;
+use crate::archive::partition::TopicPartition;
 
 #[derive(Debug, Default)]
 pub(super) struct Pending {
@@ -50,7 +50,7 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::record::{Record, TimestampKind};
+    use crate::archive::record::{Record, TimestampKind};
 
     fn fetched(p: i32, offset: i64, size: usize) -> Fetched {
         let record = Record {

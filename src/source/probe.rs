@@ -12,7 +12,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::Message;
 
-use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::archive::partition::{OffsetRange, TopicPartition};
 
 /// How long one probe may read before it gives up (and is asked again later).
 const PROBE_WAIT: Duration = Duration::from_secs(10);

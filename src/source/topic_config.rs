@@ -10,7 +10,7 @@ use rdkafka::config::ClientConfig;
 use tracing::warn;
 
 use super::offsets::OffsetsError;
-use crate::core::completeness::Lateness;
+use crate::archive::completeness::Lateness;
 
 /// Brokers answer DescribeConfigs at once; some (librdkafka's mock cluster) never do.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);

@@ -17,8 +17,8 @@ use rdkafka::error::KafkaError;
 use rdkafka::ClientContext;
 use thiserror::Error;
 
-use crate::core::recovery::TopicIdentity;
 use crate::pipeline::TopicIdLookup;
+use crate::recovery::TopicIdentity;
 
 #[derive(Debug, Error)]
 pub enum TopicIdError {

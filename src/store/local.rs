@@ -20,8 +20,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{ObjectStore, PutOutcome, StoreError};
-use crate::core::recovery::{ListPage, ListRequest};
-use crate::core::spool::{host_name, remove_files_older_than, temp_name, SpoolData};
+use crate::pipeline::spool::{host_name, remove_files_older_than, temp_name, SpoolData};
+use crate::recovery::{ListPage, ListRequest};
 
 const TMP_DIR: &str = ".ksa-tmp";
 static TMP_SEQ: AtomicU64 = AtomicU64::new(0);

@@ -5,6 +5,8 @@
 mod local;
 mod options;
 mod s3;
+pub mod s3_errors;
+pub mod stale;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -16,8 +18,8 @@ pub use self::s3::{
     S3Settings, S3Store, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE,
     MIN_PART_SIZE,
 };
-use crate::core::recovery::{ListPage, ListRequest};
-use crate::core::spool::SpoolData;
+use crate::pipeline::spool::SpoolData;
+use crate::recovery::{ListPage, ListRequest};
 
 #[derive(Debug, Error)]
 pub enum StoreError {

@@ -21,11 +21,11 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::options::{ObjectOptions, Sse};
 use super::{ObjectStore, PutOutcome, StoreError};
-use crate::core::object_key::Prefix;
-use crate::core::recovery::{ListPage, ListRequest};
-use crate::core::s3_errors::{classify, ErrorClass};
-use crate::core::spool::SpoolData;
-use crate::core::stale::{PendingSeen, PendingUpload};
+use crate::archive::object_key::Prefix;
+use crate::pipeline::spool::SpoolData;
+use crate::recovery::{ListPage, ListRequest};
+use crate::store::s3_errors::{classify, ErrorClass};
+use crate::store::stale::{PendingSeen, PendingUpload};
 
 /// Multipart part size unless set otherwise (`--upload-part-size`).
 pub const DEFAULT_PART_SIZE: u64 = 8 << 20;
@@ -113,7 +113,7 @@ impl S3Settings {
 pub struct S3Store {
     client: Client,
     settings: S3Settings,
-    /// Our multipart uploads seen pending, and since when (see `core::stale`).
+    /// Our multipart uploads seen pending, and since when (see `store::stale`).
     pending_seen: std::sync::Mutex<PendingSeen>,
     /// One permit per request in flight.
     requests: Semaphore,
@@ -156,7 +156,7 @@ impl S3Store {
 
     /// Aborts our multipart uploads under `prefix` that were started more than `older_than` ago and
     /// never completed (left by crashes), by the store's clock and by this store's own sightings: the
-    /// first call only takes note (see `core::stale`). Returns the keys aborted.
+    /// first call only takes note (see `store::stale`). Returns the keys aborted.
     pub async fn abort_stale_uploads(&self, prefix: &Prefix, older_than: Duration) -> Result<Vec<String>, StoreError> {
         let bucket = &self.settings.bucket;
         let mut pending = Vec::new();

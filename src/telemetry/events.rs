@@ -8,11 +8,11 @@ use std::time::Duration;
 use tracing::{error, info, warn};
 
 use super::metrics::Metrics;
-use crate::core::claim::Claim;
-use crate::core::encode::ValueStats;
-use crate::core::partition::{OffsetRange, TopicPartition};
-use crate::core::recovery::ResumePlan;
-use crate::core::roll::RollReason;
+use crate::archive::claim::Claim;
+use crate::archive::encode::ValueStats;
+use crate::archive::partition::{OffsetRange, TopicPartition};
+use crate::pipeline::roll::RollReason;
+use crate::recovery::ResumePlan;
 use crate::store::PutOutcome;
 
 /// Why an open (or sealed, not yet uploaded) file was dropped: its records are read again by

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kafka_s3_archiver::check::archived_ends;
-use kafka_s3_archiver::core::object_key::Prefix;
+use kafka_s3_archiver::archive::object_key::Prefix;
+use kafka_s3_archiver::commands::demo::check::archived_ends;
 use kafka_s3_archiver::store::{list_all, LocalStore, ObjectStore, S3Settings, S3Store};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -309,7 +309,7 @@ pub fn mock_settings(bootstrap: &str, dir: &Path) -> kafka_s3_archiver::config::
     }
 }
 
-pub fn last_offsets(produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>) -> BTreeMap<i32, i64> {
+pub fn last_offsets(produced: &BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>) -> BTreeMap<i32, i64> {
     produced.iter().filter_map(|(p, r)| r.last().map(|r| (*p, r.offset))).collect()
 }
 
@@ -331,12 +331,13 @@ pub fn signal(pid: u32, name: &str) {
 pub async fn assert_exactly_once(
     dest: &TestDest,
     topic: &str,
-    produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>,
+    produced: &BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>,
 ) {
     let store = dest.store().await;
-    let contents =
-        kafka_s3_archiver::check::read_topic(store.as_ref(), &dest.prefix(), topic).await.expect("read archive");
-    let c = kafka_s3_archiver::check::compare(produced, &contents);
+    let contents = kafka_s3_archiver::commands::demo::check::read_topic(store.as_ref(), &dest.prefix(), topic)
+        .await
+        .expect("read archive");
+    let c = kafka_s3_archiver::commands::demo::check::compare(produced, &contents);
     assert!(c.is_exact(), "archive differs from what was produced: {c:?}");
     assert!(contents.ignored_keys.is_empty(), "unexpected keys: {:?}", contents.ignored_keys);
     let report = verify_deep(dest, topic).await;
@@ -344,12 +345,16 @@ pub async fn assert_exactly_once(
     assert!(report.partitions.iter().all(|p| p.claims == p.objects), "{}", report.table());
 }
 
-pub async fn verify_deep(dest: &TestDest, topic: &str) -> kafka_s3_archiver::verify::VerifyReport {
+pub async fn verify_deep(dest: &TestDest, topic: &str) -> kafka_s3_archiver::commands::verify::VerifyReport {
     run_verify(dest, topic, true, None).await
 }
 
 /// `verify` of `topic` compared with the test broker's logs (`--brokers`), reading objects when `deep`.
-pub async fn verify_with_brokers(dest: &TestDest, topic: &str, deep: bool) -> kafka_s3_archiver::verify::VerifyReport {
+pub async fn verify_with_brokers(
+    dest: &TestDest,
+    topic: &str,
+    deep: bool,
+) -> kafka_s3_archiver::commands::verify::VerifyReport {
     run_verify(dest, topic, deep, Some((brokers(), vec![]))).await
 }
 
@@ -358,9 +363,9 @@ async fn run_verify(
     topic: &str,
     deep: bool,
     brokers: Option<(String, Vec<(String, String)>)>,
-) -> kafka_s3_archiver::verify::VerifyReport {
+) -> kafka_s3_archiver::commands::verify::VerifyReport {
     let store = dest.store().await;
-    let options = kafka_s3_archiver::verify::VerifyOptions {
+    let options = kafka_s3_archiver::commands::verify::VerifyOptions {
         prefix: dest.prefix(),
         topics: vec![topic.to_string()],
         partitions: vec![],
@@ -369,7 +374,7 @@ async fn run_verify(
         concurrency: 8,
         strict: false,
     };
-    kafka_s3_archiver::verify::verify(store.as_ref(), &options).await.expect("verify")
+    kafka_s3_archiver::commands::verify::verify(store.as_ref(), &options).await.expect("verify")
 }
 
 /// Deletes `topic` and waits until the brokers no longer know it (so it can be created again).
@@ -405,7 +410,7 @@ pub async fn delete_records_before(topic: &str, partition: i32, offset: i64) {
 }
 
 /// Every record a `read_committed` consumer reads from the start of each partition to its log end now.
-pub fn read_from_kafka(topic: &str, partitions: i32) -> BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>> {
+pub fn read_from_kafka(topic: &str, partitions: i32) -> BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers())
         .set("group.id", unique("read-back"))
@@ -421,7 +426,7 @@ pub fn read_from_kafka(topic: &str, partitions: i32) -> BTreeMap<i32, Vec<kafka_
         ends.insert(p, high);
     }
     consumer.assign(&tpl).expect("assign");
-    let mut read: BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>> = BTreeMap::new();
+    let mut read: BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>> = BTreeMap::new();
     let started = Instant::now();
     loop {
         let positions = consumer.position().expect("position");
@@ -455,7 +460,7 @@ pub async fn archive_mock_topic(
     bootstrap: &str,
     dir: &Path,
     topic: &str,
-    produced: &BTreeMap<i32, Vec<kafka_s3_archiver::core::record::Record>>,
+    produced: &BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>,
 ) -> (kafka_s3_archiver::config::ArchiverConfig, Arc<dyn ObjectStore>) {
     let config = kafka_s3_archiver::config::Settings {
         topics: Some(vec![topic.to_string()]),
@@ -464,13 +469,14 @@ pub async fn archive_mock_topic(
     }
     .resolve(None)
     .unwrap();
-    let store = kafka_s3_archiver::archiver::open_store(&config).await.unwrap();
+    let store = kafka_s3_archiver::service::archiver::open_store(&config).await.unwrap();
     let prefix = config.store.dest.prefix().clone();
-    let archiver = kafka_s3_archiver::archiver::Archiver::start(&config, store.clone()).unwrap();
+    let archiver = kafka_s3_archiver::service::archiver::Archiver::start(&config, store.clone()).unwrap();
     let started = Instant::now();
     loop {
-        let contents = kafka_s3_archiver::check::read_topic(store.as_ref(), &prefix, topic).await.unwrap();
-        if kafka_s3_archiver::check::compare(produced, &contents).is_exact() {
+        let contents =
+            kafka_s3_archiver::commands::demo::check::read_topic(store.as_ref(), &prefix, topic).await.unwrap();
+        if kafka_s3_archiver::commands::demo::check::compare(produced, &contents).is_exact() {
             break;
         }
         assert!(started.elapsed() < Duration::from_secs(60), "{topic} not archived within 60 s");

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::harness::*;
-use crate::core::encode::{decode, DeadLetter};
-use crate::core::object_key::{FileKind, ObjectKey, Prefix};
-use crate::core::partition::{OffsetRange, TopicPartition};
+use crate::archive::encode::{decode, DeadLetter};
+use crate::archive::object_key::{FileKind, ObjectKey, Prefix};
+use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::pipeline::DeadLetterSink;
 use crate::source::Fetched;
 use crate::store::ObjectStore;
@@ -42,7 +42,7 @@ async fn misfits_reach_the_dead_letter_sink_before_their_object_is_uploaded() {
     h.assign(0, Some(0)).await;
     let epoch = h.epochs.lock().unwrap()[&0];
     for (offset, value) in [(0, &br#"{"a":1}"#[..]), (1, b"not json"), (2, br#"{"a":"two"}"#)] {
-        let record = crate::core::record::Record { value: Some(value.to_vec()), ..rec(offset, 0) };
+        let record = crate::archive::record::Record { value: Some(value.to_vec()), ..rec(offset, 0) };
         h.records.send(vec![Fetched { tp: tp(0), epoch, record, retention_gap: None }]).await.unwrap();
     }
     // While the sink fails, the file waits: no data object yet.

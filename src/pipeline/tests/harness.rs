@@ -15,16 +15,16 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::super::*;
-use crate::core::claim::{Claim, ClaimKey};
-use crate::core::encode::{Compression, Format};
-use crate::core::object_key::FileKind;
-use crate::core::object_key::{ObjectKey, Prefix};
-use crate::core::partition::OffsetRange;
-use crate::core::record::{Record, TimestampKind};
-use crate::core::recovery::{ListPage, ListRequest};
-use crate::core::roll::RollPolicy;
-use crate::core::spool::SpoolUsage;
-use crate::core::spool::{SpoolConfig, SpoolData};
+use crate::archive::claim::{Claim, ClaimKey};
+use crate::archive::encode::{Compression, Format};
+use crate::archive::object_key::FileKind;
+use crate::archive::object_key::{ObjectKey, Prefix};
+use crate::archive::partition::OffsetRange;
+use crate::archive::record::{Record, TimestampKind};
+use crate::pipeline::roll::RollPolicy;
+use crate::pipeline::spool::SpoolUsage;
+use crate::pipeline::spool::{SpoolConfig, SpoolData};
+use crate::recovery::{ListPage, ListRequest};
 use crate::source::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{list_all, LocalStore};
 use crate::store::{ObjectStore, PutOutcome, StoreError};
@@ -103,15 +103,15 @@ pub(super) struct TestTopicIds {
 }
 
 impl TopicIdLookup for TestTopicIds {
-    fn lookup(&self, _topic: &str) -> Result<crate::core::recovery::TopicIdentity, String> {
+    fn lookup(&self, _topic: &str) -> Result<crate::recovery::TopicIdentity, String> {
         self.asked.fetch_add(1, Ordering::SeqCst);
         if self.failures.load(Ordering::SeqCst) > 0 {
             self.failures.fetch_sub(1, Ordering::SeqCst);
             return Err("injected: describing the topic timed out".into());
         }
         Ok(match self.id.lock().unwrap().clone() {
-            Some(id) => crate::core::recovery::TopicIdentity::Id(id),
-            None => crate::core::recovery::TopicIdentity::NoIds,
+            Some(id) => crate::recovery::TopicIdentity::Id(id),
+            None => crate::recovery::TopicIdentity::NoIds,
         })
     }
 }
@@ -140,7 +140,7 @@ pub(super) fn harness_with(
     roll: RollPolicy,
     max_buffer_bytes: u64,
     revoke_timeout: Duration,
-    bucketing: Option<crate::core::time_bucket::Bucketing>,
+    bucketing: Option<crate::archive::time_bucket::Bucketing>,
 ) -> Harness {
     harness_full(roll, max_buffer_bytes, revoke_timeout, bucketing, Typed::No)
 }
@@ -157,7 +157,7 @@ fn harness_full(
     roll: RollPolicy,
     max_buffer_bytes: u64,
     revoke_timeout: Duration,
-    bucketing: Option<crate::core::time_bucket::Bucketing>,
+    bucketing: Option<crate::archive::time_bucket::Bucketing>,
     typed: Typed,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
@@ -188,14 +188,14 @@ fn harness_full(
     };
     let schema = r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#;
     let typed_values = |declared| {
-        let json = crate::core::typed::JsonValues { declared, keep_raw: false };
+        let json = crate::values::JsonValues { declared, keep_raw: false };
         let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
         PipelineSettings { spec, values: ValueFormat::Json(Arc::new(json)), ..settings.clone() }
     };
     let (settings, sink) = match typed {
         Typed::No => (settings.clone(), None),
         Typed::WithDeadLetters(sink) => {
-            (typed_values(Some(crate::core::typed::ValueSchema::from_avro(schema).unwrap())), Some(sink))
+            (typed_values(Some(crate::values::ValueSchema::from_avro(schema).unwrap())), Some(sink))
         }
         Typed::Inferred => (typed_values(None), None),
     };
@@ -247,7 +247,7 @@ impl Harness {
     /// (`None`: recovery asks), without waiting for the answers.
     pub(super) fn start_assign_with(
         &self,
-        partitions: &[(i32, Option<crate::core::recovery::TopicIdentity>)],
+        partitions: &[(i32, Option<crate::recovery::TopicIdentity>)],
         log_start: Option<i64>,
     ) -> std_mpsc::Receiver<Vec<(TopicPartition, ResumeAt)>> {
         let (reply, rx) = std_mpsc::channel();
@@ -352,8 +352,8 @@ impl Harness {
     }
 
     /// What `verify --deep` finds in partition `p`'s archive.
-    pub(super) async fn problems(&self, p: i32) -> Vec<crate::core::audit::Problem> {
-        let options = crate::verify::VerifyOptions {
+    pub(super) async fn problems(&self, p: i32) -> Vec<crate::commands::verify::audit::Problem> {
+        let options = crate::commands::verify::VerifyOptions {
             prefix: Prefix::default(),
             topics: vec!["t".into()],
             partitions: vec![p],
@@ -362,7 +362,7 @@ impl Harness {
             concurrency: 4,
             strict: true,
         };
-        let report = crate::verify::verify(&self.store.inner, &options).await.unwrap();
+        let report = crate::commands::verify::verify(&self.store.inner, &options).await.unwrap();
         report.partitions.into_iter().flat_map(|r| r.problems).collect()
     }
 
@@ -371,17 +371,17 @@ impl Harness {
         let records: Vec<Record> = (s..=e).map(|o| rec(o, 10)).collect();
         let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let spool = crate::core::spool::Spool::new(SpoolConfig {
+        let spool = crate::pipeline::spool::Spool::new(SpoolConfig {
             memory_threshold: 1 << 20,
             dir: dir.path().into(),
             usage: Arc::default(),
         });
-        let mut encoder = crate::core::encode::FileEncoder::new(spec, &Default::default(), spool).unwrap();
+        let mut encoder = crate::archive::encode::FileEncoder::new(spec, &Default::default(), spool).unwrap();
         for r in &records {
             encoder.append(r, true).unwrap();
         }
         let range = OffsetRange::new(s, e).unwrap();
-        let meta = crate::core::encode::FileMeta { tp: tp(p), range, records: records.len() as u64 };
+        let meta = crate::archive::encode::FileMeta { tp: tp(p), range, records: records.len() as u64 };
         let data = encoder.finish(&meta).unwrap().read_all().unwrap();
         let len = data.len() as u64;
         self.store.inner.put_if_absent(&key(p, s, e), &SpoolData::Memory(data), len).await.unwrap();

@@ -13,11 +13,11 @@ use bytes::Bytes;
 
 use self::harness::*;
 use super::*;
-use crate::core::claim::ClaimKey;
-use crate::core::object_key::Prefix;
-use crate::core::partition::OffsetRange;
-use crate::core::roll::RollPolicy;
-use crate::core::spool::SpoolData;
+use crate::archive::claim::ClaimKey;
+use crate::archive::object_key::Prefix;
+use crate::archive::partition::OffsetRange;
+use crate::pipeline::roll::RollPolicy;
+use crate::pipeline::spool::SpoolData;
 use crate::source::{Fetched, ResumeAt, SourceCommand};
 use crate::store::ObjectStore;
 

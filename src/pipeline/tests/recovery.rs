@@ -40,11 +40,11 @@ async fn a_store_brownout_during_recovery_is_waited_out_and_revokes_are_answered
 }
 
 /// A claim with the topic's ID, as a writer of the first incarnation made it.
-fn claim_with_id(start: i64, end: i64, id: &str) -> crate::core::claim::Claim {
-    crate::core::claim::Claim {
+fn claim_with_id(start: i64, end: i64, id: &str) -> crate::archive::claim::Claim {
+    crate::archive::claim::Claim {
         topic_id: Some(id.into()),
         writer: "other:2".into(),
-        ..crate::core::claim::Claim::for_test(start, start, end)
+        ..crate::archive::claim::Claim::for_test(start, start, end)
     }
 }
 
@@ -84,7 +84,7 @@ async fn claims_record_the_topic_id_once_the_brokers_tell_it() {
     let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
     h.plant_claim(0, 0, 0, 9).await;
     let other = bytes::Bytes::from_static(b"theirs");
-    h.store.inner.put_if_absent(&key(0, 0, 9), &crate::core::spool::SpoolData::Memory(other), 6).await.unwrap();
+    h.store.inner.put_if_absent(&key(0, 0, 9), &crate::pipeline::spool::SpoolData::Memory(other), 6).await.unwrap();
     *h.topic_ids.id.lock().unwrap() = Some("A".into());
     h.topic_ids.failures.store(2, Ordering::SeqCst);
     assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(10));
@@ -100,7 +100,7 @@ async fn a_partition_waiting_for_its_topic_id_holds_up_no_other_and_a_revoke_end
     let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
     // Partition 0's topic ID is not told (its topic was deleted, say); partition 1's assignment told it.
     h.topic_ids.failures.store(u32::MAX, Ordering::SeqCst);
-    let told = Some(crate::core::recovery::TopicIdentity::NoIds);
+    let told = Some(crate::recovery::TopicIdentity::NoIds);
     let answers = h.start_assign_with(&[(0, None), (1, told)], Some(0));
     let first =
         tokio::task::spawn_blocking(move || (answers.recv_timeout(Duration::from_secs(5)), answers)).await.unwrap();

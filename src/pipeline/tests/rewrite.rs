@@ -6,12 +6,12 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::harness::*;
-use crate::core::claim::Claim;
-use crate::core::encode::decode;
-use crate::core::object_key::{FileKind, ObjectKey, Prefix};
-use crate::core::partition::OffsetRange;
-use crate::core::record::Record;
-use crate::core::spool::SpoolData;
+use crate::archive::claim::Claim;
+use crate::archive::encode::decode;
+use crate::archive::object_key::{FileKind, ObjectKey, Prefix};
+use crate::archive::partition::OffsetRange;
+use crate::archive::record::Record;
+use crate::pipeline::spool::SpoolData;
 use crate::source::{Control, Fetched, ResumeAt, SourceCommand};
 use crate::store::{ObjectStore, PutOutcome};
 
@@ -123,7 +123,7 @@ async fn the_budget_holds_while_a_claimed_range_is_rewritten() {
 #[tokio::test]
 async fn a_rewrite_whose_records_are_gone_completes_once_kafka_says_so() {
     // A claim of 0..=9 whose tail 5..=9 Kafka compacted away since; nothing newer arrives.
-    let roll = crate::core::roll::RollPolicy {
+    let roll = crate::pipeline::roll::RollPolicy {
         max_records: 1000,
         max_bytes: 1 << 30,
         max_age: Duration::from_millis(300),
@@ -227,8 +227,8 @@ async fn range_checked(h: &Harness) -> (u64, OffsetRange) {
     }
 }
 
-fn quick_checks() -> crate::core::roll::RollPolicy {
-    crate::core::roll::RollPolicy {
+fn quick_checks() -> crate::pipeline::roll::RollPolicy {
+    crate::pipeline::roll::RollPolicy {
         max_records: 1000,
         max_bytes: 1 << 30,
         max_age: Duration::from_millis(300),
@@ -253,7 +253,7 @@ async fn retention_inside_a_claimed_range_being_re_written_is_reported_by_verify
     // One object for the claim, named by what it holds: the gap shows between objects.
     assert_eq!(h.wait_keys(2).await, vec![key(0, 0, 4), key(0, 13, 14)]);
     assert_eq!(h.metrics.retention_gaps.get(), 1);
-    assert_eq!(h.problems(0).await, vec![crate::core::audit::Problem::RetentionGap { from: 5, to: 12 }]);
+    assert_eq!(h.problems(0).await, vec![crate::commands::verify::audit::Problem::RetentionGap { from: 5, to: 12 }]);
     h.task.abort();
 }
 
@@ -295,6 +295,6 @@ async fn retention_taking_the_rest_of_a_claimed_range_being_re_written_is_a_rete
     h.revoke(0, false).await;
     // What it read before is kept (nothing of the range follows it), named by what it holds.
     assert_eq!(h.keys().await, vec![key(0, 0, 4), key(0, 5, 7), key(0, 20, 22)]);
-    assert_eq!(h.problems(0).await, vec![crate::core::audit::Problem::RetentionGap { from: 8, to: 19 }]);
+    assert_eq!(h.problems(0).await, vec![crate::commands::verify::audit::Problem::RetentionGap { from: 8, to: 19 }]);
     h.task.abort();
 }

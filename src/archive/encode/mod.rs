@@ -1,0 +1,576 @@
+//! Encoders (records in, file bytes out) and decoders (file bytes in, records out) for the archive's
+//! formats. Decoding is used by `demo`, tests and checks; it reads exactly what encoding writes.
+
+mod jsonl;
+mod parquet;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::object_key::FileKind;
+use super::partition::{OffsetRange, TopicPartition};
+use super::record::Record;
+use crate::pipeline::spool::{SealedSpool, Spool, SpoolData};
+use crate::values::ValueFormat;
+
+pub use self::jsonl::{write_line as json_line, JsonlEncoder};
+pub use self::parquet::{read_metadata as read_parquet_metadata, ParquetEncoder, VALUE_MISFITS_KEY};
+pub use crate::values::columns::ValueStats;
+
+#[derive(Debug, Error)]
+pub enum EncodeError {
+    #[error("writing the file failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("encoding Parquet failed: {0}")]
+    Parquet(#[from] ::parquet::errors::ParquetError),
+    #[error("building Arrow arrays failed: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    #[error("JSON line {line} is not a valid archived record: {why}")]
+    BadJsonLine { line: usize, why: String },
+    #[error("Parquet file does not have the archive's schema: {0}")]
+    BadParquet(String),
+    #[error("format {format} does not support compression {compression}; {hint}")]
+    UnsupportedCompression { format: Format, compression: Compression, hint: &'static str },
+}
+
+/// How a file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Parquet,
+    Jsonl,
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Parquet => "parquet",
+            Format::Jsonl => "jsonl",
+        })
+    }
+}
+
+/// How a file is compressed (Parquet: per column chunk; JSON lines: the whole file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Zstd,
+    Gzip,
+    Snappy,
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Compression::None => "none",
+            Compression::Zstd => "zstd",
+            Compression::Gzip => "gzip",
+            Compression::Snappy => "snappy",
+        })
+    }
+}
+
+/// A validated format + compression pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileSpec {
+    format: Format,
+    compression: Compression,
+}
+
+impl FileSpec {
+    pub fn new(format: Format, compression: Compression) -> Result<Self, EncodeError> {
+        if format == Format::Jsonl && compression == Compression::Snappy {
+            return Err(EncodeError::UnsupportedCompression {
+                format,
+                compression,
+                hint: "use zstd, gzip or none for JSON lines",
+            });
+        }
+        Ok(Self { format, compression })
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// The spec that writes files of `kind`: this one when it does, else the format and compression the
+    /// kind names (Parquet keeps this spec's compression).
+    pub fn writing(self, kind: FileKind) -> FileSpec {
+        let (format, compression) = match kind {
+            _ if self.kind() == kind => return self,
+            FileKind::Parquet => (Format::Parquet, self.compression),
+            FileKind::Jsonl => (Format::Jsonl, Compression::None),
+            FileKind::JsonlGz => (Format::Jsonl, Compression::Gzip),
+            FileKind::JsonlZst => (Format::Jsonl, Compression::Zstd),
+        };
+        FileSpec { format, compression }
+    }
+
+    pub fn kind(&self) -> FileKind {
+        match (self.format, self.compression) {
+            (Format::Parquet, _) => FileKind::Parquet,
+            (Format::Jsonl, Compression::Gzip) => FileKind::JsonlGz,
+            (Format::Jsonl, Compression::Zstd) => FileKind::JsonlZst,
+            (Format::Jsonl, _) => FileKind::Jsonl,
+        }
+    }
+}
+
+/// What a sealed file says about itself (Parquet stores it in the footer's key-value metadata).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    pub tp: TopicPartition,
+    pub range: OffsetRange,
+    pub records: u64,
+}
+
+/// An open file of one partition.
+pub enum FileEncoder {
+    Parquet(Box<ParquetEncoder>),
+    Jsonl(Box<JsonlEncoder>),
+}
+
+impl FileEncoder {
+    pub fn new(spec: FileSpec, values: &ValueFormat, spool: Spool) -> Result<Self, EncodeError> {
+        Ok(match spec.format {
+            Format::Parquet => FileEncoder::Parquet(Box::new(ParquetEncoder::new(spec.compression, values, spool)?)),
+            Format::Jsonl => FileEncoder::Jsonl(Box::new(JsonlEncoder::new(spec.compression, values, spool)?)),
+        })
+    }
+
+    /// Appends a record. With values typed by a schema inferred per file and `may_roll`, a record
+    /// with fields the file's schema lacks is not taken (returns false): it belongs in a new file.
+    pub fn append(&mut self, record: &Record, may_roll: bool) -> Result<bool, EncodeError> {
+        match self {
+            FileEncoder::Parquet(e) => e.append(record, may_roll),
+            FileEncoder::Jsonl(e) => e.append(record).map(|()| true),
+        }
+    }
+
+    /// About how large the file is so far, as it will be uploaded.
+    pub fn encoded_size(&self) -> u64 {
+        match self {
+            FileEncoder::Parquet(e) => e.encoded_size(),
+            FileEncoder::Jsonl(e) => e.encoded_size(),
+        }
+    }
+
+    /// Memory held by encoder buffers, beyond what the spool itself holds.
+    pub fn buffered_memory(&self) -> u64 {
+        match self {
+            FileEncoder::Parquet(e) => e.buffered_memory(),
+            FileEncoder::Jsonl(e) => e.buffered_memory(),
+        }
+    }
+
+    /// What the file's typed values came to (`--value-format json`).
+    pub fn value_stats(&self) -> Option<&ValueStats> {
+        match self {
+            FileEncoder::Parquet(e) => e.value_stats(),
+            FileEncoder::Jsonl(e) => e.value_stats(),
+        }
+    }
+
+    pub fn finish(self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
+        match self {
+            FileEncoder::Parquet(e) => e.finish(meta),
+            FileEncoder::Jsonl(e) => e.finish(),
+        }
+    }
+}
+
+/// A record whose value did not fit the value schema, and why (for `--dlq-topic`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub record: Record,
+    pub error: String,
+}
+
+/// The dead letters of a sealed file of `kind` with typed values, read a part at a time.
+pub fn dead_letters(kind: FileKind, data: &SpoolData) -> Result<Vec<DeadLetter>, EncodeError> {
+    if kind == FileKind::Parquet {
+        return match data {
+            SpoolData::Memory(bytes) => parquet::dead_letters(bytes.clone()),
+            SpoolData::Disk(path) => parquet::dead_letters(std::fs::File::open(path)?),
+        };
+    }
+    let reader: Box<dyn std::io::Read> = match data {
+        SpoolData::Memory(bytes) => Box::new(std::io::Cursor::new(bytes.clone())),
+        SpoolData::Disk(path) => Box::new(std::fs::File::open(path)?),
+    };
+    match kind {
+        FileKind::JsonlGz => jsonl::dead_letters(flate2::read::MultiGzDecoder::new(reader)),
+        FileKind::JsonlZst => jsonl::dead_letters(zstd::stream::read::Decoder::new(reader)?),
+        _ => jsonl::dead_letters(reader),
+    }
+}
+
+/// Marks a text field that holds base64 (bytes that are not UTF-8): JSON lines' `*_encoding` fields and
+/// Parquet's header `key_encoding`.
+const BASE64: &str = "base64";
+
+/// A header name as a text field keeps it: itself when it is UTF-8, else its base64, marked `BASE64`.
+fn header_name_text(name: &[u8]) -> (std::borrow::Cow<'_, str>, Option<&'static str>) {
+    use base64::Engine;
+    match std::str::from_utf8(name) {
+        Ok(text) => (text.into(), None),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(name).into(), Some(BASE64)),
+    }
+}
+
+/// A header name back from its text field and encoding marker (`header_name_text`).
+fn header_name_from_text(text: &str, encoding: Option<&str>) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    match encoding {
+        None => Ok(text.as_bytes().to_vec()),
+        Some(BASE64) => base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| format!("bad base64: {e}")),
+        Some(other) => Err(format!("unknown encoding {other:?}")),
+    }
+}
+
+/// A whole archived file's records, and what its typed values came to.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub records: Vec<Record>,
+    /// Records whose value did not fit the schema when archived (kept raw).
+    pub misfits: u64,
+    /// Values re-encoded as JSON from their typed columns (archived without `--keep-raw-value`): the
+    /// same data, but not necessarily the bytes produced.
+    pub reencoded: u64,
+}
+
+/// Decodes a whole archived file.
+pub fn decode(kind: FileKind, data: bytes::Bytes) -> Result<Decoded, EncodeError> {
+    let records = |(records, misfits)| Ok(Decoded { records, misfits, reencoded: 0 });
+    match kind {
+        FileKind::Parquet => parquet::decode(data),
+        FileKind::Jsonl => records(jsonl::decode(&data[..])?),
+        FileKind::JsonlGz => records(jsonl::decode(flate2::read::MultiGzDecoder::new(&data[..]))?),
+        FileKind::JsonlZst => records(jsonl::decode(zstd::stream::read::Decoder::new(&data[..])?)?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::archive::record::{Header, TimestampKind};
+    use crate::pipeline::spool::SpoolConfig;
+
+    fn sample_records() -> Vec<Record> {
+        vec![
+            Record {
+                offset: 5,
+                timestamp_ms: Some(1_700_000_000_123),
+                timestamp_kind: TimestampKind::CreateTime,
+                key: Some(b"user-1".to_vec()),
+                value: Some(br#"{"a":1}"#.to_vec()),
+                headers: vec![
+                    Header { key: "trace".into(), value: Some(b"abc".to_vec()) },
+                    Header { key: "bin".into(), value: Some(vec![0, 255, 128, 10]) },
+                    Header { key: "null".into(), value: None },
+                    Header { key: "trace".into(), value: Some(b"dup key".to_vec()) },
+                    Header { key: b"\xff\xfe-not-utf8".to_vec(), value: Some(b"v".to_vec()) },
+                    Header { key: b"nul\x00inside".to_vec(), value: None },
+                ],
+            },
+            Record {
+                offset: 6,
+                timestamp_ms: None,
+                timestamp_kind: TimestampKind::NotAvailable,
+                key: None,
+                value: None,
+                headers: vec![],
+            },
+            Record {
+                offset: 9,
+                timestamp_ms: Some(0),
+                timestamp_kind: TimestampKind::LogAppendTime,
+                key: Some(vec![]),
+                value: Some((0..=255u8).collect()),
+                headers: vec![Header { key: "".into(), value: Some(vec![]) }],
+            },
+        ]
+    }
+
+    fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record> {
+        round_trip_values(spec, &ValueFormat::Raw, records, threshold).records
+    }
+
+    fn round_trip_values(spec: FileSpec, values: &ValueFormat, records: &[Record], threshold: u64) -> Decoded {
+        let dir = tempfile::tempdir().unwrap();
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc = FileEncoder::new(spec, values, spool).unwrap();
+        for r in records {
+            assert!(enc.append(r, true).unwrap());
+        }
+        let meta = FileMeta {
+            tp: TopicPartition::new("t", 1).unwrap(),
+            range: OffsetRange::new(records[0].offset, records.last().unwrap().offset).unwrap(),
+            records: records.len() as u64,
+        };
+        let sealed = enc.finish(&meta).unwrap();
+        decode(spec.kind(), sealed.read_all().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn an_inferred_schema_is_fixed_by_the_first_batch_and_new_fields_ask_for_a_new_file() {
+        use crate::values::JsonValues;
+        let values = ValueFormat::Json(Arc::new(JsonValues { declared: None, keep_raw: false }));
+        let dir = tempfile::tempdir().unwrap();
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc =
+            FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &values, spool).unwrap();
+        let record = |offset: i64, json: &str| Record {
+            offset,
+            value: Some(json.as_bytes().to_vec()),
+            ..sample_records()[1].clone()
+        };
+        // The first batch: its values make the schema, a late field included; a conflicting one is kept raw.
+        let mut offset = 0;
+        for i in 0..parquet::BATCH_ROWS as i64 {
+            let json = match i {
+                5 => r#"{"a":"five"}"#.to_string(),
+                7 => r#"{"a":7,"b":{"c":true}}"#.to_string(),
+                _ => format!(r#"{{"a":{i}}}"#),
+            };
+            assert!(enc.append(&record(offset, &json), true).unwrap());
+            offset += 1;
+        }
+        // Fixed now: a known shape is taken, a new field is refused while the file may roll.
+        assert!(enc.append(&record(offset, r#"{"a":1,"b":{"c":false}}"#), true).unwrap());
+        offset += 1;
+        assert!(!enc.append(&record(offset, r#"{"a":1,"d":2}"#), true).unwrap());
+        assert!(enc.append(&record(offset, r#"{"a":1,"d":2}"#), false).unwrap(), "taken (raw) when it may not roll");
+        let stats = enc.value_stats().unwrap().clone();
+        assert_eq!(stats.misfits, 2);
+        assert_eq!(
+            stats.first_misfit.unwrap(),
+            (5, "value.a: a string here, a number in earlier records of this file".into())
+        );
+        let meta = FileMeta {
+            tp: TopicPartition::new("t", 1).unwrap(),
+            range: OffsetRange::new(0, offset).unwrap(),
+            records: offset as u64 + 1,
+        };
+        let decoded = decode(FileKind::Parquet, enc.finish(&meta).unwrap().read_all().unwrap()).unwrap();
+        assert_eq!((decoded.records.len() as i64, decoded.misfits), (offset + 1, 2));
+        assert_eq!(decoded.records[7].value.as_deref(), Some(&br#"{"a":7,"b":{"c":true}}"#[..]));
+        assert_eq!(decoded.records[5].value.as_deref(), Some(&br#"{"a":"five"}"#[..]), "a misfit's bytes");
+    }
+
+    #[test]
+    fn typed_json_lines_embed_objects_and_restore_every_value_exactly() {
+        use crate::values::{JsonValues, ValueSchema};
+        let schema = ValueSchema::from_avro(r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#);
+        let json = ValueFormat::Json(Arc::new(JsonValues { declared: Some(schema.unwrap()), keep_raw: false }));
+        let mut records = sample_records();
+        records[0].value = Some(br#"{ "a": 1, "b": "x" }"#.to_vec());
+        records.push(Record { offset: 10, value: Some(b"{\n  \"a\": 2\n}".to_vec()), ..records[1].clone() });
+        for compression in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            let spec = FileSpec::new(Format::Jsonl, compression).unwrap();
+            let decoded = round_trip_values(spec, &json, &records, 1 << 20);
+            assert_eq!((decoded.records, decoded.misfits, decoded.reencoded), (records.clone(), 1, 0), "{compression}");
+        }
+        // The lines: the object as produced; a value spanning lines compacted, its bytes kept; a misfit raw.
+        let dir = tempfile::tempdir().unwrap();
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
+        let mut enc = FileEncoder::new(spec, &json, spool).unwrap();
+        for r in &records {
+            assert!(enc.append(r, true).unwrap());
+        }
+        let meta =
+            FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 10).unwrap(), records: 4 };
+        let sealed = enc.finish(&meta).unwrap();
+        let text = String::from_utf8(sealed.read_all().unwrap().to_vec()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains(r#""value":{ "a": 1, "b": "x" }"#), "{}", lines[0]);
+        assert!(!lines[0].contains("value_raw"));
+        let misfit: serde_json::Value = serde_json::from_str(lines[2]).unwrap();
+        assert_eq!((misfit["value"].is_null(), misfit["value_raw_encoding"].as_str()), (true, Some("base64")));
+        assert_eq!(misfit["value_error"], "value: not JSON (expected value at line 1 column 1)");
+        let spanning: serde_json::Value = serde_json::from_str(lines[3]).unwrap();
+        assert_eq!(
+            (spanning["value"]["a"].as_i64(), spanning["value_raw"].as_str()),
+            (Some(2), Some("{\n  \"a\": 2\n}"))
+        );
+        let letters = dead_letters(FileKind::Jsonl, sealed.data()).unwrap();
+        assert_eq!(letters.iter().map(|l| l.record.clone()).collect::<Vec<_>>(), vec![records[2].clone()]);
+    }
+
+    #[test]
+    fn typed_parquet_gives_back_raw_bytes_or_reencoded_json() {
+        use crate::values::{JsonValues, ValueSchema};
+        let schema = ValueSchema::from_avro(
+            r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"},{"name":"b","type":["null","string"]}]}"#,
+        )
+        .unwrap();
+        let json = |keep_raw| ValueFormat::Json(Arc::new(JsonValues { declared: Some(schema.clone()), keep_raw }));
+        let mut records = sample_records();
+        records[0].value = Some(br#"{ "b": "x",  "a": 1 }"#.to_vec());
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        // Keeping every value's bytes: exactly the records archived, the binary value a misfit.
+        let kept = round_trip_values(spec, &json(true), &records, 1 << 20);
+        assert_eq!((kept.records.clone(), kept.misfits, kept.reencoded), (records.clone(), 1, 0));
+        // Without: the fitting value comes back as JSON written from its columns.
+        let typed = round_trip_values(spec, &json(false), &records, 1 << 20);
+        assert_eq!((typed.misfits, typed.reencoded), (1, 1));
+        assert_eq!(typed.records[0].value.as_deref(), Some(&br#"{"a":1,"b":"x"}"#[..]));
+        assert_eq!(typed.records[1..], records[1..], "the misfit and the tombstone are exact");
+    }
+
+    fn all_specs() -> Vec<FileSpec> {
+        let mut specs = Vec::new();
+        for format in [Format::Parquet, Format::Jsonl] {
+            for c in [Compression::None, Compression::Zstd, Compression::Gzip, Compression::Snappy] {
+                if let Ok(s) = FileSpec::new(format, c) {
+                    specs.push(s);
+                }
+            }
+        }
+        specs
+    }
+
+    #[test]
+    fn every_format_round_trips_binary_null_and_headers() {
+        let records = sample_records();
+        for spec in all_specs() {
+            assert_eq!(round_trip(spec, &records, 1 << 20), records, "{spec:?}");
+            assert_eq!(round_trip(spec, &records, 16), records, "{spec:?} spooled to disk");
+        }
+    }
+
+    #[test]
+    fn jsonl_marks_base64_and_keeps_text_readable() {
+        let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spool =
+            Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+        for r in sample_records() {
+            assert!(enc.append(&r, true).unwrap());
+        }
+        let meta =
+            FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+        let text = String::from_utf8(enc.finish(&meta).unwrap().read_all().unwrap().to_vec()).unwrap();
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["key"], "user-1");
+        assert_eq!(first["value"], r#"{"a":1}"#);
+        assert!(first.get("key_encoding").is_none());
+        assert_eq!(first["headers"][1]["value_encoding"], "base64");
+        assert!(first["headers"][1].get("key_encoding").is_none());
+        assert_eq!(first["headers"][4]["key"], "//4tbm90LXV0Zjg=", "a name that is not UTF-8, as base64");
+        assert_eq!(first["headers"][4]["key_encoding"], "base64");
+        assert_eq!(first["headers"][5]["key"], "nul\0inside", "NUL is valid UTF-8, kept as text");
+        let third: serde_json::Value = serde_json::from_str(text.lines().nth(2).unwrap()).unwrap();
+        assert_eq!(third["value_encoding"], "base64");
+    }
+
+    #[test]
+    fn jsonl_rejects_snappy() {
+        assert!(FileSpec::new(Format::Jsonl, Compression::Snappy).is_err());
+        assert_eq!(FileSpec::new(Format::Jsonl, Compression::Zstd).unwrap().kind(), FileKind::JsonlZst);
+        assert_eq!(FileSpec::new(Format::Parquet, Compression::Gzip).unwrap().kind(), FileKind::Parquet);
+    }
+
+    /// A Parquet (zstd) encoder spooling under `dir`, with the sample records appended.
+    fn parquet_with_samples(dir: &std::path::Path) -> (FileEncoder, Vec<Record>) {
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.into(), usage: Arc::default() });
+        let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+        let records = sample_records();
+        for r in &records {
+            assert!(enc.append(r, true).unwrap());
+        }
+        (enc, records)
+    }
+
+    #[test]
+    fn parquet_footer_carries_partition_and_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let (enc, _) = parquet_with_samples(dir.path());
+        let meta =
+            FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+        let data = enc.finish(&meta).unwrap().read_all().unwrap();
+        let kv = read_parquet_metadata(data).unwrap();
+        assert_eq!(kv.get("kafka.topic").map(String::as_str), Some("t"));
+        assert_eq!(kv.get("kafka.partition").map(String::as_str), Some("1"));
+        assert_eq!(kv.get("kafka.start_offset").map(String::as_str), Some("5"));
+        assert_eq!(kv.get("kafka.end_offset").map(String::as_str), Some("9"));
+        assert_eq!(kv.get("kafka.record_count").map(String::as_str), Some("3"));
+    }
+
+    /// The memory budget counts Arrow builders at their doubling bound, not at the bytes appended.
+    #[test]
+    fn parquet_counts_its_builders_at_twice_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (enc, records) = parquet_with_samples(dir.path());
+        let payload: u64 = records.iter().map(Record::payload_size).sum();
+        assert_eq!(enc.buffered_memory(), 2 * payload);
+        assert_eq!(enc.encoded_size(), payload, "the file's size is still estimated by its bytes");
+    }
+
+    #[test]
+    fn parquet_spans_many_batches() {
+        let records: Vec<Record> = (0..10_000)
+            .map(|i| Record {
+                offset: i,
+                timestamp_ms: Some(i),
+                timestamp_kind: TimestampKind::CreateTime,
+                key: Some(i.to_string().into_bytes()),
+                value: Some(vec![(i % 251) as u8; 300]),
+                headers: vec![],
+            })
+            .collect();
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        assert_eq!(round_trip(spec, &records, 64 * 1024), records);
+    }
+
+    fn arb_record() -> impl Strategy<Value = Record> {
+        let bytes = proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40));
+        let name = prop_oneof!["[a-z]{0,5}".prop_map(String::into_bytes), proptest::collection::vec(any::<u8>(), 0..6)];
+        let header = (name, proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)))
+            .prop_map(|(key, value)| Header { key, value });
+        (
+            0i64..1000,
+            proptest::option::of(0i64..4_000_000_000_000),
+            bytes.clone(),
+            bytes,
+            proptest::collection::vec(header, 0..4),
+        )
+            .prop_map(|(offset, ts, key, value, headers)| Record {
+                offset,
+                timestamp_ms: ts,
+                timestamp_kind: if ts.is_some() { TimestampKind::CreateTime } else { TimestampKind::NotAvailable },
+                key,
+                value,
+                headers,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn arbitrary_records_round_trip(mut records in proptest::collection::vec(arb_record(), 1..30), idx in 0usize..7) {
+            for (i, r) in records.iter_mut().enumerate() {
+                r.offset = i as i64 * 3;
+            }
+            let spec = all_specs()[idx % all_specs().len()];
+            prop_assert_eq!(round_trip(spec, &records, 256), records);
+        }
+    }
+}

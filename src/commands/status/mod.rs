@@ -1,0 +1,234 @@
+//! `status`: where every partition stands — archived-through offset (from the archive, listing as
+//! recovery does: a couple of requests per partition from the commit hint), the group's committed
+//! offset and the log's offsets (from Kafka), what is not archived yet, the newest object's time, and
+//! flags where they disagree in a way that matters.
+
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::archive::completeness::{final_through, topic_final_through, Lateness, PartitionProgress};
+use crate::archive::object_key::Prefix;
+use crate::archive::partition::TopicPartition;
+use crate::archive::time_bucket::{BucketWidth, TimeSource};
+use crate::commands::status::report::{partition_status, PartitionStatus};
+use crate::recovery::tail::{find_tail, Patience, TailError, TailHints};
+use crate::recovery::CommitHint;
+use crate::source::offsets::{partition_offsets, OffsetsError, PartitionOffsets};
+use crate::source::topic_config::topic_lateness;
+use crate::store::ObjectStore;
+
+/// Tries of each store request before `status` reports the error.
+const STATUS_ATTEMPTS: u32 = 8;
+
+#[derive(Debug, Error)]
+pub enum StatusError {
+    #[error(transparent)]
+    Kafka(#[from] OffsetsError),
+    #[error("reading the archive of {tp}: {source}")]
+    Archive { tp: TopicPartition, source: TailError },
+    #[error("reading Kafka's offsets failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+#[derive(Debug, Clone)]
+pub struct StatusOptions {
+    pub prefix: Prefix,
+    pub topics: Vec<String>,
+    pub brokers: String,
+    pub props: Vec<(String, String)>,
+    pub group: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatusReport {
+    pub archive: String,
+    pub group: String,
+    pub list_requests: u64,
+    pub topics: Vec<TopicStatus>,
+    pub partitions: Vec<PartitionStatus>,
+}
+
+/// A topic's time buckets: which are complete (see `archive::completeness`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicStatus {
+    pub topic: String,
+    /// `day` or `hour` when its last objects are in time-bucket folders.
+    pub time_buckets: Option<&'static str>,
+    /// Every bucket that ends at or before this time (ms since the epoch) is complete: no object will be
+    /// added to its folders. `None`: none is known to be yet.
+    pub complete_through_ms: Option<i64>,
+    /// The same, RFC 3339.
+    pub complete_through: Option<String>,
+    /// How late the brokers let the topic's records be stamped (ms); `None`: unbounded.
+    pub lateness_bound_ms: Option<i64>,
+}
+
+fn rfc3339(ms: i64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64))
+        .to_string()
+}
+
+/// Per topic, from its partitions' progress.
+fn topic_statuses(
+    rows: &[(PartitionStatus, PartitionProgress)],
+    lateness: &BTreeMap<String, Lateness>,
+    log_read_ms: i64,
+) -> Vec<TopicStatus> {
+    let mut by_topic: BTreeMap<&str, Vec<&PartitionProgress>> = BTreeMap::new();
+    for (row, progress) in rows {
+        by_topic.entry(row.topic.as_str()).or_default().push(progress);
+    }
+    by_topic
+        .into_iter()
+        .map(|(topic, parts)| {
+            let width = parts.iter().filter_map(|p| p.last_bucket).map(|b| b.width()).max_by_key(|w| w.millis());
+            let bound = lateness.get(topic).copied().unwrap_or(Lateness::Unbounded);
+            // A partition without claims yet is bucketed as the others say they are.
+            let by_arrival = parts.iter().any(|p| p.time_source == Some(TimeSource::Arrival));
+            let default = by_arrival.then_some(TimeSource::Arrival);
+            let through = width.and_then(|width| {
+                topic_final_through(
+                    parts.iter().map(|p| final_through(&p.bucketed_by_default(default), width, bound, log_read_ms)),
+                )
+            });
+            TopicStatus {
+                topic: topic.to_string(),
+                time_buckets: width.map(|w| match w {
+                    BucketWidth::Day => "day",
+                    BucketWidth::Hour => "hour",
+                }),
+                complete_through_ms: through,
+                complete_through: through.map(rfc3339),
+                lateness_bound_ms: match bound {
+                    Lateness::Bounded(ms) => Some(ms),
+                    Lateness::Unbounded => None,
+                },
+            }
+        })
+        .collect()
+}
+
+impl StatusReport {
+    /// One table per topic, a row per partition.
+    pub fn table(&self) -> String {
+        let mut out = format!("archive {}  group {}\n", self.archive, self.group);
+        let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let mut by_topic: BTreeMap<&str, Vec<&PartitionStatus>> = BTreeMap::new();
+        for p in &self.partitions {
+            by_topic.entry(&p.topic).or_default().push(p);
+        }
+        for (topic, parts) in by_topic {
+            let mut rows = vec![[
+                "PARTITION",
+                "ARCHIVED-THROUGH",
+                "COMMITTED",
+                "LOG-START",
+                "LOG-END",
+                "UNARCHIVED",
+                "NEWEST-OBJECT",
+                "FLAGS",
+            ]
+            .map(String::from)
+            .to_vec()];
+            for p in parts {
+                let mut flags: Vec<String> = p.flags.iter().map(|f| f.as_str().to_string()).collect();
+                if let Some(start) = p.pending_claim {
+                    flags.push(format!("claim {start} in flight"));
+                }
+                rows.push(vec![
+                    p.partition.to_string(),
+                    opt(p.archived_through),
+                    opt(p.committed),
+                    p.log_start.to_string(),
+                    p.log_end.to_string(),
+                    p.unarchived.to_string(),
+                    p.newest_object_ms.map_or("-".into(), rfc3339),
+                    if flags.is_empty() { "-".into() } else { flags.join(", ") },
+                ]);
+            }
+            let _ = write!(out, "\ntopic {topic}\n{}", crate::commands::table::render(&rows));
+            if let Some(t) = self.topics.iter().find(|t| t.topic == topic && t.time_buckets.is_some()) {
+                let through = t.complete_through.as_deref().unwrap_or("no bucket yet");
+                let _ = writeln!(out, "time buckets complete through {through}");
+            }
+        }
+        let flagged = self.partitions.iter().filter(|p| !p.flags.is_empty()).count();
+        let _ = write!(
+            out,
+            "\n{} partitions, {flagged} flagged; {} list requests",
+            self.partitions.len(),
+            self.list_requests
+        );
+        out
+    }
+}
+
+/// One partition, as the archive and the log show it.
+pub(crate) struct Inspected {
+    pub(crate) row: PartitionStatus,
+    pub(crate) progress: PartitionProgress,
+    pub(crate) list_requests: u32,
+}
+
+/// Finds one partition's archive tail (from the commit hint, as recovery does) and sets it against the
+/// partition's log.
+pub(crate) async fn inspect(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    tp: TopicPartition,
+    PartitionOffsets { log, committed, topic }: PartitionOffsets,
+) -> Result<Inspected, StatusError> {
+    let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
+    let hints = TailHints { commit: hint, log_end: Some(log.log_end) };
+    let found = find_tail(store, prefix, &tp, hints, true, Patience::Attempts(STATUS_ATTEMPTS), None)
+        .await
+        .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
+    let row =
+        partition_status(&tp, &found.tail, found.last_claim.as_ref(), committed.as_ref().map(|c| c.0), log, &topic);
+    let progress = PartitionProgress {
+        last_bucket: found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket),
+        caught_up: row.pending_claim.is_none() && row.unarchived == 0,
+        time_source: found.last_claim.as_ref().and_then(|c| c.time_source),
+    };
+    Ok(Inspected { row, progress, list_requests: found.list_requests })
+}
+
+/// The topics' partitions' log and committed offsets, and each topic's lateness bound, read together.
+pub(crate) async fn read_log(
+    brokers: &str,
+    props: &[(String, String)],
+    group: &str,
+    topics: &[String],
+) -> Result<(BTreeMap<String, Lateness>, BTreeMap<TopicPartition, PartitionOffsets>), StatusError> {
+    let (b, p, g, t) = (brokers.to_string(), props.to_vec(), group.to_string(), topics.to_vec());
+    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&b, &p, Some(&g), &t));
+    let (lateness, offsets) = tokio::join!(topic_lateness(brokers, props, topics), offsets);
+    Ok((lateness?, offsets??))
+}
+
+pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<StatusReport, StatusError> {
+    // Read before the log ends: a record appended after them arrived after this time.
+    let log_read_ms = crate::pipeline::wall_clock_ms();
+    let (lateness, offsets) = read_log(&opts.brokers, &opts.props, &opts.group, &opts.topics).await?;
+    let results: Vec<Result<Inspected, StatusError>> = stream::iter(offsets)
+        .map(|(tp, offsets)| inspect(store, &opts.prefix, tp, offsets))
+        .buffered(16)
+        .collect()
+        .await;
+    let mut rows = Vec::new();
+    let mut list_requests = 0;
+    for r in results {
+        let Inspected { row, progress, list_requests: requests } = r?;
+        rows.push((row, progress));
+        list_requests += u64::from(requests);
+    }
+    let topics = topic_statuses(&rows, &lateness, log_read_ms);
+    let partitions = rows.into_iter().map(|(row, _)| row).collect();
+    Ok(StatusReport { archive: store.describe(), group: opts.group.clone(), list_requests, topics, partitions })
+}

@@ -1,0 +1,323 @@
+//! Wires a Kafka source, a pipeline and a store into a running archiver.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use thiserror::Error;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::warn;
+
+use crate::archive::destination::Destination;
+use crate::archive::object_key::Prefix;
+use crate::config::ArchiverConfig;
+use crate::pipeline::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
+use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
+use crate::recovery::ListRequest;
+use crate::retry::Backoff;
+use crate::service::markers::MarkerSettings;
+use crate::source::dead_letters::KafkaDeadLetters;
+use crate::source::probe::{connection_settings, probe_config};
+use crate::source::topic_id::TopicIdClient;
+use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings, HAND_OVER_BATCH};
+use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
+use crate::telemetry::Metrics;
+
+/// Batches of records (up to `HAND_OVER_BATCH` each) waiting between the consumer thread and the
+/// pipeline: at most 4,096 records.
+const RECORD_BATCHES: usize = 4096 / HAND_OVER_BATCH;
+
+#[derive(Debug, Error)]
+pub enum ArchiverError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("spool directory {dir}: {source}. Pass a writable --spool-dir")]
+    SpoolDir { dir: String, source: std::io::Error },
+    #[error("the pipeline task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+    #[error("the dead-letter producer cannot be created: {0}. Check --brokers and the --kafka settings")]
+    DeadLetters(rdkafka::error::KafkaError),
+}
+
+/// Opens the store a destination names. On S3, a sweeper aborts our multipart uploads that crashes left
+/// behind (pending for longer than `--abort-stale-uploads-after`); in a directory, stale temporary
+/// files are removed.
+pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    Ok(match &config.store.dest {
+        Destination::S3 { bucket, prefix } => {
+            let store = Arc::new(S3Store::connect(s3_settings(config, bucket)).await);
+            // The first sweep takes note of what is pending (and fails fast on a bucket we may not use).
+            store.abort_stale_uploads(prefix, config.store.abort_stale_uploads_after).await?;
+            tokio::spawn(sweep_stale_uploads(
+                Arc::downgrade(&store),
+                prefix.clone(),
+                config.store.abort_stale_uploads_after,
+            ));
+            store
+        }
+        Destination::File { root, .. } => {
+            let store = LocalStore::new(root)?;
+            let removed = store.remove_stale_temp_files(config.store.abort_stale_uploads_after)?;
+            if !removed.is_empty() {
+                warn!(count = removed.len(), files = ?removed, "removed stale temporary files left by earlier crashes");
+            }
+            Arc::new(store)
+        }
+    })
+}
+
+fn s3_settings(config: &ArchiverConfig, bucket: &str) -> S3Settings {
+    S3Settings::new(bucket, config.store.s3_endpoint.clone(), config.store.s3_region.clone())
+        .uploads(config.store.upload_part_size, config.store.upload_concurrency)
+        .attempt_timeout(config.store.s3_attempt_timeout)
+        .max_requests(config.store.s3_max_requests)
+        .objects(config.store.s3_objects.clone())
+}
+
+/// `run --check`: the store can be listed and honours conditional writes (the start-up checks, once,
+/// with the configured encryption and storage class), without cleaning anything up.
+pub async fn check_store(config: &ArchiverConfig) -> Result<String, StoreError> {
+    let store: Arc<dyn ObjectStore> = match &config.store.dest {
+        Destination::S3 { bucket, .. } => Arc::new(S3Store::connect(s3_settings(config, bucket)).await),
+        Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
+    };
+    preflight(config, store.as_ref()).await?;
+    probe_conditional_writes(config, store.as_ref()).await?;
+    Ok(store.describe())
+}
+
+/// How long start-up keeps trying a store that fails transiently (a brownout) before it gives up.
+pub const STARTUP_STORE_PATIENCE: Duration = Duration::from_secs(5 * 60);
+
+/// Opens the store and checks it (`open_store`, `preflight`, `probe_conditional_writes`), trying again
+/// on transient errors for up to [`STARTUP_STORE_PATIENCE`] and saying so; permanent errors (no
+/// bucket, access denied, no conditional writes) fail at once.
+pub async fn open_checked_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    let started = std::time::Instant::now();
+    let backoff = Backoff::default();
+    let mut attempt = 0;
+    loop {
+        let opened = async {
+            let store = open_store(config).await?;
+            preflight(config, store.as_ref()).await?;
+            probe_conditional_writes(config, store.as_ref()).await?;
+            Ok::<_, StoreError>(store)
+        };
+        match opened.await {
+            Err(e) if e.is_transient() && started.elapsed() < STARTUP_STORE_PATIENCE => {
+                let left = STARTUP_STORE_PATIENCE.saturating_sub(started.elapsed());
+                warn!(
+                    "the archive store does not answer at start-up (attempt {}): {e}; trying again for up to {}s \
+                     before giving up",
+                    attempt + 1,
+                    left.as_secs()
+                );
+                tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Aborts stale multipart uploads now and then, for as long as the store is in use.
+async fn sweep_stale_uploads(store: std::sync::Weak<S3Store>, prefix: Prefix, older_than: Duration) {
+    let every = (older_than / 4).clamp(Duration::from_secs(60), Duration::from_secs(3600));
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(store) = store.upgrade() else { return };
+        match store.abort_stale_uploads(&prefix, older_than).await {
+            Ok(aborted) if aborted.is_empty() => {}
+            Ok(aborted) => {
+                warn!(count = aborted.len(), keys = ?aborted, "aborted stale multipart uploads left by crashes")
+            }
+            Err(e) => warn!("looking for stale multipart uploads failed (tried again later): {e}"),
+        }
+    }
+}
+
+/// Opens a destination for reading (`verify`): no uploads, no clean-up.
+pub async fn open_reader(
+    dest: &Destination,
+    endpoint: Option<String>,
+    region: Option<String>,
+) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    Ok(match dest {
+        Destination::S3 { bucket, .. } => Arc::new(S3Store::connect(S3Settings::new(bucket, endpoint, region)).await),
+        Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
+    })
+}
+
+/// Checks, before anything consumes, that the archive can be listed: a missing bucket or wrong
+/// credentials fail here with a message that says what to fix.
+async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
+    let req = ListRequest { prefix: config.store.dest.prefix().as_str().to_string(), start_after: None };
+    store.list(&req, 1).await.map(|_| ())
+}
+
+/// Proves that the store honours conditional writes before anything is archived: a probe key put twice
+/// with `If-None-Match: *` must be refused the second time. A store that ignores the header would let
+/// every claim "win", and exactly-once would be void without a sign. The probe is removed afterwards.
+async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
+    let key = format!("{}_probe/{}-{:016x}.probe", config.store.dest.prefix().root(), writer_id(), fastrand::u64(..));
+    const PROBE: &[u8] = b"conditional write probe";
+    let (body, len) = (SpoolData::Memory(Bytes::from_static(PROBE)), PROBE.len() as u64);
+    store.put_if_absent(&key, &body, len).await?;
+    let second = store.put_if_absent(&key, &body, len).await;
+    let _ = store.delete(&key).await;
+    match second? {
+        PutOutcome::AlreadyExists => Ok(()),
+        PutOutcome::Created => Err(StoreError::Permanent {
+            what: format!(
+                "the store at {}{} does not honour conditional writes: a second PUT of {key} with \
+                 If-None-Match: * was accepted",
+                store.describe(),
+                config.store.s3_endpoint.as_deref().map(|e| format!(" (endpoint {e})")).unwrap_or_default()
+            ),
+            fix: "the archiver's exactly-once guarantee rests on them (claims, and never overwriting an object); use \
+                  a store that supports If-None-Match on PutObject and CompleteMultipartUpload"
+                .into(),
+        }),
+    }
+}
+
+fn source_settings(config: &ArchiverConfig) -> SourceSettings {
+    SourceSettings {
+        brokers: config.source.brokers.clone(),
+        group: config.source.group.clone(),
+        subscription: config.source.subscription.clone(),
+        kafka_props: config.source.kafka_props.clone(),
+        revoke_wait: config.pipeline.revoke_timeout + std::time::Duration::from_secs(5),
+        max_buffer_bytes: config.pipeline.max_buffer_bytes,
+    }
+}
+
+/// `run --check`: what `run` checks before it consumes — the brokers answer and the named topics exist,
+/// the store can be listed and honours conditional writes — once each, without waiting out brownouts.
+/// Returns a line per check passed.
+pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError> {
+    let settings = source_settings(config);
+    tokio::task::spawn_blocking(move || KafkaSource::check(&settings)).await??;
+    let topics = config.source.subscription.join(", ");
+    let store = check_store(config).await?;
+    Ok(vec![
+        format!("brokers {}: reachable; topics: {topics}", config.source.brokers),
+        format!("archive {store}: listable, conditional writes honoured"),
+    ])
+}
+
+/// Names this process in claims: host and pid.
+fn writer_id() -> String {
+    format!("{}:{}", host_name(), std::process::id())
+}
+
+/// A running archiver.
+pub struct Archiver {
+    source: KafkaSource,
+    pipeline: JoinHandle<Result<(), PipelineError>>,
+    metrics: Arc<Metrics>,
+    /// Puts `_SUCCESS` markers into complete time buckets (with time buckets).
+    markers: Option<JoinHandle<()>>,
+}
+
+impl Archiver {
+    pub fn start(config: &ArchiverConfig, store: Arc<dyn ObjectStore>) -> Result<Self, ArchiverError> {
+        let spool = SpoolConfig {
+            memory_threshold: config.pipeline.spool_memory_threshold,
+            dir: config.pipeline.spool_dir.clone(),
+            usage: Arc::new(SpoolUsage::default()),
+        };
+        spool.prepare_dir().map_err(|source| ArchiverError::SpoolDir {
+            dir: config.pipeline.spool_dir.display().to_string(),
+            source,
+        })?;
+        let metrics = Arc::new(Metrics::default());
+        let (records_tx, records_rx) = mpsc::channel(RECORD_BATCHES);
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
+        let (link, commands) = SourceLink::new();
+        let settings = PipelineSettings {
+            prefix: config.store.dest.prefix().clone(),
+            spec: config.pipeline.spec,
+            roll: config.pipeline.roll,
+            spool,
+            max_buffer_bytes: config.pipeline.max_buffer_bytes,
+            max_spool_bytes: config.pipeline.max_spool_bytes,
+            revoke_timeout: config.pipeline.revoke_timeout,
+            start_from: config.source.start_from,
+            claims: config.pipeline.claims,
+            writer_id: writer_id(),
+            bucketing: config.pipeline.bucketing,
+            values: config.pipeline.values.clone(),
+        };
+        let topic_ids = TopicIdClient::new(&probe_config(&config.source.brokers, &config.source.kafka_props))
+            .map_err(|e| ArchiverError::Source(SourceError::Create(e)))?;
+        let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone(), Arc::new(topic_ids));
+        if let Some(topic) = &config.pipeline.dlq_topic {
+            let sink =
+                KafkaDeadLetters::new(&config.source.brokers, &connection_settings(&config.source.kafka_props), topic)
+                    .map_err(ArchiverError::DeadLetters)?;
+            pipeline = pipeline.with_dead_letters(Arc::new(sink));
+        }
+        let markers = config.pipeline.bucketing.map(|b| {
+            let settings = MarkerSettings {
+                prefix: config.store.dest.prefix().clone(),
+                topics: config.source.subscription.iter().filter(|t| !t.starts_with('^')).cloned().collect(),
+                width: b.width,
+                source: b.source,
+                brokers: config.source.brokers.clone(),
+                kafka_props: connection_settings(&config.source.kafka_props),
+                group: config.source.group.clone(),
+                writer_id: writer_id(),
+                interval: config.pipeline.marker_interval,
+                assigned: pipeline.assigned_topics(),
+            };
+            tokio::spawn(crate::service::markers::run(store, settings, metrics.clone()))
+        });
+        let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));
+        let source = KafkaSource::spawn(
+            &source_settings(config),
+            PipelineChannels { records: records_tx, control: control_tx, commands },
+            &link,
+            metrics.clone(),
+        )?;
+        Ok(Self { source, pipeline, metrics, markers })
+    }
+
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// True once the pipeline has ended (only a fatal error ends it before a stop is requested).
+    pub fn is_finished(&self) -> bool {
+        self.pipeline.is_finished()
+    }
+
+    /// Graceful stop: stop fetching, upload what is buffered, commit, leave the group.
+    pub async fn shutdown(self) -> Result<(), ArchiverError> {
+        if let Some(markers) = &self.markers {
+            markers.abort();
+        }
+        self.source.request_stop();
+        let source = self.source;
+        let source_result = tokio::task::spawn_blocking(move || source.join()).await?;
+        self.pipeline.await??;
+        source_result?;
+        Ok(())
+    }
+
+    /// Simulated crash: nothing is flushed or committed (used by `demo`).
+    pub async fn crash(self) {
+        if let Some(markers) = &self.markers {
+            markers.abort();
+        }
+        self.pipeline.abort();
+        let source = self.source;
+        let _ = tokio::task::spawn_blocking(move || source.crash()).await;
+    }
+}

@@ -1,0 +1,353 @@
+//! The typed value columns of a Parquet file (`--value-format json`): `value` (a struct decoded by
+//! arrow-json from each record's bytes), `value_raw` (the bytes, for misfits or with `--keep-raw-value`)
+//! and `value_error` (why a record did not fit). Every record has its row: a misfit's value is null.
+//! Inferring (`--value-schema infer`), the file's schema comes from its first batch; a later record
+//! with fields that schema lacks is not taken (the file rolls, and the next one infers anew).
+
+use std::sync::Arc;
+
+use arrow_array::builder::{BinaryBuilder, StringBuilder};
+use arrow_array::ArrayRef;
+use arrow_json::reader::{Decoder, ReaderBuilder};
+use arrow_schema::{ArrowError, Field, FieldRef};
+use serde_json::Value;
+
+use crate::archive::encode::EncodeError;
+use crate::values::{value_field, Inference, JsonValues, ValueSchema};
+
+/// The raw bytes' column.
+pub const VALUE_RAW: &str = "value_raw";
+/// The misfit reason's column.
+pub const VALUE_ERROR: &str = "value_error";
+
+/// What one file's values came to, for its log line and counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValueStats {
+    /// Records whose value did not fit the schema (kept raw).
+    pub misfits: u64,
+    /// Object keys the schema does not declare (ignored).
+    pub ignored_fields: u64,
+    /// The first misfit's offset and reason.
+    pub first_misfit: Option<(i64, String)>,
+}
+
+/// One batch's rows, decoded into the three columns when the batch is taken.
+pub struct TypedColumns {
+    json: Arc<JsonValues>,
+    /// The file's schema and its `value` field: declared, or inferred from the first batch.
+    schema: Option<(ValueSchema, FieldRef)>,
+    /// The batch's value bytes, back to back; `rows` says whose are whose.
+    bytes: Vec<u8>,
+    rows: Vec<Row>,
+    pub stats: ValueStats,
+}
+
+struct Row {
+    /// Where the value's bytes are in `bytes`; none for a null value (a tombstone).
+    span: Option<(usize, usize)>,
+    /// Why the value does not fit, if it does not.
+    misfit: Option<String>,
+}
+
+impl TypedColumns {
+    pub fn new(json: Arc<JsonValues>) -> Self {
+        let schema = json.declared.clone().map(|s| {
+            let field = Arc::new(value_field(&s));
+            (s, field)
+        });
+        Self { json, schema, bytes: Vec::new(), rows: Vec::new(), stats: ValueStats::default() }
+    }
+
+    /// The three columns' fields, in order, once the file's schema is known.
+    pub fn fields(&self) -> Option<[Field; 3]> {
+        let (_, field) = self.schema.as_ref()?;
+        Some([
+            field.as_ref().clone(),
+            Field::new(VALUE_RAW, arrow_schema::DataType::Binary, true),
+            Field::new(VALUE_ERROR, arrow_schema::DataType::Utf8, true),
+        ])
+    }
+
+    /// Takes a record's value; or, inferring, refuses one with fields the file's schema lacks when
+    /// `may_roll` (then nothing is taken: the record belongs in a new file).
+    pub fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
+        let Some(value) = value else {
+            self.rows.push(Row { span: None, misfit: None });
+            return true;
+        };
+        let misfit = match &self.schema {
+            // Inferred at the end of the batch; only objects can be.
+            None => match serde_json::from_slice::<Value>(value) {
+                Ok(Value::Object(_)) => None,
+                Ok(_) => Some("value: not a JSON object".to_string()),
+                Err(e) => Some(format!("value: not JSON ({e})")),
+            },
+            Some((schema, _)) => match schema.check(value) {
+                Ok(fit) if fit.ignored_fields > 0 && self.json.declared.is_none() => {
+                    if may_roll {
+                        return false;
+                    }
+                    Some("value: has fields this file's inferred schema lacks (a re-written file is one file)".into())
+                }
+                Ok(fit) => {
+                    self.stats.ignored_fields += fit.ignored_fields;
+                    None
+                }
+                Err(why) => Some(why.to_string()),
+            },
+        };
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        if let Some(why) = &misfit {
+            self.misfit(offset, why);
+        }
+        self.rows.push(Row { span: Some((start, self.bytes.len())), misfit });
+        true
+    }
+
+    /// Infers the file's schema from the batch's values (the first batch), leaving out those that
+    /// conflict with the ones before them.
+    fn infer(&mut self, offsets: &[i64]) -> (ValueSchema, FieldRef) {
+        let mut inference = Inference::default();
+        for (i, &offset) in offsets.iter().enumerate() {
+            let Some(text) = self.value(&self.rows[i]).filter(|_| self.rows[i].misfit.is_none()) else { continue };
+            let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(text) else { continue };
+            if let Err(why) = inference.add(&o) {
+                let why = format!("value{why}");
+                self.misfit(offset, &why);
+                self.rows[i].misfit = Some(why);
+            }
+        }
+        let schema = inference.schema();
+        let field = Arc::new(value_field(&schema));
+        (schema, field)
+    }
+
+    fn misfit(&mut self, offset: i64, why: &str) {
+        self.stats.misfits += 1;
+        self.stats.first_misfit.get_or_insert_with(|| (offset, why.to_string()));
+    }
+
+    fn value(&self, row: &Row) -> Option<&[u8]> {
+        row.span.map(|(s, e)| &self.bytes[s..e])
+    }
+
+    /// Builds the batch's three columns and starts the next batch. `offsets` are the batch's record
+    /// offsets (for the stats of a misfit found only by the decoder).
+    pub fn take(&mut self, offsets: &[i64]) -> Result<[ArrayRef; 3], EncodeError> {
+        if self.schema.is_none() {
+            self.schema = Some(self.infer(offsets));
+        }
+        let value = match self.decode_all() {
+            Ok(value) => value,
+            Err(_) => {
+                // The checks let through something the decoder refuses: find those rows one by one,
+                // keep them raw, and decode the rest.
+                self.refuse_undecodable(offsets)?;
+                self.decode_all()?
+            }
+        };
+        let mut raw = BinaryBuilder::with_capacity(self.rows.len(), 0);
+        let mut error = StringBuilder::new();
+        for row in &self.rows {
+            let keep = row.misfit.is_some() || self.json.keep_raw;
+            raw.append_option(self.value(row).filter(|_| keep));
+            error.append_option(row.misfit.as_deref());
+        }
+        self.rows.clear();
+        self.bytes.clear();
+        Ok([value, Arc::new(raw.finish()), Arc::new(error.finish())])
+    }
+
+    /// A decoder taking at most `rows` rows: bytes beyond them are left unread (and so refused).
+    fn decoder(&self, rows: usize) -> Result<Decoder, ArrowError> {
+        let (_, field) = self.schema.as_ref().expect("the schema is known when decoding");
+        ReaderBuilder::new_with_field(field.clone()).with_batch_size(rows.max(1)).build_decoder()
+    }
+
+    /// Decodes the rows that fit, a null for every other row.
+    fn decode_all(&self) -> Result<ArrayRef, EncodeError> {
+        let mut decoder = self.decoder(self.rows.len())?;
+        for row in &self.rows {
+            let text = self.value(row).filter(|_| row.misfit.is_none()).unwrap_or(b"null");
+            feed(&mut decoder, text)?;
+        }
+        let value = decoder.flush()?.map(|batch| batch.column(0).clone());
+        match value {
+            Some(value) if value.len() == self.rows.len() => Ok(value),
+            _ => Err(EncodeError::BadParquet("typed values decoded to fewer or more rows than records".into())),
+        }
+    }
+
+    fn refuse_undecodable(&mut self, offsets: &[i64]) -> Result<(), EncodeError> {
+        for (i, &offset) in offsets.iter().enumerate() {
+            let Some(text) = self.value(&self.rows[i]).filter(|_| self.rows[i].misfit.is_none()) else { continue };
+            let mut decoder = self.decoder(1)?;
+            if let Err(e) = feed(&mut decoder, text).and_then(|()| decoder.flush().map(drop)) {
+                let why = format!("value: {e}");
+                self.misfit(offset, &why);
+                self.rows[i].misfit = Some(why);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn feed(decoder: &mut Decoder, text: &[u8]) -> Result<(), ArrowError> {
+    let read = decoder.decode(text)?;
+    if read != text.len() || decoder.decode(b"\n")? != 1 || decoder.has_partial_record() {
+        return Err(ArrowError::JsonError("a value is not one complete JSON document".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Decimal128Type, Int64Type, TimestampMillisecondType};
+    use arrow_array::Array;
+
+    use super::*;
+    use crate::values::ValueSchema;
+
+    const SCHEMA: &str = r#"{"type":"record","name":"Order","fields":[
+        {"name":"id","type":"long"},
+        {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+        {"name":"at","type":["null",{"type":"long","logicalType":"timestamp-millis"}]},
+        {"name":"user","type":{"type":"record","name":"U","fields":[{"name":"name","type":"string"}]}},
+        {"name":"tags","type":{"type":"array","items":"string"}}
+    ]}"#;
+
+    fn columns(keep_raw: bool) -> TypedColumns {
+        let schema = ValueSchema::from_avro(SCHEMA).unwrap();
+        TypedColumns::new(Arc::new(JsonValues { declared: Some(schema), keep_raw }))
+    }
+
+    const GOOD: &str =
+        r#"{"id":7,"amount":"12.34","at":"2026-11-30T10:00:00Z","user":{"name":"ann"},"tags":["a","b"],"x":1}"#;
+
+    #[test]
+    fn fitting_values_become_typed_columns_and_misfits_keep_their_bytes() {
+        let mut c = columns(false);
+        let broken = b"{\"id\":\"seven\"}";
+        let not_json = [0xff, 0x00, b'{'];
+        assert!(c.push(10, Some(GOOD.as_bytes()), true));
+        assert!(c.push(11, Some(broken), true));
+        assert!(c.push(12, None, true));
+        assert!(c.push(13, Some(&not_json), true));
+        let [value, raw, error] = c.take(&[10, 11, 12, 13]).unwrap();
+        let value = value.as_struct();
+        assert_eq!((value.len(), value.null_count()), (4, 3));
+        assert_eq!(value.column_by_name("id").unwrap().as_primitive::<Int64Type>().value(0), 7);
+        let amount = value.column_by_name("amount").unwrap().as_primitive::<Decimal128Type>();
+        assert_eq!(amount.value(0), 1234);
+        let at = value.column_by_name("at").unwrap().as_primitive::<TimestampMillisecondType>();
+        assert_eq!(at.value(0), 1_796_032_800_000);
+        let user = value.column_by_name("user").unwrap().as_struct();
+        assert_eq!(user.column(0).as_string::<i32>().value(0), "ann");
+        let raw = raw.as_binary::<i32>();
+        assert!(raw.is_null(0) && raw.is_null(2), "a fitting value and a tombstone keep no bytes");
+        assert_eq!((raw.value(1), raw.value(3)), (&broken[..], &not_json[..]));
+        let error = error.as_string::<i32>();
+        assert_eq!(error.value(1), "value.id: expected a 64-bit integer, got \"seven\"");
+        assert!(error.value(3).starts_with("value: not JSON"));
+        assert!(error.is_null(0) && error.is_null(2));
+        assert_eq!(c.stats.misfits, 2);
+        assert_eq!(c.stats.ignored_fields, 1);
+        assert_eq!(c.stats.first_misfit.as_ref().map(|(o, _)| *o), Some(11));
+    }
+
+    #[test]
+    fn keep_raw_keeps_every_value_and_batches_start_afresh() {
+        let mut c = columns(true);
+        assert!(c.push(0, Some(GOOD.as_bytes()), true));
+        let [_, raw, _] = c.take(&[0]).unwrap();
+        assert_eq!(raw.as_binary::<i32>().value(0), GOOD.as_bytes());
+        assert!(c.push(1, None, true));
+        let [value, raw, error] = c.take(&[1]).unwrap();
+        assert_eq!((value.len(), raw.len(), error.len()), (1, 1, 1));
+        assert!(value.is_null(0) && raw.is_null(0));
+    }
+
+    #[test]
+    fn a_value_the_checks_pass_but_the_decoder_refuses_is_kept_raw() {
+        // Two documents in one value: valid to nobody, caught by the checks already; so force the
+        // decoder path with a row whose bytes are changed after the check.
+        let mut c = columns(false);
+        assert!(c.push(0, Some(GOOD.as_bytes()), true));
+        assert!(c.push(1, Some(GOOD.as_bytes()), true));
+        let (s, e) = c.rows[1].span.unwrap();
+        c.bytes.splice(s..e, br#"{"id":1,"amount":"1","user":{"name":"x"},"tags":[]} {"id":2}"#.iter().copied());
+        c.rows[1].span = Some((s, c.bytes.len()));
+        let [value, raw, error] = c.take(&[0, 1]).unwrap();
+        assert!(!value.is_null(0) && value.is_null(1));
+        assert!(raw.as_binary::<i32>().value(1).starts_with(br#"{"id":1"#));
+        assert!(error.as_string::<i32>().value(1).contains("not one complete JSON document"));
+        assert_eq!(c.stats.misfits, 1);
+    }
+
+    /// Snippets of JSON for a field: of every kind, fitting some types and not others.
+    const SNIPPETS: [&str; 24] = [
+        "null",
+        "true",
+        "0",
+        "-5",
+        "7.25",
+        "1.5",
+        "1e3",
+        "3000000000",
+        "9223372036854775807",
+        "18446744073709551615",
+        "1e400",
+        "\"12\"",
+        "\"1.234\"",
+        "\"abc\"",
+        "\"2026-11-30\"",
+        "\"2026-11-30T10:00:00Z\"",
+        "\"2026-11-30 10:00:00\"",
+        "\"30/11/2026\"",
+        "[]",
+        "[1, 2]",
+        "[1.5]",
+        "{}",
+        "{\"x\": true}",
+        "\"123e4567-e89b-12d3-a456-426614174000\"",
+    ];
+
+    const EVERY_TYPE: &str = r#"{"type":"record","name":"All","fields":[
+        {"name":"a","type":["null","long"]},
+        {"name":"b","type":["null","int"]},
+        {"name":"c","type":["null","double"]},
+        {"name":"d","type":["null",{"type":"bytes","logicalType":"decimal","precision":6,"scale":2}]},
+        {"name":"e","type":["null",{"type":"long","logicalType":"timestamp-millis"}]},
+        {"name":"f","type":["null",{"type":"array","items":"int"}]},
+        {"name":"g","type":["null",{"type":"record","name":"G","fields":[{"name":"x","type":"boolean"}]}]},
+        {"name":"h","type":["null",{"type":"map","values":"long"}]},
+        {"name":"i","type":["null",{"type":"int","logicalType":"date"}]},
+        {"name":"j","type":["null",{"type":"enum","name":"J","symbols":["abc"]}]},
+        {"name":"k","type":["null",{"type":"string","logicalType":"uuid"}]},
+        {"name":"l","type":["null","float"]},
+        {"name":"m","type":["null","string"]}
+    ]}"#;
+
+    /// What the checks let through, arrow-json decodes (the refusal fallback is never needed): every
+    /// snippet in every field of every type, one at a time.
+    #[test]
+    fn the_checks_never_pass_what_the_decoder_refuses() {
+        let schema = ValueSchema::from_avro(EVERY_TYPE).unwrap();
+        let mut fits = 0;
+        for field in schema.fields().iter().map(|f| f.name.clone()) {
+            for snippet in SNIPPETS {
+                let json = format!("{{\"{field}\": {snippet}}}");
+                let declared = Some(schema.clone());
+                let mut c = TypedColumns::new(Arc::new(JsonValues { declared, keep_raw: false }));
+                assert!(c.push(0, Some(json.as_bytes()), true));
+                if c.rows[0].misfit.is_none() {
+                    fits += 1;
+                    assert!(c.decode_all().is_ok(), "{json} fits but does not decode");
+                }
+            }
+        }
+        assert!(fits > 60, "most types take some snippets: {fits}");
+    }
+}

@@ -1,0 +1,146 @@
+//! Typed values (`--value-format json`): a record's value is JSON, decoded into a declared schema. The
+//! schema is a tree of [`Node`]s, read from an Avro schema (`avro`), checked against each value
+//! (`check`) and mapped to Arrow types (`arrow`) for the Parquet `value` column.
+
+mod arrow;
+mod avro;
+mod check;
+pub(crate) mod columns;
+mod infer;
+pub(crate) mod line;
+
+use std::fmt;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+pub use self::arrow::{value_field, VALUE_FIELD};
+pub use self::check::{Fit, Misfit};
+pub use self::infer::Inference;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SchemaError {
+    #[error("the value schema is not JSON: {0}")]
+    NotJson(String),
+    #[error("value schema, at {path}: {why}")]
+    Unsupported { path: String, why: String },
+}
+
+/// How a timestamp counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Millis,
+    Micros,
+}
+
+/// The type of a JSON value, as declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueType {
+    Boolean,
+    /// A 32-bit integer.
+    Int,
+    /// A 64-bit integer.
+    Long,
+    Float,
+    Double,
+    String,
+    /// A string in the 8-4-4-4-12 hexadecimal form.
+    Uuid,
+    /// A string, one of the symbols.
+    Enum(Arc<[String]>),
+    /// A count of `unit` since the epoch, or an RFC 3339 string. `utc` is false for Avro's local
+    /// timestamps (no time zone).
+    Timestamp {
+        unit: TimeUnit,
+        utc: bool,
+    },
+    /// Days since the epoch, or a `YYYY-MM-DD` string.
+    Date,
+    /// A number or numeric string with at most `precision` digits, `scale` of them after the point.
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
+    Array(Box<Node>),
+    /// An object whose keys are free and whose values all have one type.
+    Map(Box<Node>),
+    Record(Fields),
+}
+
+/// A type, and whether null (or a missing field) is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub ty: ValueType,
+    pub nullable: bool,
+}
+
+/// One named field of a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldNode {
+    pub name: String,
+    pub node: Node,
+}
+
+pub type Fields = Arc<[FieldNode]>;
+
+/// The declared schema of a topic's values: a record (a JSON object) at the top.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueSchema {
+    fields: Fields,
+}
+
+impl ValueSchema {
+    /// Reads an Avro schema (`.avsc`) whose top level is a record.
+    pub fn from_avro(text: &str) -> Result<Self, SchemaError> {
+        avro::parse(text).map(|fields| Self { fields })
+    }
+
+    pub fn fields(&self) -> &Fields {
+        &self.fields
+    }
+}
+
+/// How record values are archived.
+#[derive(Debug, Clone, Default)]
+pub enum ValueFormat {
+    /// Bytes as they are (the `value` column is binary).
+    #[default]
+    Raw,
+    Json(Arc<JsonValues>),
+}
+
+impl ValueFormat {
+    pub fn json(&self) -> Option<&Arc<JsonValues>> {
+        match self {
+            ValueFormat::Raw => None,
+            ValueFormat::Json(j) => Some(j),
+        }
+    }
+}
+
+/// `--value-format json`: the declared schema (none: inferred per file, `--value-schema infer`), and
+/// whether every record keeps its raw bytes too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonValues {
+    pub declared: Option<ValueSchema>,
+    pub keep_raw: bool,
+}
+
+impl fmt::Display for ValueType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueType::Boolean => f.write_str("a boolean"),
+            ValueType::Int => f.write_str("a 32-bit integer"),
+            ValueType::Long => f.write_str("a 64-bit integer"),
+            ValueType::Float | ValueType::Double => f.write_str("a number"),
+            ValueType::String => f.write_str("a string"),
+            ValueType::Uuid => f.write_str("a UUID string"),
+            ValueType::Enum(symbols) => write!(f, "one of {}", symbols.join(", ")),
+            ValueType::Timestamp { .. } => f.write_str("a timestamp (epoch count or RFC 3339 string)"),
+            ValueType::Date => f.write_str("a date (days since the epoch or YYYY-MM-DD)"),
+            ValueType::Decimal { precision, scale } => write!(f, "a decimal({precision}, {scale})"),
+            ValueType::Array(_) => f.write_str("an array"),
+            ValueType::Map(_) | ValueType::Record(_) => f.write_str("an object"),
+        }
+    }
+}
