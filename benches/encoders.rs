@@ -1,7 +1,7 @@
 //! The encoders' hot path: records/s per core turning records into a sealed file (Parquet and JSON
 //! lines, each compression), for compressible values (JSON-like, as `generate` makes them) and for
 //! incompressible ones (random bytes), and typed values (`--value-format json`) against raw ones.
-//! Run with `cargo bench --bench encoders`; figures in the README.
+//! Run with `cargo bench --bench encoders`; figures in docs/performance.md.
 
 use std::sync::Arc;
 

@@ -287,7 +287,7 @@ fn check_folder_rule(objects: &[(ObjectKey, Vec<Record>)], produced: &BTreeMap<i
 }
 
 /// DuckDB reads dt and hour from the folders: counts per folder, one folder's records exactly, and the
-/// README's recipe for an hour's records by time (that folder and later ones, filtered on timestamp).
+/// docs/archive.md's recipe for an hour's records by time (that folder and later ones, filtered on timestamp).
 fn check_duckdb(dir: &Path, objects: &[(ObjectKey, Vec<Record>)], produced: &BTreeMap<i32, Vec<Record>>) {
     let script = r#"
 import duckdb, sys

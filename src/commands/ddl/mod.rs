@@ -1,6 +1,7 @@
 //! `ddl`: a table definition for a topic's archive, for the layout its objects are in (found with one
 //! listing of the topic's folder: time buckets or not, Parquet or not, the earliest date folder).
 
+pub mod cli;
 pub mod engines;
 
 use thiserror::Error;

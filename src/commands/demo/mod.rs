@@ -4,6 +4,7 @@
 //! an independent check that every produced record is in the archive exactly once, bytes equal.
 
 pub mod check;
+pub mod cli;
 pub mod generate;
 
 use std::collections::BTreeMap;

@@ -3,6 +3,7 @@
 //! is idempotent and every record carries its source in a header; a re-run first reads the target
 //! back and skips what it holds, so an interrupted restore resumes without duplicates.
 
+pub mod cli;
 pub mod plan;
 pub mod progress;
 

@@ -3,6 +3,7 @@
 //! offset and the log's offsets (from Kafka), what is not archived yet, the newest object's time, and
 //! flags where they disagree in a way that matters.
 
+pub mod cli;
 pub mod report;
 
 use std::collections::BTreeMap;

@@ -4,6 +4,7 @@
 //! conclusions are `audit`'s.
 
 pub mod audit;
+pub mod cli;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
