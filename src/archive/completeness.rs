@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::object_key::{ObjectKey, Prefix};
+use super::keys::{classify, ArchiveKey};
+use super::object_key::Prefix;
 use super::time_bucket::{Bucket, BucketWidth, TimeSource};
 
 /// The name of a complete bucket's marker object, in the bucket's folder (Spark and Hive skip names
@@ -65,25 +66,13 @@ pub fn marker_key(prefix: &Prefix, topic: &str, bucket: &Bucket) -> String {
     format!("{}{MARKER_NAME}", prefix.bucket_folder(topic, bucket))
 }
 
-/// Whether `key` is a `_SUCCESS` marker of some topic's bucket under `prefix`.
-pub fn is_marker(prefix: &Prefix, key: &str) -> bool {
-    let topic = key.strip_prefix(&prefix.root()).and_then(|rest| rest.split('/').next()?.strip_prefix("topic="));
-    key.ends_with(MARKER_NAME)
-        && topic.is_some_and(|t| ObjectKey::parse(prefix, key).is_err() && bucket_of_key(prefix, t, key).is_some())
-}
-
 /// The time bucket a key of the topic's folder is in: a data object's or a marker's.
 pub fn bucket_of_key(prefix: &Prefix, topic: &str, key: &str) -> Option<Bucket> {
-    if let Ok(object) = ObjectKey::parse(prefix, key) {
-        return object.bucket.filter(|_| object.tp.topic() == topic);
+    match classify(prefix, key) {
+        ArchiveKey::Data(object) => object.bucket.filter(|_| object.tp.topic() == topic),
+        ArchiveKey::Marker { topic: of, bucket } => Some(bucket).filter(|_| of == topic),
+        ArchiveKey::Claim(_) | ArchiveKey::Foreign => None,
     }
-    let folders = key.strip_prefix(&prefix.topic_folder(topic))?.strip_suffix(MARKER_NAME)?.strip_suffix('/')?;
-    let mut dirs = folders.split('/');
-    let (dt, hour) = (dirs.next()?, dirs.next());
-    if dirs.next().is_some() {
-        return None;
-    }
-    Bucket::parse(dt, hour)
 }
 
 /// Allowed difference between the clocks of the archivers and of the host reading the log end.
@@ -226,6 +215,7 @@ mod tests {
         assert_eq!(bucket_of_key(&prefix, "orders", &key), Some(hour));
         let data = "a/topic=orders/dt=2026-11-30/hour=07/partition=1/orders+1+00000000000000000000+00000000000000000009.parquet";
         assert_eq!(bucket_of_key(&prefix, "orders", data), Some(hour));
+        let is_marker = |prefix: &Prefix, key: &str| matches!(classify(prefix, key), ArchiveKey::Marker { .. });
         assert!(is_marker(&prefix, &key) && !is_marker(&prefix, data));
         assert!(!is_marker(&prefix, "a/topic=orders/_SUCCESS") && !is_marker(&Prefix::new("b"), &key));
         let day = Bucket::containing(BucketWidth::Day, DAY);

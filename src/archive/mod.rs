@@ -7,6 +7,7 @@ pub mod claim;
 pub mod completeness;
 pub mod destination;
 pub mod encode;
+pub mod keys;
 pub mod object_key;
 pub mod partition;
 pub mod record;

@@ -29,6 +29,12 @@ pub fn validate_topic(topic: &str) -> Result<(), PartitionError> {
     }
 }
 
+/// Whether `partition` is among those an operator named (`--partition`, repeatable): every one when none
+/// is named.
+pub fn is_selected(selected: &[i32], partition: i32) -> bool {
+    selected.is_empty() || selected.contains(&partition)
+}
+
 /// One partition of one topic. Cheap to clone (the name is shared): every consumed record carries one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicPartition {

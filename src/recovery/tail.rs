@@ -6,8 +6,9 @@
 use thiserror::Error;
 use tracing::warn;
 
+use crate::archive::keys::classify;
 use crate::archive::claim::{Claim, ClaimError, ClaimKey};
-use crate::archive::object_key::{ObjectKey, Prefix};
+use crate::archive::object_key::Prefix;
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::archive::time_bucket::Bucket;
 use crate::recovery::{assess_tail, CommitHint, ListRequest, Overlap, Step, Tail, TailListing, TailSearch};
@@ -146,7 +147,7 @@ async fn data_from(
         let page = with_retries(attempts, "listing the archive", watch, || store.list(&req, 1000)).await?;
         requests += 1;
         ranges.extend(
-            page.keys.iter().filter_map(|k| ObjectKey::parse(prefix, k).ok()).filter(|k| &k.tp == tp).map(|k| k.range),
+            page.keys.iter().filter_map(|k| classify(prefix, k).data()).filter(|k| &k.tp == tp).map(|k| k.range),
         );
         match (page.truncated, page.keys.last()) {
             (true, Some(last)) => req.start_after = Some(last.clone()),

@@ -17,6 +17,7 @@ use futures::stream::{self, StreamExt};
 use thiserror::Error;
 use tracing::{info, warn};
 
+use crate::archive::keys::classify;
 use crate::archive::claim::ClaimKey;
 use crate::archive::completeness::{
     bucket_of_key, final_through, folder_timestamps, marker_key, topic_final_through, Lateness, Marker,
@@ -195,7 +196,7 @@ async fn folder_summary(
 ) -> Result<(u64, Option<(i64, i64)>), StoreError> {
     let mut by_partition: BTreeMap<i32, Vec<ObjectKey>> = BTreeMap::new();
     for raw in list_all(store, &prefix.bucket_folder(topic, bucket)).await? {
-        if let Some(key) = ObjectKey::parse(prefix, &raw).ok().filter(|k| k.bucket == Some(*bucket)) {
+        if let Some(key) = classify(prefix, &raw).data().filter(|k| k.bucket == Some(*bucket)) {
             by_partition.entry(key.tp.partition()).or_default().push(key);
         }
     }
@@ -247,7 +248,7 @@ async fn claim_starts(
         };
         let (keys, _) = list_between(store, req, Some(&through)).await?;
         let starts: BTreeSet<i64> =
-            keys.iter().filter_map(|k| ClaimKey::parse(prefix, k).ok()).map(|c| c.chain_start).collect();
+            keys.iter().filter_map(|k| classify(prefix, k).claim()).map(|c| c.chain_start).collect();
         if from == 0 || starts.first().is_some_and(|s| *s <= first) {
             return Ok(starts);
         }

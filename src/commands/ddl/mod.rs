@@ -6,8 +6,9 @@ pub mod engines;
 
 use thiserror::Error;
 
+use crate::archive::keys::classify;
 use crate::archive::destination::Destination;
-use crate::archive::object_key::{FileKind, ObjectKey};
+use crate::archive::object_key::FileKind;
 use crate::commands::ddl::engines::{ddl, table_name, DdlError, Engine, TableLayout};
 use crate::recovery::ListRequest;
 use crate::store::{ObjectStore, StoreError};
@@ -47,7 +48,7 @@ pub async fn table_ddl(
     let first = page
         .keys
         .iter()
-        .filter_map(|k| ObjectKey::parse(prefix, k).ok())
+        .filter_map(|k| classify(prefix, k).data())
         .find(|k| k.tp.topic() == opts.topic)
         .ok_or_else(|| DdlCommandError::Empty { topic: opts.topic.clone(), dest: dest.to_string() })?;
     if first.kind != FileKind::Parquet {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use thiserror::Error;
 
 use crate::archive::claim::{Claim, ClaimKey};
-use crate::archive::completeness::is_marker;
+use crate::archive::keys::{classify, ArchiveKey};
 use crate::archive::encode::{decode, EncodeError};
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::record::Record;
@@ -44,9 +44,9 @@ pub struct ArchiveContents {
 pub async fn read_topic(store: &dyn ObjectStore, prefix: &Prefix, topic: &str) -> Result<ArchiveContents, CheckError> {
     let mut contents = ArchiveContents::default();
     for raw in list_all(store, &prefix.topic_folder(topic)).await? {
-        let key = match ObjectKey::parse(prefix, &raw) {
-            Ok(k) if k.tp.topic() == topic => k,
-            _ if is_marker(prefix, &raw) => continue,
+        let key = match classify(prefix, &raw) {
+            ArchiveKey::Data(k) if k.tp.topic() == topic => k,
+            ArchiveKey::Marker { .. } => continue,
             _ => {
                 contents.ignored_keys.push(raw);
                 continue;
@@ -76,7 +76,7 @@ async fn claim_naming(store: &dyn ObjectStore, key: &ObjectKey) -> Result<Option
     let starts: BTreeSet<i64> = list_all(store, &key.prefix.claims_folder(&key.tp))
         .await?
         .iter()
-        .filter_map(|k| ClaimKey::parse(&key.prefix, k).ok().map(|c| c.chain_start))
+        .filter_map(|k| classify(&key.prefix, k).claim().map(|c| c.chain_start))
         .collect();
     let Some(start) = covering_claim(&starts, key.range.start()) else { return Ok(None) };
     let claim_key = ClaimKey::new(key.prefix.clone(), key.tp.clone(), start).to_string();
@@ -92,7 +92,7 @@ pub async fn archived_ends(
 ) -> Result<BTreeMap<i32, i64>, StoreError> {
     let mut ends = BTreeMap::new();
     for raw in list_all(store, &prefix.topic_folder(topic)).await? {
-        if let Ok(k) = ObjectKey::parse(prefix, &raw) {
+        if let Some(k) = classify(prefix, &raw).data() {
             let end = ends.entry(k.tp.partition()).or_insert(k.range.end());
             *end = (*end).max(k.range.end());
         }

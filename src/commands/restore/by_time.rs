@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use futures::stream::{self, StreamExt};
 
 use super::{ByPartition, RestoreOptions};
+use crate::archive::keys::classify;
 use crate::archive::claim::{Claim, ClaimKey};
 use crate::archive::completeness::{bucket_of_key, Marker};
 use crate::archive::object_key::{ObjectKey, Prefix};
@@ -74,7 +75,7 @@ pub(super) async fn skip_by_claims(
     }
     let mut starts: BTreeMap<i32, BTreeSet<i64>> = BTreeMap::new();
     for raw in list_all(store, &opts.prefix.claims_topic_folder(&opts.topic)).await? {
-        if let Ok(c) = ClaimKey::parse(&opts.prefix, &raw) {
+        if let Some(c) = classify(&opts.prefix, &raw).claim() {
             starts.entry(c.tp.partition()).or_default().insert(c.chain_start);
         }
     }

@@ -23,10 +23,10 @@ use rdkafka::error::KafkaError;
 use thiserror::Error;
 use tokio::task::JoinSet;
 
-use crate::archive::completeness::is_marker;
+use crate::archive::keys::{classify, ArchiveKey};
 use crate::archive::encode::{decode, json_line, EncodeError};
 use crate::archive::object_key::{ObjectKey, Prefix};
-use crate::archive::partition::TopicPartition;
+use crate::archive::partition::{is_selected, TopicPartition};
 use crate::archive::record::Record;
 use crate::commands::restore::plan::{OffsetOnce, Partitioning, Selection};
 use crate::store::{list_all, ObjectStore, StoreError};
@@ -151,13 +151,15 @@ async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<(ByPa
     let mut by_partition: ByPartition = BTreeMap::new();
     let mut markers = Vec::new();
     for raw in list_all(store, &opts.prefix.topic_folder(&opts.topic)).await? {
-        let Ok(key) = ObjectKey::parse(&opts.prefix, &raw) else {
-            if is_marker(&opts.prefix, &raw) {
+        let key = match classify(&opts.prefix, &raw) {
+            ArchiveKey::Data(key) => key,
+            ArchiveKey::Marker { .. } => {
                 markers.push(raw);
+                continue;
             }
-            continue;
+            ArchiveKey::Claim(_) | ArchiveKey::Foreign => continue,
         };
-        let wanted_partition = opts.partitions.is_empty() || opts.partitions.contains(&key.tp.partition());
+        let wanted_partition = is_selected(&opts.partitions, key.tp.partition());
         if key.tp.topic() == opts.topic && wanted_partition && opts.selection.wants_object(key.range) {
             by_partition.entry(key.tp.partition()).or_default().push(key);
         }

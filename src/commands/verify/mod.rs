@@ -14,10 +14,10 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::archive::claim::{Claim, ClaimKey};
-use crate::archive::completeness::is_marker;
+use crate::archive::keys::{classify, ArchiveKey};
 use crate::archive::encode::decode;
 use crate::archive::object_key::{ObjectKey, Prefix};
-use crate::archive::partition::TopicPartition;
+use crate::archive::partition::{is_selected, TopicPartition};
 use crate::commands::verify::audit::{
     audit, claims_of_short_objects, claims_to_read, LogOffsets, ObjectContents, PartitionListing, PartitionReport,
     Problem,
@@ -237,7 +237,7 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
 impl VerifyOptions {
     fn wants(&self, tp: &TopicPartition) -> bool {
         (self.topics.is_empty() || self.topics.iter().any(|t| t == tp.topic()))
-            && (self.partitions.is_empty() || self.partitions.contains(&tp.partition()))
+            && is_selected(&self.partitions, tp.partition())
     }
 }
 
@@ -265,16 +265,15 @@ async fn list_archive(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<L
         listed.list_requests += requests;
         listed.keys_listed += keys.len() as u64;
         for raw in keys {
-            if let Ok(k) = ObjectKey::parse(prefix, &raw) {
-                if opts.wants(&k.tp) {
-                    listed.listings.entry(k.tp.clone()).or_default().objects.push(k);
+            match classify(prefix, &raw) {
+                ArchiveKey::Data(k) if opts.wants(&k.tp) => {
+                    listed.listings.entry(k.tp.clone()).or_default().objects.push(k)
                 }
-            } else if let Ok(c) = ClaimKey::parse(prefix, &raw) {
-                if opts.wants(&c.tp) {
+                ArchiveKey::Claim(c) if opts.wants(&c.tp) => {
                     listed.listings.entry(c.tp.clone()).or_default().claims.insert(c.chain_start);
                 }
-            } else if !is_marker(prefix, &raw) {
-                listed.foreign_keys.push(raw);
+                ArchiveKey::Foreign => listed.foreign_keys.push(raw),
+                ArchiveKey::Data(_) | ArchiveKey::Claim(_) | ArchiveKey::Marker { .. } => {}
             }
         }
     }

@@ -1,0 +1,97 @@
+//! What a key under an archive's prefix is. Every reader of a listing (recovery, verify, restore,
+//! status, ddl, the markers, the demo's check) asks this one function, so they agree on what is the
+//! archive's and what is not.
+
+use super::claim::ClaimKey;
+use super::completeness::MARKER_NAME;
+use super::object_key::{ObjectKey, Prefix};
+use super::time_bucket::Bucket;
+
+/// A listed key, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArchiveKey {
+    /// A data object: its topic, partition, offset range, format and time bucket.
+    Data(ObjectKey),
+    /// A claim of the claims chain: its partition and chain position.
+    Claim(ClaimKey),
+    /// A time bucket's `_SUCCESS` marker.
+    Marker { topic: String, bucket: Bucket },
+    /// Anything else: not written by the archiver (stray files, another tool's objects).
+    Foreign,
+}
+
+/// What `key` is under `prefix`.
+pub fn classify(prefix: &Prefix, key: &str) -> ArchiveKey {
+    if let Ok(object) = ObjectKey::parse(prefix, key) {
+        return ArchiveKey::Data(object);
+    }
+    if let Ok(claim) = ClaimKey::parse(prefix, key) {
+        return ArchiveKey::Claim(claim);
+    }
+    match marker(prefix, key) {
+        Some((topic, bucket)) => ArchiveKey::Marker { topic, bucket },
+        None => ArchiveKey::Foreign,
+    }
+}
+
+impl ArchiveKey {
+    /// The data object, if it is one.
+    pub fn data(self) -> Option<ObjectKey> {
+        match self {
+            ArchiveKey::Data(key) => Some(key),
+            _ => None,
+        }
+    }
+
+    /// The claim key, if it is one.
+    pub fn claim(self) -> Option<ClaimKey> {
+        match self {
+            ArchiveKey::Claim(key) => Some(key),
+            _ => None,
+        }
+    }
+}
+
+/// `<prefix>/topic=<t>/dt=<date>[/hour=<h>]/_SUCCESS`: the topic and bucket of a marker key.
+fn marker(prefix: &Prefix, key: &str) -> Option<(String, Bucket)> {
+    let rest = key.strip_prefix(&prefix.root())?.strip_suffix(MARKER_NAME)?.strip_suffix('/')?;
+    let mut dirs = rest.split('/');
+    let topic = dirs.next()?.strip_prefix("topic=")?;
+    let (dt, hour) = (dirs.next()?, dirs.next());
+    if topic.is_empty() || dirs.next().is_some() {
+        return None;
+    }
+    Some((topic.to_string(), Bucket::parse(dt, hour)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::object_key::FileKind;
+    use crate::archive::partition::{OffsetRange, TopicPartition};
+
+    #[test]
+    fn every_kind_of_key_is_told_apart() {
+        let prefix = Prefix::new("arch");
+        let tp = TopicPartition::new("orders", 3).unwrap();
+        let data = ObjectKey::new(prefix.clone(), tp.clone(), OffsetRange::new(0, 9).unwrap(), FileKind::Parquet);
+        assert_eq!(classify(&prefix, &data.to_string()), ArchiveKey::Data(data.clone()));
+        let claim = ClaimKey::new(prefix.clone(), tp, 10);
+        assert_eq!(classify(&prefix, &claim.to_string()), ArchiveKey::Claim(claim));
+        let bucket = Bucket::parse("dt=2026-11-29", Some("hour=10")).unwrap();
+        assert_eq!(
+            classify(&prefix, "arch/topic=orders/dt=2026-11-29/hour=10/_SUCCESS"),
+            ArchiveKey::Marker { topic: "orders".into(), bucket }
+        );
+        for foreign in [
+            "arch/topic=orders/partition=3/README.txt",
+            "arch/topic=orders/_SUCCESS",
+            "arch/topic=orders/dt=2026-11-29/partition=3/_SUCCESS",
+            "arch/topic=/dt=2026-11-29/_SUCCESS",
+            "other/topic=orders/dt=2026-11-29/_SUCCESS",
+            "arch/_probe/x",
+        ] {
+            assert_eq!(classify(&prefix, foreign), ArchiveKey::Foreign, "{foreign}");
+        }
+    }
+}
