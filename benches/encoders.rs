@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use kafka_s3_archiver::archive::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::generated;
-use kafka_s3_archiver::pipeline::spool::{Spool, SpoolConfig, SpoolUsage};
+use kafka_s3_archiver::encode::spool::{Spool, SpoolConfig, SpoolUsage};
+use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
 use kafka_s3_archiver::values::{JsonValues, ValueFormat, ValueSchema};
 
 /// Records per encoded file.

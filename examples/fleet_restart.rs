@@ -145,7 +145,7 @@ async fn destination(kind: &str, dir: &std::path::Path) -> (Box<dyn ObjectStore>
     }
     let endpoint = env("KSA_TEST_S3_ENDPOINT");
     let bucket = format!("fleet-{}", std::process::id());
-    let store = S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
+    let store = S3Store::connect(&bucket, S3Settings::new(Some(endpoint.clone()), Some("us-east-1".into()))).await;
     store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
     (Box::new(store), vec!["--dest".into(), format!("s3://{bucket}/arch"), "--s3-endpoint".into(), endpoint])
 }

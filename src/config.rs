@@ -17,13 +17,13 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::archive::destination::Destination;
-use crate::archive::encode::{Compression, FileSpec, Format};
 use crate::archive::time_bucket::{Bucketing, TimeSource};
 use crate::config::units::{ByteSize, HumanDuration};
-use crate::pipeline::roll::RollPolicy;
+use crate::encode::roll::RollPolicy;
+use crate::encode::{Compression, FileSpec, Format};
 use crate::store::{
-    ObjectOptions, Sse, StorageClass, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY,
-    DEFAULT_PART_SIZE, MIN_PART_SIZE,
+    self, ObjectOptions, S3Settings, Sse, StorageClass, StoreSettings, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS,
+    DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE, MIN_PART_SIZE,
 };
 use crate::values::ValueFormat;
 
@@ -41,7 +41,7 @@ pub const DEFAULT_UPLOAD_CONCURRENCY: usize = DEFAULT_PART_CONCURRENCY;
 pub const DEFAULT_S3_MAX_REQUESTS: usize = DEFAULT_MAX_REQUESTS;
 pub const DEFAULT_S3_ATTEMPT_TIMEOUT: HumanDuration = HumanDuration(DEFAULT_ATTEMPT_TIMEOUT);
 pub const DEFAULT_REVOKE_TIMEOUT: HumanDuration = HumanDuration(Duration::from_secs(20));
-pub const DEFAULT_ABORT_STALE_UPLOADS_AFTER: HumanDuration = HumanDuration(Duration::from_secs(24 * 3600));
+pub const DEFAULT_ABORT_STALE_UPLOADS_AFTER: HumanDuration = HumanDuration(store::DEFAULT_ABORT_STALE_UPLOADS_AFTER);
 pub const DEFAULT_CLAIMS: bool = true;
 pub const DEFAULT_TIME_BUCKETS: TimeBuckets = TimeBuckets::None;
 pub const DEFAULT_TIME_SOURCE: TimeSource = TimeSource::Record;
@@ -256,16 +256,10 @@ pub struct SourceConfig {
 
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
+    /// Which backend, and where in it.
     pub dest: Destination,
-    pub s3_endpoint: Option<String>,
-    pub s3_region: Option<String>,
-    pub upload_part_size: u64,
-    pub upload_concurrency: usize,
-    pub s3_max_requests: usize,
-    pub s3_attempt_timeout: Duration,
-    pub abort_stale_uploads_after: Duration,
-    /// Encryption, storage class and owner check of every object written.
-    pub s3_objects: ObjectOptions,
+    /// How to reach and write to each backend.
+    pub settings: StoreSettings,
 }
 
 #[derive(Debug, Clone)]
@@ -442,17 +436,13 @@ impl Settings {
             let why = format!("S3 needs parts of at least {}", ByteSize(MIN_PART_SIZE));
             return Err(invalid("--upload-part-size", &part_size.to_string(), why));
         }
-        Ok(StoreConfig {
-            dest,
-            s3_endpoint: self.s3_endpoint.clone(),
-            s3_region: self.s3_region.clone(),
-            upload_part_size: part_size.bytes(),
-            upload_concurrency: set(self.upload_concurrency, "--upload-concurrency")?.max(1),
-            s3_max_requests: set(self.s3_max_requests, "--s3-max-requests")?.max(1),
-            s3_attempt_timeout: set(self.s3_attempt_timeout, "--s3-attempt-timeout")?.0,
-            abort_stale_uploads_after: set(self.abort_stale_uploads_after, "--abort-stale-uploads-after")?.0,
-            s3_objects: self.object_options()?,
-        })
+        let s3 = S3Settings::new(self.s3_endpoint.clone(), self.s3_region.clone())
+            .uploads(part_size.bytes(), set(self.upload_concurrency, "--upload-concurrency")?)
+            .max_requests(set(self.s3_max_requests, "--s3-max-requests")?)
+            .attempt_timeout(set(self.s3_attempt_timeout, "--s3-attempt-timeout")?.0)
+            .objects(self.object_options()?);
+        let abort_stale_uploads_after = set(self.abort_stale_uploads_after, "--abort-stale-uploads-after")?.0;
+        Ok(StoreConfig { dest, settings: StoreSettings { s3, abort_stale_uploads_after } })
     }
 
     fn object_options(&self) -> Result<ObjectOptions, ConfigError> {

@@ -2,8 +2,10 @@
 //! offset range, recovered by listing the archive.
 
 pub mod archive;
+pub mod clock;
 pub mod commands;
 pub mod config;
+pub mod encode;
 pub mod pipeline;
 pub mod recovery;
 pub mod retry;

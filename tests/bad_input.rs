@@ -11,7 +11,7 @@ use std::process::Command;
 use common::s3_proxy::{Fault, Kind, S3Proxy};
 use common::*;
 use kafka_s3_archiver::commands::demo::generate::produce;
-use kafka_s3_archiver::pipeline::spool::SpoolData;
+use kafka_s3_archiver::encode::spool::SpoolData;
 
 fn run(args: &[String]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver")).args(args).output().expect("run");

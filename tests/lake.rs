@@ -11,12 +11,12 @@ use std::path::Path;
 
 use common::*;
 use kafka_s3_archiver::archive::completeness::Marker;
-use kafka_s3_archiver::archive::encode::decode;
 use kafka_s3_archiver::archive::object_key::ObjectKey;
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::archive::time_bucket::{Bucket, BucketWidth};
 use kafka_s3_archiver::commands::demo::generate::{generated, merge, produce_records};
 use kafka_s3_archiver::commands::status::{status, StatusOptions};
+use kafka_s3_archiver::encode::decode;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 
 /// 2026-01-01T10:00:00Z.

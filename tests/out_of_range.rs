@@ -14,8 +14,9 @@ use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::commands::demo::check::archived_ends;
 use kafka_s3_archiver::commands::demo::generate::produce;
 use kafka_s3_archiver::config::{ArchiverConfig, Settings};
-use kafka_s3_archiver::pipeline::spool::SpoolData;
-use kafka_s3_archiver::service::archiver::{open_store, Archiver};
+use kafka_s3_archiver::encode::spool::SpoolData;
+use kafka_s3_archiver::service::archiver::Archiver;
+use kafka_s3_archiver::store::{self, Role};
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
@@ -36,7 +37,8 @@ async fn archive_ahead_of_the_log(partitions: i32, records: usize) -> (AheadOfTh
     let config = Settings { topics: Some(vec!["recreated".into()]), ..mock_settings(&bootstrap, dir.path()) }
         .resolve(None)
         .unwrap();
-    let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
+    let store: Arc<dyn ObjectStore> =
+        store::open(&config.store.dest, &config.store.settings, Role::Archive).await.unwrap();
     let tp = TopicPartition::new("recreated", 0).unwrap();
     let old = ObjectKey::new(Prefix::default(), tp, OffsetRange::new(0, 999).unwrap(), FileKind::Parquet).to_string();
     store.put_if_absent(&old, &SpoolData::Memory(Bytes::from_static(b"old")), 3).await.unwrap();

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use kafka_s3_archiver::commands::demo::generate::produce;
-use kafka_s3_archiver::commands::status::report::StatusFlag;
 use kafka_s3_archiver::commands::status::{status, StatusOptions};
 use kafka_s3_archiver::commands::verify::audit::Problem;
+use kafka_s3_archiver::recovery::standing::StatusFlag;
 use kafka_s3_archiver::store::list_all;
 
 const STOPPED: &str = "it was deleted and re-created, and its offsets started again at 0";

@@ -18,10 +18,11 @@ use kafka_s3_archiver::archive::partition::TopicPartition;
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::check::{compare, read_topic};
 use kafka_s3_archiver::commands::demo::generate::{merge, produce};
-use kafka_s3_archiver::commands::status::report::StatusFlag;
 use kafka_s3_archiver::commands::status::{status, StatusOptions};
-use kafka_s3_archiver::commands::verify::audit::{LogOffsets, Problem};
-use kafka_s3_archiver::pipeline::spool::SpoolData;
+use kafka_s3_archiver::commands::verify::audit::Problem;
+use kafka_s3_archiver::encode::spool::SpoolData;
+use kafka_s3_archiver::recovery::standing::StatusFlag;
+use kafka_s3_archiver::recovery::LogOffsets;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retention_gap_at_assignment_is_recorded_reported_and_counted() {

@@ -14,7 +14,7 @@ use aws_sdk_s3::types::{ServerSideEncryption, StorageClass as S3Class};
 use common::s3_proxy::{Fault, S3Proxy};
 use common::*;
 use kafka_s3_archiver::commands::demo::generate::produce;
-use kafka_s3_archiver::pipeline::spool::SpoolData;
+use kafka_s3_archiver::encode::spool::SpoolData;
 use kafka_s3_archiver::store::{list_all, ObjectOptions, ObjectStore, S3Store, Sse, StorageClass};
 
 const OWNER: &str = "111122223333";
@@ -62,7 +62,7 @@ async fn data_objects_and_claims_are_encrypted_in_the_storage_class_and_owner_as
     let log = archiver.log_text();
     assert!(log.contains("object uploaded") && !log.contains('\u{1b}'), "log files carry no colour codes:\n{log}");
 
-    let s3 = S3Store::connect(s3_settings(bucket, 8 << 20)).await;
+    let s3 = S3Store::connect(bucket, s3_settings(8 << 20)).await;
     let data = list_all(store.as_ref(), &dest.prefix().topic_folder(&topic)).await.unwrap();
     let claims = list_all(store.as_ref(), &dest.prefix().claims_topic_folder(&topic)).await.unwrap();
     assert!(data.len() >= 8 && claims.len() >= data.len(), "{data:?} {claims:?}");
@@ -102,7 +102,7 @@ async fn multipart_uploads_carry_the_options_and_kms_names_its_key() {
         storage_class: Some(StorageClass::parse("GLACIER_IR").unwrap()),
         expected_bucket_owner: None,
     };
-    let store = S3Store::connect(s3_settings(&bucket, 5 << 20).objects(options)).await;
+    let store = S3Store::connect(&bucket, s3_settings(5 << 20).objects(options)).await;
     let mut sizes = BTreeMap::new();
     for (key, len) in [("big", 11u64 << 20), ("small", 100)] {
         let body = SpoolData::Memory(vec![7u8; len as usize].into());
@@ -132,14 +132,14 @@ async fn no_more_requests_than_the_limit_are_in_flight_at_once() {
     // Slow answers, so that concurrent requests overlap at the proxy.
     proxy.set_rule(|_| Fault::StallResponse(Duration::from_millis(300)));
     let put_many = |limit: Option<usize>, run: &'static str| {
-        let settings =
-            kafka_s3_archiver::store::S3Settings::new(&bucket, Some(proxy.url.clone()), Some("us-east-1".into()));
+        let settings = kafka_s3_archiver::store::S3Settings::new(Some(proxy.url.clone()), Some("us-east-1".into()));
         let settings = match limit {
             Some(n) => settings.max_requests(n),
             None => settings,
         };
+        let bucket = bucket.clone();
         async move {
-            let store = S3Store::connect(settings).await;
+            let store = S3Store::connect(bucket, settings).await;
             let body = SpoolData::Memory(vec![1u8; 100].into());
             let puts = (0..12).map(|i| {
                 let (store, body) = (&store, &body);

@@ -7,8 +7,8 @@ mod common;
 use common::archive_mock_topic;
 use kafka_s3_archiver::archive::partition::TopicPartition;
 use kafka_s3_archiver::commands::demo::generate::produce;
-use kafka_s3_archiver::commands::status::report::StatusFlag;
 use kafka_s3_archiver::commands::status::{status, StatusOptions};
+use kafka_s3_archiver::recovery::standing::StatusFlag;
 use kafka_s3_archiver::store::list_all;
 use rdkafka::mocking::MockCluster;
 

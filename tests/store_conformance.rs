@@ -6,8 +6,8 @@ use std::io::Write;
 
 use bytes::Bytes;
 use common::*;
-use kafka_s3_archiver::pipeline::spool::SpoolData;
-use kafka_s3_archiver::recovery::ListRequest;
+use kafka_s3_archiver::archive::keys::ListRequest;
+use kafka_s3_archiver::encode::spool::SpoolData;
 use kafka_s3_archiver::store::{list_all, LocalStore, ObjectStore, PutOutcome, StoreError};
 
 fn mem(b: &[u8]) -> SpoolData {
@@ -130,7 +130,7 @@ async fn s3_store_conforms() {
 
 #[tokio::test]
 async fn s3_missing_bucket_is_a_permanent_error_naming_the_bucket() {
-    let store = kafka_s3_archiver::store::S3Store::connect(s3_settings("no-such-bucket-here", 8 << 20)).await;
+    let store = kafka_s3_archiver::store::S3Store::connect("no-such-bucket-here", s3_settings(8 << 20)).await;
     let err = store.put_if_absent("k", &mem(b"x"), 1).await.unwrap_err();
     assert!(!err.is_transient(), "{err}");
     assert!(err.to_string().contains("no-such-bucket-here"), "{err}");
@@ -172,8 +172,9 @@ async fn s3_recovery_finds_the_end_of_a_large_partition_in_a_few_requests() {
     use kafka_s3_archiver::archive::object_key::Prefix;
     use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
     use kafka_s3_archiver::commands::demo::generate::write_synthetic_archive;
-    use kafka_s3_archiver::recovery::tail::{find_tail, Patience, TailHints};
+    use kafka_s3_archiver::recovery::tail::{find_tail, TailHints};
     use kafka_s3_archiver::recovery::Tail;
+    use kafka_s3_archiver::retry::Patience;
     let bucket = unique("tail").to_lowercase();
     let store = s3_store_with(&bucket, 5 << 20).await;
     let (prefix, tp) = (Prefix::new("arch"), TopicPartition::new("t", 0).unwrap());

@@ -9,7 +9,8 @@ use common::{archive_mock_topic, mock_settings};
 use kafka_s3_archiver::commands::demo::check::{compare, read_topic};
 use kafka_s3_archiver::commands::demo::generate::produce;
 use kafka_s3_archiver::config::Settings;
-use kafka_s3_archiver::service::archiver::{open_store, Archiver};
+use kafka_s3_archiver::service::archiver::Archiver;
+use kafka_s3_archiver::store::{self, Role};
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use rdkafka::mocking::MockCluster;
 
@@ -28,7 +29,8 @@ async fn a_regex_subscription_archives_every_matching_topic() {
     let config = Settings { topic_regex: Some("orders-.*".into()), ..mock_settings(&bootstrap, dir.path()) }
         .resolve(None)
         .unwrap();
-    let store: Arc<dyn ObjectStore> = open_store(&config).await.unwrap();
+    let store: Arc<dyn ObjectStore> =
+        store::open(&config.store.dest, &config.store.settings, Role::Archive).await.unwrap();
     let archiver = Archiver::start(&config, store.clone()).unwrap();
     let prefix = config.store.dest.prefix().clone();
     let started = Instant::now();

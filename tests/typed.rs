@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::*;
-use kafka_s3_archiver::archive::encode::decode;
 use kafka_s3_archiver::archive::object_key::ObjectKey;
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::{generated, merge, produce_records};
@@ -20,6 +19,7 @@ use kafka_s3_archiver::commands::restore::plan::{Partitioning, Selection};
 use kafka_s3_archiver::commands::restore::{
     restore, RestoreError, RestoreOptions, RestoreProgressCounters, RestoreTarget,
 };
+use kafka_s3_archiver::encode::decode;
 use kafka_s3_archiver::store::list_all;
 
 const PARTITIONS: i32 = 3;

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use common::{s3_endpoint, TestDest};
 use kafka_s3_archiver::archive::claim::{Claim, ClaimKey};
-use kafka_s3_archiver::archive::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
 use kafka_s3_archiver::archive::object_key::{FileKind, ObjectKey, Prefix};
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::archive::record::{Record, TimestampKind};
-use kafka_s3_archiver::pipeline::spool::{Spool, SpoolConfig, SpoolData, SpoolUsage};
+use kafka_s3_archiver::encode::spool::{Spool, SpoolConfig, SpoolData, SpoolUsage};
+use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
 use kafka_s3_archiver::store::ObjectStore;
 
 fn tp() -> TopicPartition {

@@ -77,7 +77,7 @@ async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (B
             let endpoint = env("KSA_TEST_S3_ENDPOINT");
             let bucket = bucket(bench, target);
             let store =
-                S3Store::connect(S3Settings::new(&bucket, Some(endpoint.clone()), Some("us-east-1".into()))).await;
+                S3Store::connect(&bucket, S3Settings::new(Some(endpoint.clone()), Some("us-east-1".into()))).await;
             store.client().create_bucket().bucket(&bucket).send().await.unwrap();
             let mut args = vec!["--dest".into(), format!("s3://{bucket}/bench"), "--s3-endpoint".into(), endpoint];
             if target == Target::S3JsonLines {

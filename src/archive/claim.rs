@@ -192,6 +192,12 @@ impl Claim {
     }
 }
 
+/// The claim that covers a data object starting at `object_start`: the one with the greatest start at
+/// or below it.
+pub fn covering_claim(claim_starts: &std::collections::BTreeSet<i64>, object_start: i64) -> Option<i64> {
+    claim_starts.range(..=object_start).next_back().copied()
+}
+
 #[cfg(test)]
 impl Claim {
     /// A consistent claim of one record, written by `host:1` at time 0 (for tests).
@@ -219,6 +225,15 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn objects_map_to_their_claims() {
+        let starts = std::collections::BTreeSet::from([0, 10, 25]);
+        assert_eq!(covering_claim(&starts, 0), Some(0));
+        assert_eq!(covering_claim(&starts, 12), Some(10));
+        assert_eq!(covering_claim(&starts, 30), Some(25));
+        assert_eq!(covering_claim(&std::collections::BTreeSet::from([5]), 3), None);
+    }
 
     fn claim(start: i64, first: i64, end: i64) -> Claim {
         Claim::for_test(start, first, end)

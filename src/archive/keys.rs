@@ -64,6 +64,20 @@ fn marker(prefix: &Prefix, key: &str) -> Option<(String, Bucket)> {
     Some((topic.to_string(), Bucket::parse(dt, hour)?))
 }
 
+/// One listing request: keys under `prefix`, strictly after `start_after`, in key order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListRequest {
+    pub prefix: String,
+    pub start_after: Option<String>,
+}
+
+/// One page of a listing, as S3 ListObjectsV2 returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListPage {
+    pub keys: Vec<String>,
+    pub truncated: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

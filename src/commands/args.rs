@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use crate::archive::destination::Destination;
 use crate::config;
-use crate::service::archiver::open_reader;
-use crate::store::ObjectStore;
+use crate::store::{self, ObjectStore, Role, StoreSettings};
 
 /// Where an archive is, for the commands that read one.
 #[derive(clap::Args)]
@@ -26,7 +25,8 @@ impl ArchiveArgs {
     /// The destination's prefix and a store to read it.
     pub async fn open(self) -> anyhow::Result<(Destination, Arc<dyn ObjectStore>)> {
         let dest: Destination = self.dest.parse()?;
-        let store = open_reader(&dest, self.s3_endpoint, self.s3_region).await?;
+        let store =
+            store::open(&dest, &StoreSettings::reading(self.s3_endpoint, self.s3_region), Role::Inspect).await?;
         Ok((dest, store))
     }
 }

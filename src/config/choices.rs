@@ -6,6 +6,7 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::archive::time_bucket::BucketWidth;
+pub use crate::source::StartFrom;
 
 /// Server-side encryption asked of S3 for every object written (`--s3-sse`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
@@ -18,23 +19,6 @@ pub enum SseMode {
     #[value(name = "aws:kms")]
     #[serde(rename = "aws:kms")]
     AwsKms,
-}
-
-/// Where a partition whose archive is empty starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StartFrom {
-    Earliest,
-    Latest,
-}
-
-impl Display for StartFrom {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            StartFrom::Earliest => "earliest",
-            StartFrom::Latest => "latest",
-        })
-    }
 }
 
 /// Data folders by time (`--time-buckets`): none (one folder per partition), or per UTC day or hour.

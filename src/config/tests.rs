@@ -18,7 +18,7 @@ fn defaults_fill_in() {
     assert_eq!(c.pipeline.spec.compression(), Compression::Zstd);
     assert_eq!(c.pipeline.roll.max_bytes, 64 << 20);
     assert_eq!(c.pipeline.roll.max_age, Duration::from_secs(300));
-    assert_eq!(c.store.upload_part_size, 8 << 20);
+    assert_eq!(c.store.settings.s3.part_size(), 8 << 20);
     assert_eq!(c.source.start_from, StartFrom::Earliest);
     assert_eq!(c.source.subscription, vec!["orders".to_string()]);
     assert!(c.pipeline.claims);

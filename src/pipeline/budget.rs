@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::pipeline::spool::SpoolUsage;
+use crate::encode::spool::SpoolUsage;
 
 pub(super) struct Budget {
     max_memory: u64,

@@ -9,10 +9,9 @@
 //! writer then re-writes exactly that claim's range.
 
 mod budget;
-mod dead_letters;
+pub mod dead_letters;
 mod recoverer;
-pub mod roll;
-pub mod spool;
+mod sealed;
 #[cfg(test)]
 mod tests;
 mod uploader;
@@ -21,7 +20,7 @@ mod writer;
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -31,18 +30,19 @@ use tokio::sync::mpsc;
 
 use self::budget::Budget;
 pub use self::dead_letters::DeadLetterSink;
-pub use self::recoverer::TopicIdLookup;
 use self::recoverer::{Recovered, Recoverer, Recovering, Resumed};
 use self::uploader::{Uploader, UploaderEvent};
 use self::writer::PartitionWriter;
-use crate::archive::encode::{EncodeError, FileSpec};
 use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
 use crate::archive::time_bucket::Bucketing;
-use crate::config::StartFrom;
-use crate::pipeline::roll::{pick_largest_over_budget, Now, RollPolicy, RollReason};
-use crate::pipeline::spool::SpoolConfig;
+use crate::clock::wall_clock_ms;
+use crate::encode::roll::{pick_largest_over_budget, Now, RollPolicy, RollReason};
+use crate::encode::spool::SpoolConfig;
+use crate::encode::{EncodeError, FileSpec};
 use crate::recovery::CommitHint;
+pub use crate::recovery::TopicIdLookup;
+use crate::source::StartFrom;
 use crate::source::{AssignedPartition, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::{DropReason, Event, Metrics};
@@ -496,9 +496,4 @@ impl Pipeline {
 /// The monotonic and the wall clock, read together.
 fn read_clock() -> Now {
     Now { mono: Instant::now(), wall_ms: wall_clock_ms() }
-}
-
-/// The wall clock, ms since the Unix epoch.
-pub(crate) fn wall_clock_ms() -> i64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }

@@ -11,20 +11,16 @@ use std::time::Instant;
 use super::PipelineError;
 use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
-use crate::recovery::tail::{find_tail, FoundTail, Patience, TailError, TailHints};
-use crate::recovery::{check_incarnation, plan_resume, CommitHint, IncarnationMismatch, ResumePlan, TopicIdentity};
+use crate::recovery::tail::{find_tail, FoundTail, TailError, TailHints};
+use crate::recovery::{
+    check_incarnation, plan_resume, CommitHint, IncarnationMismatch, ResumePlan, TopicIdLookup, TopicIdentity,
+};
 use crate::retry::Backoff;
+use crate::retry::Patience;
 use crate::source::{AssignedPartition, ResumeAt};
 use crate::store::ObjectStore;
 use crate::telemetry::events::RecoveryFinished;
 use crate::telemetry::{Event, Metrics};
-
-/// Tells a topic's identity when its assignment could not (the brokers did not answer in time, or
-/// answered with an error for the topic). Blocking: the recoverer calls it off the loop, again and
-/// again until it answers.
-pub trait TopicIdLookup: Send + Sync {
-    fn lookup(&self, topic: &str) -> Result<TopicIdentity, String>;
-}
 
 /// Where a recovered partition goes on, and the identity of the topic it goes on with.
 pub(super) struct Resumed {
@@ -158,7 +154,7 @@ impl Recoverer {
             hints,
             self.claims,
             Patience::Forever,
-            Some(&self.metrics),
+            Some((&self.metrics.list_retries, &self.metrics.store_up)),
         )
         .await;
         match found {

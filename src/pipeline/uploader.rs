@@ -11,31 +11,16 @@ use std::time::Instant;
 use tokio::sync::{mpsc, Notify};
 
 use super::dead_letters::{send_dead_letters, DeadLetterSink};
+use super::sealed::SealedFile;
 use crate::archive::claim::{Claim, ClaimKey};
-use crate::archive::encode::ValueStats;
-use crate::archive::object_key::{ObjectKey, Prefix};
+use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
-use crate::pipeline::roll::RollReason;
-use crate::pipeline::spool::{SealedSpool, SpoolData};
-use crate::recovery::tail::with_retries;
+use crate::encode::spool::SpoolData;
+use crate::retry::with_retries;
 use crate::source::{Commit, SourceCommand, SourceLink};
 use crate::store::{ObjectStore, PutOutcome, StoreError};
 use crate::telemetry::events::ObjectUploaded;
 use crate::telemetry::{Event, Metrics};
-
-/// A file ready to upload.
-pub(super) struct SealedFile {
-    pub(super) key: ObjectKey,
-    pub(super) records: u64,
-    pub(super) spool: SealedSpool,
-    pub(super) reason: RollReason,
-    /// The file's chain position (its claim's start).
-    pub(super) chain_start: i64,
-    /// The claim to create before uploading; `None` without claims, or when re-writing a claim.
-    pub(super) claim: Option<Claim>,
-    /// What its typed values came to (`--value-format json`).
-    pub(super) values: Option<ValueStats>,
-}
 
 /// What an uploader tells the pipeline.
 #[derive(Debug)]

@@ -8,16 +8,16 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::budget::Budget;
-use super::uploader::SealedFile;
+use super::sealed::SealedFile;
 use super::PipelineSettings;
 use crate::archive::claim::Claim;
-use crate::archive::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::archive::record::Record;
 use crate::archive::time_bucket::Bucket;
-use crate::pipeline::roll::{Now, OpenFileStats, RollReason};
-use crate::pipeline::spool::Spool;
+use crate::encode::roll::{Now, OpenFileStats, RollReason};
+use crate::encode::spool::Spool;
+use crate::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
 use crate::recovery::{ResumePlan, TopicIdentity};
 use crate::telemetry::{Event, Metrics};
 

@@ -17,10 +17,14 @@
 //! offset; [`assess_tail`] and [`plan_resume`] then turn the last claim and the data objects after it
 //! into where consumption resumes, including re-writing a claimed range whose data object is missing.
 
+pub mod claims;
+pub mod standing;
 pub mod tail;
 
 mod resume;
 mod search;
+
+use serde::Serialize;
 
 pub use self::resume::{
     assess_tail, check_incarnation, plan_resume, IncarnationMismatch, ResumePlan, Tail, TopicIdentity,
@@ -30,6 +34,30 @@ pub use self::search::{Overlap, Step, TailListing, TailSearch};
 const HINT_METADATA_TAG: &str = "ksa1:";
 
 /// What the archiver finds committed in Kafka: where to start listing.
+/// A partition's log offsets, as Kafka reports them.
+/// Tells a topic's identity when its assignment could not (the brokers did not answer in time, or
+/// answered with an error for the topic). Blocking: the recoverer calls it off the loop, again and
+/// again until it answers.
+pub trait TopicIdLookup: Send + Sync {
+    fn lookup(&self, topic: &str) -> Result<TopicIdentity, String>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LogOffsets {
+    pub log_start: i64,
+    pub log_end: i64,
+}
+
+/// One partition's offsets in Kafka.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    pub log: LogOffsets,
+    /// The group's committed offset and its metadata (when a group was named and it committed).
+    pub committed: Option<(i64, String)>,
+    /// The topic's identity (its KIP-516 ID, or that the brokers have none).
+    pub topic: TopicIdentity,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommitHint {
     /// The committed offset: the archive should hold everything below it.
@@ -56,18 +84,4 @@ impl CommitHint {
             .filter(|s| (0..next_offset).contains(s));
         Some(Self { next_offset, chain_start })
     }
-}
-
-/// One listing request: keys under `prefix`, strictly after `start_after`, in key order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListRequest {
-    pub prefix: String,
-    pub start_after: Option<String>,
-}
-
-/// One page of a listing, as S3 ListObjectsV2 returns it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ListPage {
-    pub keys: Vec<String>,
-    pub truncated: bool,
 }

@@ -1,8 +1,9 @@
 //! The tail search: a state machine that asks for listing pages and is fed them, finding a partition's
 //! last data object or last claim from where the commit hint says (see the module above).
 
-use super::{CommitHint, ListPage, ListRequest};
+use super::CommitHint;
 use crate::archive::claim::ClaimKey;
+use crate::archive::keys::{ListPage, ListRequest};
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::{OffsetRange, TopicPartition};
 

@@ -4,35 +4,18 @@
 //! are the pure planner's (`search`, `resume`).
 
 use thiserror::Error;
-use tracing::warn;
 
-use crate::archive::keys::classify;
 use crate::archive::claim::{Claim, ClaimError, ClaimKey};
+use crate::archive::completeness::PartitionProgress;
+use crate::archive::keys::classify;
+use crate::archive::keys::ListRequest;
 use crate::archive::object_key::Prefix;
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::archive::time_bucket::Bucket;
-use crate::recovery::{assess_tail, CommitHint, ListRequest, Overlap, Step, Tail, TailListing, TailSearch};
-use crate::retry::Backoff;
+use crate::recovery::standing::{partition_status, PartitionStatus};
+use crate::recovery::{assess_tail, CommitHint, Overlap, PartitionOffsets, Step, Tail, TailListing, TailSearch};
+use crate::retry::{with_retries, Patience, Watch};
 use crate::store::{ObjectStore, StoreError};
-use crate::telemetry::Metrics;
-use prometheus::{IntCounter, IntGauge};
-
-/// How often a failing request is tried: for as long as it takes (the archiver's recoveries: a store
-/// brownout must not crash-loop a fleet), or a few times (a command that a user waits for).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Patience {
-    Forever,
-    Attempts(u32),
-}
-
-impl Patience {
-    fn attempts(self) -> u32 {
-        match self {
-            Patience::Forever => u32::MAX,
-            Patience::Attempts(n) => n,
-        }
-    }
-}
 
 #[derive(Debug, Error)]
 pub enum TailError {
@@ -71,9 +54,8 @@ pub async fn find_tail(
     hints: TailHints,
     claims: bool,
     patience: Patience,
-    metrics: Option<&Metrics>,
+    watch: Watch<'_>,
 ) -> Result<FoundTail, TailError> {
-    let watch = metrics.map(|s| (&s.list_retries, &s.store_up));
     let attempts = patience.attempts();
     let mut found = FoundTail {
         tail: Tail::Empty,
@@ -156,32 +138,43 @@ async fn data_from(
     }
 }
 
-/// Metrics a retried request reports to: its retry counter, and whether the store answers.
-pub type Watch<'a> = Option<(&'a IntCounter, &'a IntGauge)>;
+/// Tries of each store request before `inspect` gives up.
+const INSPECT_ATTEMPTS: u32 = 8;
 
-/// Runs `op` until it succeeds, fails permanently, or failed transiently `attempts` times.
-pub async fn with_retries<T, F, Fut>(attempts: u32, what: &str, watch: Watch<'_>, mut op: F) -> Result<T, StoreError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, StoreError>>,
-{
-    let backoff = Backoff::default();
-    let mut attempt: u32 = 0;
-    loop {
-        let result = op().await;
-        if let Some((_, up)) = watch {
-            up.set(i64::from(!result.as_ref().is_err_and(StoreError::is_transient)));
-        }
-        match result {
-            Err(e) if e.is_transient() && attempt.saturating_add(1) < attempts => {
-                if let Some((retries, _)) = watch {
-                    retries.inc();
-                }
-                warn!("{what}: request failed (attempt {}): {e}; retrying", attempt + 1);
-                tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
-                attempt = attempt.saturating_add(1);
-            }
-            other => return other,
-        }
-    }
+/// Reading a partition's archive for `inspect` failed.
+#[derive(Debug, thiserror::Error)]
+#[error("reading the archive of {tp}: {source}")]
+pub struct InspectError {
+    pub tp: TopicPartition,
+    pub source: TailError,
+}
+
+/// One partition, as the archive and the log show it.
+pub struct Inspected {
+    pub row: PartitionStatus,
+    pub progress: PartitionProgress,
+    pub list_requests: u32,
+}
+
+/// Finds one partition's archive tail (from the commit hint, as recovery does) and sets it against the
+/// partition's log.
+pub async fn inspect(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    tp: TopicPartition,
+    PartitionOffsets { log, committed, topic }: PartitionOffsets,
+) -> Result<Inspected, InspectError> {
+    let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
+    let hints = TailHints { commit: hint, log_end: Some(log.log_end) };
+    let found = find_tail(store, prefix, &tp, hints, true, Patience::Attempts(INSPECT_ATTEMPTS), None)
+        .await
+        .map_err(|source| InspectError { tp: tp.clone(), source })?;
+    let row =
+        partition_status(&tp, &found.tail, found.last_claim.as_ref(), committed.as_ref().map(|c| c.0), log, &topic);
+    let progress = PartitionProgress {
+        last_bucket: found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket),
+        caught_up: row.pending_claim.is_none() && row.unarchived == 0,
+        time_source: found.last_claim.as_ref().and_then(|c| c.time_source),
+    };
+    Ok(Inspected { row, progress, list_requests: found.list_requests })
 }

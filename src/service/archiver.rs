@@ -10,19 +10,17 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::warn;
 
-use crate::archive::destination::Destination;
-use crate::archive::object_key::Prefix;
+use crate::archive::keys::ListRequest;
 use crate::config::ArchiverConfig;
-use crate::pipeline::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
+use crate::encode::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
+use crate::pipeline::dead_letters::kafka::KafkaDeadLetters;
 use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
-use crate::recovery::ListRequest;
 use crate::retry::Backoff;
 use crate::service::markers::MarkerSettings;
-use crate::source::dead_letters::KafkaDeadLetters;
 use crate::source::probe::{connection_settings, probe_config};
 use crate::source::topic_id::TopicIdClient;
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings, HAND_OVER_BATCH};
-use crate::store::{LocalStore, ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
+use crate::store::{self, ObjectStore, PutOutcome, Role, StoreError};
 use crate::telemetry::Metrics;
 
 /// Batches of records (up to `HAND_OVER_BATCH` each) waiting between the consumer thread and the
@@ -45,48 +43,10 @@ pub enum ArchiverError {
     DeadLetters(rdkafka::error::KafkaError),
 }
 
-/// Opens the store a destination names. On S3, a sweeper aborts our multipart uploads that crashes left
-/// behind (pending for longer than `--abort-stale-uploads-after`); in a directory, stale temporary
-/// files are removed.
-pub async fn open_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
-    Ok(match &config.store.dest {
-        Destination::S3 { bucket, prefix } => {
-            let store = Arc::new(S3Store::connect(s3_settings(config, bucket)).await);
-            // The first sweep takes note of what is pending (and fails fast on a bucket we may not use).
-            store.abort_stale_uploads(prefix, config.store.abort_stale_uploads_after).await?;
-            tokio::spawn(sweep_stale_uploads(
-                Arc::downgrade(&store),
-                prefix.clone(),
-                config.store.abort_stale_uploads_after,
-            ));
-            store
-        }
-        Destination::File { root, .. } => {
-            let store = LocalStore::new(root)?;
-            let removed = store.remove_stale_temp_files(config.store.abort_stale_uploads_after)?;
-            if !removed.is_empty() {
-                warn!(count = removed.len(), files = ?removed, "removed stale temporary files left by earlier crashes");
-            }
-            Arc::new(store)
-        }
-    })
-}
-
-fn s3_settings(config: &ArchiverConfig, bucket: &str) -> S3Settings {
-    S3Settings::new(bucket, config.store.s3_endpoint.clone(), config.store.s3_region.clone())
-        .uploads(config.store.upload_part_size, config.store.upload_concurrency)
-        .attempt_timeout(config.store.s3_attempt_timeout)
-        .max_requests(config.store.s3_max_requests)
-        .objects(config.store.s3_objects.clone())
-}
-
 /// `run --check`: the store can be listed and honours conditional writes (the start-up checks, once,
 /// with the configured encryption and storage class), without cleaning anything up.
 pub async fn check_store(config: &ArchiverConfig) -> Result<String, StoreError> {
-    let store: Arc<dyn ObjectStore> = match &config.store.dest {
-        Destination::S3 { bucket, .. } => Arc::new(S3Store::connect(s3_settings(config, bucket)).await),
-        Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
-    };
+    let store = store::open(&config.store.dest, &config.store.settings, Role::Inspect).await?;
     preflight(config, store.as_ref()).await?;
     probe_conditional_writes(config, store.as_ref()).await?;
     Ok(store.describe())
@@ -95,7 +55,7 @@ pub async fn check_store(config: &ArchiverConfig) -> Result<String, StoreError> 
 /// How long start-up keeps trying a store that fails transiently (a brownout) before it gives up.
 pub const STARTUP_STORE_PATIENCE: Duration = Duration::from_secs(5 * 60);
 
-/// Opens the store and checks it (`open_store`, `preflight`, `probe_conditional_writes`), trying again
+/// Opens the store and checks it (`store::open`, `preflight`, `probe_conditional_writes`), trying again
 /// on transient errors for up to [`STARTUP_STORE_PATIENCE`] and saying so; permanent errors (no
 /// bucket, access denied, no conditional writes) fail at once.
 pub async fn open_checked_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
@@ -104,7 +64,7 @@ pub async fn open_checked_store(config: &ArchiverConfig) -> Result<Arc<dyn Objec
     let mut attempt = 0;
     loop {
         let opened = async {
-            let store = open_store(config).await?;
+            let store = store::open(&config.store.dest, &config.store.settings, Role::Archive).await?;
             preflight(config, store.as_ref()).await?;
             probe_conditional_writes(config, store.as_ref()).await?;
             Ok::<_, StoreError>(store)
@@ -124,34 +84,6 @@ pub async fn open_checked_store(config: &ArchiverConfig) -> Result<Arc<dyn Objec
             other => return other,
         }
     }
-}
-
-/// Aborts stale multipart uploads now and then, for as long as the store is in use.
-async fn sweep_stale_uploads(store: std::sync::Weak<S3Store>, prefix: Prefix, older_than: Duration) {
-    let every = (older_than / 4).clamp(Duration::from_secs(60), Duration::from_secs(3600));
-    loop {
-        tokio::time::sleep(every).await;
-        let Some(store) = store.upgrade() else { return };
-        match store.abort_stale_uploads(&prefix, older_than).await {
-            Ok(aborted) if aborted.is_empty() => {}
-            Ok(aborted) => {
-                warn!(count = aborted.len(), keys = ?aborted, "aborted stale multipart uploads left by crashes")
-            }
-            Err(e) => warn!("looking for stale multipart uploads failed (tried again later): {e}"),
-        }
-    }
-}
-
-/// Opens a destination for reading (`verify`): no uploads, no clean-up.
-pub async fn open_reader(
-    dest: &Destination,
-    endpoint: Option<String>,
-    region: Option<String>,
-) -> Result<Arc<dyn ObjectStore>, StoreError> {
-    Ok(match dest {
-        Destination::S3 { bucket, .. } => Arc::new(S3Store::connect(S3Settings::new(bucket, endpoint, region)).await),
-        Destination::File { root, .. } => Arc::new(LocalStore::new(root)?),
-    })
 }
 
 /// Checks, before anything consumes, that the archive can be listed: a missing bucket or wrong
@@ -178,7 +110,7 @@ async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectSto
                 "the store at {}{} does not honour conditional writes: a second PUT of {key} with \
                  If-None-Match: * was accepted",
                 store.describe(),
-                config.store.s3_endpoint.as_deref().map(|e| format!(" (endpoint {e})")).unwrap_or_default()
+                config.store.settings.s3.endpoint().map(|e| format!(" (endpoint {e})")).unwrap_or_default()
             ),
             fix: "the archiver's exactly-once guarantee rests on them (claims, and never overwriting an object); use \
                   a store that supports If-None-Match on PutObject and CompleteMultipartUpload"

@@ -17,20 +17,22 @@ use futures::stream::{self, StreamExt};
 use thiserror::Error;
 use tracing::{info, warn};
 
-use crate::archive::keys::classify;
+use crate::archive::claim::covering_claim;
 use crate::archive::claim::ClaimKey;
 use crate::archive::completeness::{
     bucket_of_key, final_through, folder_timestamps, marker_key, topic_final_through, Lateness, Marker,
 };
+use crate::archive::keys::classify;
+use crate::archive::keys::ListRequest;
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::TopicPartition;
 use crate::archive::time_bucket::{Bucket, BucketWidth, TimeSource};
-use crate::commands::restore::claimed_timestamps;
-use crate::commands::restore::plan::covering_claim;
-use crate::commands::status::{inspect, read_log, Inspected, StatusError};
-use crate::pipeline::spool::SpoolData;
-use crate::pipeline::{wall_clock_ms, AssignedTopics};
-use crate::recovery::ListRequest;
+use crate::clock::wall_clock_ms;
+use crate::encode::spool::SpoolData;
+use crate::pipeline::AssignedTopics;
+use crate::recovery::claims::claimed_timestamps;
+use crate::recovery::tail::{inspect, InspectError, Inspected};
+use crate::source::offsets::{read_log, OffsetsError};
 use crate::store::{list_all, list_between, ObjectStore, PutOutcome, StoreError};
 use crate::telemetry::Metrics;
 
@@ -42,7 +44,9 @@ enum MarkerError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Status(#[from] StatusError),
+    Kafka(#[from] OffsetsError),
+    #[error(transparent)]
+    Archive(#[from] InspectError),
 }
 
 pub struct MarkerSettings {

@@ -7,6 +7,23 @@ use std::sync::{mpsc as std_mpsc, Arc};
 
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::archive::record::Record;
+
+/// Where a partition whose archive is empty starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StartFrom {
+    Earliest,
+    Latest,
+}
+
+impl std::fmt::Display for StartFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StartFrom::Earliest => "earliest",
+            StartFrom::Latest => "latest",
+        })
+    }
+}
 use crate::recovery::{CommitHint, TopicIdentity};
 
 /// Where the consumer resumes a partition, as the pipeline recovered it from the archive.

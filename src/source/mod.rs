@@ -11,7 +11,6 @@
 mod consumer;
 mod context;
 pub mod convert;
-pub mod dead_letters;
 mod group;
 pub mod headers;
 mod messages;
@@ -28,7 +27,7 @@ use rdkafka::error::KafkaError;
 use thiserror::Error;
 
 pub use self::consumer::{KafkaSource, PipelineChannels, SourceSettings, HAND_OVER_BATCH};
-pub use self::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
+pub use self::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand, SourceLink, StartFrom};
 
 #[derive(Debug, Error)]
 pub enum SourceError {

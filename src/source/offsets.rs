@@ -10,10 +10,11 @@ use rdkafka::error::KafkaError;
 use rdkafka::topic_partition_list::TopicPartitionList;
 use thiserror::Error;
 
+use super::topic_config::topic_lateness;
 use super::topic_id::topic_ids;
+use crate::archive::completeness::Lateness;
 use crate::archive::partition::TopicPartition;
-use crate::commands::verify::audit::LogOffsets;
-use crate::recovery::TopicIdentity;
+use crate::recovery::{LogOffsets, PartitionOffsets, TopicIdentity};
 
 /// How long one metadata, watermark or committed-offsets request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
@@ -34,16 +35,8 @@ pub enum OffsetsError {
          incarnation of the topic cannot be told apart. Try again in a moment"
     )]
     TopicId { topic: String, brokers: String, why: String },
-}
-
-/// One partition's offsets in Kafka.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionOffsets {
-    pub log: LogOffsets,
-    /// The group's committed offset and its metadata (when a group was named and it committed).
-    pub committed: Option<(i64, String)>,
-    /// The topic's identity (its KIP-516 ID, or that the brokers have none).
-    pub topic: TopicIdentity,
+    #[error("reading Kafka's offsets failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
 }
 
 /// The offsets of every partition of `topics`, and the committed offsets of `group` when named. Blocks.
@@ -120,4 +113,17 @@ fn identities(
     }
     let (topic, why) = failed.unwrap_or_default();
     Err(OffsetsError::TopicId { topic, brokers: brokers.to_string(), why })
+}
+
+/// The topics' partitions' log and committed offsets, and each topic's lateness bound, read together.
+pub async fn read_log(
+    brokers: &str,
+    props: &[(String, String)],
+    group: &str,
+    topics: &[String],
+) -> Result<(BTreeMap<String, Lateness>, BTreeMap<TopicPartition, PartitionOffsets>), OffsetsError> {
+    let (b, p, g, t) = (brokers.to_string(), props.to_vec(), group.to_string(), topics.to_vec());
+    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&b, &p, Some(&g), &t));
+    let (lateness, offsets) = tokio::join!(topic_lateness(brokers, props, topics), offsets);
+    Ok((lateness?, offsets??))
 }

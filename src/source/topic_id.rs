@@ -17,7 +17,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::ClientContext;
 use thiserror::Error;
 
-use crate::pipeline::TopicIdLookup;
+use crate::recovery::TopicIdLookup;
 use crate::recovery::TopicIdentity;
 
 #[derive(Debug, Error)]

@@ -20,8 +20,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{ObjectStore, PutOutcome, StoreError};
-use crate::pipeline::spool::{host_name, remove_files_older_than, temp_name, SpoolData};
-use crate::recovery::{ListPage, ListRequest};
+use crate::archive::keys::{ListPage, ListRequest};
+use crate::encode::spool::{host_name, remove_files_older_than, temp_name, SpoolData};
 
 const TMP_DIR: &str = ".ksa-tmp";
 static TMP_SEQ: AtomicU64 = AtomicU64::new(0);

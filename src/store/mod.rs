@@ -3,6 +3,7 @@
 //! against both).
 
 mod local;
+mod open;
 mod options;
 mod s3;
 pub mod s3_errors;
@@ -13,13 +14,14 @@ use bytes::Bytes;
 use thiserror::Error;
 
 pub use self::local::LocalStore;
+pub use self::open::{open, Role, StoreSettings, DEFAULT_ABORT_STALE_UPLOADS_AFTER};
 pub use self::options::{ObjectOptions, Sse, StorageClass};
 pub use self::s3::{
     S3Settings, S3Store, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE,
     MIN_PART_SIZE,
 };
-use crate::pipeline::spool::SpoolData;
-use crate::recovery::{ListPage, ListRequest};
+use crate::archive::keys::{ListPage, ListRequest};
+use crate::encode::spool::SpoolData;
 
 #[derive(Debug, Error)]
 pub enum StoreError {

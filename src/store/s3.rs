@@ -21,9 +21,9 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::options::{ObjectOptions, Sse};
 use super::{ObjectStore, PutOutcome, StoreError};
+use crate::archive::keys::{ListPage, ListRequest};
 use crate::archive::object_key::Prefix;
-use crate::pipeline::spool::SpoolData;
-use crate::recovery::{ListPage, ListRequest};
+use crate::encode::spool::SpoolData;
 use crate::store::s3_errors::{classify, ErrorClass};
 use crate::store::stale::{PendingSeen, PendingUpload};
 
@@ -38,10 +38,10 @@ pub const DEFAULT_MAX_REQUESTS: usize = 64;
 /// S3's smallest part (all but the last).
 pub const MIN_PART_SIZE: u64 = 5 << 20;
 
-/// How to reach S3 and how to upload. Build it with [`S3Settings::new`].
+/// How to reach S3 and how to upload (the bucket is the destination's). Build it with
+/// [`S3Settings::new`].
 #[derive(Debug, Clone)]
 pub struct S3Settings {
-    bucket: String,
     /// A custom endpoint (LocalStack, MinIO, ...); implies path-style addressing.
     endpoint: Option<String>,
     region: Option<String>,
@@ -58,11 +58,10 @@ pub struct S3Settings {
 }
 
 impl S3Settings {
-    /// Reaches `bucket` (at `endpoint` when given; `region` or the AWS chain's), uploading with the
-    /// default part size, concurrency and attempt timeout.
-    pub fn new(bucket: impl Into<String>, endpoint: Option<String>, region: Option<String>) -> Self {
+    /// Reaches S3 at `endpoint` when given (`region` or the AWS chain's), uploading with the default
+    /// part size, concurrency and attempt timeout.
+    pub fn new(endpoint: Option<String>, region: Option<String>) -> Self {
         Self {
-            bucket: bucket.into(),
             endpoint,
             region,
             part_size: DEFAULT_PART_SIZE,
@@ -93,6 +92,15 @@ impl S3Settings {
         Self { objects, ..self }
     }
 
+    pub fn part_size(&self) -> u64 {
+        self.part_size
+    }
+
+    /// The custom endpoint, if one is set.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.endpoint.as_deref()
+    }
+
     fn owner(&self) -> Option<String> {
         self.objects.expected_bucket_owner.clone()
     }
@@ -112,6 +120,7 @@ impl S3Settings {
 
 pub struct S3Store {
     client: Client,
+    bucket: String,
     settings: S3Settings,
     /// Our multipart uploads seen pending, and since when (see `store::stale`).
     pending_seen: std::sync::Mutex<PendingSeen>,
@@ -121,7 +130,7 @@ pub struct S3Store {
 
 impl S3Store {
     /// Builds the client from aws-config's standard chains (credentials, region, `AWS_ENDPOINT_URL`).
-    pub async fn connect(settings: S3Settings) -> Self {
+    pub async fn connect(bucket: impl Into<String>, settings: S3Settings) -> Self {
         let mut loader = aws_config::defaults(BehaviorVersion::latest());
         if let Some(ep) = &settings.endpoint {
             loader = loader.endpoint_url(ep);
@@ -146,7 +155,13 @@ impl S3Store {
             )
             .build();
         let requests = Semaphore::new(settings.max_requests);
-        Self { client: Client::from_conf(config), settings, pending_seen: Default::default(), requests }
+        Self {
+            client: Client::from_conf(config),
+            bucket: bucket.into(),
+            settings,
+            pending_seen: Default::default(),
+            requests,
+        }
     }
 
     /// Waits for a free request slot; the request goes out while the permit lives.
@@ -158,7 +173,7 @@ impl S3Store {
     /// never completed (left by crashes), by the store's clock and by this store's own sightings: the
     /// first call only takes note (see `store::stale`). Returns the keys aborted.
     pub async fn abort_stale_uploads(&self, prefix: &Prefix, older_than: Duration) -> Result<Vec<String>, StoreError> {
-        let bucket = &self.settings.bucket;
+        let bucket = &self.bucket;
         let mut pending = Vec::new();
         let (mut key_marker, mut id_marker) = (None::<String>, None::<String>);
         loop {
@@ -223,7 +238,7 @@ impl S3Store {
     {
         let status = err.raw_response().map(|r| r.status().as_u16());
         let code = err.code().map(str::to_string);
-        let bucket = &self.settings.bucket;
+        let bucket = &self.bucket;
         let detail = DisplayErrorContext(&err).to_string();
         if matches!(err, SdkError::ConstructionFailure(_)) {
             return StoreError::Permanent {
@@ -309,7 +324,7 @@ impl S3Store {
         let result = self
             .client
             .put_object()
-            .bucket(&self.settings.bucket)
+            .bucket(&self.bucket)
             .set_expected_bucket_owner(self.settings.owner())
             .set_server_side_encryption(sse)
             .set_ssekms_key_id(kms_key)
@@ -331,7 +346,7 @@ impl S3Store {
     }
 
     async fn put_multipart(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
-        let bucket = &self.settings.bucket;
+        let bucket = &self.bucket;
         let (sse, kms_key) = self.settings.sse();
         let slot = self.slot().await;
         let created = self
@@ -381,7 +396,7 @@ impl S3Store {
                 let out = self
                     .client
                     .upload_part()
-                    .bucket(&self.settings.bucket)
+                    .bucket(&self.bucket)
                     .set_expected_bucket_owner(self.settings.owner())
                     .key(key)
                     .upload_id(upload_id)
@@ -404,7 +419,7 @@ impl S3Store {
         let result = self
             .client
             .complete_multipart_upload()
-            .bucket(&self.settings.bucket)
+            .bucket(&self.bucket)
             .set_expected_bucket_owner(self.settings.owner())
             .key(key)
             .upload_id(upload_id)
@@ -423,7 +438,7 @@ impl S3Store {
 #[async_trait]
 impl ObjectStore for S3Store {
     fn describe(&self) -> String {
-        format!("s3://{}", self.settings.bucket)
+        format!("s3://{}", self.bucket)
     }
 
     async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
@@ -439,7 +454,7 @@ impl ObjectStore for S3Store {
         let out = self
             .client
             .list_objects_v2()
-            .bucket(&self.settings.bucket)
+            .bucket(&self.bucket)
             .set_expected_bucket_owner(self.settings.owner())
             .prefix(&req.prefix)
             .set_start_after(req.start_after.clone())
@@ -456,7 +471,7 @@ impl ObjectStore for S3Store {
         let out = self
             .client
             .get_object()
-            .bucket(&self.settings.bucket)
+            .bucket(&self.bucket)
             .set_expected_bucket_owner(self.settings.owner())
             .key(key)
             .send()
@@ -472,7 +487,7 @@ impl ObjectStore for S3Store {
 
     async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
         let _slot = self.slot().await;
-        let head = self.client.head_object().bucket(&self.settings.bucket).key(key);
+        let head = self.client.head_object().bucket(&self.bucket).key(key);
         match head.set_expected_bucket_owner(self.settings.owner()).send().await {
             Ok(out) => Ok(Some(out.content_length().unwrap_or(0).max(0) as u64)),
             Err(e) => match self.classify("HeadObject", key, e) {
@@ -486,7 +501,7 @@ impl ObjectStore for S3Store {
         let _slot = self.slot().await;
         self.client
             .delete_object()
-            .bucket(&self.settings.bucket)
+            .bucket(&self.bucket)
             .set_expected_bucket_owner(self.settings.owner())
             .key(key)
             .send()

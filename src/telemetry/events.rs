@@ -9,9 +9,9 @@ use tracing::{error, info, warn};
 
 use super::metrics::Metrics;
 use crate::archive::claim::Claim;
-use crate::archive::encode::ValueStats;
 use crate::archive::partition::{OffsetRange, TopicPartition};
-use crate::pipeline::roll::RollReason;
+use crate::encode::roll::RollReason;
+use crate::encode::ValueStats;
 use crate::recovery::ResumePlan;
 use crate::store::PutOutcome;
 

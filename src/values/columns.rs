@@ -12,7 +12,14 @@ use arrow_json::reader::{Decoder, ReaderBuilder};
 use arrow_schema::{ArrowError, Field, FieldRef};
 use serde_json::Value;
 
-use crate::archive::encode::EncodeError;
+/// Building a batch's typed columns failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ColumnsError {
+    #[error("building Arrow arrays failed: {0}")]
+    Arrow(#[from] ArrowError),
+    #[error("typed values decoded to {decoded} rows for {records} records")]
+    RowCount { decoded: usize, records: usize },
+}
 use crate::values::{value_field, Inference, JsonValues, ValueSchema};
 
 /// The raw bytes' column.
@@ -134,7 +141,7 @@ impl TypedColumns {
 
     /// Builds the batch's three columns and starts the next batch. `offsets` are the batch's record
     /// offsets (for the stats of a misfit found only by the decoder).
-    pub fn take(&mut self, offsets: &[i64]) -> Result<[ArrayRef; 3], EncodeError> {
+    pub fn take(&mut self, offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {
         if self.schema.is_none() {
             self.schema = Some(self.infer(offsets));
         }
@@ -166,7 +173,7 @@ impl TypedColumns {
     }
 
     /// Decodes the rows that fit, a null for every other row.
-    fn decode_all(&self) -> Result<ArrayRef, EncodeError> {
+    fn decode_all(&self) -> Result<ArrayRef, ColumnsError> {
         let mut decoder = self.decoder(self.rows.len())?;
         for row in &self.rows {
             let text = self.value(row).filter(|_| row.misfit.is_none()).unwrap_or(b"null");
@@ -175,11 +182,11 @@ impl TypedColumns {
         let value = decoder.flush()?.map(|batch| batch.column(0).clone());
         match value {
             Some(value) if value.len() == self.rows.len() => Ok(value),
-            _ => Err(EncodeError::BadParquet("typed values decoded to fewer or more rows than records".into())),
+            other => Err(ColumnsError::RowCount { decoded: other.map_or(0, |v| v.len()), records: self.rows.len() }),
         }
     }
 
-    fn refuse_undecodable(&mut self, offsets: &[i64]) -> Result<(), EncodeError> {
+    fn refuse_undecodable(&mut self, offsets: &[i64]) -> Result<(), ColumnsError> {
         for (i, &offset) in offsets.iter().enumerate() {
             let Some(text) = self.value(&self.rows[i]).filter(|_| self.rows[i].misfit.is_none()) else { continue };
             let mut decoder = self.decoder(1)?;

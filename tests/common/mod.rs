@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kafka_s3_archiver::archive::destination::Destination;
 use kafka_s3_archiver::archive::object_key::Prefix;
 use kafka_s3_archiver::commands::demo::check::archived_ends;
-use kafka_s3_archiver::store::{list_all, LocalStore, ObjectStore, S3Settings, S3Store};
+use kafka_s3_archiver::store::{self, list_all, ObjectStore, Role, S3Settings, S3Store, StoreSettings};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -70,15 +71,15 @@ pub async fn create_topic_with(topic: &str, partitions: i32, configs: &[(&str, &
     }
 }
 
-pub fn s3_settings(bucket: &str, part_size: u64) -> S3Settings {
-    S3Settings::new(bucket, Some(s3_endpoint()), Some("us-east-1".into()))
+pub fn s3_settings(part_size: u64) -> S3Settings {
+    S3Settings::new(Some(s3_endpoint()), Some("us-east-1".into()))
         .uploads(part_size, 3)
         .attempt_timeout(Duration::from_secs(30))
 }
 
 /// A store on a new bucket.
 pub async fn s3_store_with(bucket: &str, part_size: u64) -> S3Store {
-    let store = S3Store::connect(s3_settings(bucket, part_size)).await;
+    let store = S3Store::connect(bucket, s3_settings(part_size)).await;
     store.client().create_bucket().bucket(bucket).send().await.expect("create bucket");
     store
 }
@@ -115,10 +116,9 @@ impl TestDest {
     }
 
     pub async fn store(&self) -> Arc<dyn ObjectStore> {
-        match self {
-            TestDest::S3 { bucket } => Arc::new(S3Store::connect(s3_settings(bucket, 8 << 20)).await),
-            TestDest::File { dir } => Arc::new(LocalStore::new(dir.path()).expect("local store")),
-        }
+        let settings = StoreSettings { s3: s3_settings(8 << 20), ..StoreSettings::reading(None, None) };
+        let dest: Destination = self.url().parse().expect("a test destination");
+        store::open(&dest, &settings, Role::Inspect).await.expect("the test store")
     }
 }
 
@@ -469,7 +469,7 @@ pub async fn archive_mock_topic(
     }
     .resolve(None)
     .unwrap();
-    let store = kafka_s3_archiver::service::archiver::open_store(&config).await.unwrap();
+    let store = store::open(&config.store.dest, &config.store.settings, Role::Archive).await.unwrap();
     let prefix = config.store.dest.prefix().clone();
     let archiver = kafka_s3_archiver::service::archiver::Archiver::start(&config, store.clone()).unwrap();
     let started = Instant::now();

@@ -6,11 +6,11 @@ pub mod engines;
 
 use thiserror::Error;
 
-use crate::archive::keys::classify;
 use crate::archive::destination::Destination;
+use crate::archive::keys::classify;
+use crate::archive::keys::ListRequest;
 use crate::archive::object_key::FileKind;
 use crate::commands::ddl::engines::{ddl, table_name, DdlError, Engine, TableLayout};
-use crate::recovery::ListRequest;
 use crate::store::{ObjectStore, StoreError};
 
 #[derive(Debug, Error)]

@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
 
+use crate::archive::claim::covering_claim;
 use crate::archive::claim::{Claim, ClaimKey};
 use crate::archive::keys::{classify, ArchiveKey};
-use crate::archive::encode::{decode, EncodeError};
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::record::Record;
-use crate::commands::restore::plan::covering_claim;
 use crate::commands::verify::audit::ObjectContents;
+use crate::encode::{decode, EncodeError};
 use crate::store::{list_all, ObjectStore, StoreError};
 
 #[derive(Debug, Error)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{run as run_demo, DemoOptions};
-use crate::archive::encode::Format;
+use crate::encode::Format;
 
 #[derive(Args)]
 pub struct DemoArgs {

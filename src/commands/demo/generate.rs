@@ -14,7 +14,7 @@ use crate::archive::claim::{Claim, ClaimKey};
 use crate::archive::object_key::{FileKind, ObjectKey, Prefix};
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::archive::record::{Header, Record, TimestampKind};
-use crate::pipeline::spool::SpoolData;
+use crate::encode::spool::SpoolData;
 use crate::source::convert::{kafka_headers, to_future_record};
 use crate::store::{ObjectStore, PutOutcome, StoreError};
 

@@ -15,15 +15,15 @@ use std::time::{Duration, Instant};
 use rdkafka::mocking::MockCluster;
 use thiserror::Error;
 
-use crate::archive::encode::Format;
 use crate::archive::object_key::Prefix;
 use crate::archive::record::Record;
 use crate::commands::demo::check::{archived_ends, compare, read_topic, CheckError, Comparison};
 use crate::commands::demo::generate::produce;
 use crate::commands::verify::{verify, VerifyOptions};
 use crate::config::{ArchiverConfig, ConfigError, Settings};
-use crate::service::archiver::{open_store, Archiver, ArchiverError};
-use crate::store::{list_all, ObjectStore, StoreError};
+use crate::encode::Format;
+use crate::service::archiver::{Archiver, ArchiverError};
+use crate::store::{self, list_all, ObjectStore, Role, StoreError};
 
 const TOPIC: &str = "demo-orders";
 const PARTITIONS: i32 = 3;
@@ -99,7 +99,7 @@ pub async fn run(opts: DemoOptions) -> Result<Comparison, DemoError> {
     println!("2. produced {total} records (keys, binary and null values, headers, timestamps)");
 
     let first = settings(&bootstrap, "demo-archiver-1", &opts).resolve(None)?;
-    let store: Arc<dyn ObjectStore> = open_store(&first).await?;
+    let store: Arc<dyn ObjectStore> = store::open(&first.store.dest, &first.store.settings, Role::Archive).await?;
     let prefix = first.store.dest.prefix().clone();
     println!("3. archiving to {} as {} files (group demo-archiver-1)", first.store.dest, opts.format);
     archive_then_crash(&first, &store, &prefix, total as u64).await?;

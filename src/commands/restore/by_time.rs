@@ -8,12 +8,13 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use futures::stream::{self, StreamExt};
 
 use super::{ByPartition, RestoreOptions};
-use crate::archive::keys::classify;
-use crate::archive::claim::{Claim, ClaimKey};
+use crate::archive::claim::covering_claim;
 use crate::archive::completeness::{bucket_of_key, Marker};
-use crate::archive::object_key::{ObjectKey, Prefix};
+use crate::archive::keys::classify;
+use crate::archive::object_key::ObjectKey;
 use crate::archive::time_bucket::Bucket;
-use crate::commands::restore::plan::{covering_claim, FolderChoice};
+use crate::commands::restore::plan::FolderChoice;
+use crate::recovery::claims::claimed_timestamps;
 use crate::store::{list_all, ObjectStore, StoreError};
 
 /// What the markers decided.
@@ -108,27 +109,11 @@ fn drop_objects(by_partition: &mut ByPartition, drop: impl Fn(&ObjectKey) -> boo
     (before - by_partition.values().map(Vec::len).sum::<usize>()) as u64
 }
 
-/// The record timestamps of `object` as its claim (chain start `claim_start`) says them; `None` when
-/// that claim does not describe exactly this object, or does not say.
-pub(crate) async fn claimed_timestamps(
-    store: &dyn ObjectStore,
-    prefix: &Prefix,
-    object: &ObjectKey,
-    claim_start: i64,
-) -> Result<Option<(i64, i64)>, StoreError> {
-    let key = ClaimKey::new(prefix.clone(), object.tp.clone(), claim_start).to_string();
-    let claim = match store.get(&key).await {
-        Ok(body) => Claim::from_json(&key, &body).ok(),
-        Err(StoreError::NotFound(_)) => None,
-        Err(e) => return Err(e),
-    };
-    Ok(claim.filter(|c| c.data() == object.range).and_then(|c| c.timestamps))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::archive::completeness::marker_key;
+    use crate::archive::object_key::Prefix;
     use crate::commands::restore::plan::Selection;
     use crate::commands::restore::{objects, RestoreTarget};
     use crate::service::markers::tests::{archive, hour, put, HOUR};

@@ -10,8 +10,6 @@ pub mod progress;
 mod by_time;
 mod kafka;
 
-pub(crate) use by_time::claimed_timestamps;
-
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,11 +22,11 @@ use thiserror::Error;
 use tokio::task::JoinSet;
 
 use crate::archive::keys::{classify, ArchiveKey};
-use crate::archive::encode::{decode, json_line, EncodeError};
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::{is_selected, TopicPartition};
 use crate::archive::record::Record;
 use crate::commands::restore::plan::{OffsetOnce, Partitioning, Selection};
+use crate::encode::{decode, json_line, EncodeError};
 use crate::store::{list_all, ObjectStore, StoreError};
 
 /// Source partitions restored into Kafka at once, each by a task of its own (fetching, decoding and

@@ -199,12 +199,6 @@ impl OffsetSet {
     }
 }
 
-/// The claim that covers a data object starting at `object_start`: the one with the greatest start at
-/// or below it.
-pub fn covering_claim(claim_starts: &std::collections::BTreeSet<i64>, object_start: i64) -> Option<i64> {
-    claim_starts.range(..=object_start).next_back().copied()
-}
-
 /// Yields each offset of a partition once, in order, from objects read in key order (objects that
 /// overlap, from archives written without claims, repeat offsets).
 #[derive(Debug, Default)]
@@ -322,15 +316,6 @@ mod tests {
         assert!(set.contains(10) && !set.contains(11) && !set.contains(-1));
         set.insert(i64::MAX);
         assert!(set.contains(i64::MAX));
-    }
-
-    #[test]
-    fn objects_map_to_their_claims() {
-        let starts = std::collections::BTreeSet::from([0, 10, 25]);
-        assert_eq!(covering_claim(&starts, 0), Some(0));
-        assert_eq!(covering_claim(&starts, 12), Some(10));
-        assert_eq!(covering_claim(&starts, 30), Some(25));
-        assert_eq!(covering_claim(&std::collections::BTreeSet::from([5]), 3), None);
     }
 
     #[test]

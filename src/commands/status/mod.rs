@@ -4,7 +4,6 @@
 //! flags where they disagree in a way that matters.
 
 pub mod cli;
-pub mod report;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,26 +14,18 @@ use thiserror::Error;
 
 use crate::archive::completeness::{final_through, topic_final_through, Lateness, PartitionProgress};
 use crate::archive::object_key::Prefix;
-use crate::archive::partition::TopicPartition;
 use crate::archive::time_bucket::{BucketWidth, TimeSource};
-use crate::commands::status::report::{partition_status, PartitionStatus};
-use crate::recovery::tail::{find_tail, Patience, TailError, TailHints};
-use crate::recovery::CommitHint;
-use crate::source::offsets::{partition_offsets, OffsetsError, PartitionOffsets};
-use crate::source::topic_config::topic_lateness;
+use crate::recovery::standing::PartitionStatus;
+use crate::recovery::tail::{inspect, InspectError, Inspected};
+use crate::source::offsets::{read_log, OffsetsError};
 use crate::store::ObjectStore;
-
-/// Tries of each store request before `status` reports the error.
-const STATUS_ATTEMPTS: u32 = 8;
 
 #[derive(Debug, Error)]
 pub enum StatusError {
     #[error(transparent)]
     Kafka(#[from] OffsetsError),
-    #[error("reading the archive of {tp}: {source}")]
-    Archive { tp: TopicPartition, source: TailError },
-    #[error("reading Kafka's offsets failed: {0}")]
-    Join(#[from] tokio::task::JoinError),
+    #[error(transparent)]
+    Archive(#[from] InspectError),
 }
 
 #[derive(Debug, Clone)]
@@ -170,54 +161,11 @@ impl StatusReport {
     }
 }
 
-/// One partition, as the archive and the log show it.
-pub(crate) struct Inspected {
-    pub(crate) row: PartitionStatus,
-    pub(crate) progress: PartitionProgress,
-    pub(crate) list_requests: u32,
-}
-
-/// Finds one partition's archive tail (from the commit hint, as recovery does) and sets it against the
-/// partition's log.
-pub(crate) async fn inspect(
-    store: &dyn ObjectStore,
-    prefix: &Prefix,
-    tp: TopicPartition,
-    PartitionOffsets { log, committed, topic }: PartitionOffsets,
-) -> Result<Inspected, StatusError> {
-    let hint = committed.as_ref().and_then(|c| CommitHint::parse(c.0, &c.1));
-    let hints = TailHints { commit: hint, log_end: Some(log.log_end) };
-    let found = find_tail(store, prefix, &tp, hints, true, Patience::Attempts(STATUS_ATTEMPTS), None)
-        .await
-        .map_err(|source| StatusError::Archive { tp: tp.clone(), source })?;
-    let row =
-        partition_status(&tp, &found.tail, found.last_claim.as_ref(), committed.as_ref().map(|c| c.0), log, &topic);
-    let progress = PartitionProgress {
-        last_bucket: found.last_claim.as_ref().and_then(|c| c.object_key(prefix)?.bucket),
-        caught_up: row.pending_claim.is_none() && row.unarchived == 0,
-        time_source: found.last_claim.as_ref().and_then(|c| c.time_source),
-    };
-    Ok(Inspected { row, progress, list_requests: found.list_requests })
-}
-
-/// The topics' partitions' log and committed offsets, and each topic's lateness bound, read together.
-pub(crate) async fn read_log(
-    brokers: &str,
-    props: &[(String, String)],
-    group: &str,
-    topics: &[String],
-) -> Result<(BTreeMap<String, Lateness>, BTreeMap<TopicPartition, PartitionOffsets>), StatusError> {
-    let (b, p, g, t) = (brokers.to_string(), props.to_vec(), group.to_string(), topics.to_vec());
-    let offsets = tokio::task::spawn_blocking(move || partition_offsets(&b, &p, Some(&g), &t));
-    let (lateness, offsets) = tokio::join!(topic_lateness(brokers, props, topics), offsets);
-    Ok((lateness?, offsets??))
-}
-
 pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<StatusReport, StatusError> {
     // Read before the log ends: a record appended after them arrived after this time.
-    let log_read_ms = crate::pipeline::wall_clock_ms();
+    let log_read_ms = crate::clock::wall_clock_ms();
     let (lateness, offsets) = read_log(&opts.brokers, &opts.props, &opts.group, &opts.topics).await?;
-    let results: Vec<Result<Inspected, StatusError>> = stream::iter(offsets)
+    let results: Vec<Result<Inspected, InspectError>> = stream::iter(offsets)
         .map(|(tp, offsets)| inspect(store, &opts.prefix, tp, offsets))
         .buffered(16)
         .collect()

@@ -15,13 +15,13 @@ use thiserror::Error;
 
 use crate::archive::claim::{Claim, ClaimKey};
 use crate::archive::keys::{classify, ArchiveKey};
-use crate::archive::encode::decode;
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::{is_selected, TopicPartition};
 use crate::commands::verify::audit::{
-    audit, claims_of_short_objects, claims_to_read, LogOffsets, ObjectContents, PartitionListing, PartitionReport,
-    Problem,
+    audit, claims_of_short_objects, claims_to_read, ObjectContents, PartitionListing, PartitionReport, Problem,
 };
+use crate::encode::decode;
+use crate::recovery::LogOffsets;
 use crate::recovery::TopicIdentity;
 use crate::source::offsets::{partition_offsets, OffsetsError};
 use crate::store::{list_all_counting, ObjectStore, StoreError};

@@ -9,7 +9,7 @@ use crate::archive::claim::Claim;
 use crate::archive::object_key::{FileKind, ObjectKey, Prefix};
 use crate::archive::partition::OffsetRange;
 use crate::archive::time_bucket::{Bucket, BucketWidth, Bucketing, TimeSource};
-use crate::pipeline::roll::RollPolicy;
+use crate::encode::roll::RollPolicy;
 use crate::source::ResumeAt;
 
 /// 2026-11-30T00:00:00Z: in the past, so record times are not capped at arrival.

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::harness::*;
-use crate::archive::encode::{decode, DeadLetter};
 use crate::archive::object_key::{FileKind, ObjectKey, Prefix};
 use crate::archive::partition::{OffsetRange, TopicPartition};
+use crate::encode::{decode, DeadLetter};
 use crate::pipeline::DeadLetterSink;
 use crate::source::Fetched;
 use crate::store::ObjectStore;

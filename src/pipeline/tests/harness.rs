@@ -16,15 +16,15 @@ use tokio::task::JoinHandle;
 
 use super::super::*;
 use crate::archive::claim::{Claim, ClaimKey};
-use crate::archive::encode::{Compression, Format};
+use crate::archive::keys::{ListPage, ListRequest};
 use crate::archive::object_key::FileKind;
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::OffsetRange;
 use crate::archive::record::{Record, TimestampKind};
-use crate::pipeline::roll::RollPolicy;
-use crate::pipeline::spool::SpoolUsage;
-use crate::pipeline::spool::{SpoolConfig, SpoolData};
-use crate::recovery::{ListPage, ListRequest};
+use crate::encode::roll::RollPolicy;
+use crate::encode::spool::SpoolUsage;
+use crate::encode::spool::{SpoolConfig, SpoolData};
+use crate::encode::{Compression, Format};
 use crate::source::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{list_all, LocalStore};
 use crate::store::{ObjectStore, PutOutcome, StoreError};
@@ -371,17 +371,17 @@ impl Harness {
         let records: Vec<Record> = (s..=e).map(|o| rec(o, 10)).collect();
         let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let spool = crate::pipeline::spool::Spool::new(SpoolConfig {
+        let spool = crate::encode::spool::Spool::new(SpoolConfig {
             memory_threshold: 1 << 20,
             dir: dir.path().into(),
             usage: Arc::default(),
         });
-        let mut encoder = crate::archive::encode::FileEncoder::new(spec, &Default::default(), spool).unwrap();
+        let mut encoder = crate::encode::FileEncoder::new(spec, &Default::default(), spool).unwrap();
         for r in &records {
             encoder.append(r, true).unwrap();
         }
         let range = OffsetRange::new(s, e).unwrap();
-        let meta = crate::archive::encode::FileMeta { tp: tp(p), range, records: records.len() as u64 };
+        let meta = crate::encode::FileMeta { tp: tp(p), range, records: records.len() as u64 };
         let data = encoder.finish(&meta).unwrap().read_all().unwrap();
         let len = data.len() as u64;
         self.store.inner.put_if_absent(&key(p, s, e), &SpoolData::Memory(data), len).await.unwrap();

@@ -16,8 +16,8 @@ use super::*;
 use crate::archive::claim::ClaimKey;
 use crate::archive::object_key::Prefix;
 use crate::archive::partition::OffsetRange;
-use crate::pipeline::roll::RollPolicy;
-use crate::pipeline::spool::SpoolData;
+use crate::encode::roll::RollPolicy;
+use crate::encode::spool::SpoolData;
 use crate::source::{Fetched, ResumeAt, SourceCommand};
 use crate::store::ObjectStore;
 

@@ -7,11 +7,11 @@ use bytes::Bytes;
 
 use super::harness::*;
 use crate::archive::claim::Claim;
-use crate::archive::encode::decode;
 use crate::archive::object_key::{FileKind, ObjectKey, Prefix};
 use crate::archive::partition::OffsetRange;
 use crate::archive::record::Record;
-use crate::pipeline::spool::SpoolData;
+use crate::encode::decode;
+use crate::encode::spool::SpoolData;
 use crate::source::{Control, Fetched, ResumeAt, SourceCommand};
 use crate::store::{ObjectStore, PutOutcome};
 
@@ -123,7 +123,7 @@ async fn the_budget_holds_while_a_claimed_range_is_rewritten() {
 #[tokio::test]
 async fn a_rewrite_whose_records_are_gone_completes_once_kafka_says_so() {
     // A claim of 0..=9 whose tail 5..=9 Kafka compacted away since; nothing newer arrives.
-    let roll = crate::pipeline::roll::RollPolicy {
+    let roll = crate::encode::roll::RollPolicy {
         max_records: 1000,
         max_bytes: 1 << 30,
         max_age: Duration::from_millis(300),
@@ -227,8 +227,8 @@ async fn range_checked(h: &Harness) -> (u64, OffsetRange) {
     }
 }
 
-fn quick_checks() -> crate::pipeline::roll::RollPolicy {
-    crate::pipeline::roll::RollPolicy {
+fn quick_checks() -> crate::encode::roll::RollPolicy {
+    crate::encode::roll::RollPolicy {
         max_records: 1000,
         max_bytes: 1 << 30,
         max_age: Duration::from_millis(300),

@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::archive::claim::covering_claim;
 use crate::archive::claim::Claim;
 use crate::archive::object_key::ObjectKey;
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::archive::record::Record;
-use crate::commands::restore::plan::covering_claim;
-use crate::recovery::{check_incarnation, IncarnationMismatch, TopicIdentity};
+use crate::recovery::{check_incarnation, IncarnationMismatch, LogOffsets, TopicIdentity};
 
 /// One partition as listed.
 #[derive(Debug, Clone, Default)]
@@ -73,13 +73,6 @@ impl ObjectContents {
         matches!(self, ObjectContents::Read { first: Some(f), last: Some(l), .. }
             if key.range.start() <= *f && *l <= key.range.end())
     }
-}
-
-/// The partition's offsets in Kafka (`--brokers`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct LogOffsets {
-    pub log_start: i64,
-    pub log_end: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -11,9 +11,9 @@ use rdkafka::config::ClientConfig;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-use crate::archive::encode::DeadLetter;
+use super::DeadLetterSink;
 use crate::archive::partition::TopicPartition;
-use crate::pipeline::DeadLetterSink;
+use crate::encode::DeadLetter;
 
 /// How long one dead letter may take to be acknowledged before the batch is retried.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,7 +40,7 @@ impl KafkaDeadLetters {
 }
 
 fn headers(source: &TopicPartition, letter: &DeadLetter) -> OwnedHeaders {
-    let mut out = super::headers::owned(&letter.record.headers);
+    let mut out = crate::source::headers::owned(&letter.record.headers);
     let partition = source.partition().to_string();
     let offset = letter.record.offset.to_string();
     let connect = [

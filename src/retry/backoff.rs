@@ -1,4 +1,5 @@
-//! Retry delays: exponential with full jitter, capped. The random draw is passed in.
+//! Retry delays: exponential, capped, with equal jitter (half the delay fixed, half drawn). The random
+//! draw is passed in.
 
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ impl Backoff {
     /// The delay before retry number `attempt` (0-based); `jitter` is a uniform draw from [0, 1).
     pub fn delay(&self, attempt: u32, jitter: f64) -> Duration {
         let ceiling = self.base.saturating_mul(1u32 << attempt.min(20)).min(self.max);
-        // Full jitter, but never less than half the ceiling, so retries do not hammer a struggling store.
+        // Equal jitter: never less than half the ceiling, so retries do not hammer a struggling store.
         ceiling.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
     }
 }

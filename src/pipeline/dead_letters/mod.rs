@@ -2,14 +2,16 @@
 //! topic, before their file's data object is uploaded (so a crash cannot lose them; a re-run after a
 //! crash may produce them again). They stay in the archive too, every offset in exactly one object.
 
+pub mod kafka;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::uploader::SealedFile;
-use crate::archive::encode::{dead_letters, DeadLetter};
+use super::sealed::SealedFile;
 use crate::archive::partition::TopicPartition;
+use crate::encode::{dead_letters, DeadLetter};
 use crate::retry::Backoff;
 use crate::telemetry::{Event, Metrics};
 

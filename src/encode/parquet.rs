@@ -23,7 +23,7 @@ use parquet::file::reader::ChunkReader;
 
 use super::{header_name_from_text, header_name_text, Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::archive::record::{Header, Record, TimestampKind};
-use crate::pipeline::spool::{SealedSpool, Spool};
+use crate::encode::spool::{SealedSpool, Spool};
 use crate::values::columns::{TypedColumns, ValueStats, VALUE_ERROR, VALUE_RAW};
 use crate::values::{ValueFormat, VALUE_FIELD};
 

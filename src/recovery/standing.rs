@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::archive::claim::Claim;
 use crate::archive::partition::TopicPartition;
-use crate::commands::verify::audit::LogOffsets;
+use crate::recovery::LogOffsets;
 use crate::recovery::{check_incarnation, IncarnationMismatch, Tail, TopicIdentity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -3,16 +3,18 @@
 
 mod jsonl;
 mod parquet;
+pub mod roll;
+pub mod spool;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::object_key::FileKind;
-use super::partition::{OffsetRange, TopicPartition};
-use super::record::Record;
-use crate::pipeline::spool::{SealedSpool, Spool, SpoolData};
+use crate::archive::object_key::FileKind;
+use crate::archive::partition::{OffsetRange, TopicPartition};
+use crate::archive::record::Record;
+use crate::encode::spool::{SealedSpool, Spool, SpoolData};
 use crate::values::ValueFormat;
 
 pub use self::jsonl::{write_line as json_line, JsonlEncoder};
@@ -31,6 +33,8 @@ pub enum EncodeError {
     BadJsonLine { line: usize, why: String },
     #[error("Parquet file does not have the archive's schema: {0}")]
     BadParquet(String),
+    #[error(transparent)]
+    Columns(#[from] crate::values::columns::ColumnsError),
     #[error("format {format} does not support compression {compression}; {hint}")]
     UnsupportedCompression { format: Format, compression: Compression, hint: &'static str },
 }
@@ -265,7 +269,7 @@ mod tests {
 
     use super::*;
     use crate::archive::record::{Header, TimestampKind};
-    use crate::pipeline::spool::SpoolConfig;
+    use crate::encode::spool::SpoolConfig;
 
     fn sample_records() -> Vec<Record> {
         vec![

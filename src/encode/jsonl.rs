@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Compression, DeadLetter, EncodeError};
 use crate::archive::record::{Header, Record, TimestampKind};
-use crate::pipeline::spool::{SealedSpool, Spool};
+use crate::encode::spool::{SealedSpool, Spool};
 use crate::values::columns::ValueStats;
 use crate::values::line::{LineValue, LineValues, TypedLine};
 use crate::values::ValueFormat;
@@ -291,7 +291,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::pipeline::spool::SpoolConfig;
+    use crate::encode::spool::SpoolConfig;
 
     fn record(i: i64) -> Record {
         let value = format!(r#"{{"order":{i},"note":"{}"}}"#, "x".repeat((i % 500) as usize)).into_bytes();
