@@ -45,7 +45,7 @@ fn encode(spec: FileSpec, values: &ValueFormat, records: &[Record], spool: &Spoo
         range: OffsetRange::new(0, records.len() as i64 - 1).expect("range"),
         records: records.len() as u64,
     };
-    encoder.finish(&meta).expect("finish").len()
+    encoder.finish(&meta).expect("finish").spool.len()
 }
 
 fn encoders(c: &mut Criterion) {

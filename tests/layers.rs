@@ -54,7 +54,7 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The file's code without its tests (`#[cfg(test)]` and test folders) and without comments.
+/// The file's code without its test module (`#[cfg(test)] mod …`, last in a file), test folders and comments.
 fn code(src: &Path, path: &Path) -> Option<(String, String)> {
     let relative = path.strip_prefix(src).unwrap().to_string_lossy().replace('\\', "/");
     let is_test = relative.contains("/tests/") || relative.ends_with("/tests.rs");
@@ -62,7 +62,7 @@ fn code(src: &Path, path: &Path) -> Option<(String, String)> {
         return None;
     }
     let text = std::fs::read_to_string(path).unwrap();
-    let before_tests = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let before_tests = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
     let lines: Vec<&str> = before_tests.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
     Some((relative, lines.join("\n")))
 }

@@ -49,7 +49,7 @@ fn parquet(offsets: std::ops::RangeInclusive<i64>, dir: &std::path::Path) -> Byt
         n += 1;
     }
     let meta = FileMeta { tp: tp(), range: OffsetRange::new(*offsets.start(), *offsets.end()).unwrap(), records: n };
-    encoder.finish(&meta).unwrap().read_all().unwrap()
+    encoder.finish(&meta).unwrap().spool.read_all().unwrap()
 }
 
 async fn put(store: &dyn ObjectStore, key: &str, body: Bytes) {

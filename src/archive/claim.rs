@@ -198,25 +198,34 @@ pub fn covering_claim(claim_starts: &std::collections::BTreeSet<i64>, object_sta
     claim_starts.range(..=object_start).next_back().copied()
 }
 
-#[cfg(test)]
 impl Claim {
-    /// A consistent claim of one record, written by `host:1` at time 0 (for tests).
-    pub(crate) fn for_test(chain_start: i64, first: i64, end: i64) -> Claim {
+    /// A plain claim: `records` records from `first` to `end` at chain position `chain_start`, by
+    /// `writer` at time 0, with no gap, timestamps, topic ID or object name (synthetic archives and
+    /// tests fill in what they need).
+    pub fn plain(chain_start: i64, first: i64, end: i64, records: u64, writer: &str) -> Claim {
         Claim {
             chain_start,
             first,
             end,
-            records: 1,
+            records,
             retention_gap: false,
             retention_gap_from: None,
             no_records_from: None,
-            writer: "host:1".into(),
+            writer: writer.into(),
             time_ms: 0,
             timestamps: None,
             topic_id: None,
             object: None,
             time_source: None,
         }
+    }
+}
+
+#[cfg(test)]
+impl Claim {
+    /// A consistent claim of one record, written by `host:1` at time 0 (for tests).
+    pub(crate) fn for_test(chain_start: i64, first: i64, end: i64) -> Claim {
+        Claim::plain(chain_start, first, end, 1, "host:1")
     }
 }
 

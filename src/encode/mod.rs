@@ -7,7 +7,9 @@ pub mod roll;
 pub mod spool;
 
 use std::fmt;
+use std::sync::Arc;
 
+use ::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -182,12 +184,34 @@ impl FileEncoder {
         }
     }
 
-    pub fn finish(self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
+    pub fn finish(self, meta: &FileMeta) -> Result<Finished, EncodeError> {
         match self {
-            FileEncoder::Parquet(e) => e.finish(meta),
-            FileEncoder::Jsonl(e) => e.finish(),
+            FileEncoder::Parquet(e) => {
+                let spool = e.finish(meta)?;
+                let footer = Some(Arc::new(parquet_footer(spool.data())?));
+                Ok(Finished { spool, footer })
+            }
+            FileEncoder::Jsonl(e) => Ok(Finished { spool: e.finish()?, footer: None }),
         }
     }
+}
+
+/// The footer of a sealed Parquet file, read back from its end (a few KiB): `ArrowWriter` writes it as
+/// it hands the bytes over and does not return it then.
+fn parquet_footer(data: &SpoolData) -> Result<ParquetMetaData, EncodeError> {
+    let reader = ParquetMetaDataReader::new();
+    Ok(match data {
+        SpoolData::Memory(bytes) => reader.parse_and_finish(bytes)?,
+        SpoolData::Disk(path) => reader.parse_and_finish(&std::fs::File::open(path)?)?,
+    })
+}
+
+/// A finished file: its bytes, and for Parquet its footer (row groups, column statistics), which the
+/// stages after durability hand on (a table commit needs it).
+#[derive(Debug)]
+pub struct Finished {
+    pub spool: SealedSpool,
+    pub footer: Option<Arc<ParquetMetaData>>,
 }
 
 /// A record whose value did not fit the value schema, and why (for `--dlq-topic`).
@@ -307,6 +331,33 @@ mod tests {
         ]
     }
 
+    #[test]
+    fn a_parquet_file_hands_on_its_footer_in_memory_and_from_the_spool_directory() {
+        let records = sample_records();
+        for threshold in [1 << 30, 0] {
+            let dir = tempfile::tempdir().unwrap();
+            let config = SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() };
+            for (format, compression) in [(Format::Parquet, Compression::Zstd), (Format::Jsonl, Compression::None)] {
+                let spec = FileSpec::new(format, compression).unwrap();
+                let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, Spool::new(config.clone())).unwrap();
+                for r in &records {
+                    assert!(enc.append(r, true).unwrap());
+                }
+                let range = OffsetRange::new(records[0].offset, records.last().unwrap().offset).unwrap();
+                let meta = FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range, records: records.len() as u64 };
+                let finished = enc.finish(&meta).unwrap();
+                let Some(footer) = finished.footer else {
+                    assert_eq!(format, Format::Jsonl, "only JSON lines have no footer");
+                    continue;
+                };
+                assert_eq!(footer.file_metadata().num_rows(), records.len() as i64);
+                let kv = footer.file_metadata().key_value_metadata().unwrap();
+                assert!(kv.iter().any(|k| k.key == "kafka.end_offset" && k.value.as_deref() == Some("9")));
+                assert!(footer.row_group(0).column(0).statistics().is_some(), "column statistics for a table");
+            }
+        }
+    }
+
     fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record> {
         round_trip_values(spec, &ValueFormat::Raw, records, threshold).records
     }
@@ -324,7 +375,7 @@ mod tests {
             range: OffsetRange::new(records[0].offset, records.last().unwrap().offset).unwrap(),
             records: records.len() as u64,
         };
-        let sealed = enc.finish(&meta).unwrap();
+        let sealed = enc.finish(&meta).unwrap().spool;
         decode(spec.kind(), sealed.read_all().unwrap()).unwrap()
     }
 
@@ -369,7 +420,7 @@ mod tests {
             range: OffsetRange::new(0, offset).unwrap(),
             records: offset as u64 + 1,
         };
-        let decoded = decode(FileKind::Parquet, enc.finish(&meta).unwrap().read_all().unwrap()).unwrap();
+        let decoded = decode(FileKind::Parquet, enc.finish(&meta).unwrap().spool.read_all().unwrap()).unwrap();
         assert_eq!((decoded.records.len() as i64, decoded.misfits), (offset + 1, 2));
         assert_eq!(decoded.records[7].value.as_deref(), Some(&br#"{"a":7,"b":{"c":true}}"#[..]));
         assert_eq!(decoded.records[5].value.as_deref(), Some(&br#"{"a":"five"}"#[..]), "a misfit's bytes");
@@ -399,7 +450,7 @@ mod tests {
         }
         let meta =
             FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 10).unwrap(), records: 4 };
-        let sealed = enc.finish(&meta).unwrap();
+        let sealed = enc.finish(&meta).unwrap().spool;
         let text = String::from_utf8(sealed.read_all().unwrap().to_vec()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].contains(r#""value":{ "a": 1, "b": "x" }"#), "{}", lines[0]);
@@ -470,7 +521,7 @@ mod tests {
         }
         let meta =
             FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
-        let text = String::from_utf8(enc.finish(&meta).unwrap().read_all().unwrap().to_vec()).unwrap();
+        let text = String::from_utf8(enc.finish(&meta).unwrap().spool.read_all().unwrap().to_vec()).unwrap();
         let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(first["key"], "user-1");
         assert_eq!(first["value"], r#"{"a":1}"#);
@@ -509,7 +560,7 @@ mod tests {
         let (enc, _) = parquet_with_samples(dir.path());
         let meta =
             FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
-        let data = enc.finish(&meta).unwrap().read_all().unwrap();
+        let data = enc.finish(&meta).unwrap().spool.read_all().unwrap();
         let kv = read_parquet_metadata(data).unwrap();
         assert_eq!(kv.get("kafka.topic").map(String::as_str), Some("t"));
         assert_eq!(kv.get("kafka.partition").map(String::as_str), Some("1"));

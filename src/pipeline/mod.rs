@@ -9,6 +9,7 @@
 //! writer then re-writes exactly that claim's range.
 
 mod budget;
+pub mod commit;
 pub mod dead_letters;
 mod recoverer;
 mod sealed;
@@ -29,6 +30,7 @@ use thiserror::Error;
 use tokio::sync::mpsc;
 
 use self::budget::Budget;
+use self::commit::CommitStage;
 pub use self::dead_letters::DeadLetterSink;
 use self::recoverer::{Recovered, Recoverer, Recovering, Resumed};
 use self::uploader::{Uploader, UploaderEvent};
@@ -94,6 +96,8 @@ pub struct Pipeline {
     from_uploaders: mpsc::UnboundedReceiver<UploaderEvent>,
     /// Where records whose value did not fit the value schema also go (`--dlq-topic`).
     dead_letters: Option<Arc<dyn DeadLetterSink>>,
+    /// What follows an object's durability (Kafka's commit).
+    commits: Arc<CommitStage>,
     /// Recoveries under way, off the loop: a store that fails for a while (retried for as long as it
     /// takes) never keeps revokes, uploads or other partitions' records waiting.
     recoveries: FuturesUnordered<BoxFuture<'static, Recovered>>,
@@ -132,13 +136,14 @@ impl Pipeline {
         topic_ids: Arc<dyn TopicIdLookup>,
     ) -> Self {
         let (uploader_events, from_uploaders) = mpsc::unbounded_channel();
-        metrics.buffer_budget_bytes.set(i64::try_from(settings.max_buffer_bytes).unwrap_or(i64::MAX));
-        metrics.store_up.set(1);
+        metrics.emit(Event::PipelineStarted { budget_bytes: settings.max_buffer_bytes });
         let budget = Budget::new(settings.max_buffer_bytes, settings.max_spool_bytes, settings.spool.usage.clone());
+        let commits = Arc::new(CommitStage::new(link.commands.clone()));
         Self {
             settings,
             store,
             link,
+            commits,
             metrics,
             partitions: HashMap::new(),
             budget,
@@ -283,7 +288,6 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Age rolls, and the gauges of what is buffered.
     /// Moves the parked partitions back to where they parked, once the budget has room.
     fn unpark(&mut self) {
         if self.budget.exceeded() {
@@ -300,11 +304,15 @@ impl Pipeline {
         }
     }
 
+    /// Every 200 ms: unparks what the budget has room for, sets the gauges of what is buffered, and rolls
+    /// files by age and schedule.
     fn tick(&mut self, now: Now) -> Result<(), PipelineError> {
         self.unpark();
-        self.metrics.buffered_bytes.set(i64::try_from(self.budget.memory_used()).unwrap_or(i64::MAX));
-        self.metrics.open_files.set(self.partitions.values().filter(|w| w.has_open_file()).count() as i64);
-        self.metrics.assigned_partitions.set(self.partitions.len() as i64);
+        self.metrics.emit(Event::Buffered {
+            bytes: self.budget.memory_used(),
+            open_files: self.partitions.values().filter(|w| w.has_open_file()).count(),
+            assigned: self.partitions.len(),
+        });
         let due: Vec<(TopicPartition, RollReason)> = self
             .partitions
             .iter()
@@ -344,6 +352,7 @@ impl Pipeline {
             freed: self.budget.freed(),
             metrics: self.metrics.clone(),
             dead_letters: self.dead_letters.clone(),
+            commits: self.commits.clone(),
         };
         let uploader = tokio::spawn(uploader.run(files));
         let writer = PartitionWriter::new(tp.clone(), topic, epoch, &plan, uploads, uploader, Instant::now());

@@ -175,7 +175,7 @@ impl Recoverer {
     /// or until the partition is revoked (`None`).
     async fn identity_of(&self, tp: &TopicPartition, epoch: u64) -> Option<TopicIdentity> {
         let backoff = Backoff::default();
-        self.metrics.topic_ids_waiting.inc();
+        self.metrics.emit(Event::TopicIdWait { waiting: true });
         let mut attempt = 0;
         let identity = loop {
             if !self.recovering.wanted(tp, epoch) {
@@ -191,7 +191,7 @@ impl Recoverer {
             tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
             attempt += 1;
         };
-        self.metrics.topic_ids_waiting.dec();
+        self.metrics.emit(Event::TopicIdWait { waiting: false });
         identity
     }
 }

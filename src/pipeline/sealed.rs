@@ -1,6 +1,10 @@
 //! A finished file on its way from the partition's writer to its uploader (and, for its dead letters,
 //! to the dead-letter topic).
 
+use std::sync::Arc;
+
+use parquet::file::metadata::ParquetMetaData;
+
 use crate::archive::claim::Claim;
 use crate::archive::object_key::ObjectKey;
 use crate::encode::roll::RollReason;
@@ -12,6 +16,8 @@ pub(super) struct SealedFile {
     pub(super) key: ObjectKey,
     pub(super) records: u64,
     pub(super) spool: SealedSpool,
+    /// A Parquet file's footer (row groups, column statistics).
+    pub(super) footer: Option<Arc<ParquetMetaData>>,
     pub(super) reason: RollReason,
     /// The file's chain position (its claim's start).
     pub(super) chain_start: i64,

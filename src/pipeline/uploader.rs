@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, Notify};
 
+use super::commit::{CommitStage, Durable};
 use super::dead_letters::{send_dead_letters, DeadLetterSink};
 use super::sealed::SealedFile;
 use crate::archive::claim::{Claim, ClaimKey};
@@ -17,7 +18,7 @@ use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
 use crate::encode::spool::SpoolData;
 use crate::retry::with_retries;
-use crate::source::{Commit, SourceCommand, SourceLink};
+use crate::source::SourceLink;
 use crate::store::{ObjectStore, PutOutcome, StoreError};
 use crate::telemetry::events::ObjectUploaded;
 use crate::telemetry::{Event, Metrics};
@@ -53,6 +54,8 @@ pub(super) struct Uploader {
     pub(super) freed: Arc<Notify>,
     pub(super) metrics: Arc<Metrics>,
     pub(super) dead_letters: Option<Arc<dyn DeadLetterSink>>,
+    /// Where a durable object is reported.
+    pub(super) commits: Arc<CommitStage>,
 }
 
 impl Uploader {
@@ -109,8 +112,13 @@ impl Uploader {
             outcome,
             values: file.values.as_ref(),
         }));
-        let commit = Commit { tp: self.tp.clone(), next_offset: file.key.range.next(), chain_start: file.chain_start };
-        let _ = self.link.commands.send(SourceCommand::Commit(commit));
+        self.commits.durable(&Durable {
+            key: file.key.clone(),
+            chain_start: file.chain_start,
+            records: file.records,
+            bytes: file.spool.len(),
+            footer: file.footer.clone(),
+        });
         Ok(())
     }
 

@@ -17,7 +17,7 @@ use crate::archive::record::Record;
 use crate::archive::time_bucket::Bucket;
 use crate::encode::roll::{Now, OpenFileStats, RollReason};
 use crate::encode::spool::Spool;
-use crate::encode::{EncodeError, FileEncoder, FileMeta, FileSpec};
+use crate::encode::{EncodeError, FileEncoder, FileMeta, FileSpec, Finished};
 use crate::recovery::{ResumePlan, TopicIdentity};
 use crate::telemetry::{Event, Metrics};
 
@@ -239,9 +239,9 @@ impl PartitionWriter {
         budget: &mut Budget,
         metrics: &Metrics,
     ) -> Result<(), EncodeError> {
-        metrics.records_received.inc();
-        if self.next_expected.is_some_and(|next| record.offset < next) {
-            metrics.duplicates_skipped.inc();
+        let duplicate = self.next_expected.is_some_and(|next| record.offset < next);
+        metrics.emit(Event::RecordReceived { duplicate });
+        if duplicate {
             return Ok(());
         }
         self.next_expected = Some(record.offset + 1);
@@ -475,10 +475,11 @@ impl PartitionWriter {
             }
         };
         let meta = FileMeta { tp: self.tp.clone(), range: key.range, records: file.records };
-        let spool = file.encoder.finish(&meta)?;
+        let Finished { spool, footer } = file.encoder.finish(&meta)?;
         // The uploader only ends when this writer is closed or it gave up the chain (a restart is
         // then on its way), so a failed send loses nothing.
-        let _ = self.uploads.send(SealedFile { key, records: file.records, spool, reason, chain_start, claim, values });
+        let sealed = SealedFile { key, records: file.records, spool, footer, reason, chain_start, claim, values };
+        let _ = self.uploads.send(sealed);
         Ok(())
     }
 }

@@ -14,8 +14,8 @@ use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::archive::time_bucket::Bucket;
 use crate::recovery::standing::{partition_status, PartitionStatus};
 use crate::recovery::{assess_tail, CommitHint, Overlap, PartitionOffsets, Step, Tail, TailListing, TailSearch};
-use crate::retry::{with_retries, Patience, Watch};
-use crate::store::{ObjectStore, StoreError};
+use crate::retry::{with_retries, Patience, Retrying, Watch};
+use crate::store::{list_between, ObjectStore, StoreError};
 
 #[derive(Debug, Error)]
 pub enum TailError {
@@ -119,23 +119,13 @@ async fn data_from(
     attempts: u32,
     watch: Watch<'_>,
 ) -> Result<(Vec<OffsetRange>, u32), StoreError> {
-    let mut req = ListRequest {
+    let req = ListRequest {
         prefix: prefix.data_folder(tp, bucket.as_ref()),
         start_after: Some(prefix.start_after_in(tp, bucket.as_ref(), start)),
     };
-    let mut ranges = Vec::new();
-    let mut requests = 0;
-    loop {
-        let page = with_retries(attempts, "listing the archive", watch, || store.list(&req, 1000)).await?;
-        requests += 1;
-        ranges.extend(
-            page.keys.iter().filter_map(|k| classify(prefix, k).data()).filter(|k| &k.tp == tp).map(|k| k.range),
-        );
-        match (page.truncated, page.keys.last()) {
-            (true, Some(last)) => req.start_after = Some(last.clone()),
-            _ => return Ok((ranges, requests)),
-        }
-    }
+    let (keys, requests) = list_between(&Retrying::new(store, Patience::Attempts(attempts), watch), req, None).await?;
+    let ranges = keys.iter().filter_map(|k| classify(prefix, k).data()).filter(|k| &k.tp == tp).map(|k| k.range);
+    Ok((ranges.collect(), requests as u32))
 }
 
 /// Tries of each store request before `inspect` gives up.

@@ -4,11 +4,15 @@
 
 mod backoff;
 
+use async_trait::async_trait;
+use bytes::Bytes;
 use prometheus::{IntCounter, IntGauge};
 use tracing::warn;
 
 pub use self::backoff::Backoff;
-use crate::store::StoreError;
+use crate::archive::keys::{ListPage, ListRequest};
+use crate::encode::spool::SpoolData;
+use crate::store::{ObjectStore, PutOutcome, StoreError};
 
 /// How often a failing request is tried: for as long as it takes (the archiver's recoveries: a store
 /// brownout must not crash-loop a fleet), or a few times (a command that a user waits for).
@@ -54,5 +58,109 @@ where
             }
             other => return other,
         }
+    }
+}
+
+/// A store whose every request is retried as [`with_retries`] does: what commands that read an archive
+/// (`verify`, `restore`) and listings that page through a folder use, so a transient error (a throttled
+/// or dropped request) costs a retry, not the whole run.
+pub struct Retrying<S> {
+    inner: S,
+    attempts: u32,
+    watch: Option<(IntCounter, IntGauge)>,
+}
+
+impl<S: ObjectStore> Retrying<S> {
+    /// `inner`, each request tried as `patience` allows, reporting to `watch` (counters are shared
+    /// handles: cloning one moves the same series).
+    pub fn new(inner: S, patience: Patience, watch: Watch<'_>) -> Self {
+        let watch = watch.map(|(retries, up)| (retries.clone(), up.clone()));
+        Self { inner, attempts: patience.attempts(), watch }
+    }
+
+    fn watch(&self) -> Watch<'_> {
+        self.watch.as_ref().map(|(retries, up)| (retries, up))
+    }
+}
+
+#[async_trait]
+impl<S: ObjectStore> ObjectStore for Retrying<S> {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+        with_retries(self.attempts, key, self.watch(), || self.inner.put_if_absent(key, data, len)).await
+    }
+
+    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+        with_retries(self.attempts, "listing the archive", self.watch(), || self.inner.list(req, max_keys)).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+        with_retries(self.attempts, key, self.watch(), || self.inner.get(key)).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        with_retries(self.attempts, key, self.watch(), || self.inner.head(key)).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        with_retries(self.attempts, key, self.watch(), || self.inner.delete(key)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::store::LocalStore;
+
+    /// A store whose first `failures` reads fail transiently.
+    struct Flaky {
+        inner: LocalStore,
+        failures: AtomicU32,
+    }
+
+    #[async_trait]
+    impl ObjectStore for Flaky {
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+            self.inner.put_if_absent(key, data, len).await
+        }
+        async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+            self.inner.list(req, max_keys).await
+        }
+        async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+            if self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+                return Err(StoreError::Transient("503 SlowDown".into()));
+            }
+            self.inner.get(key).await
+        }
+        async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+            self.inner.head(key).await
+        }
+        async fn delete(&self, key: &str) -> Result<(), StoreError> {
+            self.inner.delete(key).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_is_tried_again_as_patience_allows() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner = LocalStore::new(dir.path()).unwrap();
+        inner.put_if_absent("k", &SpoolData::Memory(Bytes::from_static(b"v")), 1).await.unwrap();
+        let flaky = Flaky { inner, failures: AtomicU32::new(2) };
+        let retries = IntCounter::new("r", "r").unwrap();
+        let up = IntGauge::new("u", "u").unwrap();
+        let store = Retrying::new(&flaky, Patience::Attempts(3), Some((&retries, &up)));
+        assert_eq!(store.get("k").await.unwrap().as_ref(), b"v");
+        assert_eq!((retries.get(), up.get()), (2, 1));
+        flaky.failures.store(3, Ordering::SeqCst);
+        assert!(store.get("k").await.unwrap_err().is_transient(), "three failures exhaust three attempts");
+        assert_eq!(up.get(), 0, "the store is reported down");
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::stream::{self, StreamExt};
 use thiserror::Error;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::archive::claim::covering_claim;
 use crate::archive::claim::ClaimKey;
@@ -34,7 +34,7 @@ use crate::recovery::claims::claimed_timestamps;
 use crate::recovery::tail::{inspect, InspectError, Inspected};
 use crate::source::offsets::{read_log, OffsetsError};
 use crate::store::{list_all, list_between, ObjectStore, PutOutcome, StoreError};
-use crate::telemetry::Metrics;
+use crate::telemetry::{Event, Metrics};
 
 /// How many offsets before an object the listing for its claim starts (and by what it grows).
 const CLAIMS_LOOK_BACK: i64 = 1024;
@@ -86,10 +86,8 @@ pub async fn run(store: Arc<dyn ObjectStore>, settings: MarkerSettings, metrics:
         names.dedup();
         for topic in &names {
             let state = topics.entry(topic.clone()).or_default();
-            match mark_topic(store.as_ref(), &settings, topic, state).await {
-                Ok(written) => metrics.markers_written.inc_by(written),
-                Err(e) => warn!("looking for complete time buckets of {topic} failed (tried again later): {e}"),
-            }
+            let outcome = mark_topic(store.as_ref(), &settings, topic, state).await.map_err(|e| e.to_string());
+            metrics.emit(Event::MarkersLooked { topic, outcome: outcome.as_ref().copied().map_err(String::as_str) });
         }
     }
 }

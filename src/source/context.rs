@@ -144,12 +144,7 @@ impl ClientContext for ArchiverContext {
                 if !is_assigned || p.hi_offset < 0 {
                     continue;
                 }
-                let labels = [topic.as_str(), &partition.to_string()];
-                self.metrics.log_end_offset.with_label_values(&labels).set(p.hi_offset);
-                if let Ok(archived) = self.metrics.archived_offset.get_metric_with_label_values(&labels) {
-                    let unarchived = (p.hi_offset - archived.get() - 1).max(0);
-                    self.metrics.unarchived_records.with_label_values(&labels).set(unarchived);
-                }
+                self.metrics.emit(Event::LogEnd { topic, partition: *partition, log_end: p.hi_offset });
             }
         }
     }
@@ -157,7 +152,7 @@ impl ClientContext for ArchiverContext {
 
 impl ConsumerContext for ArchiverContext {
     fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
-        self.metrics.rebalances.inc();
+        self.metrics.emit(Event::Rebalance);
         let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {

@@ -163,12 +163,7 @@ fn watermarks(consumer: &BaseConsumer, tp: &TopicPartition, metrics: &Metrics) -
         match consumer.fetch_watermarks(tp.topic(), tp.partition(), WATERMARKS_TIMEOUT) {
             Ok(watermarks) => return Some(watermarks),
             Err(e) => {
-                metrics.out_of_range_lookup_failures.inc();
-                warn!(
-                    %tp,
-                    "reading the log offsets of a partition stopped on an out-of-range position failed ({e}); \
-                     trying again"
-                );
+                metrics.emit(Event::OutOfRangeLookupFailed { tp, why: &e.to_string() });
                 std::thread::sleep(backoff.delay(attempt, fastrand::f64()));
             }
         }

@@ -151,6 +151,42 @@ pub enum Event<'a> {
         tp: &'a TopicPartition,
         why: &'a str,
     },
+    /// The pipeline starts with this memory budget (the store answered at start-up).
+    PipelineStarted {
+        budget_bytes: u64,
+    },
+    /// A rebalance callback: partitions assigned or revoked.
+    Rebalance,
+    /// librdkafka's statistics told an assigned partition's log end.
+    LogEnd {
+        topic: &'a str,
+        partition: i32,
+        log_end: i64,
+    },
+    /// A record reached its partition's writer; a `duplicate` (a seek replayed it) is dropped.
+    RecordReceived {
+        duplicate: bool,
+    },
+    /// What is buffered, every tick.
+    Buffered {
+        bytes: u64,
+        open_files: usize,
+        assigned: usize,
+    },
+    /// Reading the log offsets of a partition stopped on an out-of-range position failed (asked again).
+    OutOfRangeLookupFailed {
+        tp: &'a TopicPartition,
+        why: &'a str,
+    },
+    /// A recovery starts (`true`) or stops (`false`) waiting for its topic's ID.
+    TopicIdWait {
+        waiting: bool,
+    },
+    /// A look for complete time buckets of `topic` put this many `_SUCCESS` markers, or failed.
+    MarkersLooked {
+        topic: &'a str,
+        outcome: Result<u64, &'a str>,
+    },
 }
 
 impl Metrics {
@@ -237,6 +273,37 @@ impl Metrics {
                 self.partitions_stopped.inc();
                 error!(%tp, "{why}");
             }
+            Event::PipelineStarted { budget_bytes } => {
+                self.buffer_budget_bytes.set(gauge_value(budget_bytes));
+                self.store_up.set(1);
+            }
+            Event::Rebalance => self.rebalances.inc(),
+            Event::LogEnd { topic, partition, log_end } => self.log_end(topic, partition, log_end),
+            Event::RecordReceived { duplicate } => {
+                self.records_received.inc();
+                if duplicate {
+                    self.duplicates_skipped.inc();
+                }
+            }
+            Event::Buffered { bytes, open_files, assigned } => {
+                self.buffered_bytes.set(gauge_value(bytes));
+                self.open_files.set(gauge_value(open_files as u64));
+                self.assigned_partitions.set(gauge_value(assigned as u64));
+            }
+            Event::OutOfRangeLookupFailed { tp, why } => {
+                self.out_of_range_lookup_failures.inc();
+                warn!(
+                    %tp,
+                    "reading the log offsets of a partition stopped on an out-of-range position failed ({why}); \
+                     trying again"
+                );
+            }
+            Event::TopicIdWait { waiting: true } => self.topic_ids_waiting.inc(),
+            Event::TopicIdWait { waiting: false } => self.topic_ids_waiting.dec(),
+            Event::MarkersLooked { outcome: Ok(written), .. } => self.markers_written.inc_by(written),
+            Event::MarkersLooked { topic, outcome: Err(why) } => {
+                warn!("looking for complete time buckets of {topic} failed (tried again later): {why}")
+            }
         }
     }
 
@@ -302,9 +369,26 @@ impl Metrics {
         }
     }
 
+    /// An assigned partition's log end, and so what of it is not archived yet (once recovery or an
+    /// upload set its archived offset).
+    fn log_end(&self, topic: &str, partition: i32, log_end: i64) {
+        let partition = partition.to_string();
+        let labels = [topic, partition.as_str()];
+        self.log_end_offset.with_label_values(&labels).set(log_end);
+        if let Ok(archived) = self.archived_offset.get_metric_with_label_values(&labels) {
+            let unarchived = (log_end - archived.get() - 1).max(0);
+            self.unarchived_records.with_label_values(&labels).set(unarchived);
+        }
+    }
+
     /// The highest offset of `tp` whose object is durable.
     fn archived_through(&self, tp: &TopicPartition, offset: i64) {
         let partition = tp.partition().to_string();
         self.archived_offset.with_label_values(&[tp.topic(), partition.as_str()]).set(offset);
     }
+}
+
+/// A count as a gauge's value (gauges are signed).
+fn gauge_value(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

@@ -16,7 +16,9 @@ pub struct Metrics {
     pub list_retries: IntCounter,
     pub files_dropped: IntCounter,
     pub retention_gaps: IntCounter,
-    /// Partitions stopped because the archive is ahead of the log (topic re-created?).
+    /// Partitions stopped until an operator acts: the archive ahead of the log (topic re-created?), an
+    /// unreadable last claim, an archive of another incarnation of the topic (or brokers that cannot
+    /// tell), a seek that kept failing.
     pub partitions_stopped: IntCounter,
     pub rebalances: IntCounter,
     pub recoveries: IntCounter,
@@ -135,7 +137,7 @@ impl Default for Metrics {
             partitions_stopped: counter(
                 &r,
                 "partitions_stopped_total",
-                "Partitions stopped (archive ahead of the log, unreadable claim).",
+                "Partitions stopped until an operator acts (archive ahead of the log, unreadable claim, another topic incarnation, a failed seek).",
             ),
             rebalances: counter(&r, "rebalances_total", "Partition assignments and revocations."),
             recoveries: counter(&r, "recoveries_total", "Partition positions recovered from the archive."),

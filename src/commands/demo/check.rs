@@ -1,6 +1,6 @@
 //! Reads an archive back and checks it independently of the archiver's own state: every object is
 //! decoded, its records must match its name, and each partition's offsets must appear exactly once.
-//! Used by `demo` and the integration tests (and the basis of `verify`).
+//! Used by `demo` and the integration tests; `verify` audits an archive on its own terms (`audit`).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -122,20 +122,10 @@ pub async fn write_synthetic_archive(
 ) -> Result<u64, StoreError> {
     let puts = objects.flat_map(|(tp, range)| {
         let data = ObjectKey::new(prefix.clone(), tp.clone(), range, FileKind::Jsonl);
+        let records = u64::try_from(range.end() - range.start() + 1).expect("a range");
         let claim = Claim {
-            chain_start: range.start(),
-            first: range.start(),
-            end: range.end(),
-            records: u64::try_from(range.end() - range.start() + 1).expect("a range"),
-            retention_gap: false,
-            retention_gap_from: None,
-            no_records_from: None,
-            writer: "synthetic:1".into(),
-            time_ms: 0,
-            timestamps: None,
-            topic_id: None,
             object: Some(data.relative()),
-            time_source: None,
+            ..Claim::plain(range.start(), range.start(), range.end(), records, "synthetic:1")
         };
         let claim_key = ClaimKey::new(prefix.clone(), tp, range.start()).to_string();
         [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]

@@ -27,6 +27,7 @@ use crate::archive::partition::{is_selected, TopicPartition};
 use crate::archive::record::Record;
 use crate::commands::restore::plan::{OffsetOnce, Partitioning, Selection};
 use crate::encode::{decode, json_line, EncodeError};
+use crate::retry::{Patience, Retrying};
 use crate::store::{list_all, ObjectStore, StoreError};
 
 /// Source partitions restored into Kafka at once, each by a task of its own (fetching, decoding and
@@ -34,6 +35,9 @@ use crate::store::{list_all, ObjectStore, StoreError};
 const PARTITIONS_AT_ONCE: usize = 2;
 /// Objects of a partition fetched and decoded ahead of the one being written.
 const OBJECTS_AHEAD: usize = 2;
+
+/// Tries of each store request before `restore` gives up.
+const READ_ATTEMPTS: u32 = 8;
 
 #[derive(Debug, Error)]
 pub enum RestoreError {
@@ -276,6 +280,7 @@ pub async fn restore(
     opts: &RestoreOptions,
     counters: &Arc<RestoreProgressCounters>,
 ) -> Result<(), RestoreError> {
+    let store: Arc<dyn ObjectStore> = Arc::new(Retrying::new(store, Patience::Attempts(READ_ATTEMPTS), None));
     let (mut by_partition, markers) = objects(store.as_ref(), opts).await?;
     if opts.selection.by_time() {
         let by_markers = by_time::skip_by_markers(store.as_ref(), opts, &markers, &mut by_partition).await?;

@@ -23,8 +23,12 @@ use crate::commands::verify::audit::{
 use crate::encode::decode;
 use crate::recovery::LogOffsets;
 use crate::recovery::TopicIdentity;
+use crate::retry::{Patience, Retrying};
 use crate::source::offsets::{partition_offsets, OffsetsError};
 use crate::store::{list_all_counting, ObjectStore, StoreError};
+
+/// Tries of each store request before `verify` reports the error.
+const READ_ATTEMPTS: u32 = 8;
 
 #[derive(Debug, Error)]
 pub enum VerifyError {
@@ -173,6 +177,7 @@ fn describe(problem: &Problem) -> String {
 }
 
 pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
+    let store = &Retrying::new(store, Patience::Attempts(READ_ATTEMPTS), None);
     let Listed { mut listings, foreign_keys, list_requests, keys_listed } = list_archive(store, opts).await?;
     let logs = match &opts.brokers {
         Some((brokers, props)) => {

@@ -382,7 +382,7 @@ impl Harness {
         }
         let range = OffsetRange::new(s, e).unwrap();
         let meta = crate::encode::FileMeta { tp: tp(p), range, records: records.len() as u64 };
-        let data = encoder.finish(&meta).unwrap().read_all().unwrap();
+        let data = encoder.finish(&meta).unwrap().spool.read_all().unwrap();
         let len = data.len() as u64;
         self.store.inner.put_if_absent(&key(p, s, e), &SpoolData::Memory(data), len).await.unwrap();
     }

@@ -1,0 +1,57 @@
+//! Reading an archive back the way the tests check it: exactly once, and `verify`.
+
+use std::collections::BTreeMap;
+
+use super::kafka::brokers;
+use super::s3::TestDest;
+
+/// `verify --deep` in-process, and the independent comparison with what was produced: both must be
+/// clean, and every object must have exactly one claim.
+pub async fn assert_exactly_once(
+    dest: &TestDest,
+    topic: &str,
+    produced: &BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>,
+) {
+    let store = dest.store().await;
+    let contents = kafka_s3_archiver::commands::demo::check::read_topic(store.as_ref(), &dest.prefix(), topic)
+        .await
+        .expect("read archive");
+    let c = kafka_s3_archiver::commands::demo::check::compare(produced, &contents);
+    assert!(c.is_exact(), "archive differs from what was produced: {c:?}");
+    assert!(contents.ignored_keys.is_empty(), "unexpected keys: {:?}", contents.ignored_keys);
+    let report = verify_deep(dest, topic).await;
+    assert!(report.is_clean(), "{}", report.table());
+    assert!(report.partitions.iter().all(|p| p.claims == p.objects), "{}", report.table());
+}
+
+pub async fn verify_deep(dest: &TestDest, topic: &str) -> kafka_s3_archiver::commands::verify::VerifyReport {
+    run_verify(dest, topic, true, None).await
+}
+
+/// `verify` of `topic` compared with the test broker's logs (`--brokers`), reading objects when `deep`.
+pub async fn verify_with_brokers(
+    dest: &TestDest,
+    topic: &str,
+    deep: bool,
+) -> kafka_s3_archiver::commands::verify::VerifyReport {
+    run_verify(dest, topic, deep, Some((brokers(), vec![]))).await
+}
+
+async fn run_verify(
+    dest: &TestDest,
+    topic: &str,
+    deep: bool,
+    brokers: Option<(String, Vec<(String, String)>)>,
+) -> kafka_s3_archiver::commands::verify::VerifyReport {
+    let store = dest.store().await;
+    let options = kafka_s3_archiver::commands::verify::VerifyOptions {
+        prefix: dest.prefix(),
+        topics: vec![topic.to_string()],
+        partitions: vec![],
+        deep,
+        brokers,
+        concurrency: 8,
+        strict: false,
+    };
+    kafka_s3_archiver::commands::verify::verify(store.as_ref(), &options).await.expect("verify")
+}
