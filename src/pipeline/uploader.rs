@@ -101,24 +101,26 @@ impl Uploader {
             .retry_transient(&key, || self.store.put_if_absent(&key, file.spool.data(), file.spool.len()))
             .await
             .map_err(|error| UploaderEvent::Failed { key: key.clone(), error })?;
-        self.metrics.emit(Event::ObjectUploaded(ObjectUploaded {
-            tp: &self.tp,
-            key: &key,
-            range: file.key.range,
-            records: file.records,
-            bytes: file.spool.len(),
-            elapsed: started.elapsed(),
-            reason: file.reason,
-            outcome,
-            values: file.values.as_ref(),
-        }));
-        self.commits.durable(&Durable {
+        let durable = Durable {
             key: file.key.clone(),
             chain_start: file.chain_start,
             records: file.records,
             bytes: file.spool.len(),
             footer: file.footer.clone(),
-        });
+        };
+        self.metrics.emit(Event::ObjectUploaded(ObjectUploaded {
+            tp: &self.tp,
+            key: &key,
+            range: durable.key.range,
+            records: durable.records,
+            bytes: durable.bytes,
+            row_groups: durable.footer.as_ref().map(|f| f.num_row_groups()),
+            elapsed: started.elapsed(),
+            reason: file.reason,
+            outcome,
+            values: file.values.as_ref(),
+        }));
+        self.commits.durable(&durable);
         Ok(())
     }
 

@@ -4,6 +4,8 @@
 
 mod backoff;
 
+use std::ops::Deref;
+
 use async_trait::async_trait;
 use bytes::Bytes;
 use prometheus::{IntCounter, IntGauge};
@@ -61,16 +63,20 @@ where
     }
 }
 
-/// A store whose every request is retried as [`with_retries`] does: what commands that read an archive
-/// (`verify`, `restore`) and listings that page through a folder use, so a transient error (a throttled
-/// or dropped request) costs a retry, not the whole run.
+/// A store (behind a reference or an `Arc`) whose every request is retried as [`with_retries`] does:
+/// what commands that read an archive (`verify`, `restore`) and listings that page through a folder
+/// use, so a transient error (a throttled or dropped request) costs a retry, not the whole run.
 pub struct Retrying<S> {
     inner: S,
     attempts: u32,
     watch: Option<(IntCounter, IntGauge)>,
 }
 
-impl<S: ObjectStore> Retrying<S> {
+impl<S> Retrying<S>
+where
+    S: Deref + Send + Sync,
+    S::Target: ObjectStore,
+{
     /// `inner`, each request tried as `patience` allows, reporting to `watch` (counters are shared
     /// handles: cloning one moves the same series).
     pub fn new(inner: S, patience: Patience, watch: Watch<'_>) -> Self {
@@ -84,7 +90,11 @@ impl<S: ObjectStore> Retrying<S> {
 }
 
 #[async_trait]
-impl<S: ObjectStore> ObjectStore for Retrying<S> {
+impl<S> ObjectStore for Retrying<S>
+where
+    S: Deref + Send + Sync,
+    S::Target: ObjectStore,
+{
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -69,51 +69,6 @@ pub trait ObjectStore: Send + Sync {
     async fn delete(&self, key: &str) -> Result<(), StoreError>;
 }
 
-/// A store behind a reference or an `Arc` is a store (for wrappers such as `retry::Retrying`).
-#[async_trait]
-impl<T: ObjectStore + ?Sized> ObjectStore for &T {
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
-        (**self).put_if_absent(key, data, len).await
-    }
-    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
-        (**self).list(req, max_keys).await
-    }
-    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
-        (**self).get(key).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        (**self).head(key).await
-    }
-    async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        (**self).delete(key).await
-    }
-}
-
-#[async_trait]
-impl<T: ObjectStore + ?Sized> ObjectStore for std::sync::Arc<T> {
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
-        (**self).put_if_absent(key, data, len).await
-    }
-    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
-        (**self).list(req, max_keys).await
-    }
-    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
-        (**self).get(key).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        (**self).head(key).await
-    }
-    async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        (**self).delete(key).await
-    }
-}
-
 /// Lists every key under `prefix`, following pages.
 pub async fn list_all(store: &dyn ObjectStore, prefix: &str) -> Result<Vec<String>, StoreError> {
     list_all_counting(store, prefix).await.map(|(keys, _)| keys)

@@ -60,6 +60,8 @@ pub struct ObjectUploaded<'a> {
     pub range: OffsetRange,
     pub records: u64,
     pub bytes: u64,
+    /// A Parquet object's row groups.
+    pub row_groups: Option<usize>,
     pub elapsed: Duration,
     pub reason: RollReason,
     pub outcome: PutOutcome,
@@ -339,6 +341,7 @@ impl Metrics {
             key = e.key,
             records = e.records,
             bytes = e.bytes,
+            row_groups = e.row_groups,
             ms = e.elapsed.as_millis() as u64,
             reason = e.reason.as_str(),
             outcome = ?e.outcome,
