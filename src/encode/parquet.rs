@@ -24,8 +24,8 @@ use parquet::file::reader::ChunkReader;
 use super::{header_name_from_text, header_name_text, Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::archive::record::{Header, Record, TimestampKind};
 use crate::encode::spool::{SealedSpool, Spool};
-use crate::values::columns::{TypedColumns, ValueStats, VALUE_ERROR, VALUE_RAW};
-use crate::values::{ValueFormat, VALUE_FIELD};
+use crate::values::columns::{ValueStats, VALUE_ERROR, VALUE_RAW};
+use crate::values::{value_columns, ValueColumns, ValueFormat, VALUE_FIELD};
 
 /// Rows buffered in Arrow builders before they are handed to the Parquet writer (and, inferring a
 /// value schema, the rows it is inferred from).
@@ -72,7 +72,7 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
 /// How the `value` column is built.
 enum ValueColumn {
     Raw(BinaryBuilder),
-    Typed(Box<TypedColumns>),
+    Typed(Box<dyn ValueColumns>),
 }
 
 struct Builders {
@@ -90,9 +90,9 @@ struct Builders {
 
 impl Builders {
     fn new(values: &ValueFormat) -> Self {
-        let (schema, value) = match values.json() {
+        let (schema, value) = match value_columns(values) {
             None => (Some(SCHEMA.clone()), ValueColumn::Raw(BinaryBuilder::with_capacity(0, 0))),
-            Some(json) => (None, ValueColumn::Typed(Box::new(TypedColumns::new(json.clone())))),
+            Some(columns) => (None, ValueColumn::Typed(columns)),
         };
         Self {
             schema,
@@ -138,7 +138,7 @@ impl Builders {
 
     /// The typed archive's schema: the value struct in place of the binary value, then value_raw and
     /// value_error.
-    fn typed_schema(typed: &TypedColumns) -> Option<SchemaRef> {
+    fn typed_schema(typed: &dyn ValueColumns) -> Option<SchemaRef> {
         let [value, raw, error] = typed.fields()?;
         let mut fields: Vec<Field> = SCHEMA.fields().iter().map(|f| f.as_ref().clone()).collect();
         fields[4] = value;
@@ -171,7 +171,7 @@ impl Builders {
         let schema = match (&self.schema, &self.value) {
             (Some(schema), _) => schema.clone(),
             (None, ValueColumn::Typed(t)) => {
-                self.schema.insert(Self::typed_schema(t).expect("the schema is known after a batch")).clone()
+                self.schema.insert(Self::typed_schema(t.as_ref()).expect("the schema is known after a batch")).clone()
             }
             (None, ValueColumn::Raw(_)) => unreachable!("raw values have the archive's schema"),
         };
@@ -181,7 +181,7 @@ impl Builders {
     fn value_stats(&self) -> Option<&ValueStats> {
         match &self.value {
             ValueColumn::Raw(_) => None,
-            ValueColumn::Typed(t) => Some(&t.stats),
+            ValueColumn::Typed(t) => Some(t.stats()),
         }
     }
 }

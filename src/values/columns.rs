@@ -1,4 +1,4 @@
-//! The typed value columns of a Parquet file (`--value-format json`): `value` (a struct decoded by
+//! JSON values' typed columns in a Parquet file (`--value-format json`), the first `ValueColumns`: `value` (a struct decoded by
 //! arrow-json from each record's bytes), `value_raw` (the bytes, for misfits or with `--keep-raw-value`)
 //! and `value_error` (why a record did not fit). Every record has its row: a misfit's value is null.
 //! Inferring (`--value-schema infer`), the file's schema comes from its first batch; a later record
@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::values::{value_field, Inference, JsonValues, ValueColumns, ValueSchema};
 use arrow_array::builder::{BinaryBuilder, StringBuilder};
 use arrow_array::ArrayRef;
 use arrow_json::reader::{Decoder, ReaderBuilder};
@@ -20,7 +21,6 @@ pub enum ColumnsError {
     #[error("typed values decoded to {decoded} rows for {records} records")]
     RowCount { decoded: usize, records: usize },
 }
-use crate::values::{value_field, Inference, JsonValues, ValueSchema};
 
 /// The raw bytes' column.
 pub const VALUE_RAW: &str = "value_raw";
@@ -39,14 +39,14 @@ pub struct ValueStats {
 }
 
 /// One batch's rows, decoded into the three columns when the batch is taken.
-pub struct TypedColumns {
+pub struct JsonColumns {
     json: Arc<JsonValues>,
     /// The file's schema and its `value` field: declared, or inferred from the first batch.
     schema: Option<(ValueSchema, FieldRef)>,
     /// The batch's value bytes, back to back; `rows` says whose are whose.
     bytes: Vec<u8>,
     rows: Vec<Row>,
-    pub stats: ValueStats,
+    stats: ValueStats,
 }
 
 struct Row {
@@ -56,60 +56,13 @@ struct Row {
     misfit: Option<String>,
 }
 
-impl TypedColumns {
+impl JsonColumns {
     pub fn new(json: Arc<JsonValues>) -> Self {
         let schema = json.declared.clone().map(|s| {
             let field = Arc::new(value_field(&s));
             (s, field)
         });
         Self { json, schema, bytes: Vec::new(), rows: Vec::new(), stats: ValueStats::default() }
-    }
-
-    /// The three columns' fields, in order, once the file's schema is known.
-    pub fn fields(&self) -> Option<[Field; 3]> {
-        let (_, field) = self.schema.as_ref()?;
-        Some([
-            field.as_ref().clone(),
-            Field::new(VALUE_RAW, arrow_schema::DataType::Binary, true),
-            Field::new(VALUE_ERROR, arrow_schema::DataType::Utf8, true),
-        ])
-    }
-
-    /// Takes a record's value; or, inferring, refuses one with fields the file's schema lacks when
-    /// `may_roll` (then nothing is taken: the record belongs in a new file).
-    pub fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
-        let Some(value) = value else {
-            self.rows.push(Row { span: None, misfit: None });
-            return true;
-        };
-        let misfit = match &self.schema {
-            // Inferred at the end of the batch; only objects can be.
-            None => match serde_json::from_slice::<Value>(value) {
-                Ok(Value::Object(_)) => None,
-                Ok(_) => Some("value: not a JSON object".to_string()),
-                Err(e) => Some(format!("value: not JSON ({e})")),
-            },
-            Some((schema, _)) => match schema.check(value) {
-                Ok(fit) if fit.ignored_fields > 0 && self.json.declared.is_none() => {
-                    if may_roll {
-                        return false;
-                    }
-                    Some("value: has fields this file's inferred schema lacks (a re-written file is one file)".into())
-                }
-                Ok(fit) => {
-                    self.stats.ignored_fields += fit.ignored_fields;
-                    None
-                }
-                Err(why) => Some(why.to_string()),
-            },
-        };
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(value);
-        if let Some(why) = &misfit {
-            self.misfit(offset, why);
-        }
-        self.rows.push(Row { span: Some((start, self.bytes.len())), misfit });
-        true
     }
 
     /// Infers the file's schema from the batch's values (the first batch), leaving out those that
@@ -137,33 +90,6 @@ impl TypedColumns {
 
     fn value(&self, row: &Row) -> Option<&[u8]> {
         row.span.map(|(s, e)| &self.bytes[s..e])
-    }
-
-    /// Builds the batch's three columns and starts the next batch. `offsets` are the batch's record
-    /// offsets (for the stats of a misfit found only by the decoder).
-    pub fn take(&mut self, offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {
-        if self.schema.is_none() {
-            self.schema = Some(self.infer(offsets));
-        }
-        let value = match self.decode_all() {
-            Ok(value) => value,
-            Err(_) => {
-                // The checks let through something the decoder refuses: find those rows one by one,
-                // keep them raw, and decode the rest.
-                self.refuse_undecodable(offsets)?;
-                self.decode_all()?
-            }
-        };
-        let mut raw = BinaryBuilder::with_capacity(self.rows.len(), 0);
-        let mut error = StringBuilder::new();
-        for row in &self.rows {
-            let keep = row.misfit.is_some() || self.json.keep_raw;
-            raw.append_option(self.value(row).filter(|_| keep));
-            error.append_option(row.misfit.as_deref());
-        }
-        self.rows.clear();
-        self.bytes.clear();
-        Ok([value, Arc::new(raw.finish()), Arc::new(error.finish())])
     }
 
     /// A decoder taking at most `rows` rows: bytes beyond them are left unread (and so refused).
@@ -208,6 +134,86 @@ fn feed(decoder: &mut Decoder, text: &[u8]) -> Result<(), ArrowError> {
     Ok(())
 }
 
+impl ValueColumns for JsonColumns {
+    /// The three columns' fields, in order, once the file's schema is known.
+    fn fields(&self) -> Option<[Field; 3]> {
+        let (_, field) = self.schema.as_ref()?;
+        Some([
+            field.as_ref().clone(),
+            Field::new(VALUE_RAW, arrow_schema::DataType::Binary, true),
+            Field::new(VALUE_ERROR, arrow_schema::DataType::Utf8, true),
+        ])
+    }
+
+    /// Takes a record's value; or, inferring, refuses one with fields the file's schema lacks when
+    /// `may_roll` (then nothing is taken: the record belongs in a new file).
+    fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
+        let Some(value) = value else {
+            self.rows.push(Row { span: None, misfit: None });
+            return true;
+        };
+        let misfit = match &self.schema {
+            // Inferred at the end of the batch; only objects can be.
+            None => match serde_json::from_slice::<Value>(value) {
+                Ok(Value::Object(_)) => None,
+                Ok(_) => Some("value: not a JSON object".to_string()),
+                Err(e) => Some(format!("value: not JSON ({e})")),
+            },
+            Some((schema, _)) => match schema.check(value) {
+                Ok(fit) if fit.ignored_fields > 0 && self.json.declared.is_none() => {
+                    if may_roll {
+                        return false;
+                    }
+                    Some("value: has fields this file's inferred schema lacks (a re-written file is one file)".into())
+                }
+                Ok(fit) => {
+                    self.stats.ignored_fields += fit.ignored_fields;
+                    None
+                }
+                Err(why) => Some(why.to_string()),
+            },
+        };
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        if let Some(why) = &misfit {
+            self.misfit(offset, why);
+        }
+        self.rows.push(Row { span: Some((start, self.bytes.len())), misfit });
+        true
+    }
+
+    /// Builds the batch's three columns and starts the next batch. `offsets` are the batch's record
+    /// offsets (for the stats of a misfit found only by the decoder).
+    fn take(&mut self, offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {
+        if self.schema.is_none() {
+            self.schema = Some(self.infer(offsets));
+        }
+        let value = match self.decode_all() {
+            Ok(value) => value,
+            Err(_) => {
+                // The checks let through something the decoder refuses: find those rows one by one,
+                // keep them raw, and decode the rest.
+                self.refuse_undecodable(offsets)?;
+                self.decode_all()?
+            }
+        };
+        let mut raw = BinaryBuilder::with_capacity(self.rows.len(), 0);
+        let mut error = StringBuilder::new();
+        for row in &self.rows {
+            let keep = row.misfit.is_some() || self.json.keep_raw;
+            raw.append_option(self.value(row).filter(|_| keep));
+            error.append_option(row.misfit.as_deref());
+        }
+        self.rows.clear();
+        self.bytes.clear();
+        Ok([value, Arc::new(raw.finish()), Arc::new(error.finish())])
+    }
+
+    fn stats(&self) -> &ValueStats {
+        &self.stats
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use arrow_array::cast::AsArray;
@@ -225,9 +231,9 @@ mod tests {
         {"name":"tags","type":{"type":"array","items":"string"}}
     ]}"#;
 
-    fn columns(keep_raw: bool) -> TypedColumns {
+    fn columns(keep_raw: bool) -> JsonColumns {
         let schema = ValueSchema::from_avro(SCHEMA).unwrap();
-        TypedColumns::new(Arc::new(JsonValues { declared: Some(schema), keep_raw }))
+        JsonColumns::new(Arc::new(JsonValues { declared: Some(schema), keep_raw }))
     }
 
     const GOOD: &str =
@@ -259,9 +265,9 @@ mod tests {
         assert_eq!(error.value(1), "value.id: expected a 64-bit integer, got \"seven\"");
         assert!(error.value(3).starts_with("value: not JSON"));
         assert!(error.is_null(0) && error.is_null(2));
-        assert_eq!(c.stats.misfits, 2);
-        assert_eq!(c.stats.ignored_fields, 1);
-        assert_eq!(c.stats.first_misfit.as_ref().map(|(o, _)| *o), Some(11));
+        assert_eq!(c.stats().misfits, 2);
+        assert_eq!(c.stats().ignored_fields, 1);
+        assert_eq!(c.stats().first_misfit.as_ref().map(|(o, _)| *o), Some(11));
     }
 
     #[test]
@@ -290,7 +296,7 @@ mod tests {
         assert!(!value.is_null(0) && value.is_null(1));
         assert!(raw.as_binary::<i32>().value(1).starts_with(br#"{"id":1"#));
         assert!(error.as_string::<i32>().value(1).contains("not one complete JSON document"));
-        assert_eq!(c.stats.misfits, 1);
+        assert_eq!(c.stats().misfits, 1);
     }
 
     /// Snippets of JSON for a field: of every kind, fitting some types and not others.
@@ -347,7 +353,7 @@ mod tests {
             for snippet in SNIPPETS {
                 let json = format!("{{\"{field}\": {snippet}}}");
                 let declared = Some(schema.clone());
-                let mut c = TypedColumns::new(Arc::new(JsonValues { declared, keep_raw: false }));
+                let mut c = JsonColumns::new(Arc::new(JsonValues { declared, keep_raw: false }));
                 assert!(c.push(0, Some(json.as_bytes()), true));
                 if c.rows[0].misfit.is_none() {
                     fits += 1;

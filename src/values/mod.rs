@@ -18,6 +18,29 @@ pub use self::arrow::{value_field, VALUE_FIELD};
 pub use self::check::{Fit, Misfit};
 pub use self::infer::Inference;
 
+/// The typed columns of one file's record values: the seam a value format implements (JSON now, in
+/// `columns`; decoders of Schema Registry payloads next). Each record's value is pushed; a batch's
+/// three columns (`value`, `value_raw`, `value_error`) are taken when the file writes a row group.
+pub trait ValueColumns: Send {
+    /// Takes a record's value (`None`: a tombstone); `false` when, with `may_roll`, the value does not
+    /// fit this file's schema but would fit the next file's (then nothing is taken).
+    fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool;
+
+    /// The three columns' fields, in order, once the file's schema is known.
+    fn fields(&self) -> Option<[arrow_schema::Field; 3]>;
+
+    /// Builds the batch's columns (`offsets`: its records' offsets) and starts the next batch.
+    fn take(&mut self, offsets: &[i64]) -> Result<[arrow_array::ArrayRef; 3], columns::ColumnsError>;
+
+    /// What the file's values came to so far.
+    fn stats(&self) -> &columns::ValueStats;
+}
+
+/// The typed columns for `format`'s values; `None` for raw values (a binary column of their bytes).
+pub fn value_columns(format: &ValueFormat) -> Option<Box<dyn ValueColumns>> {
+    format.json().map(|json| Box::new(columns::JsonColumns::new(json.clone())) as Box<dyn ValueColumns>)
+}
+
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum SchemaError {
     #[error("the value schema is not JSON: {0}")]
