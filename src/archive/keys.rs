@@ -1,6 +1,7 @@
-//! What a key under an archive's prefix is. Every reader of a listing (recovery, verify, restore,
-//! status, ddl, the markers, the demo's check) asks this one function, so they agree on what is the
-//! archive's and what is not.
+//! What a key under an archive's prefix is. Every reader of a mixed listing (verify, restore, the tail's
+//! data listing, ddl, the markers, the demo's check) asks this one function, so they agree on what is
+//! the archive's and what is not; the tail search's planner (`recovery/search.rs`) and the stale-upload
+//! sweep (`store/stale.rs`) list one kind of key each and parse that kind directly.
 
 use super::claim::ClaimKey;
 use super::completeness::MARKER_NAME;

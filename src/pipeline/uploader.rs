@@ -1,6 +1,6 @@
 //! One partition's uploader: uploads its sealed files one at a time, in order — claim (with claims),
-//! dead letters (with `--dlq-topic`), then data, then the commit back to the consumer. Transient store errors are retried forever with
-//! backoff (the files keep their budget, so fetching pauses); a permanent one stops the archiver.
+//! dead letters (with `--dlq-topic`), then data, then the commit stage (`commit`). Transient store
+//! errors are retried forever with backoff (the files keep their budget, so fetching pauses); a permanent one stops the archiver.
 //! Losing a claim, or the consumer's assignment, ends the uploader and asks the pipeline to recover
 //! the partition again. It reports to the pipeline over one channel of [`UploaderEvent`]s.
 

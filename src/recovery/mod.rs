@@ -33,8 +33,6 @@ pub use self::search::{Overlap, Step, TailListing, TailSearch};
 
 const HINT_METADATA_TAG: &str = "ksa1:";
 
-/// What the archiver finds committed in Kafka: where to start listing.
-/// A partition's log offsets, as Kafka reports them.
 /// Tells a topic's identity when its assignment could not (the brokers did not answer in time, or
 /// answered with an error for the topic). Blocking: the recoverer calls it off the loop, again and
 /// again until it answers.
@@ -42,6 +40,7 @@ pub trait TopicIdLookup: Send + Sync {
     fn lookup(&self, topic: &str) -> Result<TopicIdentity, String>;
 }
 
+/// A partition's log offsets, as Kafka reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LogOffsets {
     pub log_start: i64,
@@ -58,6 +57,7 @@ pub struct PartitionOffsets {
     pub topic: TopicIdentity,
 }
 
+/// What the archiver finds committed in Kafka: where to start listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommitHint {
     /// The committed offset: the archive should hold everything below it.

@@ -1,6 +1,6 @@
 //! Where a partition's archive ends, found over the network: the claims chain's tail (the last claim,
 //! and whether its data object exists), or, without claims, the last data object. Listing starts where
-//! the Kafka commit hint says. Used by the pipeline's recoverer and `status`; the decisions
+//! the Kafka commit hint says. Used by the pipeline's recoverer, `status` and the markers; the decisions
 //! are the pure planner's (`search`, `resume`).
 
 use thiserror::Error;

@@ -8,6 +8,8 @@ use std::sync::{mpsc as std_mpsc, Arc};
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::archive::record::Record;
 
+use crate::recovery::{CommitHint, TopicIdentity};
+
 /// Where a partition whose archive is empty starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -24,7 +26,6 @@ impl std::fmt::Display for StartFrom {
         })
     }
 }
-use crate::recovery::{CommitHint, TopicIdentity};
 
 /// Where the consumer resumes a partition, as the pipeline recovered it from the archive.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,335 @@
+//! The encoders and decoders, round trip.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::archive::record::{Header, TimestampKind};
+use crate::encode::spool::SpoolConfig;
+
+fn sample_records() -> Vec<Record> {
+    vec![
+        Record {
+            offset: 5,
+            timestamp_ms: Some(1_700_000_000_123),
+            timestamp_kind: TimestampKind::CreateTime,
+            key: Some(b"user-1".to_vec()),
+            value: Some(br#"{"a":1}"#.to_vec()),
+            headers: vec![
+                Header { key: "trace".into(), value: Some(b"abc".to_vec()) },
+                Header { key: "bin".into(), value: Some(vec![0, 255, 128, 10]) },
+                Header { key: "null".into(), value: None },
+                Header { key: "trace".into(), value: Some(b"dup key".to_vec()) },
+                Header { key: b"\xff\xfe-not-utf8".to_vec(), value: Some(b"v".to_vec()) },
+                Header { key: b"nul\x00inside".to_vec(), value: None },
+            ],
+        },
+        Record {
+            offset: 6,
+            timestamp_ms: None,
+            timestamp_kind: TimestampKind::NotAvailable,
+            key: None,
+            value: None,
+            headers: vec![],
+        },
+        Record {
+            offset: 9,
+            timestamp_ms: Some(0),
+            timestamp_kind: TimestampKind::LogAppendTime,
+            key: Some(vec![]),
+            value: Some((0..=255u8).collect()),
+            headers: vec![Header { key: "".into(), value: Some(vec![]) }],
+        },
+    ]
+}
+
+#[test]
+fn a_parquet_file_hands_on_its_footer_in_memory_and_from_the_spool_directory() {
+    let records = sample_records();
+    for threshold in [1 << 30, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() };
+        for (format, compression) in [(Format::Parquet, Compression::Zstd), (Format::Jsonl, Compression::None)] {
+            let spec = FileSpec::new(format, compression).unwrap();
+            let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, Spool::new(config.clone())).unwrap();
+            for r in &records {
+                assert!(enc.append(r, true).unwrap());
+            }
+            let range = OffsetRange::new(records[0].offset, records.last().unwrap().offset).unwrap();
+            let meta = FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range, records: records.len() as u64 };
+            let finished = enc.finish(&meta).unwrap();
+            let Some(footer) = finished.footer else {
+                assert_eq!(format, Format::Jsonl, "only JSON lines have no footer");
+                continue;
+            };
+            assert_eq!(footer.file_metadata().num_rows(), records.len() as i64);
+            let kv = footer.file_metadata().key_value_metadata().unwrap();
+            assert!(kv.iter().any(|k| k.key == "kafka.end_offset" && k.value.as_deref() == Some("9")));
+            assert!(footer.row_group(0).column(0).statistics().is_some(), "column statistics for a table");
+        }
+    }
+}
+
+fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record> {
+    round_trip_values(spec, &ValueFormat::Raw, records, threshold).records
+}
+
+fn round_trip_values(spec: FileSpec, values: &ValueFormat, records: &[Record], threshold: u64) -> Decoded {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
+    let mut enc = FileEncoder::new(spec, values, spool).unwrap();
+    for r in records {
+        assert!(enc.append(r, true).unwrap());
+    }
+    let meta = FileMeta {
+        tp: TopicPartition::new("t", 1).unwrap(),
+        range: OffsetRange::new(records[0].offset, records.last().unwrap().offset).unwrap(),
+        records: records.len() as u64,
+    };
+    let sealed = enc.finish(&meta).unwrap().spool;
+    decode(spec.kind(), sealed.read_all().unwrap()).unwrap()
+}
+
+#[test]
+fn an_inferred_schema_is_fixed_by_the_first_batch_and_new_fields_ask_for_a_new_file() {
+    use crate::values::JsonValues;
+    let values = ValueFormat::Json(Arc::new(JsonValues { declared: None, keep_raw: false }));
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+    let mut enc = FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &values, spool).unwrap();
+    let record = |offset: i64, json: &str| Record {
+        offset,
+        value: Some(json.as_bytes().to_vec()),
+        ..sample_records()[1].clone()
+    };
+    // The first batch: its values make the schema, a late field included; a conflicting one is kept raw.
+    let mut offset = 0;
+    for i in 0..parquet::BATCH_ROWS as i64 {
+        let json = match i {
+            5 => r#"{"a":"five"}"#.to_string(),
+            7 => r#"{"a":7,"b":{"c":true}}"#.to_string(),
+            _ => format!(r#"{{"a":{i}}}"#),
+        };
+        assert!(enc.append(&record(offset, &json), true).unwrap());
+        offset += 1;
+    }
+    // Fixed now: a known shape is taken, a new field is refused while the file may roll.
+    assert!(enc.append(&record(offset, r#"{"a":1,"b":{"c":false}}"#), true).unwrap());
+    offset += 1;
+    assert!(!enc.append(&record(offset, r#"{"a":1,"d":2}"#), true).unwrap());
+    assert!(enc.append(&record(offset, r#"{"a":1,"d":2}"#), false).unwrap(), "taken (raw) when it may not roll");
+    let stats = enc.value_stats().unwrap().clone();
+    assert_eq!(stats.misfits, 2);
+    assert_eq!(
+        stats.first_misfit.unwrap(),
+        (5, "value.a: a string here, a number in earlier records of this file".into())
+    );
+    let meta = FileMeta {
+        tp: TopicPartition::new("t", 1).unwrap(),
+        range: OffsetRange::new(0, offset).unwrap(),
+        records: offset as u64 + 1,
+    };
+    let decoded = decode(FileKind::Parquet, enc.finish(&meta).unwrap().spool.read_all().unwrap()).unwrap();
+    assert_eq!((decoded.records.len() as i64, decoded.misfits), (offset + 1, 2));
+    assert_eq!(decoded.records[7].value.as_deref(), Some(&br#"{"a":7,"b":{"c":true}}"#[..]));
+    assert_eq!(decoded.records[5].value.as_deref(), Some(&br#"{"a":"five"}"#[..]), "a misfit's bytes");
+}
+
+#[test]
+fn typed_json_lines_embed_objects_and_restore_every_value_exactly() {
+    use crate::values::{JsonValues, ValueSchema};
+    let schema = ValueSchema::from_avro(r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#);
+    let json = ValueFormat::Json(Arc::new(JsonValues { declared: Some(schema.unwrap()), keep_raw: false }));
+    let mut records = sample_records();
+    records[0].value = Some(br#"{ "a": 1, "b": "x" }"#.to_vec());
+    records.push(Record { offset: 10, value: Some(b"{\n  \"a\": 2\n}".to_vec()), ..records[1].clone() });
+    for compression in [Compression::None, Compression::Gzip, Compression::Zstd] {
+        let spec = FileSpec::new(Format::Jsonl, compression).unwrap();
+        let decoded = round_trip_values(spec, &json, &records, 1 << 20);
+        assert_eq!((decoded.records, decoded.misfits, decoded.reencoded), (records.clone(), 1, 0), "{compression}");
+    }
+    // The lines: the object as produced; a value spanning lines compacted, its bytes kept; a misfit raw.
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+    let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
+    let mut enc = FileEncoder::new(spec, &json, spool).unwrap();
+    for r in &records {
+        assert!(enc.append(r, true).unwrap());
+    }
+    let meta =
+        FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 10).unwrap(), records: 4 };
+    let sealed = enc.finish(&meta).unwrap().spool;
+    let text = String::from_utf8(sealed.read_all().unwrap().to_vec()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains(r#""value":{ "a": 1, "b": "x" }"#), "{}", lines[0]);
+    assert!(!lines[0].contains("value_raw"));
+    let misfit: serde_json::Value = serde_json::from_str(lines[2]).unwrap();
+    assert_eq!((misfit["value"].is_null(), misfit["value_raw_encoding"].as_str()), (true, Some("base64")));
+    assert_eq!(misfit["value_error"], "value: not JSON (expected value at line 1 column 1)");
+    let spanning: serde_json::Value = serde_json::from_str(lines[3]).unwrap();
+    assert_eq!((spanning["value"]["a"].as_i64(), spanning["value_raw"].as_str()), (Some(2), Some("{\n  \"a\": 2\n}")));
+    let letters = dead_letters(FileKind::Jsonl, sealed.data()).unwrap();
+    assert_eq!(letters.iter().map(|l| l.record.clone()).collect::<Vec<_>>(), vec![records[2].clone()]);
+}
+
+#[test]
+fn typed_parquet_gives_back_raw_bytes_or_reencoded_json() {
+    use crate::values::{JsonValues, ValueSchema};
+    let schema = ValueSchema::from_avro(
+        r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"},{"name":"b","type":["null","string"]}]}"#,
+    )
+    .unwrap();
+    let json = |keep_raw| ValueFormat::Json(Arc::new(JsonValues { declared: Some(schema.clone()), keep_raw }));
+    let mut records = sample_records();
+    records[0].value = Some(br#"{ "b": "x",  "a": 1 }"#.to_vec());
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    // Keeping every value's bytes: exactly the records archived, the binary value a misfit.
+    let kept = round_trip_values(spec, &json(true), &records, 1 << 20);
+    assert_eq!((kept.records.clone(), kept.misfits, kept.reencoded), (records.clone(), 1, 0));
+    // Without: the fitting value comes back as JSON written from its columns.
+    let typed = round_trip_values(spec, &json(false), &records, 1 << 20);
+    assert_eq!((typed.misfits, typed.reencoded), (1, 1));
+    assert_eq!(typed.records[0].value.as_deref(), Some(&br#"{"a":1,"b":"x"}"#[..]));
+    assert_eq!(typed.records[1..], records[1..], "the misfit and the tombstone are exact");
+}
+
+fn all_specs() -> Vec<FileSpec> {
+    let mut specs = Vec::new();
+    for format in [Format::Parquet, Format::Jsonl] {
+        for c in [Compression::None, Compression::Zstd, Compression::Gzip, Compression::Snappy] {
+            if let Ok(s) = FileSpec::new(format, c) {
+                specs.push(s);
+            }
+        }
+    }
+    specs
+}
+
+#[test]
+fn every_format_round_trips_binary_null_and_headers() {
+    let records = sample_records();
+    for spec in all_specs() {
+        assert_eq!(round_trip(spec, &records, 1 << 20), records, "{spec:?}");
+        assert_eq!(round_trip(spec, &records, 16), records, "{spec:?} spooled to disk");
+    }
+}
+
+#[test]
+fn jsonl_marks_base64_and_keeps_text_readable() {
+    let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+    let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+    for r in sample_records() {
+        assert!(enc.append(&r, true).unwrap());
+    }
+    let meta =
+        FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+    let text = String::from_utf8(enc.finish(&meta).unwrap().spool.read_all().unwrap().to_vec()).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["key"], "user-1");
+    assert_eq!(first["value"], r#"{"a":1}"#);
+    assert!(first.get("key_encoding").is_none());
+    assert_eq!(first["headers"][1]["value_encoding"], "base64");
+    assert!(first["headers"][1].get("key_encoding").is_none());
+    assert_eq!(first["headers"][4]["key"], "//4tbm90LXV0Zjg=", "a name that is not UTF-8, as base64");
+    assert_eq!(first["headers"][4]["key_encoding"], "base64");
+    assert_eq!(first["headers"][5]["key"], "nul\0inside", "NUL is valid UTF-8, kept as text");
+    let third: serde_json::Value = serde_json::from_str(text.lines().nth(2).unwrap()).unwrap();
+    assert_eq!(third["value_encoding"], "base64");
+}
+
+#[test]
+fn jsonl_rejects_snappy() {
+    assert!(FileSpec::new(Format::Jsonl, Compression::Snappy).is_err());
+    assert_eq!(FileSpec::new(Format::Jsonl, Compression::Zstd).unwrap().kind(), FileKind::JsonlZst);
+    assert_eq!(FileSpec::new(Format::Parquet, Compression::Gzip).unwrap().kind(), FileKind::Parquet);
+}
+
+/// A Parquet (zstd) encoder spooling under `dir`, with the sample records appended.
+fn parquet_with_samples(dir: &std::path::Path) -> (FileEncoder, Vec<Record>) {
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.into(), usage: Arc::default() });
+    let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+    let records = sample_records();
+    for r in &records {
+        assert!(enc.append(r, true).unwrap());
+    }
+    (enc, records)
+}
+
+#[test]
+fn parquet_footer_carries_partition_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let (enc, _) = parquet_with_samples(dir.path());
+    let meta =
+        FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+    let data = enc.finish(&meta).unwrap().spool.read_all().unwrap();
+    let kv = read_parquet_metadata(data).unwrap();
+    assert_eq!(kv.get("kafka.topic").map(String::as_str), Some("t"));
+    assert_eq!(kv.get("kafka.partition").map(String::as_str), Some("1"));
+    assert_eq!(kv.get("kafka.start_offset").map(String::as_str), Some("5"));
+    assert_eq!(kv.get("kafka.end_offset").map(String::as_str), Some("9"));
+    assert_eq!(kv.get("kafka.record_count").map(String::as_str), Some("3"));
+}
+
+/// The memory budget counts Arrow builders at their doubling bound, not at the bytes appended.
+#[test]
+fn parquet_counts_its_builders_at_twice_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (enc, records) = parquet_with_samples(dir.path());
+    let payload: u64 = records.iter().map(Record::payload_size).sum();
+    assert_eq!(enc.buffered_memory(), 2 * payload);
+    assert_eq!(enc.encoded_size(), payload, "the file's size is still estimated by its bytes");
+}
+
+#[test]
+fn parquet_spans_many_batches() {
+    let records: Vec<Record> = (0..10_000)
+        .map(|i| Record {
+            offset: i,
+            timestamp_ms: Some(i),
+            timestamp_kind: TimestampKind::CreateTime,
+            key: Some(i.to_string().into_bytes()),
+            value: Some(vec![(i % 251) as u8; 300]),
+            headers: vec![],
+        })
+        .collect();
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    assert_eq!(round_trip(spec, &records, 64 * 1024), records);
+}
+
+fn arb_record() -> impl Strategy<Value = Record> {
+    let bytes = proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40));
+    let name = prop_oneof!["[a-z]{0,5}".prop_map(String::into_bytes), proptest::collection::vec(any::<u8>(), 0..6)];
+    let header = (name, proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)))
+        .prop_map(|(key, value)| Header { key, value });
+    (
+        0i64..1000,
+        proptest::option::of(0i64..4_000_000_000_000),
+        bytes.clone(),
+        bytes,
+        proptest::collection::vec(header, 0..4),
+    )
+        .prop_map(|(offset, ts, key, value, headers)| Record {
+            offset,
+            timestamp_ms: ts,
+            timestamp_kind: if ts.is_some() { TimestampKind::CreateTime } else { TimestampKind::NotAvailable },
+            key,
+            value,
+            headers,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn arbitrary_records_round_trip(mut records in proptest::collection::vec(arb_record(), 1..30), idx in 0usize..7) {
+        for (i, r) in records.iter_mut().enumerate() {
+            r.offset = i as i64 * 3;
+        }
+        let spec = all_specs()[idx % all_specs().len()];
+        prop_assert_eq!(round_trip(spec, &records, 256), records);
+    }
+}
