@@ -21,11 +21,11 @@ use crate::archive::time_bucket::{Bucketing, TimeSource};
 use crate::config::units::{ByteSize, HumanDuration};
 use crate::encode::roll::RollPolicy;
 use crate::encode::{Compression, FileSpec, Format};
+use crate::pipeline::{TopicProfile, TopicProfiles};
 use crate::store::{
     self, ObjectOptions, S3Settings, Sse, StorageClass, StoreSettings, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS,
     DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE, MIN_PART_SIZE,
 };
-use crate::values::ValueFormat;
 
 pub const DEFAULT_FORMAT: Format = Format::Parquet;
 pub const DEFAULT_COMPRESSION: Compression = Compression::Zstd;
@@ -49,11 +49,13 @@ pub const DEFAULT_MARKER_INTERVAL: HumanDuration = HumanDuration(Duration::from_
 pub const DEFAULT_VALUE_FORMAT: ValueFormatName = ValueFormatName::Raw;
 pub const DEFAULT_KEEP_RAW_VALUE: bool = false;
 mod choices;
+mod topics;
 pub mod units;
 mod values;
 
 use self::choices::with_default;
 pub use self::choices::{SseMode, StartFrom, TimeBuckets, ValueFormatName};
+pub use self::topics::{TopicTables, PER_TOPIC_KEYS};
 
 /// The shortest `--roll-schedule`.
 const MIN_ROLL_SCHEDULE: Duration = Duration::from_secs(1);
@@ -72,6 +74,13 @@ pub enum ConfigError {
     Missing { name: &'static str, how: &'static str },
     #[error("{name} = {value:?} is not valid: {why}")]
     Invalid { name: &'static str, value: String, why: String },
+    #[error("in [topic.{table:?}]: {error}")]
+    Topic { table: String, error: Box<ConfigError> },
+    #[error(
+        "in [topic.{table:?}]: {key} cannot be set per topic, it is a setting of the whole instance: move it to the \
+         top of the file (a topic's table takes only {})", PER_TOPIC_KEYS.join(", ")
+    )]
+    NotPerTopic { table: String, key: String },
 }
 
 /// Librdkafka settings the archiver owns: its exactly-once logic depends on them. (`isolation.level`:
@@ -87,7 +96,8 @@ const RESERVED_KAFKA_KEYS: [&str; 7] = [
 ];
 
 /// Every setting of `run`, as given (unset: `None`). The TOML file uses the flag names without the
-/// dashes (`topics = [...]` for `--topic`, a `[kafka]` table for `--kafka`).
+/// dashes (`topics = [...]` for `--topic`, a `[kafka]` table for `--kafka`), and `[topic."..."]` tables
+/// for per-topic settings.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Default, Clone, Args, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -233,6 +243,9 @@ pub struct Settings {
     /// Extra librdkafka settings: the config file's `[kafka]` table (and `--kafka` once layered).
     #[arg(skip)]
     pub kafka: Option<BTreeMap<String, String>>,
+    /// Per-topic settings: the config file's `[topic."NAME"]` and `[topic."^REGEX"]` tables.
+    #[arg(skip)]
+    pub topic: Option<TopicTables>,
 }
 
 /// Validated settings of `run`, by section.
@@ -264,19 +277,15 @@ pub struct StoreConfig {
 
 #[derive(Debug, Clone)]
 pub struct PipelineConfig {
-    pub spec: FileSpec,
-    pub roll: RollPolicy,
+    /// How each topic's files are written.
+    pub profiles: TopicProfiles,
     pub spool_dir: PathBuf,
     pub spool_memory_threshold: u64,
     pub max_buffer_bytes: u64,
     pub max_spool_bytes: u64,
     pub revoke_timeout: Duration,
     pub claims: bool,
-    pub bucketing: Option<Bucketing>,
     pub marker_interval: Duration,
-    pub values: ValueFormat,
-    /// `--dlq-topic`: where records whose value does not fit also go.
-    pub dlq_topic: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -329,14 +338,21 @@ impl Settings {
     }
 
     /// The settings in effect: these (flags and environment) over the `file`'s, over the defaults.
+    /// The `[topic."..."]` tables come from the file only, kept in its order.
     pub fn effective(mut self, file: Option<&Path>) -> Result<Settings, ConfigError> {
         self.kafka = Some(self.kafka_props()?);
         self.kafka_flags = None;
+        let mut tables = self.topic.take();
         let mut layers = Figment::from(Serialized::defaults(Settings::defaults()));
         if let Some(path) = file {
-            layers = layers.merge(Serialized::defaults(Settings::from_file(path)?));
+            let mut from_file = Settings::from_file(path)?;
+            tables = tables.or(from_file.topic.take());
+            layers = layers.merge(Serialized::defaults(from_file));
         }
-        layers.merge(Serialized::defaults(self)).extract().map_err(|e| ConfigError::Layering(e.to_string()))
+        let mut effective: Settings =
+            layers.merge(Serialized::defaults(self)).extract().map_err(|e| ConfigError::Layering(e.to_string()))?;
+        effective.topic = tables;
+        Ok(effective)
     }
 
     /// The settings in effect (see [`Settings::effective`]), validated.
@@ -344,9 +360,11 @@ impl Settings {
         self.effective(file)?.validate()
     }
 
-    /// The effective settings as a TOML file would give them, secrets masked.
+    /// The effective settings as a TOML file would give them, secrets masked; each `[topic."..."]` table
+    /// with every per-topic setting in effect for its topics.
     pub fn to_toml(&self) -> String {
         let mut shown = self.clone();
+        shown.topic = self.tables_in_effect();
         for (key, value) in shown.kafka.iter_mut().flatten() {
             if is_secret(key) {
                 *value = "****".into();
@@ -467,9 +485,43 @@ impl Settings {
     }
 
     fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {
+        Ok(PipelineConfig {
+            profiles: self.profiles()?,
+            spool_dir: set(self.spool_dir.clone(), "--spool-dir")?,
+            spool_memory_threshold: set(self.spool_memory_threshold, "--spool-memory-threshold")?.bytes(),
+            max_buffer_bytes: positive(
+                set(self.max_buffer_bytes, "--max-buffer-bytes")?.bytes(),
+                "--max-buffer-bytes",
+            )?,
+            max_spool_bytes: positive(set(self.max_spool_bytes, "--max-spool-bytes")?.bytes(), "--max-spool-bytes")?,
+            revoke_timeout: set(self.revoke_timeout, "--revoke-timeout")?.0,
+            claims: set(self.claims, "--claims")?,
+            marker_interval: set(self.marker_interval, "--marker-interval")?.0.max(MIN_ROLL_SCHEDULE),
+        })
+    }
+
+    /// How the files of a topic with these settings are written.
+    fn profile(&self) -> Result<TopicProfile, ConfigError> {
         let compression = set(self.compression, "--compression")?;
         let spec = FileSpec::new(set(self.format, "--format")?, compression)
             .map_err(|e| invalid("--compression", &compression.to_string(), e.to_string()))?;
+        let buckets = set(self.time_buckets, "--time-buckets")?;
+        if buckets != TimeBuckets::None && !set(self.claims, "--claims")? {
+            let why = "time-bucketed folders need claims: recovery finds a partition's last object through its \
+                       claims chain (--claims true)";
+            return Err(invalid("--time-buckets", &buckets.to_string(), why.into()));
+        }
+        let source = set(self.time_source, "--time-source")?;
+        Ok(TopicProfile {
+            spec,
+            roll: self.roll()?,
+            bucketing: buckets.width().map(|width| Bucketing { width, source }),
+            values: self.values()?,
+            dlq_topic: self.dlq_topic()?,
+        })
+    }
+
+    fn roll(&self) -> Result<RollPolicy, ConfigError> {
         let roll = RollPolicy {
             max_records: positive(set(self.roll_records, "--roll-records")?, "--roll-records")?,
             max_bytes: positive(set(self.roll_bytes, "--roll-bytes")?.bytes(), "--roll-bytes")?,
@@ -484,32 +536,7 @@ impl Settings {
             let why = format!("use at least {}", HumanDuration(MIN_ROLL_SCHEDULE));
             return Err(invalid("--roll-schedule", &HumanDuration(every).to_string(), why));
         }
-        let claims = set(self.claims, "--claims")?;
-        let buckets = set(self.time_buckets, "--time-buckets")?;
-        if buckets != TimeBuckets::None && !claims {
-            let why = "time-bucketed folders need claims: recovery finds a partition's last object through its \
-                       claims chain (--claims true)";
-            return Err(invalid("--time-buckets", &buckets.to_string(), why.into()));
-        }
-        let source = set(self.time_source, "--time-source")?;
-        let bucketing = buckets.width().map(|width| Bucketing { width, source });
-        Ok(PipelineConfig {
-            spec,
-            roll,
-            spool_dir: set(self.spool_dir.clone(), "--spool-dir")?,
-            spool_memory_threshold: set(self.spool_memory_threshold, "--spool-memory-threshold")?.bytes(),
-            max_buffer_bytes: positive(
-                set(self.max_buffer_bytes, "--max-buffer-bytes")?.bytes(),
-                "--max-buffer-bytes",
-            )?,
-            max_spool_bytes: positive(set(self.max_spool_bytes, "--max-spool-bytes")?.bytes(), "--max-spool-bytes")?,
-            revoke_timeout: set(self.revoke_timeout, "--revoke-timeout")?.0,
-            claims,
-            bucketing,
-            marker_interval: set(self.marker_interval, "--marker-interval")?.0.max(MIN_ROLL_SCHEDULE),
-            values: self.values()?,
-            dlq_topic: self.dlq_topic()?,
-        })
+        Ok(roll)
     }
 }
 

@@ -44,8 +44,43 @@ pub fn markdown(cli: &Command) -> String {
             }
             table(&mut out, &group);
         }
+        if command.get_name() == "run" {
+            out.push_str(&per_topic());
+        }
     }
     out
+}
+
+/// `run`'s per-topic tables: the rules, and the keys they take (`config::PER_TOPIC_KEYS`).
+fn per_topic() -> String {
+    let keys: Vec<String> = crate::config::PER_TOPIC_KEYS.iter().map(|k| format!("`{k}`")).collect();
+    format!(
+        "\n### Per-topic settings\n\n\
+         The config file can give some topics files of their own. A `[topic.\"NAME\"]` table applies to that \
+         topic (one that `run` archives: named by `topics`, or matched by `topic-regex`); a `[topic.\"^REGEX\"]` \
+         table (its name starts with `^`) to every topic the regular expression matches. A topic takes its own \
+         table if it has one, else the first table in the file whose expression matches it, else the top-level \
+         settings. A table's keys override the top-level settings (whether from the file, the environment or the \
+         flags) for its topics; what it leaves out comes from them. Each table is checked as the top level is, \
+         and an error names the table. Tables come from the file only. A table takes {}; any other key is refused \
+         (it is a setting of the whole instance). `run --print-config` shows each table with every per-topic \
+         setting in effect for its topics.\n\n\
+         ```toml\n\
+         topics = [\"orders\", \"clicks\"]\n\
+         topic-regex = \"^logs-.*\"\n\
+         format = \"parquet\"                    # every topic, unless its table says otherwise\n\n\
+         [topic.\"orders\"]\n\
+         value-format = \"json\"\n\
+         value-schema = \"/etc/ksa/order.avsc\"\n\
+         dlq-topic = \"orders-dlq\"\n\
+         roll-records = 100000\n\n\
+         [topic.\"^logs-.*\"]\n\
+         format = \"jsonl\"\n\
+         compression = \"zstd\"\n\
+         time-buckets = \"hour\"\n\
+         ```\n",
+        keys.join(", ")
+    )
 }
 
 fn table(out: &mut String, args: &[&Arg]) {

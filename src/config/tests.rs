@@ -1,5 +1,6 @@
 use super::*;
 use crate::archive::time_bucket::BucketWidth;
+use crate::values::ValueFormat;
 
 fn minimal() -> Settings {
     Settings {
@@ -11,13 +12,18 @@ fn minimal() -> Settings {
     }
 }
 
+/// The profile of the topic `orders`.
+fn orders(c: &ArchiverConfig) -> &TopicProfile {
+    c.pipeline.profiles.for_topic("orders")
+}
+
 #[test]
 fn defaults_fill_in() {
     let c = minimal().resolve(None).unwrap();
-    assert_eq!(c.pipeline.spec.format(), Format::Parquet);
-    assert_eq!(c.pipeline.spec.compression(), Compression::Zstd);
-    assert_eq!(c.pipeline.roll.max_bytes, 64 << 20);
-    assert_eq!(c.pipeline.roll.max_age, Duration::from_secs(300));
+    assert_eq!(orders(&c).spec.format(), Format::Parquet);
+    assert_eq!(orders(&c).spec.compression(), Compression::Zstd);
+    assert_eq!(orders(&c).roll.max_bytes, 64 << 20);
+    assert_eq!(orders(&c).roll.max_age, Duration::from_secs(300));
     assert_eq!(c.store.settings.s3.part_size(), 8 << 20);
     assert_eq!(c.source.start_from, StartFrom::Earliest);
     assert_eq!(c.source.subscription, vec!["orders".to_string()]);
@@ -50,9 +56,10 @@ fn flags_win_over_the_file_and_the_file_over_the_defaults() {
     assert_eq!(c.source.brokers, "file:1");
     assert_eq!(c.source.group, "flag-group");
     assert_eq!(c.source.subscription, vec!["a".to_string(), "b".to_string()]);
-    assert_eq!(c.pipeline.roll.max_bytes, 1 << 20);
-    assert_eq!(c.pipeline.roll.max_age, Duration::from_secs(3));
-    assert_eq!(c.pipeline.roll.max_records, DEFAULT_ROLL_RECORDS);
+    let a = c.pipeline.profiles.for_topic("a");
+    assert_eq!(a.roll.max_bytes, 1 << 20);
+    assert_eq!(a.roll.max_age, Duration::from_secs(3));
+    assert_eq!(a.roll.max_records, DEFAULT_ROLL_RECORDS);
     assert!(c.source.kafka_props.contains(&("security.protocol".into(), "SASL_SSL".into())));
     assert!(c.source.kafka_props.contains(&("sasl.mechanism".into(), "PLAIN".into())));
 }
@@ -109,13 +116,13 @@ fn regex_subscriptions_are_anchored() {
 #[test]
 fn time_buckets_are_off_by_default_and_need_claims() {
     let c = minimal().resolve(None).unwrap();
-    assert_eq!((c.pipeline.bucketing, c.pipeline.roll.schedule), (None, None));
+    assert_eq!((orders(&c).bucketing, orders(&c).roll.schedule), (None, None));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("archiver.toml");
     std::fs::write(&file, "time-buckets = \"hour\"\ntime-source = \"arrival\"\nroll-schedule = \"1h\"\n").unwrap();
     let c = minimal().resolve(Some(&file)).unwrap();
-    assert_eq!(c.pipeline.bucketing, Some(Bucketing { width: BucketWidth::Hour, source: TimeSource::Arrival }));
-    assert_eq!(c.pipeline.roll.schedule, Some(Duration::from_secs(3600)));
+    assert_eq!(orders(&c).bucketing, Some(Bucketing { width: BucketWidth::Hour, source: TimeSource::Arrival }));
+    assert_eq!(orders(&c).roll.schedule, Some(Duration::from_secs(3600)));
     let without_claims = Settings { claims: Some(false), ..minimal() }.resolve(Some(&file)).unwrap_err();
     assert!(without_claims.to_string().contains("need claims"), "{without_claims}");
     let too_often = Settings { roll_schedule: Some("10ms".parse().unwrap()), ..minimal() }.resolve(None).unwrap_err();
@@ -124,7 +131,7 @@ fn time_buckets_are_off_by_default_and_need_claims() {
 
 #[test]
 fn typed_values_need_a_schema_and_parquet() {
-    assert!(matches!(minimal().resolve(None).unwrap().pipeline.values, ValueFormat::Raw));
+    assert!(matches!(orders(&minimal().resolve(None).unwrap()).values, ValueFormat::Raw));
     let json = |schema: Option<PathBuf>, format| Settings {
         value_format: Some(ValueFormatName::Json),
         value_schema: schema,
@@ -137,10 +144,10 @@ fn typed_values_need_a_schema_and_parquet() {
     let avsc = dir.path().join("v.avsc");
     std::fs::write(&avsc, r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#).unwrap();
     let c = json(Some(avsc.clone()), None).resolve(None).unwrap();
-    let typed = c.pipeline.values.json().expect("typed values");
+    let typed = orders(&c).values.json().expect("typed values");
     assert_eq!(typed.declared.as_ref().unwrap().fields()[0].name, "a");
     let inferred = json(Some("infer".into()), None).resolve(None).unwrap();
-    assert_eq!(inferred.pipeline.values.json().unwrap().declared, None);
+    assert_eq!(orders(&inferred).values.json().unwrap().declared, None);
     assert!(!typed.keep_raw);
     assert!(json(Some(avsc.clone()), Some(Format::Jsonl)).resolve(None).is_ok(), "JSON lines embed typed values");
     std::fs::write(&avsc, r#"{"type":"record","name":"V","fields":[{"name":"a","type":["int","string"]}]}"#).unwrap();

@@ -11,6 +11,7 @@
 mod budget;
 pub mod commit;
 pub mod dead_letters;
+pub mod profile;
 mod recoverer;
 mod sealed;
 #[cfg(test)]
@@ -32,23 +33,22 @@ use tokio::sync::mpsc;
 use self::budget::Budget;
 use self::commit::CommitStage;
 pub use self::dead_letters::DeadLetterSink;
+pub use self::profile::{TopicMatch, TopicProfile, TopicProfiles};
 use self::recoverer::{Recovered, Recoverer, Recovering, Resumed};
 use self::uploader::{Uploader, UploaderEvent};
 use self::writer::PartitionWriter;
 use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
-use crate::archive::time_bucket::Bucketing;
 use crate::clock::wall_clock_ms;
-use crate::encode::roll::{pick_largest_over_budget, Now, RollPolicy, RollReason};
+use crate::encode::roll::{pick_largest_over_budget, Now, RollReason};
 use crate::encode::spool::SpoolConfig;
-use crate::encode::{EncodeError, FileSpec};
+use crate::encode::EncodeError;
 use crate::recovery::CommitHint;
 pub use crate::recovery::TopicIdLookup;
 use crate::source::StartFrom;
 use crate::source::{AssignedPartition, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::{DropReason, Event, Metrics};
-use crate::values::ValueFormat;
 
 /// How often age deadlines are checked.
 const TICK: Duration = Duration::from_millis(200);
@@ -68,8 +68,8 @@ pub enum PipelineError {
 #[derive(Debug, Clone)]
 pub struct PipelineSettings {
     pub prefix: Prefix,
-    pub spec: FileSpec,
-    pub roll: RollPolicy,
+    /// How each topic's files are written.
+    pub profiles: Arc<TopicProfiles>,
     pub spool: SpoolConfig,
     pub max_buffer_bytes: u64,
     pub max_spool_bytes: u64,
@@ -79,10 +79,6 @@ pub struct PipelineSettings {
     pub claims: bool,
     /// Names this process in its claims (host:pid).
     pub writer_id: String,
-    /// Time-bucketed data folders (lake layout), if any.
-    pub bucketing: Option<Bucketing>,
-    /// How record values are archived (raw, or typed JSON).
-    pub values: ValueFormat,
 }
 
 pub struct Pipeline {
@@ -313,17 +309,14 @@ impl Pipeline {
             open_files: self.partitions.values().filter(|w| w.has_open_file()).count(),
             assigned: self.partitions.len(),
         });
-        let due: Vec<(TopicPartition, RollReason)> = self
-            .partitions
-            .iter()
-            .filter_map(|(tp, w)| w.roll_due(&self.settings, now).map(|reason| (tp.clone(), reason)))
-            .collect();
+        let due: Vec<(TopicPartition, RollReason)> =
+            self.partitions.iter().filter_map(|(tp, w)| w.roll_due(now).map(|reason| (tp.clone(), reason))).collect();
         for (tp, reason) in due {
             self.roll(&tp, reason)?;
         }
         // Re-writes whose records stopped coming for a roll age: is anything of their range left?
         for (tp, writer) in &mut self.partitions {
-            if let Some(range) = writer.range_to_check(now.mono, self.settings.roll.max_age) {
+            if let Some(range) = writer.range_to_check(now.mono) {
                 let check = SourceCommand::CheckRange { tp: tp.clone(), epoch: writer.epoch, range };
                 let _ = self.link.commands.send(check);
             }
@@ -342,6 +335,8 @@ impl Pipeline {
     /// which its uploader's reports name, is the epoch it starts with.
     fn start_writer(&mut self, tp: &TopicPartition, epoch: u64, Resumed { plan, topic }: Resumed) {
         let (uploads, files) = mpsc::unbounded_channel();
+        let profile = self.settings.profiles.for_topic(tp.topic()).clone();
+        let dead_letters = self.dead_letters.clone().zip(profile.dlq_topic.clone());
         let uploader = Uploader {
             store: self.store.clone(),
             prefix: self.settings.prefix.clone(),
@@ -351,11 +346,12 @@ impl Pipeline {
             events: self.uploader_events.clone(),
             freed: self.budget.freed(),
             metrics: self.metrics.clone(),
-            dead_letters: self.dead_letters.clone(),
+            dead_letters,
             commits: self.commits.clone(),
         };
         let uploader = tokio::spawn(uploader.run(files));
-        let writer = PartitionWriter::new(tp.clone(), topic, epoch, &plan, uploads, uploader, Instant::now());
+        let writer =
+            PartitionWriter::new(tp.clone(), topic, profile, epoch, &plan, (uploads, uploader), Instant::now());
         self.partitions.insert(tp.clone(), writer);
     }
 

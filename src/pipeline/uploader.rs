@@ -53,7 +53,8 @@ pub(super) struct Uploader {
     pub(super) events: mpsc::UnboundedSender<UploaderEvent>,
     pub(super) freed: Arc<Notify>,
     pub(super) metrics: Arc<Metrics>,
-    pub(super) dead_letters: Option<Arc<dyn DeadLetterSink>>,
+    /// Where the records of its files that do not fit also go, and to which topic (the profile's).
+    pub(super) dead_letters: Option<(Arc<dyn DeadLetterSink>, String)>,
     /// Where a durable object is reported.
     pub(super) commits: Arc<CommitStage>,
 }
@@ -90,9 +91,9 @@ impl Uploader {
             }
         }
         let key = file.key.to_string();
-        if let (Some(sink), Some(values)) = (&self.dead_letters, &file.values) {
+        if let (Some((sink, to)), Some(values)) = (&self.dead_letters, &file.values) {
             if values.misfits > 0 {
-                send_dead_letters(sink, &self.tp, file, &self.metrics)
+                send_dead_letters(sink, to, &self.tp, file, &self.metrics)
                     .await
                     .map_err(|why| UploaderEvent::DeadLetters { key: key.clone(), why })?;
             }

@@ -2,14 +2,15 @@
 //! (extending the claims chain) or, while the partition re-writes a claimed range whose data object is
 //! missing, exactly at that claim's end. Sealed files go to the partition's uploader, in order.
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::budget::Budget;
 use super::sealed::SealedFile;
-use super::PipelineSettings;
+use super::{PipelineSettings, TopicProfile};
 use crate::archive::claim::Claim;
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::{OffsetRange, TopicPartition};
@@ -68,6 +69,8 @@ pub(super) struct PartitionWriter {
     tp: TopicPartition,
     /// The topic's identity: its ID is recorded in every claim (when the brokers have IDs).
     pub(super) topic: TopicIdentity,
+    /// How the topic's files are written.
+    profile: Arc<TopicProfile>,
     /// Identifies this writer and its uploader: the epoch it started with (its epoch moves on when it
     /// is unparked, its uploader's reports still name it).
     pub(super) id: u64,
@@ -103,15 +106,16 @@ impl PartitionWriter {
     pub(super) fn new(
         tp: TopicPartition,
         topic: TopicIdentity,
+        profile: Arc<TopicProfile>,
         epoch: u64,
         plan: &ResumePlan,
-        uploads: mpsc::UnboundedSender<SealedFile>,
-        uploader: JoinHandle<()>,
+        (uploads, uploader): (mpsc::UnboundedSender<SealedFile>, JoinHandle<()>),
         now: Instant,
     ) -> Self {
         Self {
             tp,
             topic,
+            profile,
             id: epoch,
             epoch,
             next_expected: plan.consume_from,
@@ -145,23 +149,24 @@ impl PartitionWriter {
         }
     }
 
-    /// How files are written: by the settings, except a re-write, which writes the kind of object its
-    /// claim names (another writer may have used another format or compression).
+    /// How files are written: by the topic's profile, except a re-write, which writes the kind of object
+    /// its claim names (another writer may have used another format or compression).
     fn file_spec(&self, settings: &PipelineSettings) -> FileSpec {
+        let spec = self.profile.spec;
         match &self.mode {
-            Mode::Rewrite(r) => {
-                r.claim.object_key(&settings.prefix).map_or(settings.spec, |key| settings.spec.writing(key.kind))
-            }
-            Mode::Chain => settings.spec,
+            Mode::Rewrite(r) => r.claim.object_key(&settings.prefix).map_or(spec, |key| spec.writing(key.kind)),
+            Mode::Chain => spec,
         }
     }
 
     /// The time bucket a record of the chain goes into (see `archive::time_bucket`), never earlier than the
     /// partition's last file's; `None` while re-writing (the file's bucket is its claim's).
-    fn chain_bucket(&self, record: &Record, now: Now, settings: &PipelineSettings) -> Option<Bucket> {
+    fn chain_bucket(&self, record: &Record, now: Now) -> Option<Bucket> {
         match &self.mode {
             Mode::Rewrite(_) => None,
-            Mode::Chain => settings.bucketing.map(|b| b.bucket(record.timestamp_ms, now.wall_ms, self.bucket_floor)),
+            Mode::Chain => {
+                self.profile.bucketing.map(|b| b.bucket(record.timestamp_ms, now.wall_ms, self.bucket_floor))
+            }
         }
     }
 
@@ -250,11 +255,11 @@ impl PartitionWriter {
             // Past the end of the claimed range: whatever was left of it is complete.
             self.finish_rewrite(settings, budget, metrics)?;
         }
-        let bucket = self.chain_bucket(record, now, settings);
+        let bucket = self.chain_bucket(record, now);
         if let Some(file) = &self.open {
             let later_bucket =
                 matches!((file.bucket, bucket), (Some(open), Some(next)) if next.start_ms() > open.start_ms());
-            let reason = settings.roll.before_append(&file.stats(), record.payload_size());
+            let reason = self.profile.roll.before_append(&file.stats(), record.payload_size());
             if let Some(reason) = reason.or(later_bucket.then_some(RollReason::Bucket)) {
                 self.roll(reason, settings, budget)?;
             }
@@ -280,7 +285,7 @@ impl PartitionWriter {
         let stats = file.stats();
         let reason = match self.rewrite_end() {
             Some(end) => (record.offset == end).then_some(RollReason::Rewrite),
-            None => settings.roll.after_append(&stats),
+            None => self.profile.roll.after_append(&stats),
         };
         match reason {
             Some(reason) => self.seal(reason, settings, budget),
@@ -313,13 +318,14 @@ impl PartitionWriter {
     }
 
     fn encoder(&self, settings: &PipelineSettings) -> Result<FileEncoder, EncodeError> {
-        FileEncoder::new(self.file_spec(settings), &settings.values, Spool::new(settings.spool.clone()))
+        FileEncoder::new(self.file_spec(settings), &self.profile.values, Spool::new(settings.spool.clone()))
     }
 
-    /// The re-written range still to come, when its records stopped coming for `after` (and it was not
-    /// checked for as long): the consumer is asked whether Kafka still holds any of it.
-    pub(super) fn range_to_check(&mut self, now: Instant, after: Duration) -> Option<OffsetRange> {
+    /// The re-written range still to come, when its records stopped coming for a roll age (and it was
+    /// not checked for as long): the consumer is asked whether Kafka still holds any of it.
+    pub(super) fn range_to_check(&mut self, now: Instant) -> Option<OffsetRange> {
         let Mode::Rewrite(r) = &self.mode else { return None };
+        let after = self.profile.roll.max_age;
         let quiet = |since: Instant| now.saturating_duration_since(since) >= after;
         if !quiet(self.last_record_at) || !self.range_checked_at.is_none_or(quiet) {
             return None;
@@ -387,8 +393,8 @@ impl PartitionWriter {
     }
 
     /// Whether the open file must roll by age or schedule at `now`, and why.
-    pub(super) fn roll_due(&self, settings: &PipelineSettings, now: Now) -> Option<RollReason> {
-        self.open.as_ref().and_then(|f| settings.roll.due(&f.stats(), now))
+    pub(super) fn roll_due(&self, now: Now) -> Option<RollReason> {
+        self.open.as_ref().and_then(|f| self.profile.roll.due(&f.stats(), now))
     }
 
     /// Rolls the open file by the roll policy (records, bytes, age, budget, flush). A file re-writing a
@@ -469,7 +475,7 @@ impl PartitionWriter {
                     time_ms: super::read_clock().wall_ms,
                     timestamps: file.timestamps,
                     topic_id: self.topic.id().map(str::to_string),
-                    time_source: key.bucket.and(settings.bucketing).map(|b| b.source),
+                    time_source: key.bucket.and(self.profile.bucketing).map(|b| b.source),
                     object: Some(key.relative()),
                 })
             }

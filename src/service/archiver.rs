@@ -173,10 +173,10 @@ impl Archiver {
         let (records_tx, records_rx) = mpsc::channel(RECORD_BATCHES);
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let (link, commands) = SourceLink::new();
+        let profiles = Arc::new(config.pipeline.profiles.clone());
         let settings = PipelineSettings {
             prefix: config.store.dest.prefix().clone(),
-            spec: config.pipeline.spec,
-            roll: config.pipeline.roll,
+            profiles: profiles.clone(),
             spool,
             max_buffer_bytes: config.pipeline.max_buffer_bytes,
             max_spool_bytes: config.pipeline.max_spool_bytes,
@@ -184,24 +184,20 @@ impl Archiver {
             start_from: config.source.start_from,
             claims: config.pipeline.claims,
             writer_id: writer_id(),
-            bucketing: config.pipeline.bucketing,
-            values: config.pipeline.values.clone(),
         };
         let topic_ids = TopicIdClient::new(&probe_config(&config.source.brokers, &config.source.kafka_props))
             .map_err(|e| ArchiverError::Source(SourceError::Create(e)))?;
         let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone(), Arc::new(topic_ids));
-        if let Some(topic) = &config.pipeline.dlq_topic {
-            let sink =
-                KafkaDeadLetters::new(&config.source.brokers, &connection_settings(&config.source.kafka_props), topic)
-                    .map_err(ArchiverError::DeadLetters)?;
+        if profiles.any_dead_letters() {
+            let sink = KafkaDeadLetters::new(&config.source.brokers, &connection_settings(&config.source.kafka_props))
+                .map_err(ArchiverError::DeadLetters)?;
             pipeline = pipeline.with_dead_letters(Arc::new(sink));
         }
-        let markers = config.pipeline.bucketing.map(|b| {
+        let markers = profiles.any_bucketed().then(|| {
             let settings = MarkerSettings {
                 prefix: config.store.dest.prefix().clone(),
                 topics: config.source.subscription.iter().filter(|t| !t.starts_with('^')).cloned().collect(),
-                width: b.width,
-                source: b.source,
+                profiles,
                 brokers: config.source.brokers.clone(),
                 kafka_props: connection_settings(&config.source.kafka_props),
                 group: config.source.group.clone(),

@@ -26,10 +26,10 @@ use crate::archive::keys::classify;
 use crate::archive::keys::ListRequest;
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::TopicPartition;
-use crate::archive::time_bucket::{Bucket, BucketWidth, TimeSource};
+use crate::archive::time_bucket::{Bucket, BucketWidth, Bucketing};
 use crate::clock::wall_clock_ms;
 use crate::encode::spool::SpoolData;
-use crate::pipeline::AssignedTopics;
+use crate::pipeline::{AssignedTopics, TopicProfiles};
 use crate::recovery::claims::claimed_timestamps;
 use crate::recovery::tail::{inspect, InspectError, Inspected};
 use crate::source::offsets::{read_log, OffsetsError};
@@ -54,9 +54,9 @@ pub struct MarkerSettings {
     /// The topics named in the subscription; those a regex matches are learnt from the assignments.
     pub topics: Vec<String>,
     pub assigned: AssignedTopics,
-    pub width: BucketWidth,
-    /// This archiver's time source: what bucketed a partition whose claims do not say (it has none yet).
-    pub source: TimeSource,
+    /// Each topic's time buckets (topics without are not looked at); their time source is what bucketed
+    /// a partition whose claims do not say (it has none yet).
+    pub profiles: Arc<TopicProfiles>,
     pub brokers: String,
     pub kafka_props: Vec<(String, String)>,
     /// The archivers' group: its commits are the hints that make finding each partition's tail cheap.
@@ -85,8 +85,10 @@ pub async fn run(store: Arc<dyn ObjectStore>, settings: MarkerSettings, metrics:
         names.sort();
         names.dedup();
         for topic in &names {
+            let Some(bucketing) = settings.profiles.for_topic(topic).bucketing else { continue };
             let state = topics.entry(topic.clone()).or_default();
-            let outcome = mark_topic(store.as_ref(), &settings, topic, state).await.map_err(|e| e.to_string());
+            let outcome =
+                mark_topic(store.as_ref(), &settings, topic, bucketing, state).await.map_err(|e| e.to_string());
             metrics.emit(Event::MarkersLooked { topic, outcome: outcome.as_ref().copied().map_err(String::as_str) });
         }
     }
@@ -97,11 +99,12 @@ async fn mark_topic(
     store: &dyn ObjectStore,
     s: &MarkerSettings,
     topic: &str,
+    bucketing: Bucketing,
     state: &mut TopicMarkers,
 ) -> Result<u64, MarkerError> {
     let next = match state.next {
         Some(next) => next,
-        None => match first_unmarked(store, s, topic).await? {
+        None => match first_unmarked(store, s, topic, bucketing.width).await? {
             Some(next) => *state.next.insert(next),
             None => return Ok(0), // Nothing archived in time buckets yet.
         },
@@ -110,7 +113,7 @@ async fn mark_topic(
     if next.end_ms() > log_read_ms {
         return Ok(0); // Not over yet.
     }
-    let through = look(store, s, topic, state, next, log_read_ms).await?;
+    let through = look(store, s, topic, bucketing, state, next, log_read_ms).await?;
     let mut bucket = next;
     let mut written = 0;
     while through.is_some_and(|t| bucket.end_ms() <= t) {
@@ -127,6 +130,7 @@ async fn look(
     store: &dyn ObjectStore,
     s: &MarkerSettings,
     topic: &str,
+    bucketing: Bucketing,
     state: &mut TopicMarkers,
     next: Bucket,
     log_read_ms: i64,
@@ -142,8 +146,8 @@ async fn look(
         stream::iter(stale).map(|(tp, offsets)| inspect(store, &s.prefix, tp, offsets)).buffered(16).collect().await;
     for i in inspected {
         let Inspected { row, progress, .. } = i?;
-        let progress = progress.bucketed_by_default(Some(s.source));
-        if let Some(t) = final_through(&progress, s.width, bound, log_read_ms) {
+        let progress = progress.bucketed_by_default(Some(bucketing.source));
+        if let Some(t) = final_through(&progress, bucketing.width, bound, log_read_ms) {
             state.partitions.insert(row.partition, (t, row.archived_through));
         }
     }
@@ -264,11 +268,12 @@ async fn first_unmarked(
     store: &dyn ObjectStore,
     s: &MarkerSettings,
     topic: &str,
+    width: BucketWidth,
 ) -> Result<Option<Bucket>, StoreError> {
     let req = ListRequest { prefix: s.prefix.topic_folder(topic), start_after: None };
     let page = store.list(&req, 1000).await?;
     let Some(first) = page.keys.iter().find_map(|k| bucket_of_key(&s.prefix, topic, k)) else { return Ok(None) };
-    let first = Bucket::containing(s.width, first.start_ms());
+    let first = Bucket::containing(width, first.start_ms());
     let marked = |n: i64| async move { store.head(&marker_key(&s.prefix, topic, &first.nth_after(n))).await };
     if marked(0).await?.is_none() {
         return Ok(Some(first));

@@ -18,14 +18,14 @@ use crate::encode::DeadLetter;
 /// How long one dead letter may take to be acknowledged before the batch is retried.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// One producer for every topic's dead-letter topic.
 pub struct KafkaDeadLetters {
     producer: FutureProducer,
-    topic: String,
 }
 
 impl KafkaDeadLetters {
-    /// A producer to `topic`, with the connection settings `props` (see `probe::connection_settings`).
-    pub fn new(brokers: &str, props: &[(String, String)], topic: &str) -> Result<Self, rdkafka::error::KafkaError> {
+    /// A producer with the connection settings `props` (see `probe::connection_settings`).
+    pub fn new(brokers: &str, props: &[(String, String)]) -> Result<Self, rdkafka::error::KafkaError> {
         let mut config = ClientConfig::new();
         for (k, v) in props {
             config.set(k, v);
@@ -35,7 +35,7 @@ impl KafkaDeadLetters {
             .set("enable.idempotence", "true")
             .set("message.timeout.ms", DELIVERY_TIMEOUT.as_millis().to_string())
             .create()?;
-        Ok(Self { producer, topic: topic.to_string() })
+        Ok(Self { producer })
     }
 }
 
@@ -58,9 +58,9 @@ fn headers(source: &TopicPartition, letter: &DeadLetter) -> OwnedHeaders {
 
 #[async_trait]
 impl DeadLetterSink for KafkaDeadLetters {
-    async fn send(&self, source: &TopicPartition, letters: &[DeadLetter]) -> Result<(), String> {
+    async fn send(&self, to: &str, source: &TopicPartition, letters: &[DeadLetter]) -> Result<(), String> {
         let deliveries = letters.iter().map(|letter| {
-            let mut record = FutureRecord::<[u8], [u8]>::to(&self.topic).headers(headers(source, letter));
+            let mut record = FutureRecord::<[u8], [u8]>::to(to).headers(headers(source, letter));
             if let Some(key) = &letter.record.key {
                 record = record.key(key.as_slice());
             }
@@ -73,10 +73,7 @@ impl DeadLetterSink for KafkaDeadLetters {
             self.producer.send(record, DELIVERY_TIMEOUT)
         });
         try_join_all(deliveries).await.map(drop).map_err(|(e, _)| {
-            format!(
-                "producing to dead-letter topic {:?} failed: {e} (check that it exists and the brokers)",
-                self.topic
-            )
+            format!("producing to dead-letter topic {to:?} failed: {e} (check that it exists and the brokers)")
         })
     }
 }

@@ -19,18 +19,18 @@ use crate::store::ObjectStore;
 struct FlakySink {
     failures: AtomicU32,
     calls: AtomicU32,
-    sent: Mutex<Vec<(TopicPartition, DeadLetter)>>,
+    sent: Mutex<Vec<(String, TopicPartition, DeadLetter)>>,
 }
 
 #[async_trait]
 impl DeadLetterSink for FlakySink {
-    async fn send(&self, source: &TopicPartition, letters: &[DeadLetter]) -> Result<(), String> {
+    async fn send(&self, to: &str, source: &TopicPartition, letters: &[DeadLetter]) -> Result<(), String> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.failures.load(Ordering::SeqCst) > 0 {
             self.failures.fetch_sub(1, Ordering::SeqCst);
             return Err("the broker is away".into());
         }
-        self.sent.lock().unwrap().extend(letters.iter().map(|l| (source.clone(), l.clone())));
+        self.sent.lock().unwrap().extend(letters.iter().map(|l| (to.to_string(), source.clone(), l.clone())));
         Ok(())
     }
 }
@@ -52,10 +52,11 @@ async fn misfits_reach_the_dead_letter_sink_before_their_object_is_uploaded() {
     assert_eq!(h.wait_keys(1).await, vec![key.to_string()]);
     assert_eq!(sink.calls.load(Ordering::SeqCst), 3, "two failures, then taken");
     let sent = sink.sent.lock().unwrap().clone();
-    let offsets: Vec<i64> = sent.iter().map(|(_, l)| l.record.offset).collect();
+    let offsets: Vec<i64> = sent.iter().map(|(_, _, l)| l.record.offset).collect();
     assert_eq!(offsets, [1, 2]);
-    assert_eq!(sent[1].1.record.value.as_deref(), Some(&br#"{"a":"two"}"#[..]));
-    assert_eq!(sent[1].1.error, r#"value.a: expected a 64-bit integer, got "two""#);
+    assert!(sent.iter().all(|(to, from, _)| to == DEAD_LETTERS && *from == tp(0)), "to the profile's topic");
+    assert_eq!(sent[1].2.record.value.as_deref(), Some(&br#"{"a":"two"}"#[..]));
+    assert_eq!(sent[1].2.error, r#"value.a: expected a 64-bit integer, got "two""#);
     eventually("the letters and failures counted", || {
         h.metrics.dead_letters.get() == 2 && h.metrics.dead_letter_failures.get() == 2
     })

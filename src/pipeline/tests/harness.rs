@@ -24,11 +24,12 @@ use crate::archive::record::{Record, TimestampKind};
 use crate::encode::roll::RollPolicy;
 use crate::encode::spool::SpoolUsage;
 use crate::encode::spool::{SpoolConfig, SpoolData};
-use crate::encode::{Compression, Format};
+use crate::encode::{Compression, FileSpec, Format};
 use crate::source::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{list_all, LocalStore};
 use crate::store::{ObjectStore, PutOutcome, StoreError};
 use crate::telemetry::Metrics;
+use crate::values::ValueFormat;
 
 /// A local store that logs put starts and ends, and can be slowed down or made to fail.
 pub(super) struct TestStore {
@@ -116,6 +117,9 @@ impl TopicIdLookup for TestTopicIds {
     }
 }
 
+/// The dead-letter topic of [`harness_typed`].
+pub(super) const DEAD_LETTERS: &str = "t-dlq";
+
 pub(super) fn tp(p: i32) -> TopicPartition {
     TopicPartition::new("t", p).unwrap()
 }
@@ -142,23 +146,38 @@ pub(super) fn harness_with(
     revoke_timeout: Duration,
     bucketing: Option<crate::archive::time_bucket::Bucketing>,
 ) -> Harness {
-    harness_full(roll, max_buffer_bytes, revoke_timeout, bucketing, Typed::No)
+    let profiles = TopicProfiles::uniform(TopicProfile { bucketing, ..plain(roll) });
+    harness_full(profiles, max_buffer_bytes, revoke_timeout, None)
 }
 
-/// Whether the harness writes typed values: JSON lines of raw values, or Parquet with values typed
-/// by `{"a": long}` whose misfits go to a dead-letter sink, or by a schema inferred per file.
-pub(super) enum Typed {
-    No,
-    WithDeadLetters(Arc<dyn DeadLetterSink>),
-    Inferred,
+/// JSON lines of raw values, uncompressed.
+pub(super) fn plain(roll: RollPolicy) -> TopicProfile {
+    TopicProfile {
+        spec: FileSpec::new(Format::Jsonl, Compression::None).unwrap(),
+        roll,
+        bucketing: None,
+        values: Default::default(),
+        dlq_topic: None,
+    }
+}
+
+/// Parquet with values typed by `declared` (`None`: a schema inferred per file).
+fn typed(roll: RollPolicy, declared: Option<crate::values::ValueSchema>) -> TopicProfile {
+    let json = crate::values::JsonValues { declared, keep_raw: false };
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    TopicProfile { spec, values: ValueFormat::Json(Arc::new(json)), ..plain(roll) }
+}
+
+/// A harness writing each topic's files by `profiles`.
+pub(super) fn harness_profiles(profiles: TopicProfiles) -> Harness {
+    harness_full(profiles, 1 << 30, Duration::from_secs(10), None)
 }
 
 fn harness_full(
-    roll: RollPolicy,
+    profiles: TopicProfiles,
     max_buffer_bytes: u64,
     revoke_timeout: Duration,
-    bucketing: Option<crate::archive::time_bucket::Bucketing>,
-    typed: Typed,
+    dead_letters: Option<Arc<dyn DeadLetterSink>>,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(TestStore {
@@ -170,8 +189,7 @@ fn harness_full(
     });
     let settings = PipelineSettings {
         prefix: Prefix::default(),
-        spec: FileSpec::new(Format::Jsonl, Compression::None).unwrap(),
-        roll,
+        profiles: Arc::new(profiles),
         spool: SpoolConfig {
             memory_threshold: 1 << 20,
             dir: dir.path().join("spool"),
@@ -183,21 +201,6 @@ fn harness_full(
         start_from: StartFrom::Earliest,
         claims: true,
         writer_id: "test:1".into(),
-        bucketing,
-        values: Default::default(),
-    };
-    let schema = r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#;
-    let typed_values = |declared| {
-        let json = crate::values::JsonValues { declared, keep_raw: false };
-        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
-        PipelineSettings { spec, values: ValueFormat::Json(Arc::new(json)), ..settings.clone() }
-    };
-    let (settings, sink) = match typed {
-        Typed::No => (settings.clone(), None),
-        Typed::WithDeadLetters(sink) => {
-            (typed_values(Some(crate::values::ValueSchema::from_avro(schema).unwrap())), Some(sink))
-        }
-        Typed::Inferred => (typed_values(None), None),
     };
     std::fs::create_dir_all(dir.path().join("spool")).unwrap();
     let (control, control_rx) = mpsc::unbounded_channel();
@@ -206,21 +209,25 @@ fn harness_full(
     let metrics = Arc::new(Metrics::default());
     let topic_ids = Arc::new(TestTopicIds::default());
     let mut pipeline = Pipeline::new(settings, store.clone(), link.clone(), metrics.clone(), topic_ids.clone());
-    if let Some(sink) = sink {
+    if let Some(sink) = dead_letters {
         pipeline = pipeline.with_dead_letters(sink);
     }
     let task = tokio::spawn(pipeline.run(control_rx, records_rx));
     Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), metrics, task, topic_ids }
 }
 
-/// A harness writing Parquet with value schemas inferred per file (see [`Typed`]).
+/// A harness writing Parquet with value schemas inferred per file.
 pub(super) fn harness_inferred(roll: RollPolicy) -> Harness {
-    harness_full(roll, 1 << 30, Duration::from_secs(10), None, Typed::Inferred)
+    harness_profiles(TopicProfiles::uniform(typed(roll, None)))
 }
 
-/// A typed harness (see [`Typed`]) sending dead letters to `sink`.
+/// A harness writing Parquet with values typed by `{"a": long}`, whose misfits go to `sink`
+/// (to [`DEAD_LETTERS`]).
 pub(super) fn harness_typed(roll: RollPolicy, sink: Arc<dyn DeadLetterSink>) -> Harness {
-    harness_full(roll, 1 << 30, Duration::from_secs(10), None, Typed::WithDeadLetters(sink))
+    let schema = r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#;
+    let declared = crate::values::ValueSchema::from_avro(schema).unwrap();
+    let profile = TopicProfile { dlq_topic: Some(DEAD_LETTERS.into()), ..typed(roll, Some(declared)) };
+    harness_full(TopicProfiles::uniform(profile), 1 << 30, Duration::from_secs(10), Some(sink))
 }
 
 pub(super) fn policy(records: u64) -> RollPolicy {

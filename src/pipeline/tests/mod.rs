@@ -3,6 +3,7 @@
 mod buckets;
 mod dead_letters;
 mod harness;
+mod profiles;
 mod recovery;
 mod rewrite;
 
