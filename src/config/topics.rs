@@ -68,6 +68,11 @@ impl<'de> Deserialize<'de> for TopicTables {
     }
 }
 
+/// Whether `--topic-regex` `re` subscribes `topic` (anchored at the start, as the subscription is).
+pub(super) fn subscribed_by_regex(re: &str, topic: &str) -> bool {
+    Regex::new(&format!("^(?:{})", re.trim_start_matches('^'))).is_ok_and(|re| re.is_match(topic))
+}
+
 impl Settings {
     /// Every topic's profile: the top level's, and each table's over it.
     pub(super) fn profiles(&self) -> Result<TopicProfiles, ConfigError> {
@@ -103,10 +108,7 @@ impl Settings {
         }
         validate_topic(name).map_err(|e| invalid(e.to_string()))?;
         let named = self.topics.iter().flatten().any(|t| t == name);
-        let matched = match &self.topic_regex {
-            Some(re) => Regex::new(&format!("^(?:{})", re.trim_start_matches('^'))).is_ok_and(|re| re.is_match(name)),
-            None => false,
-        };
+        let matched = self.topic_regex.as_deref().is_some_and(|re| subscribed_by_regex(re, name));
         if !named && !matched {
             let why = "it is not a topic being archived: name it in topics (or --topic-regex), or start the \
                        table's name with ^ to match topics by a regular expression";

@@ -13,7 +13,8 @@ impl Settings {
             let why = "dead letters are records whose value does not fit --value-schema: use --value-format json";
             return Err(invalid("--dlq-topic", topic, why.into()));
         }
-        if self.topics.iter().flatten().any(|t| t == topic) {
+        let matched = self.topic_regex.as_deref().is_some_and(|re| super::topics::subscribed_by_regex(re, topic));
+        if matched || self.topics.iter().flatten().any(|t| t == topic) {
             return Err(invalid("--dlq-topic", topic, "it is a topic being archived".into()));
         }
         Ok(Some(topic.clone()))

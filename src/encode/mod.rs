@@ -20,7 +20,7 @@ use crate::encode::spool::{SealedSpool, Spool, SpoolData};
 use crate::values::ValueFormat;
 
 pub use self::jsonl::{write_line as json_line, JsonlEncoder};
-pub use self::parquet::{read_metadata as read_parquet_metadata, ParquetEncoder, VALUE_MISFITS_KEY};
+pub use self::parquet::ParquetEncoder;
 pub use crate::values::columns::ValueStats;
 
 #[derive(Debug, Error)]

@@ -4,7 +4,6 @@
 //! With typed values (`--value-format json`) `value` is a struct and `value_raw` (binary) and
 //! `value_error` (utf8) follow `headers`; see `typed`.
 
-use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
@@ -278,19 +277,6 @@ impl ParquetEncoder {
         }
         Ok(writer.into_inner()?.seal()?)
     }
-}
-
-/// Reads the footer's key-value metadata.
-pub fn read_metadata(data: bytes::Bytes) -> Result<HashMap<String, String>, EncodeError> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(data)?;
-    Ok(builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .into_iter()
-        .flatten()
-        .filter_map(|kv| kv.value.clone().map(|v| (kv.key.clone(), v)))
-        .collect())
 }
 
 fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, EncodeError> {

@@ -266,7 +266,10 @@ fn parquet_footer_carries_partition_and_range() {
     let meta =
         FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
     let data = enc.finish(&meta).unwrap().spool.read_all().unwrap();
-    let kv = read_parquet_metadata(data).unwrap();
+    let reader = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data).unwrap();
+    let pairs = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+    let kv: std::collections::HashMap<String, String> =
+        pairs.into_iter().filter_map(|kv| Some((kv.key, kv.value?))).collect();
     assert_eq!(kv.get("kafka.topic").map(String::as_str), Some("t"));
     assert_eq!(kv.get("kafka.partition").map(String::as_str), Some("1"));
     assert_eq!(kv.get("kafka.start_offset").map(String::as_str), Some("5"));

@@ -9,4 +9,4 @@ mod panic;
 
 pub use events::{DropReason, Event};
 pub use metrics::Metrics;
-pub use panic::{exit_on_panic, PANIC_EXIT_STATUS};
+pub use panic::exit_on_panic;

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use thiserror::Error;
 
 pub use self::arrow::{value_field, VALUE_FIELD};
-pub use self::check::{Fit, Misfit};
 pub use self::infer::Inference;
 
 /// The typed columns of one file's record values: the seam a value format implements (JSON now, in

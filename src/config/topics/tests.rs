@@ -123,6 +123,10 @@ fn each_table_is_validated_layered_over_the_top_level() {
             "[topic.\"orders\"]\nvalue-format = \"json\"\nvalue-schema = \"infer\"\ndlq-topic = \"clicks\"\n",
             "being archived",
         ),
+        (
+            "[topic.\"^logs-\"]\nvalue-format = \"json\"\nvalue-schema = \"infer\"\ndlq-topic = \"logs-dlq\"\n",
+            "being archived",
+        ),
     ];
     for (text, expected) in cases {
         let err = resolve(minimal(), text).unwrap_err().to_string();
