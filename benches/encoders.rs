@@ -9,7 +9,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::generated;
-use kafka_s3_archiver::encode::spool::{Spool, SpoolConfig, SpoolUsage};
+use kafka_s3_archiver::encode::spool::{Spool, SpoolOptions, SpoolUsage};
 use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
 use kafka_s3_archiver::values::{JsonValues, ValueFormat, ValueSchema};
 
@@ -35,7 +35,7 @@ fn records(random: bool) -> Vec<Record> {
 const GENERATED_SCHEMA: &str = r#"{"type":"record","name":"Generated","fields":[
     {"name":"order","type":"long"},{"name":"amount","type":"long"},{"name":"note","type":"string"}]}"#;
 
-fn encode(spec: FileSpec, values: &ValueFormat, records: &[Record], spool: &SpoolConfig) -> u64 {
+fn encode(spec: FileSpec, values: &ValueFormat, records: &[Record], spool: &SpoolOptions) -> u64 {
     let mut encoder = FileEncoder::new(spec, values, Spool::new(spool.clone())).expect("encoder");
     for r in records {
         assert!(encoder.append(r, false).expect("append"));
@@ -52,7 +52,7 @@ fn encoders(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("spool dir");
     // Everything stays in memory: the encoders are measured, not the disk.
     let spool =
-        SpoolConfig { memory_threshold: 1 << 34, dir: dir.path().into(), usage: Arc::new(SpoolUsage::default()) };
+        SpoolOptions { memory_threshold: 1 << 34, dir: dir.path().into(), usage: Arc::new(SpoolUsage::default()) };
     let specs = [
         (Format::Parquet, Compression::Zstd),
         (Format::Parquet, Compression::Snappy),
@@ -79,7 +79,7 @@ fn encoders(c: &mut Criterion) {
 
 /// Parquet (zstd) with values raw, typed by a declared schema (keeping every value's bytes too, or
 /// not), and typed by a schema inferred from the file's first batch.
-fn typed(c: &mut Criterion, spool: &SpoolConfig) {
+fn typed(c: &mut Criterion, spool: &SpoolOptions) {
     let input = records(false);
     let schema = ValueSchema::from_avro(GENERATED_SCHEMA).expect("schema");
     let json = |declared: Option<&ValueSchema>, keep_raw| {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use kafka_s3_archiver::archive::object_key::Prefix;
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::commands::demo::generate::{generated, produce_records, write_synthetic_archive};
-use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Settings, S3Store};
+use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Options, S3Store};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::ClientConfig;
@@ -145,7 +145,7 @@ async fn destination(kind: &str, dir: &std::path::Path) -> (Box<dyn ObjectStore>
     }
     let endpoint = env("KSA_TEST_S3_ENDPOINT");
     let bucket = format!("fleet-{}", std::process::id());
-    let store = S3Store::connect(&bucket, S3Settings::new(Some(endpoint.clone()), Some("us-east-1".into()))).await;
+    let store = S3Store::connect(&bucket, S3Options::new(Some(endpoint.clone()), Some("us-east-1".into()))).await;
     store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
     (Box::new(store), vec!["--dest".into(), format!("s3://{bucket}/arch"), "--s3-endpoint".into(), endpoint])
 }

@@ -18,7 +18,7 @@ use kafka_s3_archiver::encode::spool::SpoolData;
 use kafka_s3_archiver::recovery::tail::{find_tail, TailHints};
 use kafka_s3_archiver::recovery::CommitHint;
 use kafka_s3_archiver::retry::Patience;
-use kafka_s3_archiver::store::{ObjectStore, PutOutcome, S3Settings, S3Store, StoreError};
+use kafka_s3_archiver::store::{ObjectStore, PutOutcome, S3Options, S3Store, StoreError};
 
 /// Records per object.
 const RECORDS: i64 = 100;
@@ -71,7 +71,7 @@ async fn main() {
     let endpoint =
         std::env::var("KSA_TEST_S3_ENDPOINT").expect("KSA_TEST_S3_ENDPOINT: run through localstack/bench-recovery.sh");
     let bucket = format!("recovery-{}", std::process::id());
-    let store = S3Store::connect(&bucket, S3Settings::new(Some(endpoint), Some("us-east-1".into()))).await;
+    let store = S3Store::connect(&bucket, S3Options::new(Some(endpoint), Some("us-east-1".into()))).await;
     store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
     let (prefix, tp) = (Prefix::new("arch"), TopicPartition::new("t", 0).expect("partition"));
     let started = Instant::now();

@@ -23,7 +23,7 @@ use crate::encode::roll::RollPolicy;
 use crate::encode::{Compression, FileSpec, Format};
 use crate::pipeline::{TopicProfile, TopicProfiles};
 use crate::store::{
-    self, ObjectOptions, S3Settings, Sse, StorageClass, StoreSettings, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS,
+    self, ObjectOptions, S3Options, Sse, StorageClass, StoreOptions, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS,
     DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE, MIN_PART_SIZE,
 };
 
@@ -272,7 +272,7 @@ pub struct StoreConfig {
     /// Which backend, and where in it.
     pub dest: Destination,
     /// How to reach and write to each backend.
-    pub settings: StoreSettings,
+    pub settings: StoreOptions,
 }
 
 #[derive(Debug, Clone)]
@@ -454,13 +454,13 @@ impl Settings {
             let why = format!("S3 needs parts of at least {}", ByteSize(MIN_PART_SIZE));
             return Err(invalid("--upload-part-size", &part_size.to_string(), why));
         }
-        let s3 = S3Settings::new(self.s3_endpoint.clone(), self.s3_region.clone())
+        let s3 = S3Options::new(self.s3_endpoint.clone(), self.s3_region.clone())
             .uploads(part_size.bytes(), set(self.upload_concurrency, "--upload-concurrency")?)
             .max_requests(set(self.s3_max_requests, "--s3-max-requests")?)
             .attempt_timeout(set(self.s3_attempt_timeout, "--s3-attempt-timeout")?.0)
             .objects(self.object_options()?);
         let abort_stale_uploads_after = set(self.abort_stale_uploads_after, "--abort-stale-uploads-after")?.0;
-        Ok(StoreConfig { dest, settings: StoreSettings { s3, abort_stale_uploads_after } })
+        Ok(StoreConfig { dest, settings: StoreOptions { s3, abort_stale_uploads_after } })
     }
 
     fn object_options(&self) -> Result<ObjectOptions, ConfigError> {

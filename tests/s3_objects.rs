@@ -132,7 +132,7 @@ async fn no_more_requests_than_the_limit_are_in_flight_at_once() {
     // Slow answers, so that concurrent requests overlap at the proxy.
     proxy.set_rule(|_| Fault::StallResponse(Duration::from_millis(300)));
     let put_many = |limit: Option<usize>, run: &'static str| {
-        let settings = kafka_s3_archiver::store::S3Settings::new(Some(proxy.url.clone()), Some("us-east-1".into()));
+        let settings = kafka_s3_archiver::store::S3Options::new(Some(proxy.url.clone()), Some("us-east-1".into()));
         let settings = match limit {
             Some(n) => settings.max_requests(n),
             None => settings,

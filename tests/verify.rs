@@ -13,7 +13,7 @@ use kafka_s3_archiver::archive::claim::{Claim, ClaimKey};
 use kafka_s3_archiver::archive::object_key::{FileKind, ObjectKey, Prefix};
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::archive::record::{Record, TimestampKind};
-use kafka_s3_archiver::encode::spool::{Spool, SpoolConfig, SpoolData, SpoolUsage};
+use kafka_s3_archiver::encode::spool::{Spool, SpoolData, SpoolOptions, SpoolUsage};
 use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
 use kafka_s3_archiver::store::ObjectStore;
 
@@ -27,7 +27,7 @@ fn key(prefix: &Prefix, s: i64, e: i64) -> String {
 
 /// A Parquet file holding `offsets`, as the archiver writes it.
 fn parquet(offsets: std::ops::RangeInclusive<i64>, dir: &std::path::Path) -> Bytes {
-    let spool = Spool::new(SpoolConfig {
+    let spool = Spool::new(SpoolOptions {
         memory_threshold: 1 << 30,
         dir: dir.to_path_buf(),
         usage: Arc::new(SpoolUsage::default()),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use kafka_s3_archiver::archive::object_key::Prefix;
 use kafka_s3_archiver::commands::demo::check::archived_ends;
-use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Settings, S3Store};
+use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Options, S3Store};
 
 use crate::measure::{cpu_seconds, peak_rss_kib, thread_cpu};
 use crate::{env, Bench};
@@ -77,7 +77,7 @@ async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (B
             let endpoint = env("KSA_TEST_S3_ENDPOINT");
             let bucket = bucket(bench, target);
             let store =
-                S3Store::connect(&bucket, S3Settings::new(Some(endpoint.clone()), Some("us-east-1".into()))).await;
+                S3Store::connect(&bucket, S3Options::new(Some(endpoint.clone()), Some("us-east-1".into()))).await;
             store.client().create_bucket().bucket(&bucket).send().await.unwrap();
             let mut args = vec!["--dest".into(), format!("s3://{bucket}/bench"), "--s3-endpoint".into(), endpoint];
             if target == Target::S3JsonLines {

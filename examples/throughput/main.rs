@@ -29,7 +29,7 @@ use futures::{StreamExt, TryStreamExt};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
 use kafka_s3_archiver::encode::spool::SpoolData;
-use kafka_s3_archiver::store::{ObjectStore, S3Settings, S3Store};
+use kafka_s3_archiver::store::{ObjectStore, S3Options, S3Store};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -242,7 +242,7 @@ fn plain_consumer(bench: &Bench) -> Row {
 async fn s3_put(bench: &Bench) -> Row {
     let endpoint = env("KSA_TEST_S3_ENDPOINT");
     let bucket = format!("bench-{}-{}-put", std::process::id(), bench.values.name());
-    let store = S3Store::connect(&bucket, S3Settings::new(Some(endpoint), Some("us-east-1".into()))).await;
+    let store = S3Store::connect(&bucket, S3Options::new(Some(endpoint), Some("us-east-1".into()))).await;
     store.client().create_bucket().bucket(&bucket).send().await.unwrap();
     let mut rng = fastrand::Rng::with_seed(11);
     let body = bytes::Bytes::from((0..PUT_OBJECT_BYTES).map(|_| rng.u8(..)).collect::<Vec<u8>>());

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::archive::destination::Destination;
 use crate::config;
-use crate::store::{self, ObjectStore, Role, StoreSettings};
+use crate::store::{self, ObjectStore, Role, StoreOptions};
 
 /// Where an archive is, for the commands that read one.
 #[derive(clap::Args)]
@@ -25,8 +25,7 @@ impl ArchiveArgs {
     /// The destination's prefix and a store to read it.
     pub async fn open(self) -> anyhow::Result<(Destination, Arc<dyn ObjectStore>)> {
         let dest: Destination = self.dest.parse()?;
-        let store =
-            store::open(&dest, &StoreSettings::reading(self.s3_endpoint, self.s3_region), Role::Inspect).await?;
+        let store = store::open(&dest, &StoreOptions::reading(self.s3_endpoint, self.s3_region), Role::Inspect).await?;
         Ok((dest, store))
     }
 }

@@ -291,7 +291,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::encode::spool::SpoolConfig;
+    use crate::encode::spool::SpoolOptions;
 
     fn record(i: i64) -> Record {
         let value = format!(r#"{{"order":{i},"note":"{}"}}"#, "x".repeat((i % 500) as usize)).into_bytes();
@@ -313,7 +313,7 @@ mod tests {
         for compression in [Compression::Gzip, Compression::Zstd, Compression::None] {
             let dir = tempfile::tempdir().unwrap();
             let spool =
-                Spool::new(SpoolConfig { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+                Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
             let mut enc = JsonlEncoder::new(compression, &ValueFormat::Raw, spool).unwrap();
             let mut most_held = 0;
             for r in &records {
@@ -345,7 +345,7 @@ mod tests {
     fn a_compressed_block_gives_its_memory_back() {
         let dir = tempfile::tempdir().unwrap();
         let spool =
-            Spool::new(SpoolConfig { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+            Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
         let mut enc = JsonlEncoder::new(Compression::Zstd, &ValueFormat::Raw, spool).unwrap();
         let held: Vec<u64> = (0..3_000)
             .map(|i| {

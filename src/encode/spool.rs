@@ -37,14 +37,14 @@ impl SpoolUsage {
 
 /// How spools are made.
 #[derive(Debug, Clone)]
-pub struct SpoolConfig {
+pub struct SpoolOptions {
     /// Beyond this many bytes a spool moves to a file in `dir`.
     pub memory_threshold: u64,
     pub dir: PathBuf,
     pub usage: Arc<SpoolUsage>,
 }
 
-impl SpoolConfig {
+impl SpoolOptions {
     /// Removes spool files left by processes that are gone (their data was never acknowledged, so the
     /// records will be read again from Kafka), and makes sure the directory exists. Files of a live
     /// process sharing the directory are left alone.
@@ -113,7 +113,7 @@ enum Storage {
 
 /// An open spool: `Write` it, then [`Spool::seal`] it.
 pub struct Spool {
-    config: SpoolConfig,
+    config: SpoolOptions,
     storage: Storage,
     len: u64,
     /// What the usage counts for this spool: in memory its buffer's capacity (which grows by doubling,
@@ -122,7 +122,7 @@ pub struct Spool {
 }
 
 impl Spool {
-    pub fn new(config: SpoolConfig) -> Self {
+    pub fn new(config: SpoolOptions) -> Self {
         Self { config, storage: Storage::Memory(Vec::new()), len: 0, counted: 0 }
     }
 
@@ -303,8 +303,8 @@ impl Drop for SealedSpool {
 mod tests {
     use super::*;
 
-    fn config(dir: &Path, threshold: u64) -> SpoolConfig {
-        SpoolConfig { memory_threshold: threshold, dir: dir.to_path_buf(), usage: Arc::default() }
+    fn config(dir: &Path, threshold: u64) -> SpoolOptions {
+        SpoolOptions { memory_threshold: threshold, dir: dir.to_path_buf(), usage: Arc::default() }
     }
 
     #[test]

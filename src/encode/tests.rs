@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::archive::record::{Header, TimestampKind};
-use crate::encode::spool::SpoolConfig;
+use crate::encode::spool::SpoolOptions;
 
 fn sample_records() -> Vec<Record> {
     vec![
@@ -49,7 +49,7 @@ fn a_parquet_file_hands_on_its_footer_in_memory_and_from_the_spool_directory() {
     let records = sample_records();
     for threshold in [1 << 30, 0] {
         let dir = tempfile::tempdir().unwrap();
-        let config = SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() };
+        let config = SpoolOptions { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() };
         for (format, compression) in [(Format::Parquet, Compression::Zstd), (Format::Jsonl, Compression::None)] {
             let spec = FileSpec::new(format, compression).unwrap();
             let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, Spool::new(config.clone())).unwrap();
@@ -77,7 +77,7 @@ fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record>
 
 fn round_trip_values(spec: FileSpec, values: &ValueFormat, records: &[Record], threshold: u64) -> Decoded {
     let dir = tempfile::tempdir().unwrap();
-    let spool = Spool::new(SpoolConfig { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
+    let spool = Spool::new(SpoolOptions { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
     let mut enc = FileEncoder::new(spec, values, spool).unwrap();
     for r in records {
         assert!(enc.append(r, true).unwrap());
@@ -96,7 +96,7 @@ fn an_inferred_schema_is_fixed_by_the_first_batch_and_new_fields_ask_for_a_new_f
     use crate::values::JsonValues;
     let values = ValueFormat::Json(Arc::new(JsonValues { declared: None, keep_raw: false }));
     let dir = tempfile::tempdir().unwrap();
-    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
     let mut enc = FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &values, spool).unwrap();
     let record = |offset: i64, json: &str| Record {
         offset,
@@ -151,7 +151,7 @@ fn typed_json_lines_embed_objects_and_restore_every_value_exactly() {
     }
     // The lines: the object as produced; a value spanning lines compacted, its bytes kept; a misfit raw.
     let dir = tempfile::tempdir().unwrap();
-    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
     let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
     let mut enc = FileEncoder::new(spec, &json, spool).unwrap();
     for r in &records {
@@ -219,7 +219,7 @@ fn every_format_round_trips_binary_null_and_headers() {
 fn jsonl_marks_base64_and_keeps_text_readable() {
     let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 20, dir: dir.path().into(), usage: Arc::default() });
     let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
     for r in sample_records() {
         assert!(enc.append(&r, true).unwrap());
@@ -250,7 +250,7 @@ fn jsonl_rejects_snappy() {
 /// A Parquet (zstd) encoder spooling under `dir`, with the sample records appended.
 fn parquet_with_samples(dir: &std::path::Path) -> (FileEncoder, Vec<Record>) {
     let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
-    let spool = Spool::new(SpoolConfig { memory_threshold: 1 << 20, dir: dir.into(), usage: Arc::default() });
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 20, dir: dir.into(), usage: Arc::default() });
     let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
     let records = sample_records();
     for r in &records {

@@ -41,7 +41,7 @@ use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
 use crate::clock::wall_clock_ms;
 use crate::encode::roll::{pick_largest_over_budget, Now, RollReason};
-use crate::encode::spool::SpoolConfig;
+use crate::encode::spool::SpoolOptions;
 use crate::encode::EncodeError;
 use crate::recovery::CommitHint;
 pub use crate::recovery::TopicIdLookup;
@@ -66,11 +66,11 @@ pub enum PipelineError {
 }
 
 #[derive(Debug, Clone)]
-pub struct PipelineSettings {
+pub struct PipelineOptions {
     pub prefix: Prefix,
     /// How each topic's files are written.
     pub profiles: Arc<TopicProfiles>,
-    pub spool: SpoolConfig,
+    pub spool: SpoolOptions,
     pub max_buffer_bytes: u64,
     pub max_spool_bytes: u64,
     pub revoke_timeout: Duration,
@@ -82,7 +82,7 @@ pub struct PipelineSettings {
 }
 
 pub struct Pipeline {
-    settings: PipelineSettings,
+    settings: PipelineOptions,
     store: Arc<dyn ObjectStore>,
     link: SourceLink,
     metrics: Arc<Metrics>,
@@ -125,7 +125,7 @@ impl AssignedTopics {
 
 impl Pipeline {
     pub fn new(
-        settings: PipelineSettings,
+        settings: PipelineOptions,
         store: Arc<dyn ObjectStore>,
         link: SourceLink,
         metrics: Arc<Metrics>,

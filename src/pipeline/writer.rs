@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use super::budget::Budget;
 use super::sealed::SealedFile;
-use super::{PipelineSettings, TopicProfile};
+use super::{PipelineOptions, TopicProfile};
 use crate::archive::claim::Claim;
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::{OffsetRange, TopicPartition};
@@ -151,7 +151,7 @@ impl PartitionWriter {
 
     /// How files are written: by the topic's profile, except a re-write, which writes the kind of object
     /// its claim names (another writer may have used another format or compression).
-    fn file_spec(&self, settings: &PipelineSettings) -> FileSpec {
+    fn file_spec(&self, settings: &PipelineOptions) -> FileSpec {
         let spec = self.profile.spec;
         match &self.mode {
             Mode::Rewrite(r) => r.claim.object_key(&settings.prefix).map_or(spec, |key| spec.writing(key.kind)),
@@ -214,7 +214,7 @@ impl PartitionWriter {
     pub(super) fn retention_gap(
         &mut self,
         missing: OffsetRange,
-        settings: &PipelineSettings,
+        settings: &PipelineOptions,
         budget: &mut Budget,
     ) -> Result<OffsetRange, EncodeError> {
         let Mode::Rewrite(r) = &mut self.mode else {
@@ -240,7 +240,7 @@ impl PartitionWriter {
         &mut self,
         record: &Record,
         now: Now,
-        settings: &PipelineSettings,
+        settings: &PipelineOptions,
         budget: &mut Budget,
         metrics: &Metrics,
     ) -> Result<(), EncodeError> {
@@ -299,7 +299,7 @@ impl PartitionWriter {
         record: &Record,
         now: Now,
         bucket: Option<Bucket>,
-        settings: &PipelineSettings,
+        settings: &PipelineOptions,
     ) -> Result<&mut OpenFile, EncodeError> {
         if self.open.is_none() {
             let file = OpenFile {
@@ -317,7 +317,7 @@ impl PartitionWriter {
         Ok(self.open.as_mut().expect("just opened"))
     }
 
-    fn encoder(&self, settings: &PipelineSettings) -> Result<FileEncoder, EncodeError> {
+    fn encoder(&self, settings: &PipelineOptions) -> Result<FileEncoder, EncodeError> {
         FileEncoder::new(self.file_spec(settings), &self.profile.values, Spool::new(settings.spool.clone()))
     }
 
@@ -342,7 +342,7 @@ impl PartitionWriter {
         &mut self,
         range: OffsetRange,
         log_start: i64,
-        settings: &PipelineSettings,
+        settings: &PipelineOptions,
         budget: &mut Budget,
         metrics: &Metrics,
     ) -> Result<(), EncodeError> {
@@ -371,7 +371,7 @@ impl PartitionWriter {
     /// compaction removed all of it (no records there).
     fn finish_rewrite(
         &mut self,
-        settings: &PipelineSettings,
+        settings: &PipelineOptions,
         budget: &mut Budget,
         metrics: &Metrics,
     ) -> Result<(), EncodeError> {
@@ -402,7 +402,7 @@ impl PartitionWriter {
     pub(super) fn roll(
         &mut self,
         reason: RollReason,
-        settings: &PipelineSettings,
+        settings: &PipelineOptions,
         budget: &mut Budget,
     ) -> Result<(), EncodeError> {
         match self.mode {
@@ -433,12 +433,7 @@ impl PartitionWriter {
     }
 
     /// Seals the open file and queues it for upload, moving the chain on.
-    fn seal(
-        &mut self,
-        reason: RollReason,
-        settings: &PipelineSettings,
-        budget: &mut Budget,
-    ) -> Result<(), EncodeError> {
+    fn seal(&mut self, reason: RollReason, settings: &PipelineOptions, budget: &mut Budget) -> Result<(), EncodeError> {
         let Some(file) = self.open.take() else { return Ok(()) };
         budget.release(file.buffered);
         let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");

@@ -12,14 +12,14 @@ use tracing::warn;
 
 use crate::archive::keys::ListRequest;
 use crate::config::ArchiverConfig;
-use crate::encode::spool::{host_name, SpoolConfig, SpoolData, SpoolUsage};
+use crate::encode::spool::{host_name, SpoolData, SpoolOptions, SpoolUsage};
 use crate::pipeline::dead_letters::kafka::KafkaDeadLetters;
-use crate::pipeline::{Pipeline, PipelineError, PipelineSettings};
+use crate::pipeline::{Pipeline, PipelineError, PipelineOptions};
 use crate::retry::Backoff;
-use crate::service::markers::MarkerSettings;
+use crate::service::markers::MarkerOptions;
 use crate::source::probe::{connection_settings, probe_config};
 use crate::source::topic_id::TopicIdClient;
-use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceSettings, HAND_OVER_BATCH};
+use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceOptions, HAND_OVER_BATCH};
 use crate::store::{self, ObjectStore, PutOutcome, Role, StoreError};
 use crate::telemetry::Metrics;
 
@@ -119,8 +119,8 @@ async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectSto
     }
 }
 
-fn source_settings(config: &ArchiverConfig) -> SourceSettings {
-    SourceSettings {
+fn source_options(config: &ArchiverConfig) -> SourceOptions {
+    SourceOptions {
         brokers: config.source.brokers.clone(),
         group: config.source.group.clone(),
         subscription: config.source.subscription.clone(),
@@ -134,7 +134,7 @@ fn source_settings(config: &ArchiverConfig) -> SourceSettings {
 /// the store can be listed and honours conditional writes — once each, without waiting out brownouts.
 /// Returns a line per check passed.
 pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError> {
-    let settings = source_settings(config);
+    let settings = source_options(config);
     tokio::task::spawn_blocking(move || KafkaSource::check(&settings)).await??;
     let topics = config.source.subscription.join(", ");
     let store = check_store(config).await?;
@@ -160,7 +160,7 @@ pub struct Archiver {
 
 impl Archiver {
     pub fn start(config: &ArchiverConfig, store: Arc<dyn ObjectStore>) -> Result<Self, ArchiverError> {
-        let spool = SpoolConfig {
+        let spool = SpoolOptions {
             memory_threshold: config.pipeline.spool_memory_threshold,
             dir: config.pipeline.spool_dir.clone(),
             usage: Arc::new(SpoolUsage::default()),
@@ -174,7 +174,7 @@ impl Archiver {
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let (link, commands) = SourceLink::new();
         let profiles = Arc::new(config.pipeline.profiles.clone());
-        let settings = PipelineSettings {
+        let settings = PipelineOptions {
             prefix: config.store.dest.prefix().clone(),
             profiles: profiles.clone(),
             spool,
@@ -194,7 +194,7 @@ impl Archiver {
             pipeline = pipeline.with_dead_letters(Arc::new(sink));
         }
         let markers = profiles.any_bucketed().then(|| {
-            let settings = MarkerSettings {
+            let settings = MarkerOptions {
                 prefix: config.store.dest.prefix().clone(),
                 topics: config.source.subscription.iter().filter(|t| !t.starts_with('^')).cloned().collect(),
                 profiles,
@@ -209,7 +209,7 @@ impl Archiver {
         });
         let pipeline = tokio::spawn(pipeline.run(control_rx, records_rx));
         let source = KafkaSource::spawn(
-            &source_settings(config),
+            &source_options(config),
             PipelineChannels { records: records_tx, control: control_tx, commands },
             &link,
             metrics.clone(),

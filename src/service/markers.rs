@@ -49,7 +49,7 @@ enum MarkerError {
     Archive(#[from] InspectError),
 }
 
-pub struct MarkerSettings {
+pub struct MarkerOptions {
     pub prefix: Prefix,
     /// The topics named in the subscription; those a regex matches are learnt from the assignments.
     pub topics: Vec<String>,
@@ -76,7 +76,7 @@ struct TopicMarkers {
 }
 
 /// Looks every `interval` for complete buckets and marks them, until the task is aborted.
-pub async fn run(store: Arc<dyn ObjectStore>, settings: MarkerSettings, metrics: Arc<Metrics>) {
+pub async fn run(store: Arc<dyn ObjectStore>, settings: MarkerOptions, metrics: Arc<Metrics>) {
     let mut topics: HashMap<String, TopicMarkers> = HashMap::new();
     loop {
         tokio::time::sleep(settings.interval).await;
@@ -97,7 +97,7 @@ pub async fn run(store: Arc<dyn ObjectStore>, settings: MarkerSettings, metrics:
 /// Writes the markers of the topic's buckets that became complete; returns how many it created.
 async fn mark_topic(
     store: &dyn ObjectStore,
-    s: &MarkerSettings,
+    s: &MarkerOptions,
     topic: &str,
     bucketing: Bucketing,
     state: &mut TopicMarkers,
@@ -128,7 +128,7 @@ async fn mark_topic(
 /// `next` is looked at (its tail in the archive, its log end).
 async fn look(
     store: &dyn ObjectStore,
-    s: &MarkerSettings,
+    s: &MarkerOptions,
     topic: &str,
     bucketing: Bucketing,
     state: &mut TopicMarkers,
@@ -159,7 +159,7 @@ async fn look(
 
 async fn put_marker(
     store: &dyn ObjectStore,
-    s: &MarkerSettings,
+    s: &MarkerOptions,
     topic: &str,
     bucket: &Bucket,
     state: &TopicMarkers,
@@ -266,7 +266,7 @@ async fn claim_starts(
 /// forward over the markers (a prefix of the buckets), then bisecting. `None`: no bucket yet.
 async fn first_unmarked(
     store: &dyn ObjectStore,
-    s: &MarkerSettings,
+    s: &MarkerOptions,
     topic: &str,
     width: BucketWidth,
 ) -> Result<Option<Bucket>, StoreError> {

@@ -43,7 +43,7 @@ const PAUSE_ABOVE_BYTES: u64 = 32 << 20;
 
 /// Consumer settings the source needs.
 #[derive(Debug, Clone)]
-pub struct SourceSettings {
+pub struct SourceOptions {
     pub brokers: String,
     pub group: String,
     pub subscription: Vec<String>,
@@ -73,7 +73,7 @@ impl KafkaSource {
     /// Creates the consumer, checks the brokers answer and the topics exist, subscribes, and starts
     /// polling on a new thread.
     pub fn spawn(
-        settings: &SourceSettings,
+        settings: &SourceOptions,
         channels: PipelineChannels,
         link: &SourceLink,
         metrics: Arc<Metrics>,
@@ -97,7 +97,7 @@ impl KafkaSource {
 
     /// The rebalance callbacks' state and links to the pipeline.
     fn context(
-        settings: &SourceSettings,
+        settings: &SourceOptions,
         channels: PipelineChannels,
         link: &SourceLink,
         metrics: Arc<Metrics>,
@@ -127,7 +127,7 @@ impl KafkaSource {
 
     /// `run --check`: the brokers answer (with the TLS/SASL settings given) and every topic named exists;
     /// nothing is subscribed or consumed. Blocks for up to `STARTUP_TIMEOUT`.
-    pub fn check(settings: &SourceSettings) -> Result<(), SourceError> {
+    pub fn check(settings: &SourceOptions) -> Result<(), SourceError> {
         let (records, _) = tokio::sync::mpsc::channel(1);
         let (control, _) = tokio::sync::mpsc::unbounded_channel();
         let (link, commands) = SourceLink::new();
@@ -166,7 +166,7 @@ pub(super) fn uses_consumer_protocol(props: &[(String, String)]) -> bool {
 
 /// Creates the archiver's consumer and checks, before anything subscribes, that the brokers answer and
 /// every topic named exists.
-fn connect(settings: &SourceSettings, context: ArchiverContext) -> Result<BaseConsumer<ArchiverContext>, SourceError> {
+fn connect(settings: &SourceOptions, context: ArchiverContext) -> Result<BaseConsumer<ArchiverContext>, SourceError> {
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", &settings.brokers)
@@ -204,7 +204,7 @@ fn connect(settings: &SourceSettings, context: ArchiverContext) -> Result<BaseCo
 
 /// Before subscribing: the brokers answer, and every topic named (not matched by a regex) exists.
 /// Blocks for up to `STARTUP_TIMEOUT`.
-fn check_topics(consumer: &BaseConsumer<ArchiverContext>, settings: &SourceSettings) -> Result<(), SourceError> {
+fn check_topics(consumer: &BaseConsumer<ArchiverContext>, settings: &SourceOptions) -> Result<(), SourceError> {
     let metadata = consumer.fetch_metadata(None, STARTUP_TIMEOUT).map_err(|source| {
         // librdkafka queues its logs and errors until the client is served: serve them, to say why.
         for _ in 0..10 {

@@ -20,7 +20,7 @@ use rdkafka::ClientContext;
 use tokio::sync::mpsc;
 use tracing::{debug, error, info, warn};
 
-use super::consumer::SourceSettings;
+use super::consumer::SourceOptions;
 use super::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand};
 use super::out_of_range::{OutOfRangeState, Watermarks};
 use super::pending::Pending;
@@ -111,7 +111,7 @@ pub(super) struct ArchiverContext {
     /// Reads the log offsets of partitions stopped on an out-of-range position (see `out_of_range`).
     pub(super) watermarks: Mutex<Watermarks>,
     /// What it was started with (for messages that name the group and its settings).
-    pub(super) settings: SourceSettings,
+    pub(super) settings: SourceOptions,
 }
 
 impl ClientContext for ArchiverContext {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use rdkafka::error::KafkaError;
 use thiserror::Error;
 
-pub use self::consumer::{KafkaSource, PipelineChannels, SourceSettings, HAND_OVER_BATCH};
+pub use self::consumer::{KafkaSource, PipelineChannels, SourceOptions, HAND_OVER_BATCH};
 pub use self::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand, SourceLink, StartFrom};
 
 #[derive(Debug, Error)]

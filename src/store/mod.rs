@@ -14,10 +14,10 @@ use bytes::Bytes;
 use thiserror::Error;
 
 pub use self::local::LocalStore;
-pub use self::open::{open, Role, StoreSettings, DEFAULT_ABORT_STALE_UPLOADS_AFTER};
+pub use self::open::{open, Role, StoreOptions, DEFAULT_ABORT_STALE_UPLOADS_AFTER};
 pub use self::options::{ObjectOptions, Sse, StorageClass};
 pub use self::s3::{
-    S3Settings, S3Store, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE,
+    S3Options, S3Store, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE,
     MIN_PART_SIZE,
 };
 use crate::archive::keys::{ListPage, ListRequest};

@@ -1,5 +1,5 @@
 //! The one way to a store: the backend a destination names, opened for what the caller does with it.
-//! A new backend (GCS, Azure Blob) is a variant of `Destination`, a table in `StoreSettings` and an arm
+//! A new backend (GCS, Azure Blob) is a variant of `Destination`, a table in `StoreOptions` and an arm
 //! here; nothing above the store changes.
 
 use std::sync::{Arc, Weak};
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use super::{LocalStore, ObjectStore, S3Settings, S3Store, StoreError};
+use super::{LocalStore, ObjectStore, S3Options, S3Store, StoreError};
 use crate::archive::destination::Destination;
 use crate::archive::object_key::Prefix;
 
@@ -16,18 +16,18 @@ pub const DEFAULT_ABORT_STALE_UPLOADS_AFTER: Duration = Duration::from_secs(24 *
 
 /// How to reach each backend and how to write to it; the destination says which one and where.
 #[derive(Debug, Clone)]
-pub struct StoreSettings {
+pub struct StoreOptions {
     /// S3 and S3-compatible servers.
-    pub s3: S3Settings,
+    pub s3: S3Options,
     /// What a crash may leave behind (multipart uploads, temporary files) is cleaned up once this old.
     pub abort_stale_uploads_after: Duration,
 }
 
-impl StoreSettings {
+impl StoreOptions {
     /// The defaults, reaching S3 at `endpoint` (when given) in `region` (or the AWS chain's): what the
     /// commands that only read an archive need.
     pub fn reading(endpoint: Option<String>, region: Option<String>) -> Self {
-        Self { s3: S3Settings::new(endpoint, region), abort_stale_uploads_after: DEFAULT_ABORT_STALE_UPLOADS_AFTER }
+        Self { s3: S3Options::new(endpoint, region), abort_stale_uploads_after: DEFAULT_ABORT_STALE_UPLOADS_AFTER }
     }
 }
 
@@ -43,11 +43,7 @@ pub enum Role {
 }
 
 /// Opens the store `dest` names.
-pub async fn open(
-    dest: &Destination,
-    settings: &StoreSettings,
-    role: Role,
-) -> Result<Arc<dyn ObjectStore>, StoreError> {
+pub async fn open(dest: &Destination, settings: &StoreOptions, role: Role) -> Result<Arc<dyn ObjectStore>, StoreError> {
     let older_than = settings.abort_stale_uploads_after;
     Ok(match (dest, role) {
         (Destination::S3 { bucket, .. }, Role::Inspect) => {

@@ -39,9 +39,9 @@ pub const DEFAULT_MAX_REQUESTS: usize = 64;
 pub const MIN_PART_SIZE: u64 = 5 << 20;
 
 /// How to reach S3 and how to upload (the bucket is the destination's). Build it with
-/// [`S3Settings::new`].
+/// [`S3Options::new`].
 #[derive(Debug, Clone)]
-pub struct S3Settings {
+pub struct S3Options {
     /// A custom endpoint (LocalStack, MinIO, ...); implies path-style addressing.
     endpoint: Option<String>,
     region: Option<String>,
@@ -57,7 +57,7 @@ pub struct S3Settings {
     objects: ObjectOptions,
 }
 
-impl S3Settings {
+impl S3Options {
     /// Reaches S3 at `endpoint` when given (`region` or the AWS chain's), uploading with the default
     /// part size, concurrency and attempt timeout.
     pub fn new(endpoint: Option<String>, region: Option<String>) -> Self {
@@ -121,7 +121,7 @@ impl S3Settings {
 pub struct S3Store {
     client: Client,
     bucket: String,
-    settings: S3Settings,
+    settings: S3Options,
     /// Our multipart uploads seen pending, and since when (see `store::stale`).
     pending_seen: std::sync::Mutex<PendingSeen>,
     /// One permit per request in flight.
@@ -130,7 +130,7 @@ pub struct S3Store {
 
 impl S3Store {
     /// Builds the client from aws-config's standard chains (credentials, region, `AWS_ENDPOINT_URL`).
-    pub async fn connect(bucket: impl Into<String>, settings: S3Settings) -> Self {
+    pub async fn connect(bucket: impl Into<String>, settings: S3Options) -> Self {
         let mut loader = aws_config::defaults(BehaviorVersion::latest());
         if let Some(ep) = &settings.endpoint {
             loader = loader.endpoint_url(ep);

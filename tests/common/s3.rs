@@ -2,7 +2,7 @@
 
 use kafka_s3_archiver::archive::destination::Destination;
 use kafka_s3_archiver::archive::object_key::Prefix;
-use kafka_s3_archiver::store::{self, ObjectStore, Role, S3Settings, S3Store, StoreSettings};
+use kafka_s3_archiver::store::{self, ObjectStore, Role, S3Options, S3Store, StoreOptions};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,8 +12,8 @@ pub fn s3_endpoint() -> String {
     env("KSA_TEST_S3_ENDPOINT")
 }
 
-pub fn s3_settings(part_size: u64) -> S3Settings {
-    S3Settings::new(Some(s3_endpoint()), Some("us-east-1".into()))
+pub fn s3_settings(part_size: u64) -> S3Options {
+    S3Options::new(Some(s3_endpoint()), Some("us-east-1".into()))
         .uploads(part_size, 3)
         .attempt_timeout(Duration::from_secs(30))
 }
@@ -57,7 +57,7 @@ impl TestDest {
     }
 
     pub async fn store(&self) -> Arc<dyn ObjectStore> {
-        let settings = StoreSettings { s3: s3_settings(8 << 20), ..StoreSettings::reading(None, None) };
+        let settings = StoreOptions { s3: s3_settings(8 << 20), ..StoreOptions::reading(None, None) };
         let dest: Destination = self.url().parse().expect("a test destination");
         store::open(&dest, &settings, Role::Inspect).await.expect("the test store")
     }

@@ -23,7 +23,7 @@ use crate::archive::partition::OffsetRange;
 use crate::archive::record::{Record, TimestampKind};
 use crate::encode::roll::RollPolicy;
 use crate::encode::spool::SpoolUsage;
-use crate::encode::spool::{SpoolConfig, SpoolData};
+use crate::encode::spool::{SpoolData, SpoolOptions};
 use crate::encode::{Compression, FileSpec, Format};
 use crate::source::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{list_all, LocalStore};
@@ -187,10 +187,10 @@ fn harness_full(
         transient_failures: AtomicU32::new(0),
         lists_fail: Default::default(),
     });
-    let settings = PipelineSettings {
+    let settings = PipelineOptions {
         prefix: Prefix::default(),
         profiles: Arc::new(profiles),
-        spool: SpoolConfig {
+        spool: SpoolOptions {
             memory_threshold: 1 << 20,
             dir: dir.path().join("spool"),
             usage: Arc::new(SpoolUsage::default()),
@@ -378,7 +378,7 @@ impl Harness {
         let records: Vec<Record> = (s..=e).map(|o| rec(o, 10)).collect();
         let spec = FileSpec::new(Format::Jsonl, Compression::None).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let spool = crate::encode::spool::Spool::new(SpoolConfig {
+        let spool = crate::encode::spool::Spool::new(SpoolOptions {
             memory_threshold: 1 << 20,
             dir: dir.path().into(),
             usage: Arc::default(),
