@@ -4,16 +4,26 @@
 #     and mvn); started as a single-node KRaft broker by start.sh;
 #   - DuckDB (to check that lake engines read the archive), in the S3 server's venv;
 #   - LocalStack's S3 (localstack-core 2026.3.0) in a Python 3.13 venv, or moto[server] 5.2.5 on
-#     Python 3.11 where 3.13 is absent.
-# Prints nothing on success but a summary line; exits non-zero with the reason when anything fails.
+#     Python 3.11 where 3.13 is absent;
+#   - Apicurio Registry, pinned in versions.sh, the prebuilt Quarkus app from Maven Central (needs a
+#     Java 21+, found by java.sh, and mvn); started with in-memory storage by start.sh, its
+#     Confluent-compatible API is the tests' Schema Registry;
+#   - confluent-kafka (the Python producer, with its Avro, Protobuf, JSON Schema and Schema Registry
+#     serializers) in a venv of its own: its Schema Registry client needs cryptography>=45 (through
+#     authlib), which LocalStack's venv pins below 44.
+# Prints a line for each thing it installs and a summary line; exits non-zero with the reason when
+# anything fails.
 set -euo pipefail
 
 SERVICES_DIR="${KSA_SERVICES_DIR:-$HOME/.cache/kafka-s3-archiver/services}"
 # shellcheck source=versions.sh
 source "$(dirname "$0")/versions.sh"
+# shellcheck source=java.sh
+source "$(dirname "$0")/java.sh"
 mkdir -p "$SERVICES_DIR"
 
 die() { echo "localstack/install.sh: $*" >&2; exit 1; }
+say() { echo "localstack/install.sh: $*"; }
 
 find_python() {
   local want="$1"
@@ -30,6 +40,7 @@ install_kafka() {
   [ -f "$dir/.installed" ] && return 0
   command -v java >/dev/null || die "java is not installed (Apache Kafka $KAFKA_VERSION needs Java 17+): apt-get install openjdk-17-jre-headless"
   command -v mvn >/dev/null || die "mvn is not installed (it fetches the Kafka jars from Maven Central): apt-get install maven"
+  say "installing Apache Kafka $KAFKA_VERSION (its jars from Maven Central) into $dir"
   rm -rf "$dir" && mkdir -p "$dir"
   cat >"$dir/pom.xml" <<POM
 <?xml version="1.0" encoding="UTF-8"?>
@@ -59,6 +70,7 @@ install_s3() {
   rm -rf "$venv"
   local py
   if py=$(find_python 3.13); then
+    say "installing LocalStack S3 (localstack-core 2026.3.0) into a Python 3.13 venv, $venv"
     "$py" -m venv "$venv"
     "$venv/bin/pip" install --quiet --upgrade pip
     "$venv/bin/pip" install --quiet "localstack-core[base-runtime]==2026.3.0" "cbor2<5.8" "pyopenssl==24.2.1" \
@@ -66,6 +78,7 @@ install_s3() {
       || die "pip could not install localstack-core 2026.3.0 into $venv"
     echo localstack > "$venv/.installed"
   elif py=$(find_python 3.11); then
+    say "installing moto[server] 5.2.5 (Python 3.13 is absent) into a Python 3.11 venv, $venv"
     "$py" -m venv "$venv"
     "$venv/bin/pip" install --quiet "moto[server]==5.2.5" || die "pip could not install moto[server]==5.2.5 into $venv"
     echo moto > "$venv/.installed"
@@ -78,6 +91,7 @@ install_s3() {
 install_duckdb() {
   local venv="$SERVICES_DIR/s3-venv"
   [ -f "$venv/.duckdb" ] && return 0
+  say "installing duckdb 2.0.0 into $venv"
   "$venv/bin/pip" install --quiet "duckdb==2.0.0" || die "pip could not install duckdb==2.0.0 into $venv"
   touch "$venv/.duckdb"
 }
@@ -87,11 +101,56 @@ install_duckdb() {
 install_pyyaml() {
   local venv="$SERVICES_DIR/s3-venv"
   "$venv/bin/python" -c "import yaml" 2>/dev/null && return 0
+  say "installing pyyaml 6.0.3 into $venv"
   "$venv/bin/pip" install --quiet "pyyaml==6.0.3" || die "pip could not install pyyaml==6.0.3 into $venv"
+}
+
+# The Schema Registry: Apicurio Registry's prebuilt Quarkus app (a tar.gz of ~160 MB), fetched through mvn
+# like the Kafka jars (so Maven's mirrors, proxy and checksums apply) and unpacked; start.sh runs
+# quarkus-run.jar with a Java 21+.
+install_registry() {
+  local dir="$SERVICES_DIR/apicurio-registry-$APICURIO_VERSION"
+  local tarball="apicurio-registry-app-$APICURIO_VERSION-all.tar.gz"
+  [ -f "$dir/.installed" ] && return 0
+  local java
+  java=$(find_java 21) || die "Apicurio Registry $APICURIO_VERSION needs Java 21+ and none was found ($java): install a JDK 21 or newer under /usr/lib/jvm (e.g. Temurin 21), or point JAVA_HOME at one"
+  command -v mvn >/dev/null || die "mvn is not installed (it fetches Apicurio Registry from Maven Central): apt-get install maven"
+  say "installing Apicurio Registry $APICURIO_VERSION (the Schema Registry; ~160 MB from Maven Central) into $dir"
+  rm -rf "$dir" && mkdir -p "$dir"
+  (cd "$dir" && mvn -q -B dependency:copy -DoutputDirectory=. \
+    -Dartifact="io.apicurio:apicurio-registry-app:$APICURIO_VERSION:tar.gz:all") \
+    || die "mvn could not fetch Apicurio Registry $APICURIO_VERSION (io.apicurio:apicurio-registry-app:tar.gz:all) from Maven Central (see its output above)"
+  tar -xzf "$dir/$tarball" -C "$dir" || die "could not unpack $dir/$tarball"
+  rm -f "$dir/$tarball" # Maven's local repository keeps a copy
+  [ -f "$dir/quarkus-run.jar" ] || die "quarkus-run.jar is missing from $dir (not the expected Quarkus app layout)"
+  touch "$dir/.installed"
+}
+
+# The producer the tests use to write Schema Registry framed records (confluent-kafka, librdkafka
+# bundled in its wheel). Its own venv: confluent-kafka[schemaregistry] needs authlib>=1.8, hence
+# cryptography>=45, and LocalStack's venv pins cryptography<44 (with pyopenssl 24.2.1).
+install_producer() {
+  local venv="$SERVICES_DIR/producer-venv"
+  local spec="confluent-kafka[avro,protobuf,json,schemaregistry]==2.16.1"
+  [ "$(cat "$venv/.installed" 2>/dev/null)" = "$spec" ] && return 0
+  local py
+  py=$(find_python 3.13) || py=$(find_python 3.11) \
+    || die "neither Python 3.13 nor Python 3.11 was found for $spec; install one with pyenv"
+  say "installing $spec into a Python $("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') venv, $venv"
+  rm -rf "$venv"
+  "$py" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --upgrade pip
+  "$venv/bin/pip" install --quiet --only-binary confluent-kafka "$spec" \
+    || die "pip could not install $spec into $venv (a confluent-kafka wheel for $("$py" -V) may be missing)"
+  "$venv/bin/python" -c "import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, confluent_kafka.schema_registry.json_schema" \
+    || die "confluent-kafka's serializers do not import in $venv (output above)"
+  echo "$spec" >"$venv/.installed"
 }
 
 install_kafka
 install_s3
 install_duckdb
 install_pyyaml
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyyaml)"
+install_registry
+install_producer
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Starts Apache Kafka (a single-node KRaft broker) and an S3 server (LocalStack, or moto) on free
-# 127.0.0.1 ports.
+# Starts Apache Kafka (a single-node KRaft broker), an S3 server (LocalStack, or moto) and a Schema
+# Registry (Apicurio Registry, in memory) on free 127.0.0.1 ports.
 # Usage: localstack/start.sh STATE_DIR
-# Writes STATE_DIR/env (source it: KSA_TEST_BROKERS, KSA_TEST_S3_ENDPOINT, AWS_*), logs and pid files.
+# Writes STATE_DIR/env (source it: KSA_TEST_BROKERS, KSA_TEST_S3_ENDPOINT, KSA_TEST_SCHEMA_REGISTRY,
+# AWS_*), logs and pid files.
 # Exits non-zero, saying why, if a service does not come up; stop.sh STATE_DIR stops what was started.
 set -euo pipefail
 
@@ -10,7 +11,10 @@ STATE="${1:?usage: localstack/start.sh STATE_DIR}"
 SERVICES_DIR="${KSA_SERVICES_DIR:-$HOME/.cache/kafka-s3-archiver/services}"
 # shellcheck source=versions.sh
 source "$(dirname "$0")/versions.sh"
+# shellcheck source=java.sh
+source "$(dirname "$0")/java.sh"
 KAFKA_DIR="$SERVICES_DIR/kafka-$KAFKA_VERSION"
+REGISTRY_DIR="$SERVICES_DIR/apicurio-registry-$APICURIO_VERSION"
 mkdir -p "$STATE"
 
 die() {
@@ -32,11 +36,29 @@ wait_tcp() { # port seconds name log
 
 [ -f "$KAFKA_DIR/.installed" ] || die "Apache Kafka $KAFKA_VERSION is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/s3-venv/.installed" ] || die "the S3 server is not installed; run localstack/install.sh first"
+[ -f "$REGISTRY_DIR/.installed" ] || die "Apicurio Registry $APICURIO_VERSION is not installed; run localstack/install.sh first"
+[ -f "$SERVICES_DIR/producer-venv/.installed" ] || die "confluent-kafka (the producer venv) is not installed; run localstack/install.sh first"
+REGISTRY_JAVA=$(find_java 21) || die "Apicurio Registry $APICURIO_VERSION needs Java 21+ and none was found ($REGISTRY_JAVA): install a JDK 21 or newer under /usr/lib/jvm, or point JAVA_HOME at one"
 
 KAFKA_PORT=$(free_port)
 KAFKA_SASL_SSL_PORT=$(free_port)
 CONTROLLER_PORT=$(free_port)
 S3_PORT=$(free_port)
+REGISTRY_PORT=$(free_port)
+REGISTRY_MANAGEMENT_PORT=$(free_port)
+
+# The Schema Registry: Apicurio Registry with its default in-memory (H2) storage, so every run starts
+# empty and schema ids start at 1. Quarkus serves the API on quarkus.http.* and health and metrics on a
+# management interface (quarkus.management.*, fixed on at build time, port 9000 by default), so both are
+# bound to free 127.0.0.1 ports. Temporary, snapshot and import files go to the state dir. Started first:
+# it is the slowest to come up.
+mkdir -p "$STATE/registry-tmp"
+(cd "$STATE" && exec setsid "$REGISTRY_JAVA" -Xmx384m -Djava.io.tmpdir="$STATE/registry-tmp" \
+  -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" \
+  -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$REGISTRY_MANAGEMENT_PORT" \
+  -Dapicurio.storage.snapshot.location="$STATE/registry-tmp" -Dapicurio.import.work-dir="$STATE/registry-tmp" \
+  -jar "$REGISTRY_DIR/quarkus-run.jar") >"$STATE/registry.log" 2>&1 &
+echo $! >"$STATE/registry.pid"
 
 # A fresh single-node KRaft broker (broker and controller in one process) for every test run. Small
 # internal topics, no delay before the first rebalance, short session timeouts and heartbeats allowed
@@ -138,6 +160,16 @@ if [ "$S3_KIND" = localstack ]; then
     sleep 0.5
   done
 fi
+# Ready when the Confluent-compatible API answers (about 8 s alone, 10-14 s next to the others on 2 cores).
+REGISTRY_URL="http://127.0.0.1:$REGISTRY_PORT/apis/ccompat/v7"
+deadline=$((SECONDS + 120))
+until [ "$(curl -sS -o /dev/null -w '%{http_code}' "$REGISTRY_URL/subjects" 2>/dev/null)" = 200 ]; do
+  kill -0 "$(cat "$STATE/registry.pid")" 2>/dev/null \
+    || { tail -n 30 "$STATE/registry.log" >&2; die "Apicurio Registry exited before it answered on 127.0.0.1:$REGISTRY_PORT (log above: $STATE/registry.log)"; }
+  [ $SECONDS -lt $deadline ] \
+    || { tail -n 30 "$STATE/registry.log" >&2; die "Apicurio Registry did not answer GET $REGISTRY_URL/subjects with 200 within 120 s (log above: $STATE/registry.log)"; }
+  sleep 0.5
+done
 
 cat >"$STATE/env" <<ENV
 export KSA_TEST_BROKERS=127.0.0.1:$KAFKA_PORT
@@ -149,9 +181,11 @@ export KSA_TEST_CA=$TLS/ca.pem
 export KSA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export KSA_TEST_S3_KIND=$S3_KIND
 export KSA_TEST_PYTHON=$SERVICES_DIR/s3-venv/bin/python
+export KSA_TEST_SCHEMA_REGISTRY=$REGISTRY_URL
+export KSA_TEST_PRODUCER_PYTHON=$SERVICES_DIR/producer-venv/bin/python
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=us-east-1
 export AWS_EC2_METADATA_DISABLED=true
 ENV
-echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT and $S3_KIND S3 on 127.0.0.1:$S3_PORT (state in $STATE)"
+echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, $S3_KIND S3 on 127.0.0.1:$S3_PORT and Apicurio Registry $APICURIO_VERSION on 127.0.0.1:$REGISTRY_PORT (state in $STATE)"

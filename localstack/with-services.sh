@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs a command with the real test services up: installs Apache Kafka and LocalStack S3 if needed, starts
-# them on free local ports, exports their addresses (KSA_TEST_*, AWS_*), runs the command, and stops
-# them afterwards whatever the command's outcome. Exits with the command's status.
+# Runs a command with the real test services up: installs Apache Kafka, LocalStack S3 and the Schema
+# Registry (Apicurio Registry) if needed, starts them on free local ports, exports their addresses
+# (KSA_TEST_*, AWS_*), runs the command, and stops them afterwards whatever the command's outcome. Exits
+# with the command's status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -3,7 +3,7 @@
 //! (`check`) and mapped to Arrow types (`arrow`) for the Parquet `value` column.
 
 mod arrow;
-mod avro;
+pub mod avro;
 mod check;
 pub(crate) mod columns;
 mod infer;

@@ -1,31 +1,80 @@
-//! Avro schemas (`.avsc`, JSON) to value types. Supported: the primitives, records, enums, arrays, maps,
-//! fixed, unions of one type with null (nullable), references to named types defined earlier, and the
-//! logical types timestamp-millis/micros, local-timestamp-millis/micros, date, decimal and uuid. Unknown
-//! logical types fall back to their underlying type, as the Avro specification says.
+//! Avro schemas (`.avsc`, JSON, or a registry's schema text) as an [`Avro`] tree that says exactly how a
+//! value is encoded: the primitives, records, enums, arrays, maps, fixed, unions of one type with null
+//! (nullable), references to named types defined earlier, and the logical types timestamp-millis/micros,
+//! local-timestamp-millis/micros, date, time-millis/micros, decimal (on bytes or fixed) and uuid. Unknown
+//! logical types fall back to their underlying type, as the Avro specification says. JSON values are
+//! typed by the tree's [`Node`]s (`json`); binary Avro is decoded by the tree itself (`binary`).
+
+pub mod binary;
+mod json;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{FieldNode, Fields, Node, SchemaError, TimeUnit, ValueType};
+use super::{Fields, SchemaError, TimeUnit};
 
 /// Arrow's widest decimal here is Decimal128.
 const MAX_DECIMAL_PRECISION: u64 = 38;
 
-pub(super) fn parse(text: &str) -> Result<Fields, SchemaError> {
+/// An Avro type, as the binary encoding needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Avro {
+    Boolean,
+    Int,
+    Long,
+    Float,
+    Double,
+    Bytes,
+    String,
+    Fixed(usize),
+    Enum(Arc<[String]>),
+    Array(Box<Avro>),
+    Map(Box<Avro>),
+    Record(Arc<[(String, Avro)]>),
+    /// A union of null and one other type; `null_first`: null is branch 0 (else branch 1).
+    Nullable {
+        null_first: bool,
+        inner: Box<Avro>,
+    },
+    /// Days since the epoch (an int).
+    Date,
+    /// Milliseconds (an int) or microseconds (a long) after midnight.
+    Time(TimeUnit),
+    /// A count of `unit` since the epoch (a long); `utc` is false for the local timestamps.
+    Timestamp {
+        unit: TimeUnit,
+        utc: bool,
+    },
+    /// A two's-complement big-endian unscaled integer, in bytes or in a fixed of `fixed` bytes.
+    Decimal {
+        precision: u8,
+        scale: i8,
+        fixed: Option<usize>,
+    },
+    /// A string in the 8-4-4-4-12 hexadecimal form.
+    Uuid,
+}
+
+/// The schema's top-level record (a Kafka value is one record).
+pub fn parse_record(text: &str) -> Result<Arc<[(String, Avro)]>, SchemaError> {
     let root: Value = serde_json::from_str(text).map_err(|e| SchemaError::NotJson(e.to_string()))?;
     let mut parser = Parser { names: HashMap::new(), path: vec!["schema".into()] };
-    let node = parser.node(&root, "")?;
-    match node.ty {
-        ValueType::Record(fields) if !node.nullable => Ok(fields),
+    match parser.node(&root, "")? {
+        Avro::Record(fields) => Ok(fields),
         _ => Err(parser.fail("the top level must be a record (a JSON object per Kafka value)".into())),
     }
 }
 
+/// The fields of the top-level record, as JSON values are typed.
+pub(super) fn parse(text: &str) -> Result<Fields, SchemaError> {
+    parse_record(text).map(|fields| json::fields(&fields))
+}
+
 struct Parser {
     /// Named types defined so far, by full and by short name.
-    names: HashMap<String, Node>,
+    names: HashMap<String, Avro>,
     path: Vec<String>,
 }
 
@@ -34,7 +83,7 @@ impl Parser {
         SchemaError::Unsupported { path: self.path.join("."), why }
     }
 
-    fn node(&mut self, v: &Value, namespace: &str) -> Result<Node, SchemaError> {
+    fn node(&mut self, v: &Value, namespace: &str) -> Result<Avro, SchemaError> {
         match v {
             Value::String(name) => self.named(name, namespace),
             Value::Array(branches) => self.union(branches, namespace),
@@ -43,15 +92,15 @@ impl Parser {
         }
     }
 
-    fn named(&self, name: &str, namespace: &str) -> Result<Node, SchemaError> {
-        let ty = match name {
-            "boolean" => ValueType::Boolean,
-            "int" => ValueType::Int,
-            "long" => ValueType::Long,
-            "float" => ValueType::Float,
-            "double" => ValueType::Double,
-            // Avro's JSON encoding writes bytes as a string; it is kept as text.
-            "string" | "bytes" => ValueType::String,
+    fn named(&self, name: &str, namespace: &str) -> Result<Avro, SchemaError> {
+        Ok(match name {
+            "boolean" => Avro::Boolean,
+            "int" => Avro::Int,
+            "long" => Avro::Long,
+            "float" => Avro::Float,
+            "double" => Avro::Double,
+            "bytes" => Avro::Bytes,
+            "string" => Avro::String,
             "null" => return Err(self.fail("null is supported only in a union with one other type".into())),
             _ => {
                 let full = if name.contains('.') || namespace.is_empty() {
@@ -63,35 +112,36 @@ impl Parser {
                     self.fail(format!("unknown type {name:?} (named types must be defined before use)"))
                 });
             }
-        };
-        Ok(Node { ty, nullable: false })
+        })
     }
 
-    fn union(&mut self, branches: &[Value], namespace: &str) -> Result<Node, SchemaError> {
+    fn union(&mut self, branches: &[Value], namespace: &str) -> Result<Avro, SchemaError> {
         let is_null = |v: &Value| v.as_str() == Some("null");
-        let others: Vec<&Value> = branches.iter().filter(|b| !is_null(b)).collect();
-        match others.as_slice() {
-            [one] => {
-                let node = self.node(one, namespace)?;
-                Ok(Node { nullable: others.len() < branches.len() || node.nullable, ..node })
+        match branches {
+            [null, other] | [other, null] if is_null(null) && !is_null(other) => {
+                let inner = self.node(other, namespace)?;
+                if matches!(inner, Avro::Nullable { .. }) {
+                    return Err(self.fail("a union cannot hold another union".into()));
+                }
+                Ok(Avro::Nullable { null_first: is_null(&branches[0]), inner: Box::new(inner) })
             }
             _ => Err(self.fail(format!(
                 "unions are supported with null and one other type; this one has {} others (declare such a \
                  field as a string, or split it into fields)",
-                others.len()
+                branches.iter().filter(|b| !is_null(b)).count()
             ))),
         }
     }
 
-    fn complex(&mut self, o: &Map<String, Value>, namespace: &str) -> Result<Node, SchemaError> {
+    fn complex(&mut self, o: &Map<String, Value>, namespace: &str) -> Result<Avro, SchemaError> {
         let kind = o.get("type").ok_or_else(|| self.fail("a type object needs \"type\"".into()))?;
         let kind = match kind.as_str() {
             Some(k) => k,
             // {"type": {...}} or {"type": [...]}: a wrapped type.
             None => return self.node(kind, namespace),
         };
-        let ty = match kind {
-            "record" | "error" => return self.record(o, namespace),
+        match kind {
+            "record" | "error" => self.record(o, namespace),
             "enum" => {
                 let symbols = o
                     .get("symbols")
@@ -99,23 +149,24 @@ impl Parser {
                     .ok_or_else(|| self.fail("an enum needs symbols".into()))?;
                 let symbols: Option<Vec<String>> = symbols.iter().map(|s| s.as_str().map(str::to_string)).collect();
                 let symbols = symbols.ok_or_else(|| self.fail("enum symbols are strings".into()))?;
-                return self.define(o, namespace, Node { ty: ValueType::Enum(symbols.into()), nullable: false });
+                self.define(o, namespace, Avro::Enum(symbols.into()))
             }
-            "array" => ValueType::Array(Box::new(self.child("items", o, namespace)?)),
-            "map" => ValueType::Map(Box::new(self.child("values", o, namespace)?)),
+            "array" => Ok(Avro::Array(Box::new(self.child("items", o, namespace)?))),
+            "map" => Ok(Avro::Map(Box::new(self.child("values", o, namespace)?))),
             "fixed" => {
-                let node = Node { ty: self.logical(o, ValueType::String)?, nullable: false };
-                return self.define(o, namespace, node);
+                let size =
+                    o.get("size").and_then(Value::as_u64).ok_or_else(|| self.fail("a fixed needs a size".into()))?;
+                let fixed = self.logical(o, Avro::Fixed(size as usize))?;
+                self.define(o, namespace, fixed)
             }
             primitive => {
-                let base = self.named(primitive, namespace)?.ty;
-                self.logical(o, base)?
+                let base = self.named(primitive, namespace)?;
+                self.logical(o, base)
             }
-        };
-        Ok(Node { ty, nullable: false })
+        }
     }
 
-    fn child(&mut self, key: &str, o: &Map<String, Value>, namespace: &str) -> Result<Node, SchemaError> {
+    fn child(&mut self, key: &str, o: &Map<String, Value>, namespace: &str) -> Result<Avro, SchemaError> {
         let v = o.get(key).ok_or_else(|| self.fail(format!("needs \"{key}\"")))?;
         self.path.push(key.to_string());
         let node = self.node(v, namespace);
@@ -124,17 +175,19 @@ impl Parser {
     }
 
     /// The logical type on `base`, or `base` when there is none or it is unknown.
-    fn logical(&self, o: &Map<String, Value>, base: ValueType) -> Result<ValueType, SchemaError> {
+    fn logical(&self, o: &Map<String, Value>, base: Avro) -> Result<Avro, SchemaError> {
         let Some(logical) = o.get("logicalType").and_then(Value::as_str) else { return Ok(base) };
-        let timestamp = |unit, utc| ValueType::Timestamp { unit, utc };
+        let timestamp = |unit, utc| Avro::Timestamp { unit, utc };
         Ok(match (logical, &base) {
-            ("timestamp-millis", ValueType::Long) => timestamp(TimeUnit::Millis, true),
-            ("timestamp-micros", ValueType::Long) => timestamp(TimeUnit::Micros, true),
-            ("local-timestamp-millis", ValueType::Long) => timestamp(TimeUnit::Millis, false),
-            ("local-timestamp-micros", ValueType::Long) => timestamp(TimeUnit::Micros, false),
-            ("date", ValueType::Int) => ValueType::Date,
-            ("uuid", ValueType::String) => ValueType::Uuid,
-            ("decimal", ValueType::String) => {
+            ("timestamp-millis", Avro::Long) => timestamp(TimeUnit::Millis, true),
+            ("timestamp-micros", Avro::Long) => timestamp(TimeUnit::Micros, true),
+            ("local-timestamp-millis", Avro::Long) => timestamp(TimeUnit::Millis, false),
+            ("local-timestamp-micros", Avro::Long) => timestamp(TimeUnit::Micros, false),
+            ("date", Avro::Int) => Avro::Date,
+            ("time-millis", Avro::Int) => Avro::Time(TimeUnit::Millis),
+            ("time-micros", Avro::Long) => Avro::Time(TimeUnit::Micros),
+            ("uuid", Avro::String) => Avro::Uuid,
+            ("decimal", Avro::Bytes | Avro::Fixed(_)) => {
                 let precision = o.get("precision").and_then(Value::as_u64).unwrap_or(0);
                 let scale = o.get("scale").and_then(Value::as_u64).unwrap_or(0);
                 if precision == 0 || precision > MAX_DECIMAL_PRECISION || scale > precision {
@@ -143,38 +196,41 @@ impl Parser {
                          scale at most the precision (declare wider decimals as strings)"
                     )));
                 }
-                ValueType::Decimal { precision: precision as u8, scale: scale as i8 }
+                let fixed = match base {
+                    Avro::Fixed(size) => Some(size),
+                    _ => None,
+                };
+                Avro::Decimal { precision: precision as u8, scale: scale as i8, fixed }
             }
             _ => base,
         })
     }
 
-    fn record(&mut self, o: &Map<String, Value>, namespace: &str) -> Result<Node, SchemaError> {
+    fn record(&mut self, o: &Map<String, Value>, namespace: &str) -> Result<Avro, SchemaError> {
         let name = o.get("name").and_then(Value::as_str).unwrap_or("");
         let namespace = o.get("namespace").and_then(Value::as_str).unwrap_or(namespace).to_string();
         let fields =
             o.get("fields").and_then(Value::as_array).ok_or_else(|| self.fail("a record needs fields".into()))?;
         self.path.push(name.to_string());
-        let mut out = Vec::with_capacity(fields.len());
+        let mut out: Vec<(String, Avro)> = Vec::with_capacity(fields.len());
         for f in fields {
             let field_name =
                 f.get("name").and_then(Value::as_str).ok_or_else(|| self.fail("a field needs a name".into()))?;
-            if out.iter().any(|seen: &FieldNode| seen.name == field_name) {
+            if out.iter().any(|(seen, _)| seen == field_name) {
                 return Err(self.fail(format!("field {field_name:?} is declared twice")));
             }
             self.path.push(field_name.to_string());
             let ty = f.get("type").ok_or_else(|| self.fail("a field needs a type".into()))?;
             let node = self.node(ty, &namespace)?;
             self.path.pop();
-            out.push(FieldNode { name: field_name.to_string(), node });
+            out.push((field_name.to_string(), node));
         }
         self.path.pop();
-        let fields: Fields = Arc::from(out);
-        self.define(o, &namespace, Node { ty: ValueType::Record(fields), nullable: false })
+        self.define(o, &namespace, Avro::Record(Arc::from(out)))
     }
 
     /// Remembers a named type (record, enum, fixed) for later references.
-    fn define(&mut self, o: &Map<String, Value>, namespace: &str, node: Node) -> Result<Node, SchemaError> {
+    fn define(&mut self, o: &Map<String, Value>, namespace: &str, node: Avro) -> Result<Avro, SchemaError> {
         if let Some(name) = o.get("name").and_then(Value::as_str) {
             let ns = o.get("namespace").and_then(Value::as_str).unwrap_or(namespace);
             let full = if name.contains('.') || ns.is_empty() { name.to_string() } else { format!("{ns}.{name}") };
@@ -188,6 +244,7 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::values::{Node, ValueType};
 
     const ORDER: &str = r#"{
       "type": "record", "name": "Order", "namespace": "shop",

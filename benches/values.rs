@@ -1,0 +1,85 @@
+//! Decoding values into typed columns: records/s per core turning ~1 KiB Avro values (binary, as a
+//! Schema Registry serializer writes them after its 5-byte header) into Arrow columns, checked then
+//! appended. Run with `cargo bench --bench values`; figures in docs/performance.md.
+
+use arrow_array::builder::StructBuilder;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use kafka_s3_archiver::values::avro::binary::{append_record, check, struct_fields, Reader};
+use kafka_s3_archiver::values::avro::{parse_record, Avro};
+
+const RECORDS: usize = 10_000;
+
+const SCHEMA: &str = r#"{"type": "record", "name": "Order", "fields": [
+    {"name": "id", "type": "long"}, {"name": "customer", "type": "string"},
+    {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "status", "type": {"type": "enum", "name": "S", "symbols": ["NEW", "PAID", "SENT"]}},
+    {"name": "note", "type": ["null", "string"]},
+    {"name": "items", "type": {"type": "array", "items": {"type": "record", "name": "Item", "fields": [
+        {"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}, {"name": "price", "type": "double"}]}}},
+    {"name": "attrs", "type": {"type": "map", "values": "string"}}
+]}"#;
+
+fn long(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+fn string(out: &mut Vec<u8>, s: &str) {
+    long(out, s.len() as i64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Order `i`: about 1 KiB (ten items, five attributes, a long note).
+fn order(i: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1100);
+    long(&mut out, i as i64);
+    string(&mut out, &format!("customer-{}", i % 997));
+    long(&mut out, 2);
+    out.extend_from_slice(&((i % 30_000) as u16).to_be_bytes());
+    long(&mut out, 1_767_261_600_000 + i as i64);
+    long(&mut out, (i % 3) as i64);
+    long(&mut out, 1);
+    string(&mut out, &"a note about this order, ".repeat(16));
+    long(&mut out, 10);
+    for k in 0..10 {
+        string(&mut out, &format!("sku-{:08}", i * 10 + k));
+        long(&mut out, (k + 1) as i64);
+        out.extend_from_slice(&(k as f64 * 1.25).to_le_bytes());
+    }
+    long(&mut out, 0);
+    long(&mut out, 5);
+    for k in 0..5 {
+        string(&mut out, &format!("attribute-{k}"));
+        string(&mut out, &format!("value of attribute {k} for order {i}"));
+    }
+    long(&mut out, 0);
+    out
+}
+
+fn decode(c: &mut Criterion) {
+    let fields = parse_record(SCHEMA).expect("schema");
+    let schema = Avro::Record(fields.clone());
+    let values: Vec<Vec<u8>> = (0..RECORDS).map(order).collect();
+    let bytes: usize = values.iter().map(Vec::len).sum();
+    let mut group = c.benchmark_group("avro_to_arrow");
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.bench_function(format!("{RECORDS} records of {} B", bytes / RECORDS), |b| {
+        b.iter(|| {
+            let mut builder = StructBuilder::from_fields(struct_fields(&fields), RECORDS);
+            for v in &values {
+                check(&schema, &mut Reader::new(v)).expect("decodes");
+                append_record(&fields, &mut Reader::new(v), &mut builder).expect("appends");
+            }
+            builder.finish()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, decode);
+criterion_main!(benches);

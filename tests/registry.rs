@@ -1,0 +1,116 @@
+//! The Avro decoder against what real producers write: confluent-kafka's AvroSerializer registers a
+//! schema with every type the decoder maps (nested record, nullable unions both ways round, enum, array,
+//! map, fixed, decimal, timestamp, date, uuid) in a real Schema Registry (Apicurio's Confluent-compatible
+//! API) and produces framed values to Kafka; the test reads them back from Kafka, takes each value's
+//! schema ID from its frame, fetches that schema from the registry, and decodes every value into Arrow
+//! columns that must hold exactly what the producer wrote.
+
+mod common;
+
+use arrow_array::builder::StructBuilder;
+use arrow_array::cast::AsArray;
+use arrow_array::types::TimestampMillisecondType;
+use arrow_array::types::{Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, StructArray};
+use common::*;
+use kafka_s3_archiver::values::avro::binary::{append_record, check, struct_fields, Reader};
+use kafka_s3_archiver::values::avro::{parse_record, Avro};
+use serde_json::Value;
+
+const RECORDS: usize = 400;
+
+/// The producer's view of each delivered record (one JSON object per line).
+fn produce(topic: &str) -> Vec<Value> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/registry/produce_avro.py");
+    let out = std::process::Command::new(env("KSA_TEST_PRODUCER_PYTHON"))
+        .args([script, &brokers(), &env("KSA_TEST_SCHEMA_REGISTRY"), topic, &RECORDS.to_string()])
+        .output()
+        .expect("run the producer");
+    assert!(out.status.success(), "producer failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// GET `path` of the registry's API: the JSON body.
+fn registry_get(path: &str) -> Value {
+    let url = env("KSA_TEST_SCHEMA_REGISTRY");
+    let rest = url.strip_prefix("http://").expect("an http:// registry");
+    let (addr, base) = rest.split_once('/').expect("a path after the address");
+    let (status, body) = http_get(addr, &format!("/{base}{path}"));
+    assert_eq!(status, 200, "GET {url}{path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {url}{path}: {e}: {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn values_framed_by_confluents_avro_serializer_decode_into_what_was_produced() {
+    let topic = unique("registry-avro");
+    create_topic(&topic, 1).await;
+    let produced = produce(&topic);
+    assert_eq!(produced.len(), RECORDS);
+    let records = read_from_kafka(&topic, 1).remove(&0).unwrap_or_default();
+    assert_eq!(records.len(), RECORDS);
+
+    let first = records[0].value.as_deref().unwrap();
+    assert_eq!(first[0], 0, "the magic byte");
+    let id = u32::from_be_bytes(first[1..5].try_into().unwrap());
+    let registered = registry_get(&format!("/schemas/ids/{id}"));
+    assert!(registered.get("schemaType").is_none_or(|t| t == "AVRO"), "{registered}");
+    let fields = parse_record(registered["schema"].as_str().unwrap()).unwrap();
+    let schema = Avro::Record(fields.clone());
+
+    let mut builder = StructBuilder::from_fields(struct_fields(&fields), RECORDS);
+    for r in &records {
+        let value = r.value.as_deref().unwrap();
+        assert_eq!((value[0], u32::from_be_bytes(value[1..5].try_into().unwrap())), (0, id), "one schema");
+        check(&schema, &mut Reader::new(&value[5..])).unwrap_or_else(|e| panic!("offset {}: {e}", r.offset));
+        let mut reader = Reader::new(&value[5..]);
+        append_record(&fields, &mut reader, &mut builder).unwrap();
+        assert!(reader.at_end(), "offset {}: bytes left after the value", r.offset);
+    }
+    let rows = builder.finish();
+    rows.to_data().validate_full().unwrap();
+    for (row, want) in produced.iter().enumerate() {
+        assert_eq!(want["offset"].as_i64(), Some(records[row].offset));
+        assert_row(&rows, row, want);
+    }
+}
+
+fn assert_row(rows: &StructArray, row: usize, want: &Value) {
+    let col = |name: &str| rows.column_by_name(name).unwrap_or_else(|| panic!("no column {name}")).clone();
+    let text = |name: &str| {
+        let c = col(name);
+        (!c.is_null(row)).then(|| c.as_string::<i32>().value(row).to_string())
+    };
+    let at = format!("row {row}");
+    assert_eq!(col("id").as_primitive::<Int64Type>().value(row), want["id"].as_i64().unwrap(), "{at}");
+    assert_eq!(text("name").as_deref(), want["name"].as_str(), "{at}");
+    assert_eq!(text("level").as_deref(), want["level"].as_str(), "{at}");
+    assert_eq!(text("note").as_deref(), want["note"].as_str(), "{at}");
+    let amount = col("amount").as_primitive::<Decimal128Type>().value(row);
+    assert_eq!(amount, i128::from(want["amount_unscaled"].as_i64().unwrap()), "{at}");
+    assert_eq!(col("at").as_primitive::<TimestampMillisecondType>().value(row), want["at_ms"].as_i64().unwrap());
+    assert_eq!(i64::from(col("day").as_primitive::<Date32Type>().value(row)), want["day"].as_i64().unwrap());
+    assert_eq!(text("uid").as_deref(), want["uid"].as_str(), "{at}");
+    let tags = col("tags").as_list::<i32>().value(row);
+    let tags: Vec<&str> = tags.as_string::<i32>().iter().flatten().collect();
+    let want_tags: Vec<&str> = want["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(tags, want_tags, "{at}");
+    let attrs = col("attrs").as_map().value(row);
+    let keys: Vec<&str> = attrs.column(0).as_string::<i32>().iter().flatten().collect();
+    let values = attrs.column(1).as_primitive::<Float64Type>().values().to_vec();
+    let mut got: Vec<(String, f64)> = keys.iter().map(|k| k.to_string()).zip(values).collect();
+    let mut want_attrs: Vec<(String, f64)> =
+        want["attrs"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_f64().unwrap())).collect();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    want_attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(got, want_attrs, "{at}");
+    let sensor = col("sensor");
+    let sensor = sensor.as_struct();
+    assert_eq!(sensor.column(0).as_string::<i32>().value(row), want["model"].as_str().unwrap(), "{at}");
+    let rev = sensor.column(1);
+    let rev = (!rev.is_null(row)).then(|| i64::from(rev.as_primitive::<Int32Type>().value(row)));
+    assert_eq!(rev, want["rev"].as_i64(), "{at}");
+    let digest: String = col("digest").as_fixed_size_binary().value(row).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(digest, want["digest"].as_str().unwrap(), "{at}");
+    assert_eq!(f64::from(col("ratio").as_primitive::<Float32Type>().value(row)), want["ratio"].as_f64().unwrap());
+    assert_eq!(col("ok").as_boolean().value(row), want["ok"].as_bool().unwrap(), "{at}");
+}
