@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -22,9 +23,9 @@ use crate::config::units::{ByteSize, HumanDuration};
 use crate::encode::roll::RollPolicy;
 use crate::encode::{Compression, FileSpec, Format};
 use crate::pipeline::{TopicProfile, TopicProfiles};
+use crate::registry::{RegistryOptions, SchemaCache};
 use crate::store::{
-    self, ObjectOptions, S3Options, Sse, StorageClass, StoreOptions, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS,
-    DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE, MIN_PART_SIZE,
+    self, StoreOptions, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_REQUESTS, DEFAULT_PART_CONCURRENCY, DEFAULT_PART_SIZE,
 };
 
 pub const DEFAULT_FORMAT: Format = Format::Parquet;
@@ -49,6 +50,7 @@ pub const DEFAULT_MARKER_INTERVAL: HumanDuration = HumanDuration(Duration::from_
 pub const DEFAULT_VALUE_FORMAT: ValueFormatName = ValueFormatName::Raw;
 pub const DEFAULT_KEEP_RAW_VALUE: bool = false;
 mod choices;
+mod dest;
 mod topics;
 pub mod units;
 mod values;
@@ -234,6 +236,21 @@ pub struct Settings {
             uploads can never add overlapping objects (one small extra PUT per file). Turn off only to measure", DEFAULT_CLAIMS))]
     pub claims: Option<bool>,
 
+    // Schema Registry.
+    /// The Schema Registry's URL, http://host:port[/path] (Confluent's API; Apicurio Registry's is at
+    /// /apis/ccompat/v7), where --value-format avro finds the schema each value names
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_URL", help_heading = "Schema Registry")]
+    pub schema_registry_url: Option<String>,
+    /// Basic authentication to the Schema Registry: the user name (with --schema-registry-password)
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_USERNAME", help_heading = "Schema Registry")]
+    pub schema_registry_username: Option<String>,
+    /// Basic authentication to the Schema Registry: the password (shown masked)
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_PASSWORD", help_heading = "Schema Registry")]
+    pub schema_registry_password: Option<String>,
+    /// A bearer token for the Schema Registry, instead of basic authentication (shown masked)
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_TOKEN", help_heading = "Schema Registry")]
+    pub schema_registry_token: Option<String>,
+
     // Metrics.
     /// Serve Prometheus metrics at http://ADDR/metrics, with /healthz and /readyz, e.g. 127.0.0.1:9090.
     #[arg(long, env = "KSA_METRICS_ADDR", help_heading = "Metrics")]
@@ -279,6 +296,8 @@ pub struct StoreConfig {
 pub struct PipelineConfig {
     /// How each topic's files are written.
     pub profiles: TopicProfiles,
+    /// Where the schemas values name come from (`--schema-registry-url`), and those fetched.
+    pub registry: Option<RegistryConfig>,
     pub spool_dir: PathBuf,
     pub spool_memory_threshold: u64,
     pub max_buffer_bytes: u64,
@@ -286,6 +305,13 @@ pub struct PipelineConfig {
     pub revoke_timeout: Duration,
     pub claims: bool,
     pub marker_interval: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct RegistryConfig {
+    pub options: RegistryOptions,
+    /// Shared by every topic's values and the pipeline, which fills it.
+    pub cache: Arc<SchemaCache>,
 }
 
 #[derive(Debug, Clone)]
@@ -365,6 +391,11 @@ impl Settings {
     pub fn to_toml(&self) -> String {
         let mut shown = self.clone();
         shown.topic = self.tables_in_effect();
+        for secret in [&mut shown.schema_registry_password, &mut shown.schema_registry_token] {
+            if secret.is_some() {
+                *secret = Some("****".into());
+            }
+        }
         for (key, value) in shown.kafka.iter_mut().flatten() {
             if is_secret(key) {
                 *value = "****".into();
@@ -444,49 +475,11 @@ impl Settings {
         })
     }
 
-    fn store(&self) -> Result<StoreConfig, ConfigError> {
-        let dest_text = non_empty(&self.dest, "--dest", "pass --dest s3://bucket/prefix or file:///dir")?;
-        let dest: Destination = dest_text
-            .parse()
-            .map_err(|e: crate::archive::destination::DestinationError| invalid("--dest", &dest_text, e.to_string()))?;
-        let part_size = set(self.upload_part_size, "--upload-part-size")?;
-        if part_size.bytes() < MIN_PART_SIZE {
-            let why = format!("S3 needs parts of at least {}", ByteSize(MIN_PART_SIZE));
-            return Err(invalid("--upload-part-size", &part_size.to_string(), why));
-        }
-        let s3 = S3Options::new(self.s3_endpoint.clone(), self.s3_region.clone())
-            .uploads(part_size.bytes(), set(self.upload_concurrency, "--upload-concurrency")?)
-            .max_requests(set(self.s3_max_requests, "--s3-max-requests")?)
-            .attempt_timeout(set(self.s3_attempt_timeout, "--s3-attempt-timeout")?.0)
-            .objects(self.object_options()?);
-        let abort_stale_uploads_after = set(self.abort_stale_uploads_after, "--abort-stale-uploads-after")?.0;
-        Ok(StoreConfig { dest, settings: StoreOptions { s3, abort_stale_uploads_after } })
-    }
-
-    fn object_options(&self) -> Result<ObjectOptions, ConfigError> {
-        let sse = self.s3_sse.map(|mode| match mode {
-            SseMode::Aes256 => Sse::Aes256,
-            SseMode::AwsKms => Sse::Kms { key_id: self.s3_sse_kms_key_id.clone() },
-        });
-        if let (Some(key), false) = (&self.s3_sse_kms_key_id, matches!(sse, Some(Sse::Kms { .. }))) {
-            return Err(invalid("--s3-sse-kms-key-id", key, "it needs --s3-sse aws:kms".into()));
-        }
-        let storage_class = match &self.s3_storage_class {
-            Some(name) => Some(StorageClass::parse(name).map_err(|why| invalid("--s3-storage-class", name, why))?),
-            None => None,
-        };
-        let expected_bucket_owner = match &self.s3_expected_bucket_owner {
-            Some(id) if id.len() != 12 || !id.bytes().all(|b| b.is_ascii_digit()) => {
-                return Err(invalid("--s3-expected-bucket-owner", id, "an AWS account ID is 12 digits".into()));
-            }
-            other => other.clone(),
-        };
-        Ok(ObjectOptions { sse, storage_class, expected_bucket_owner })
-    }
-
     fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {
+        let cache = Arc::new(SchemaCache::default());
         Ok(PipelineConfig {
-            profiles: self.profiles()?,
+            profiles: self.profiles(&cache)?,
+            registry: self.registry()?.map(|options| RegistryConfig { options, cache }),
             spool_dir: set(self.spool_dir.clone(), "--spool-dir")?,
             spool_memory_threshold: set(self.spool_memory_threshold, "--spool-memory-threshold")?.bytes(),
             max_buffer_bytes: positive(
@@ -500,8 +493,8 @@ impl Settings {
         })
     }
 
-    /// How the files of a topic with these settings are written.
-    fn profile(&self) -> Result<TopicProfile, ConfigError> {
+    /// How the files of a topic with these settings are written (`schemas`: the registry's, shared).
+    fn profile(&self, schemas: &Arc<SchemaCache>) -> Result<TopicProfile, ConfigError> {
         let compression = set(self.compression, "--compression")?;
         let spec = FileSpec::new(set(self.format, "--format")?, compression)
             .map_err(|e| invalid("--compression", &compression.to_string(), e.to_string()))?;
@@ -516,7 +509,7 @@ impl Settings {
             spec,
             roll: self.roll()?,
             bucketing: buckets.width().map(|width| Bucketing { width, source }),
-            values: self.values()?,
+            values: self.values(schemas)?,
             dlq_topic: self.dlq_topic()?,
         })
     }

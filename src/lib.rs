@@ -8,6 +8,7 @@ pub mod config;
 pub mod encode;
 pub mod pipeline;
 pub mod recovery;
+pub mod registry;
 pub mod retry;
 pub mod service;
 pub mod source;

@@ -34,6 +34,9 @@ const EVERY_SETTING: &[(&str, &str, &str)] = &[
     ("max-spool-bytes", r#""10GiB""#, "10GiB"),
     ("revoke-timeout", r#""9s""#, "9s"),
     ("claims", "false", "false"),
+    ("schema-registry-url", r#""http://registry:8081""#, "http://registry:8081"),
+    ("schema-registry-username", r#""archiver""#, "archiver"),
+    ("schema-registry-password", r#""s3cret""#, "s3cret"),
     ("metrics-addr", r#""127.0.0.1:9464""#, "127.0.0.1:9464"),
 ];
 
@@ -103,6 +106,7 @@ fn every_setting_comes_from_the_file_the_environment_or_the_flags() {
         assert!(!defaults.lines().any(|d| d == line), "{key} kept its default: {line}");
     }
     assert!(!from_file.contains("hunter2") && from_file.contains("\"sasl.password\" = \"****\""), "{from_file}");
+    assert!(!from_file.contains("s3cret") && from_file.contains("schema-registry-password = \"****\""), "{from_file}");
 
     // What it prints is a config file that gives the same settings.
     let printed = dir.path().join("printed.toml");

@@ -3,7 +3,8 @@
 //! map, fixed, decimal, timestamp, date, uuid) in a real Schema Registry (Apicurio's Confluent-compatible
 //! API) and produces framed values to Kafka; the test reads them back from Kafka, takes each value's
 //! schema ID from its frame, fetches that schema from the registry, and decodes every value into Arrow
-//! columns that must hold exactly what the producer wrote.
+//! columns that must hold exactly what the producer wrote. Then `run --value-format avro` archives such
+//! a topic through the registry.
 
 mod common;
 
@@ -12,7 +13,11 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::TimestampMillisecondType;
 use arrow_array::types::{Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, StructArray};
+use common::s3_proxy::{Fault, S3Proxy};
 use common::*;
+use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
+use kafka_s3_archiver::store::list_all;
 use kafka_s3_archiver::values::avro::binary::{append_record, check, struct_fields, Reader};
 use kafka_s3_archiver::values::avro::{parse_record, Avro};
 use serde_json::Value;
@@ -113,4 +118,106 @@ fn assert_row(rows: &StructArray, row: usize, want: &Value) {
     assert_eq!(digest, want["digest"].as_str().unwrap(), "{at}");
     assert_eq!(f64::from(col("ratio").as_primitive::<Float32Type>().value(row)), want["ratio"].as_f64().unwrap());
     assert_eq!(col("ok").as_boolean().value(row), want["ok"].as_bool().unwrap(), "{at}");
+}
+
+/// `run --value-format avro` against the real registry: typed columns that DuckDB reads, every offset
+/// once, the bytes kept (`--keep-raw-value`), and two misfits kept raw with their reasons: a value not
+/// in the wire format, and one naming a schema ID the registry does not have (its 404 is not retried).
+#[tokio::test(flavor = "multi_thread")]
+async fn run_archives_registry_avro_values_into_typed_columns_exactly_once() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("registry-run");
+    create_topic(&topic, 1).await;
+    let produced = produce(&topic);
+    let misfits: [&[u8]; 2] = [b"not framed", &[0, 0, 0x0f, 0x42, 0x3f, 2]];
+    produce_records(&brokers(), &topic, 1, 0..2, |i| Record { value: Some(misfits[i].to_vec()), ..generated(i, 1) })
+        .await
+        .unwrap();
+    let in_kafka = read_from_kafka(&topic, 1);
+
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = archiver_args(&dest, &unique("g"), &topic, 150, spool.path());
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    args.extend(
+        ["--value-format", "avro", "--schema-registry-url", &registry, "--keep-raw-value", "true"].map(String::from),
+    );
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+        .args(&args)
+        .arg("--check")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{stdout}{}", String::from_utf8_lossy(&check.stderr));
+    assert!(stdout.contains(&format!("schema registry {registry}: reachable")), "{stdout}");
+    let mut archiver = ArchiverProcess::spawn("registry-run", &args);
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    let log = archiver.log_text();
+    assert!(log.contains("schema fetched from the Schema Registry"), "{log}");
+    assert!(log.contains("has no schema 999999"), "the unknown ID is logged: {log}");
+
+    assert_exactly_once(&dest, &topic, &in_kafka).await;
+    assert_eq!(verify_deep(&dest, &topic).await.value_misfits, 2);
+    let objects = fetch_objects(&dest, &topic).await;
+    let row = duckdb_row(
+        &objects,
+        "count(value), sum(value.id), count(value_error), typeof(any_value(value.amount)), sum(len(value.tags)),
+         count(*) FILTER (value.sensor.rev IS NULL AND value IS NOT NULL), count(*) FILTER (value_error LIKE '%magic byte%'),
+         count(*) FILTER (value_error LIKE '%has no schema 999999%')",
+    );
+    let footer = |data: &bytes::Bytes| {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let reader = SerializedFileReader::new(data.clone()).unwrap();
+        let kv = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+        kv.into_iter().find(|kv| kv.key == "kafka.schema_ids").and_then(|kv| kv.value)
+    };
+    let id = u32::from_be_bytes(in_kafka[&0][0].value.as_deref().unwrap()[1..5].try_into().unwrap());
+    assert!(objects.iter().all(|(_, data)| footer(data) == Some(id.to_string())), "each footer names schema {id}");
+    let sum_ids: i64 = produced.iter().map(|p| p["id"].as_i64().unwrap()).sum();
+    let tags: usize = produced.iter().map(|p| p["tags"].as_array().unwrap().len()).sum();
+    let no_rev = produced.iter().filter(|p| p["rev"].is_null()).count();
+    assert_eq!(row, format!("{RECORDS}|{sum_ids}|2|DECIMAL(12,2)|{tags}|{no_rev}|1|1"));
+}
+
+/// While the registry answers 503 (a proxy in front of it), records that need a schema wait: no object
+/// is written, the failures are logged and retried, and a stop still completes; once the registry
+/// answers, everything is archived once.
+#[tokio::test(flavor = "multi_thread")]
+async fn archiving_waits_while_the_registry_is_down_and_loses_nothing() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("registry-down");
+    create_topic(&topic, 1).await;
+    produce(&topic);
+    let in_kafka = read_from_kafka(&topic, 1);
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    let (address, path) = registry.trim_start_matches("http://").split_once('/').unwrap();
+    let proxy = S3Proxy::start(&format!("http://{address}")).await;
+    proxy.set_rule(|_| Fault::Status(503, "ServiceUnavailable"));
+
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = archiver_args(&dest, &unique("g"), &topic, 150, spool.path());
+    let through_proxy = format!("{}/{path}", proxy.url);
+    args.extend(
+        ["--value-format", "avro", "--schema-registry-url", &through_proxy, "--keep-raw-value", "true"]
+            .map(String::from),
+    );
+    // A stop does not wait for the registry: the waiting batch is dropped with its partitions.
+    let mut stopped = ArchiverProcess::spawn("registry-down-stop", &args);
+    wait_log(&mut stopped, "does not answer (HTTP 503").await;
+    let started = std::time::Instant::now();
+    assert!(stopped.terminate().success(), "{}", stopped.log_text());
+    assert!(started.elapsed().as_secs() < 10, "the stop waited for the registry: {:?}", started.elapsed());
+    let mut archiver = ArchiverProcess::spawn("registry-down", &args);
+    wait_log(&mut archiver, "does not answer (HTTP 503").await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    archiver.assert_running();
+    let written = list_all(store.as_ref(), &prefix.topic_folder(&topic)).await.unwrap();
+    assert!(written.is_empty(), "nothing is written while the schema cannot be fetched: {written:?}");
+    proxy.pass_all();
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    assert_exactly_once(&dest, &topic, &in_kafka).await;
+    assert_eq!(verify_deep(&dest, &topic).await.value_misfits, 0, "every value decoded once the registry answered");
 }

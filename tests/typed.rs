@@ -20,7 +20,6 @@ use kafka_s3_archiver::commands::restore::{
     restore, RestoreError, RestoreOptions, RestoreProgressCounters, RestoreTarget,
 };
 use kafka_s3_archiver::encode::decode;
-use kafka_s3_archiver::store::list_all;
 
 const PARTITIONS: i32 = 3;
 const RECORDS: usize = 100_000;
@@ -238,38 +237,6 @@ fn check_duckdb(objects: &[(ObjectKey, bytes::Bytes)], produced: &BTreeMap<i32, 
         (0..RECORDS).filter(|i| broken(*i) == Some("no id")).count(),
     );
     assert_eq!(row, expected);
-}
-
-/// The topic's data objects with their bytes.
-async fn fetch_objects(dest: &TestDest, topic: &str) -> Vec<(ObjectKey, bytes::Bytes)> {
-    let (store, prefix) = (dest.store().await, dest.prefix());
-    let mut objects = Vec::new();
-    for raw in list_all(store.as_ref(), &prefix.topic_folder(topic)).await.unwrap() {
-        objects.push((ObjectKey::parse(&prefix, &raw).unwrap(), store.get(&raw).await.unwrap()));
-    }
-    objects
-}
-
-/// DuckDB's one-row answer to `SELECT <select>` over the objects (as local files, all schemas merged
-/// by name), its values joined by `|`.
-fn duckdb_row(objects: &[(ObjectKey, bytes::Bytes)], select: &str) -> String {
-    let local = tempfile::tempdir().unwrap();
-    for (key, data) in objects {
-        let path = local.path().join(key.relative());
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, data).unwrap();
-    }
-    let script = r#"
-import duckdb, sys
-row = duckdb.sql(f"SELECT {sys.argv[2]} FROM read_parquet('{sys.argv[1]}/**/*.parquet', union_by_name=true)").fetchall()[0]
-print("|".join(str(x) for x in row))
-"#;
-    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
-        .args(["-c", script, &local.path().display().to_string(), select])
-        .output()
-        .expect("run duckdb");
-    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// `--value-schema infer`: a field that appears mid-stream rolls the file (its schema is fixed by its

@@ -61,7 +61,8 @@ fn per_topic() -> String {
          table (its name starts with `^`) to every topic the regular expression matches. A topic takes its own \
          table if it has one, else the first table in the file whose expression matches it, else the top-level \
          settings. A table's keys override the top-level settings (whether from the file, the environment or the \
-         flags) for its topics; what it leaves out comes from them. Each table is checked as the top level is, \
+         flags) for its topics; what it leaves out comes from them, except that a table setting `value-format` \
+         takes `value-schema` and `dlq-topic` from itself only. Each table is checked as the top level is, \
          and an error names the table. Tables come from the file only. A table takes {}; any other key is refused \
          (it is a setting of the whole instance). `run --print-config` shows each table with every per-topic \
          setting in effect for its topics.\n\n\

@@ -62,6 +62,9 @@ pub enum ValueFormatName {
     Raw,
     /// JSON decoded into typed columns by `--value-schema`.
     Json,
+    /// Avro in the Schema Registry's wire format, decoded into typed columns by the schema each value
+    /// names (`--schema-registry-url`).
+    Avro,
 }
 
 impl Display for ValueFormatName {
@@ -69,6 +72,7 @@ impl Display for ValueFormatName {
         f.write_str(match self {
             ValueFormatName::Raw => "raw",
             ValueFormatName::Json => "json",
+            ValueFormatName::Avro => "avro",
         })
     }
 }

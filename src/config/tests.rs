@@ -156,3 +156,40 @@ fn typed_values_need_a_schema_and_parquet() {
     let stray = Settings { value_schema: Some("x.avsc".into()), ..minimal() };
     assert!(stray.resolve(None).unwrap_err().to_string().contains("only with --value-format json"));
 }
+
+#[test]
+fn avro_values_need_a_registry_and_parquet_and_no_value_schema() {
+    let avro = |s: Settings| Settings { value_format: Some(ValueFormatName::Avro), ..s };
+    let url = |s: Settings| Settings { schema_registry_url: Some("http://registry:8081/".into()), ..s };
+    let c = url(avro(minimal())).resolve(None).unwrap();
+    assert!(matches!(orders(&c).values, ValueFormat::Avro(_)));
+    let registry = c.pipeline.registry.expect("the registry");
+    assert_eq!(registry.options.url, "http://registry:8081", "no trailing slash");
+    let cases: Vec<(Settings, &str)> = vec![
+        (avro(minimal()), "--schema-registry-url is required"),
+        (url(avro(Settings { value_schema: Some("v.avsc".into()), ..minimal() })), "leave it out"),
+        (url(avro(Settings { format: Some(Format::Jsonl), ..minimal() })), "JSON lines do not embed Avro"),
+        (Settings { schema_registry_url: Some("https://r:8081".into()), ..minimal() }, "HTTPS registries"),
+        (Settings { schema_registry_url: Some("registry:8081".into()), ..minimal() }, "http://host:port"),
+        (url(Settings { schema_registry_username: Some("u".into()), ..minimal() }), "needs both"),
+        (Settings { schema_registry_token: Some("t".into()), ..minimal() }, "credentials need its URL"),
+        (
+            url(Settings {
+                schema_registry_username: Some("u".into()),
+                schema_registry_password: Some("p".into()),
+                schema_registry_token: Some("t".into()),
+                ..minimal()
+            }),
+            "not both",
+        ),
+    ];
+    for (s, expected) in cases {
+        let err = s.resolve(None).unwrap_err().to_string();
+        assert!(err.contains(expected), "expected {expected:?} in: {err}");
+    }
+    let bearer = url(Settings { schema_registry_token: Some("t0k".into()), ..minimal() }).resolve(None).unwrap();
+    assert_eq!(bearer.pipeline.registry.unwrap().options.auth, crate::registry::RegistryAuth::Bearer("t0k".into()));
+    let shown =
+        url(Settings { schema_registry_token: Some("t0k".into()), ..minimal() }).effective(None).unwrap().to_toml();
+    assert!(!shown.contains("t0k") && shown.contains("schema-registry-token = \"****\""), "{shown}");
+}

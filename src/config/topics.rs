@@ -6,6 +6,7 @@
 //! top-level settings, must make a valid profile.
 
 use std::fmt;
+use std::sync::Arc;
 
 use figment::providers::Serialized;
 use figment::Figment;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::{ConfigError, Settings};
 use crate::archive::partition::validate_topic;
 use crate::pipeline::{TopicMatch, TopicProfiles};
+use crate::registry::SchemaCache;
 
 /// The keys a `[topic."..."]` table may set; every other setting is one of the whole instance.
 pub const PER_TOPIC_KEYS: [&str; 12] = [
@@ -68,19 +70,21 @@ impl<'de> Deserialize<'de> for TopicTables {
     }
 }
 
-/// Whether `--topic-regex` `re` subscribes `topic` (anchored at the start, as the subscription is).
+/// Whether `--topic-regex` `re` subscribes `topic`: `^` put before it, as the subscription does (by
+/// Rust's regex syntax; librdkafka's differs in corners, e.g. classes like `[[:alpha:]]`).
 pub(super) fn subscribed_by_regex(re: &str, topic: &str) -> bool {
-    Regex::new(&format!("^(?:{})", re.trim_start_matches('^'))).is_ok_and(|re| re.is_match(topic))
+    let anchored = if re.starts_with('^') { re.to_string() } else { format!("^{re}") };
+    Regex::new(&anchored).is_ok_and(|re| re.is_match(topic))
 }
 
 impl Settings {
     /// Every topic's profile: the top level's, and each table's over it.
-    pub(super) fn profiles(&self) -> Result<TopicProfiles, ConfigError> {
-        let mut profiles = TopicProfiles::uniform(self.profile()?);
+    pub(super) fn profiles(&self, schemas: &Arc<SchemaCache>) -> Result<TopicProfiles, ConfigError> {
+        let mut profiles = TopicProfiles::uniform(self.profile(schemas)?);
         for (name, table) in self.topic.iter().flat_map(|t| &t.0) {
             let in_table = |error| ConfigError::Topic { table: name.clone(), error: Box::new(error) };
             let applies_to = self.applies_to(name)?;
-            let profile = self.under(name, table)?.profile().map_err(in_table)?;
+            let profile = self.under(name, table)?.profile(schemas).map_err(in_table)?;
             profiles = profiles.with(applies_to, profile);
         }
         Ok(profiles)
@@ -92,11 +96,14 @@ impl Settings {
         if let Some(key) = keys.keys().find(|k| !PER_TOPIC_KEYS.contains(&k.as_str())) {
             return Err(ConfigError::NotPerTopic { table: name.to_string(), key: key.clone() });
         }
-        let top = Settings { topic: None, ..self.clone() };
-        Figment::from(Serialized::defaults(top))
-            .merge(Serialized::defaults(table))
-            .extract()
-            .map_err(|e| ConfigError::Layering(e.to_string()))
+        let mut top = Settings { topic: None, ..self.clone() };
+        if keys.contains_key("value-format") {
+            // The value schema and the dead-letter topic go with the value format that needs them.
+            (top.value_schema, top.dlq_topic) = (None, None);
+        }
+        Figment::from(Serialized::defaults(top)).merge(Serialized::defaults(table)).extract().map_err(|e| {
+            ConfigError::Topic { table: name.to_string(), error: Box::new(ConfigError::Layering(e.to_string())) }
+        })
     }
 
     /// What a table's name matches: a pattern if it starts with `^`, else a topic this instance archives.
@@ -121,7 +128,8 @@ impl Settings {
     pub(super) fn tables_in_effect(&self) -> Option<TopicTables> {
         let tables = self.topic.as_ref()?.0.iter().map(|(name, table)| {
             let in_effect = self.under(name, table).and_then(|all| all.per_topic_only());
-            let shown = in_effect.unwrap_or_else(|_| table.clone());
+            // A table that does not layer is shown with its per-topic keys only (never a secret).
+            let shown = in_effect.unwrap_or_else(|_| table.per_topic_only().unwrap_or_default());
             (name.clone(), shown)
         });
         Some(TopicTables(tables.collect()))

@@ -3,14 +3,16 @@
 use std::sync::Arc;
 
 use super::{invalid, set, ConfigError, Settings, ValueFormatName};
-use crate::values::{JsonValues, ValueFormat, ValueSchema};
+use crate::encode::Format;
+use crate::registry::{RegistryAuth, RegistryOptions, SchemaCache};
+use crate::values::{AvroValues, JsonValues, ValueFormat, ValueSchema};
 
 impl Settings {
     pub(super) fn dlq_topic(&self) -> Result<Option<String>, ConfigError> {
         let Some(topic) = &self.dlq_topic else { return Ok(None) };
         crate::archive::partition::validate_topic(topic).map_err(|e| invalid("--dlq-topic", topic, e.to_string()))?;
-        if self.value_format != Some(ValueFormatName::Json) {
-            let why = "dead letters are records whose value does not fit --value-schema: use --value-format json";
+        if !matches!(self.value_format, Some(ValueFormatName::Json | ValueFormatName::Avro)) {
+            let why = "dead letters are records whose value does not fit its schema: use --value-format json or avro";
             return Err(invalid("--dlq-topic", topic, why.into()));
         }
         let matched = self.topic_regex.as_deref().is_some_and(|re| super::topics::subscribed_by_regex(re, topic));
@@ -25,9 +27,12 @@ impl Settings {
 const INFER: &str = "infer";
 
 impl Settings {
-    pub(super) fn values(&self) -> Result<ValueFormat, ConfigError> {
+    pub(super) fn values(&self, schemas: &Arc<SchemaCache>) -> Result<ValueFormat, ConfigError> {
         let format = set(self.value_format, "--value-format")?;
         let keep_raw = set(self.keep_raw_value, "--keep-raw-value")?;
+        if format == ValueFormatName::Avro {
+            return self.avro(schemas, keep_raw);
+        }
         if format == ValueFormatName::Raw {
             if let Some(path) = &self.value_schema {
                 let why = "a value schema is used only with --value-format json";
@@ -49,5 +54,60 @@ impl Settings {
             }
         };
         Ok(ValueFormat::Json(Arc::new(JsonValues { declared, keep_raw })))
+    }
+}
+
+impl Settings {
+    /// `--value-format avro`: values in the Schema Registry's wire format, each decoded by its schema.
+    fn avro(&self, schemas: &Arc<SchemaCache>, keep_raw: bool) -> Result<ValueFormat, ConfigError> {
+        if let Some(path) = &self.value_schema {
+            let why = "with --value-format avro each value's schema comes from the Schema Registry: leave it out";
+            return Err(invalid("--value-schema", &path.display().to_string(), why.into()));
+        }
+        if self.schema_registry_url.is_none() {
+            let how = "--value-format avro reads the schema each value names from the Schema Registry";
+            return Err(ConfigError::Missing { name: "--schema-registry-url", how });
+        }
+        if set(self.format, "--format")? != Format::Parquet {
+            let why = "JSON lines do not embed Avro values yet: use --format parquet (or --value-format raw)";
+            return Err(invalid("--value-format", "avro", why.into()));
+        }
+        Ok(ValueFormat::Avro(Arc::new(AvroValues { schemas: schemas.clone(), keep_raw })))
+    }
+
+    /// `--schema-registry-url` and its credentials.
+    pub(super) fn registry(&self) -> Result<Option<RegistryOptions>, ConfigError> {
+        let (user, password, token) =
+            (&self.schema_registry_username, &self.schema_registry_password, &self.schema_registry_token);
+        let Some(url) = &self.schema_registry_url else {
+            if user.is_some() || password.is_some() || token.is_some() {
+                let how = "the Schema Registry's credentials need its URL";
+                return Err(ConfigError::Missing { name: "--schema-registry-url", how });
+            }
+            return Ok(None);
+        };
+        if url.starts_with("https://") {
+            let why = "HTTPS registries are not supported yet: reach it over http:// (e.g. through a local TLS proxy)";
+            return Err(invalid("--schema-registry-url", url, why.into()));
+        }
+        if !url.starts_with("http://") || url.len() <= "http://".len() {
+            return Err(invalid("--schema-registry-url", url, "write http://host:port[/path]".into()));
+        }
+        let auth = match (user, password, token) {
+            (None, None, None) => RegistryAuth::None,
+            (Some(username), Some(password), None) => {
+                RegistryAuth::Basic { username: username.clone(), password: password.clone() }
+            }
+            (None, None, Some(token)) => RegistryAuth::Bearer(token.clone()),
+            (Some(_), None, _) | (None, Some(_), _) => {
+                let why = "basic authentication needs both --schema-registry-username and --schema-registry-password";
+                return Err(invalid("--schema-registry-username", user.as_deref().unwrap_or(""), why.into()));
+            }
+            (Some(_), Some(_), Some(_)) => {
+                let why = "give a bearer token or a user name and password, not both";
+                return Err(invalid("--schema-registry-token", "****", why.into()));
+            }
+        };
+        Ok(Some(RegistryOptions { url: url.trim_end_matches('/').to_string(), auth }))
     }
 }

@@ -38,6 +38,8 @@ const ROW_GROUP_BYTES: usize = 16 << 20;
 
 /// The footer key counting a typed file's misfits (records kept raw).
 pub const VALUE_MISFITS_KEY: &str = "kafka.value_misfits";
+/// The footer key of the Schema Registry IDs a file's typed values were written with (`1,7`).
+pub const SCHEMA_IDS_KEY: &str = "kafka.schema_ids";
 
 /// The footer metadata keys, in the order written.
 const PARQUET_METADATA_KEYS: [&str; 5] =
@@ -274,6 +276,10 @@ impl ParquetEncoder {
         }
         if let Some(stats) = self.builders.value_stats() {
             writer.append_key_value_metadata(KeyValue::new(VALUE_MISFITS_KEY.into(), stats.misfits.to_string()));
+            if !stats.schema_ids.is_empty() {
+                let ids: Vec<String> = stats.schema_ids.iter().map(u32::to_string).collect();
+                writer.append_key_value_metadata(KeyValue::new(SCHEMA_IDS_KEY.into(), ids.join(",")));
+            }
         }
         Ok(writer.into_inner()?.seal()?)
     }

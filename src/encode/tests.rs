@@ -336,3 +336,19 @@ proptest! {
         prop_assert_eq!(round_trip(spec, &records, 256), records);
     }
 }
+
+/// A Parquet file whose values never gave a schema (all misfits or tombstones: nothing to infer from)
+/// is still written: Parquet has no empty struct, so `value` holds one placeholder field of nulls, and
+/// the misfits' bytes come back whole.
+#[test]
+fn a_file_whose_values_give_no_schema_is_written_with_a_placeholder() {
+    let inferred = ValueFormat::Json(Arc::new(crate::values::JsonValues { declared: None, keep_raw: false }));
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    let records: Vec<Record> = (0..3)
+        .map(|i| Record { offset: i, value: (i != 1).then(|| b"not json".to_vec()), ..sample_records()[0].clone() })
+        .collect();
+    let decoded = round_trip_values(spec, &inferred, &records, 1 << 20);
+    assert_eq!(decoded.misfits, 2);
+    let values: Vec<Option<Vec<u8>>> = decoded.records.into_iter().map(|r| r.value).collect();
+    assert_eq!(values, [Some(b"not json".to_vec()), None, Some(b"not json".to_vec())]);
+}

@@ -13,6 +13,7 @@ pub mod commit;
 pub mod dead_letters;
 pub mod profile;
 mod recoverer;
+pub mod schemas;
 mod sealed;
 #[cfg(test)]
 mod tests;
@@ -102,6 +103,11 @@ pub struct Pipeline {
     topics: AssignedTopics,
     /// Asked for a topic's identity when its assignment could not tell it.
     topic_ids: Arc<dyn TopicIdLookup>,
+    /// Where the schemas that values name come from (`--value-format avro`).
+    registry: Option<schemas::Registry>,
+    /// A batch waiting for the schemas its values name, and their fetch.
+    held: Option<Vec<Fetched>>,
+    fetching: FuturesUnordered<BoxFuture<'static, ()>>,
 }
 
 /// The topics this process has been assigned partitions of (shared with the `_SUCCESS` marker task:
@@ -150,7 +156,16 @@ impl Pipeline {
             recovering: Recovering::default(),
             topics: AssignedTopics::default(),
             topic_ids,
+            registry: None,
+            held: None,
+            fetching: FuturesUnordered::new(),
         }
+    }
+
+    /// Fetches the schemas that values name from `registry` before their batch is encoded.
+    pub fn with_registry(mut self, registry: schemas::Registry) -> Self {
+        self.registry = Some(registry);
+        self
     }
 
     /// Also sends records whose value did not fit the value schema to `sink`, before their file is
@@ -194,15 +209,15 @@ impl Pipeline {
                 Some(ev) = control.recv() => self.handle(ev).await?,
                 Some(ev) = self.from_uploaders.recv() => self.on_uploader_event(ev)?,
                 Some(done) = self.recoveries.next(), if !self.recoveries.is_empty() => self.recovered(done)?,
-                batch = records.recv(), if !holding_back => match batch {
-                    Some(batch) => {
-                        let now = read_clock();
-                        for fetched in batch {
-                            self.append(fetched, now)?;
-                        }
-                    }
+                batch = records.recv(), if !holding_back && self.held.is_none() => match batch {
+                    Some(batch) => self.take(batch)?,
                     None => break,
                 },
+                Some(()) = self.fetching.next(), if !self.fetching.is_empty() => {
+                    if let Some(batch) = self.held.take() {
+                        self.take(batch)?;
+                    }
+                }
                 _ = freed.notified(), if holding_back => {}
                 _ = tick.tick() => self.tick(read_clock())?,
             }
@@ -244,6 +259,24 @@ impl Pipeline {
                 Ok(())
             }
         }
+    }
+
+    /// Takes a batch of records, unless some name schemas not fetched yet: then the batch waits for
+    /// them (see `schemas`).
+    fn take(&mut self, batch: Vec<Fetched>) -> Result<(), PipelineError> {
+        if let Some(registry) = &self.registry {
+            let missing = schemas::missing(&batch, &self.partitions, &registry.cache);
+            if !missing.is_empty() {
+                self.fetching.push(Box::pin(schemas::fetch(registry.clone(), missing, self.metrics.clone())));
+                self.held = Some(batch);
+                return Ok(());
+            }
+        }
+        let now = read_clock();
+        for fetched in batch {
+            self.append(fetched, now)?;
+        }
+        Ok(())
     }
 
     /// Takes one record, received at `now`.
@@ -450,6 +483,15 @@ impl Pipeline {
     /// a part of it would hide the rest of the claimed range from the next owner.
     async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) -> Result<(), PipelineError> {
         let deadline = tokio::time::Instant::now() + self.settings.revoke_timeout;
+        // A batch waiting for schemas keeps only the records of partitions still assigned (with none
+        // left, its fetch is dropped: a stop does not wait for a registry that is down).
+        if let Some(held) = &mut self.held {
+            held.retain(|f| !partitions.contains(&f.tp));
+        }
+        if self.held.as_ref().is_some_and(Vec::is_empty) {
+            self.held = None;
+            self.fetching.clear();
+        }
         let mut waiting = Vec::new();
         for tp in partitions {
             // A recovery under way has nothing to upload; its result will be dropped.

@@ -137,6 +137,11 @@ impl PartitionWriter {
         }
     }
 
+    /// Whether the topic's values name their schemas (fetched from the registry before encoding).
+    pub(super) fn values_name_schemas(&self) -> bool {
+        self.profile.values.schemas().is_some()
+    }
+
     pub(super) fn is_rewriting(&self) -> bool {
         self.rewrite_end().is_some()
     }

@@ -14,7 +14,9 @@ use crate::archive::keys::ListRequest;
 use crate::config::ArchiverConfig;
 use crate::encode::spool::{host_name, SpoolData, SpoolOptions, SpoolUsage};
 use crate::pipeline::dead_letters::kafka::KafkaDeadLetters;
+use crate::pipeline::schemas::Registry;
 use crate::pipeline::{Pipeline, PipelineError, PipelineOptions};
+use crate::registry::{RegistryClient, RegistryError};
 use crate::retry::Backoff;
 use crate::service::markers::MarkerOptions;
 use crate::source::probe::{connection_settings, probe_config};
@@ -41,6 +43,8 @@ pub enum ArchiverError {
     Join(#[from] tokio::task::JoinError),
     #[error("the dead-letter producer cannot be created: {0}. Check --brokers and the --kafka settings")]
     DeadLetters(rdkafka::error::KafkaError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
 }
 
 /// `run --check`: the store can be listed and honours conditional writes (the start-up checks, once,
@@ -138,10 +142,16 @@ pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError
     tokio::task::spawn_blocking(move || KafkaSource::check(&settings)).await??;
     let topics = config.source.subscription.join(", ");
     let store = check_store(config).await?;
-    Ok(vec![
+    let mut passed = vec![
         format!("brokers {}: reachable; topics: {topics}", config.source.brokers),
         format!("archive {store}: listable, conditional writes honoured"),
-    ])
+    ];
+    if let Some(registry) = &config.pipeline.registry {
+        let client = RegistryClient::new(registry.options.clone());
+        let subjects = client.subjects().await?;
+        passed.push(format!("schema registry {}: reachable, {subjects} subjects", client.url()));
+    }
+    Ok(passed)
 }
 
 /// Names this process in claims: host and pid.
@@ -192,6 +202,10 @@ impl Archiver {
             let sink = KafkaDeadLetters::new(&config.source.brokers, &connection_settings(&config.source.kafka_props))
                 .map_err(ArchiverError::DeadLetters)?;
             pipeline = pipeline.with_dead_letters(Arc::new(sink));
+        }
+        if let Some(registry) = &config.pipeline.registry {
+            let client = Arc::new(RegistryClient::new(registry.options.clone()));
+            pipeline = pipeline.with_registry(Registry { client, cache: registry.cache.clone() });
         }
         let markers = profiles.any_bucketed().then(|| {
             let settings = MarkerOptions {

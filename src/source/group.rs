@@ -102,7 +102,8 @@ pub(super) fn session_bounds(brokers: &str, props: &[(String, String)]) -> Resul
     }
     let admin: AdminClient<DefaultClientContext> = config.create().map_err(|e| e.to_string())?;
     let metadata = admin.inner().fetch_metadata(None, DESCRIBE_TIMEOUT).map_err(|e| e.to_string())?;
-    let broker = metadata.orig_broker_id();
+    // The answering broker's own ID (`orig_broker_id` may be the bootstrap connection's, -1).
+    let broker = metadata.brokers().first().map_or(metadata.orig_broker_id(), |b| b.id());
     let options = AdminOptions::new().request_timeout(Some(DESCRIBE_TIMEOUT));
     let described = futures::executor::block_on(admin.describe_configs(&[ResourceSpecifier::Broker(broker)], &options))
         .map_err(|e| e.to_string())?;

@@ -142,6 +142,15 @@ pub enum Event<'a> {
         tp: &'a TopicPartition,
         why: &'a str,
     },
+    /// A schema was fetched from the registry: usable, or why not (its values are then misfits).
+    SchemaFetched {
+        id: u32,
+        outcome: Result<(), &'a str>,
+    },
+    /// A registry request failed transiently; retried (the batch that needs it waits).
+    SchemaRegistryFailed {
+        why: &'a str,
+    },
     /// The brokers did not tell a topic's ID (asked again: the partition waits, it does not go on
     /// unchecked).
     TopicIdUnknown {
@@ -262,6 +271,17 @@ impl Metrics {
             Event::DeadLettersFailed { tp, why } => {
                 self.dead_letter_failures.inc();
                 warn!(%tp, "{why}; retrying (the file is uploaded once they are produced)");
+            }
+            Event::SchemaFetched { id, outcome } => {
+                self.schemas_fetched.inc();
+                match outcome {
+                    Ok(()) => info!(id, "schema fetched from the Schema Registry"),
+                    Err(why) => warn!(id, "the values naming this schema ID cannot be decoded: {why}; they are kept raw (value_error says why)"),
+                }
+            }
+            Event::SchemaRegistryFailed { why } => {
+                self.schema_registry_failures.inc();
+                warn!("{why} (records that need a schema wait)");
             }
             Event::TopicIdUnknown { tp, why } => {
                 self.topic_id_lookup_failures.inc();

@@ -58,6 +58,9 @@ pub struct Metrics {
     pub dead_letters: IntCounter,
     pub dead_letter_failures: IntCounter,
     pub markers_written: IntCounter,
+    /// Schemas fetched from the Schema Registry (each ID once per process).
+    pub schemas_fetched: IntCounter,
+    pub schema_registry_failures: IntCounter,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
@@ -218,6 +221,16 @@ impl Default for Metrics {
                 &r,
                 "markers_written_total",
                 "_SUCCESS markers this instance put into complete time buckets' folders.",
+            ),
+            schemas_fetched: counter(
+                &r,
+                "schemas_fetched_total",
+                "Schemas fetched from the Schema Registry by ID (once each per process; unknown IDs included).",
+            ),
+            schema_registry_failures: counter(
+                &r,
+                "schema_registry_failures_total",
+                "Schema Registry requests that failed transiently (retried with backoff; records wait).",
             ),
             registry: r,
         }

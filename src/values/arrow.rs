@@ -13,7 +13,22 @@ pub const VALUE_FIELD: &str = "value";
 
 /// The `value` column of a typed archive: a nullable struct (null for a tombstone or a misfit).
 pub fn value_field(schema: &ValueSchema) -> Field {
-    Field::new(VALUE_FIELD, DataType::Struct(struct_fields(schema.fields())), true)
+    typed_value_field(struct_fields(schema.fields()))
+}
+
+/// The `value` field of a struct of `fields`. Parquet cannot hold an empty struct, so a schema without
+/// fields (a file whose values gave none to infer from, or a record declared empty) gets one field of
+/// nulls, `no_schema`.
+pub(crate) fn typed_value_field(fields: ArrowFields) -> Field {
+    let fields = match fields.is_empty() {
+        true => placeholder_fields(),
+        false => fields,
+    };
+    Field::new(VALUE_FIELD, DataType::Struct(fields), true)
+}
+
+pub(crate) fn placeholder_fields() -> ArrowFields {
+    ArrowFields::from(vec![Field::new("no_schema", DataType::Null, true)])
 }
 
 fn struct_fields(fields: &Fields) -> ArrowFields {

@@ -20,6 +20,8 @@ pub enum ColumnsError {
     Arrow(#[from] ArrowError),
     #[error("typed values decoded to {decoded} rows for {records} records")]
     RowCount { decoded: usize, records: usize },
+    #[error("a value that was checked did not decode: {0}")]
+    Decode(String),
 }
 
 /// The raw bytes' column.
@@ -36,6 +38,71 @@ pub struct ValueStats {
     pub ignored_fields: u64,
     /// The first misfit's offset and reason.
     pub first_misfit: Option<(i64, String)>,
+    /// The Schema Registry IDs of the schemas the values that fit were written with.
+    pub schema_ids: std::collections::BTreeSet<u32>,
+}
+
+impl ValueStats {
+    /// Counts a value that does not fit (the file's first is remembered).
+    pub(crate) fn misfit(&mut self, offset: i64, why: &str) {
+        self.misfits += 1;
+        self.first_misfit.get_or_insert_with(|| (offset, why.to_string()));
+    }
+}
+
+/// One batch's values as they were pushed, for any value format: their bytes back to back, and per row
+/// where its bytes are and why it does not fit, if it does not.
+#[derive(Default)]
+pub(crate) struct Rows {
+    bytes: Vec<u8>,
+    pub(crate) rows: Vec<Row>,
+}
+
+pub(crate) struct Row {
+    /// Where the value's bytes are in `bytes`; none for a null value (a tombstone).
+    span: Option<(usize, usize)>,
+    /// Why the value does not fit, if it does not.
+    pub(crate) misfit: Option<String>,
+}
+
+impl Rows {
+    pub(crate) fn push(&mut self, value: Option<&[u8]>, misfit: Option<String>) {
+        let span = value.map(|v| {
+            let start = self.bytes.len();
+            self.bytes.extend_from_slice(v);
+            (start, self.bytes.len())
+        });
+        self.rows.push(Row { span, misfit });
+    }
+
+    pub(crate) fn value(&self, row: &Row) -> Option<&[u8]> {
+        row.span.map(|(s, e)| &self.bytes[s..e])
+    }
+
+    /// Row `i`'s value, if it has one that fits.
+    pub(crate) fn fitting(&self, i: usize) -> Option<&[u8]> {
+        let row = &self.rows[i];
+        self.value(row).filter(|_| row.misfit.is_none())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The batch's `value_raw` (misfits' bytes, or every value's with `keep_raw`) and `value_error`
+    /// columns; the batch is then empty.
+    pub(crate) fn take_raw_and_error(&mut self, keep_raw: bool) -> [ArrayRef; 2] {
+        let mut raw = BinaryBuilder::with_capacity(self.rows.len(), 0);
+        let mut error = StringBuilder::new();
+        for row in &self.rows {
+            let keep = row.misfit.is_some() || keep_raw;
+            raw.append_option(self.value(row).filter(|_| keep));
+            error.append_option(row.misfit.as_deref());
+        }
+        self.rows.clear();
+        self.bytes.clear();
+        [Arc::new(raw.finish()), Arc::new(error.finish())]
+    }
 }
 
 /// One batch's rows, decoded into the three columns when the batch is taken.
@@ -43,17 +110,8 @@ pub struct JsonColumns {
     json: Arc<JsonValues>,
     /// The file's schema and its `value` field: declared, or inferred from the first batch.
     schema: Option<(ValueSchema, FieldRef)>,
-    /// The batch's value bytes, back to back; `rows` says whose are whose.
-    bytes: Vec<u8>,
-    rows: Vec<Row>,
+    batch: Rows,
     stats: ValueStats,
-}
-
-struct Row {
-    /// Where the value's bytes are in `bytes`; none for a null value (a tombstone).
-    span: Option<(usize, usize)>,
-    /// Why the value does not fit, if it does not.
-    misfit: Option<String>,
 }
 
 impl JsonColumns {
@@ -62,7 +120,7 @@ impl JsonColumns {
             let field = Arc::new(value_field(&s));
             (s, field)
         });
-        Self { json, schema, bytes: Vec::new(), rows: Vec::new(), stats: ValueStats::default() }
+        Self { json, schema, batch: Rows::default(), stats: ValueStats::default() }
     }
 
     /// Infers the file's schema from the batch's values (the first batch), leaving out those that
@@ -70,26 +128,17 @@ impl JsonColumns {
     fn infer(&mut self, offsets: &[i64]) -> (ValueSchema, FieldRef) {
         let mut inference = Inference::default();
         for (i, &offset) in offsets.iter().enumerate() {
-            let Some(text) = self.value(&self.rows[i]).filter(|_| self.rows[i].misfit.is_none()) else { continue };
+            let Some(text) = self.batch.fitting(i) else { continue };
             let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(text) else { continue };
             if let Err(why) = inference.add(&o) {
                 let why = format!("value{why}");
-                self.misfit(offset, &why);
-                self.rows[i].misfit = Some(why);
+                self.stats.misfit(offset, &why);
+                self.batch.rows[i].misfit = Some(why);
             }
         }
         let schema = inference.schema();
         let field = Arc::new(value_field(&schema));
         (schema, field)
-    }
-
-    fn misfit(&mut self, offset: i64, why: &str) {
-        self.stats.misfits += 1;
-        self.stats.first_misfit.get_or_insert_with(|| (offset, why.to_string()));
-    }
-
-    fn value(&self, row: &Row) -> Option<&[u8]> {
-        row.span.map(|(s, e)| &self.bytes[s..e])
     }
 
     /// A decoder taking at most `rows` rows: bytes beyond them are left unread (and so refused).
@@ -100,26 +149,26 @@ impl JsonColumns {
 
     /// Decodes the rows that fit, a null for every other row.
     fn decode_all(&self) -> Result<ArrayRef, ColumnsError> {
-        let mut decoder = self.decoder(self.rows.len())?;
-        for row in &self.rows {
-            let text = self.value(row).filter(|_| row.misfit.is_none()).unwrap_or(b"null");
-            feed(&mut decoder, text)?;
+        let rows = self.batch.len();
+        let mut decoder = self.decoder(rows)?;
+        for i in 0..rows {
+            feed(&mut decoder, self.batch.fitting(i).unwrap_or(b"null"))?;
         }
         let value = decoder.flush()?.map(|batch| batch.column(0).clone());
         match value {
-            Some(value) if value.len() == self.rows.len() => Ok(value),
-            other => Err(ColumnsError::RowCount { decoded: other.map_or(0, |v| v.len()), records: self.rows.len() }),
+            Some(value) if value.len() == rows => Ok(value),
+            other => Err(ColumnsError::RowCount { decoded: other.map_or(0, |v| v.len()), records: rows }),
         }
     }
 
     fn refuse_undecodable(&mut self, offsets: &[i64]) -> Result<(), ColumnsError> {
         for (i, &offset) in offsets.iter().enumerate() {
-            let Some(text) = self.value(&self.rows[i]).filter(|_| self.rows[i].misfit.is_none()) else { continue };
+            let Some(text) = self.batch.fitting(i) else { continue };
             let mut decoder = self.decoder(1)?;
             if let Err(e) = feed(&mut decoder, text).and_then(|()| decoder.flush().map(drop)) {
                 let why = format!("value: {e}");
-                self.misfit(offset, &why);
-                self.rows[i].misfit = Some(why);
+                self.stats.misfit(offset, &why);
+                self.batch.rows[i].misfit = Some(why);
             }
         }
         Ok(())
@@ -149,7 +198,7 @@ impl ValueColumns for JsonColumns {
     /// `may_roll` (then nothing is taken: the record belongs in a new file).
     fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
         let Some(value) = value else {
-            self.rows.push(Row { span: None, misfit: None });
+            self.batch.push(None, None);
             return true;
         };
         let misfit = match &self.schema {
@@ -173,12 +222,10 @@ impl ValueColumns for JsonColumns {
                 Err(why) => Some(why.to_string()),
             },
         };
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(value);
         if let Some(why) = &misfit {
-            self.misfit(offset, why);
+            self.stats.misfit(offset, why);
         }
-        self.rows.push(Row { span: Some((start, self.bytes.len())), misfit });
+        self.batch.push(Some(value), misfit);
         true
     }
 
@@ -197,16 +244,8 @@ impl ValueColumns for JsonColumns {
                 self.decode_all()?
             }
         };
-        let mut raw = BinaryBuilder::with_capacity(self.rows.len(), 0);
-        let mut error = StringBuilder::new();
-        for row in &self.rows {
-            let keep = row.misfit.is_some() || self.json.keep_raw;
-            raw.append_option(self.value(row).filter(|_| keep));
-            error.append_option(row.misfit.as_deref());
-        }
-        self.rows.clear();
-        self.bytes.clear();
-        Ok([value, Arc::new(raw.finish()), Arc::new(error.finish())])
+        let [raw, error] = self.batch.take_raw_and_error(self.json.keep_raw);
+        Ok([value, raw, error])
     }
 
     fn stats(&self) -> &ValueStats {
@@ -289,9 +328,9 @@ mod tests {
         let mut c = columns(false);
         assert!(c.push(0, Some(GOOD.as_bytes()), true));
         assert!(c.push(1, Some(GOOD.as_bytes()), true));
-        let (s, e) = c.rows[1].span.unwrap();
-        c.bytes.splice(s..e, br#"{"id":1,"amount":"1","user":{"name":"x"},"tags":[]} {"id":2}"#.iter().copied());
-        c.rows[1].span = Some((s, c.bytes.len()));
+        let (s, e) = c.batch.rows[1].span.unwrap();
+        c.batch.bytes.splice(s..e, br#"{"id":1,"amount":"1","user":{"name":"x"},"tags":[]} {"id":2}"#.iter().copied());
+        c.batch.rows[1].span = Some((s, c.batch.bytes.len()));
         let [value, raw, error] = c.take(&[0, 1]).unwrap();
         assert!(!value.is_null(0) && value.is_null(1));
         assert!(raw.as_binary::<i32>().value(1).starts_with(br#"{"id":1"#));
@@ -355,7 +394,7 @@ mod tests {
                 let declared = Some(schema.clone());
                 let mut c = JsonColumns::new(Arc::new(JsonValues { declared, keep_raw: false }));
                 assert!(c.push(0, Some(json.as_bytes()), true));
-                if c.rows[0].misfit.is_none() {
+                if c.batch.rows[0].misfit.is_none() {
                     fits += 1;
                     assert!(c.decode_all().is_ok(), "{json} fits but does not decode");
                 }

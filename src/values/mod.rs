@@ -2,12 +2,13 @@
 //! schema is a tree of [`Node`]s, read from an Avro schema (`avro`), checked against each value
 //! (`check`) and mapped to Arrow types (`arrow`) for the Parquet `value` column.
 
-mod arrow;
+pub(crate) mod arrow;
 pub mod avro;
 mod check;
 pub(crate) mod columns;
 mod infer;
 pub(crate) mod line;
+pub mod wire;
 
 use std::fmt;
 use std::sync::Arc;
@@ -37,7 +38,21 @@ pub trait ValueColumns: Send {
 
 /// The typed columns for `format`'s values; `None` for raw values (a binary column of their bytes).
 pub fn value_columns(format: &ValueFormat) -> Option<Box<dyn ValueColumns>> {
-    format.json().map(|json| Box::new(columns::JsonColumns::new(json.clone())) as Box<dyn ValueColumns>)
+    match format {
+        ValueFormat::Raw => None,
+        ValueFormat::Json(json) => Some(Box::new(columns::JsonColumns::new(json.clone()))),
+        ValueFormat::Avro(avro) => Some(Box::new(avro::columns::AvroColumns::new(avro.clone()))),
+    }
+}
+
+/// A schema fetched by ID: its record, or why values naming it cannot be decoded.
+pub type Fetched = Result<avro::AvroRecord, String>;
+
+/// Schemas by ID, fetched (by the registry's client) before the values that name them are encoded.
+pub trait SchemaSource: Send + Sync + fmt::Debug {
+    /// The Avro record registered under `id`: `None` if it was not fetched; `Err` with the reason when
+    /// the registry has no such schema or it cannot be used.
+    fn avro(&self, id: wire::SchemaId) -> Option<Fetched>;
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -129,13 +144,23 @@ pub enum ValueFormat {
     #[default]
     Raw,
     Json(Arc<JsonValues>),
+    /// Avro in the Schema Registry's wire format, decoded by the schemas it names.
+    Avro(Arc<AvroValues>),
 }
 
 impl ValueFormat {
     pub fn json(&self) -> Option<&Arc<JsonValues>> {
         match self {
-            ValueFormat::Raw => None,
             ValueFormat::Json(j) => Some(j),
+            ValueFormat::Raw | ValueFormat::Avro(_) => None,
+        }
+    }
+
+    /// The schema source of values that name their schemas (`--value-format avro`).
+    pub fn schemas(&self) -> Option<&Arc<dyn SchemaSource>> {
+        match self {
+            ValueFormat::Avro(a) => Some(&a.schemas),
+            ValueFormat::Raw | ValueFormat::Json(_) => None,
         }
     }
 }
@@ -145,6 +170,13 @@ impl ValueFormat {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonValues {
     pub declared: Option<ValueSchema>,
+    pub keep_raw: bool,
+}
+
+/// `--value-format avro`: where the schemas come from, and whether every record keeps its raw bytes.
+#[derive(Debug, Clone)]
+pub struct AvroValues {
+    pub schemas: Arc<dyn SchemaSource>,
     pub keep_raw: bool,
 }
 

@@ -2,6 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use kafka_s3_archiver::archive::object_key::ObjectKey;
+use kafka_s3_archiver::store::list_all;
+
 use super::kafka::brokers;
 use super::s3::TestDest;
 
@@ -54,4 +57,36 @@ async fn run_verify(
         strict: false,
     };
     kafka_s3_archiver::commands::verify::verify(store.as_ref(), &options).await.expect("verify")
+}
+
+/// The topic's data objects with their bytes.
+pub async fn fetch_objects(dest: &TestDest, topic: &str) -> Vec<(ObjectKey, bytes::Bytes)> {
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let mut objects = Vec::new();
+    for raw in list_all(store.as_ref(), &prefix.topic_folder(topic)).await.unwrap() {
+        objects.push((ObjectKey::parse(&prefix, &raw).unwrap(), store.get(&raw).await.unwrap()));
+    }
+    objects
+}
+
+/// DuckDB's one-row answer to `SELECT <select>` over the objects (as local files, all schemas merged
+/// by name), its values joined by `|`.
+pub fn duckdb_row(objects: &[(ObjectKey, bytes::Bytes)], select: &str) -> String {
+    let local = tempfile::tempdir().unwrap();
+    for (key, data) in objects {
+        let path = local.path().join(key.relative());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, data).unwrap();
+    }
+    let script = r#"
+import duckdb, sys
+row = duckdb.sql(f"SELECT {sys.argv[2]} FROM read_parquet('{sys.argv[1]}/**/*.parquet', union_by_name=true)").fetchall()[0]
+print("|".join(str(x) for x in row))
+"#;
+    let out = std::process::Command::new(super::env("KSA_TEST_PYTHON"))
+        .args(["-c", script, &local.path().display().to_string(), select])
+        .output()
+        .expect("run duckdb");
+    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }

@@ -135,6 +135,40 @@ fn each_table_is_validated_layered_over_the_top_level() {
 }
 
 #[test]
+fn a_table_that_sets_the_value_format_does_not_inherit_its_schema_or_dead_letter_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let avsc = dir.path().join("v.avsc");
+    std::fs::write(&avsc, r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#).unwrap();
+    let text = format!(
+        "value-format = \"json\"\nvalue-schema = {:?}\ndlq-topic = \"dlq\"\n[topic.\"^logs-\"]\nvalue-format = \"raw\"\n",
+        avsc.display().to_string()
+    );
+    let c = resolve(minimal(), &text).unwrap();
+    let logs = c.pipeline.profiles.for_topic("logs-app");
+    assert!(matches!(logs.values, crate::values::ValueFormat::Raw) && logs.dlq_topic.is_none());
+    assert_eq!(c.pipeline.profiles.for_topic("orders").dlq_topic.as_deref(), Some("dlq"));
+}
+
+#[test]
+fn a_table_that_does_not_layer_is_shown_without_its_other_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[topic.\"orders\"]\nformat = \"jsonl\"\n[topic.\"orders\".kafka]\n\"sasl.password\" = \"hunter2\"\n";
+    let shown = minimal().effective(Some(&file(dir.path(), text))).unwrap().to_toml();
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("format = \"jsonl\""), "{shown}");
+}
+
+#[test]
+fn a_dead_letter_topic_the_regex_subscribes_is_refused_as_the_subscription_anchors_it() {
+    let flags = Settings { topic_regex: Some("logs|audit".into()), ..minimal() };
+    let text = "value-format = \"json\"\nvalue-schema = \"infer\"\ndlq-topic = \"audit-dlq\"\n";
+    assert!(resolve(flags.clone(), text).unwrap_err().to_string().contains("being archived"), "^logs|audit");
+    let text = "value-format = \"json\"\nvalue-schema = \"infer\"\ndlq-topic = \"app-audit-dlq\"\n";
+    let anchored = resolve(flags, text).unwrap_err().to_string();
+    assert!(anchored.contains("being archived"), "librdkafka's ^logs|audit matches audit anywhere: {anchored}");
+}
+
+#[test]
 fn every_per_topic_key_is_a_setting() {
     let all = Settings::defaults();
     let keys = toml::Table::try_from(&all).unwrap();

@@ -21,14 +21,14 @@ pub type DecodeError = String;
 /// The Arrow type of an Avro type (nullable unions: the field is nullable, see [`field`]).
 pub fn data_type(avro: &Avro) -> DataType {
     match avro {
-        Avro::Nullable { inner, .. } => data_type(inner),
+        Avro::Nullable { inner, .. } | Avro::Single(inner) => data_type(inner),
         Avro::Boolean => DataType::Boolean,
         Avro::Int => DataType::Int32,
         Avro::Long => DataType::Int64,
         Avro::Float => DataType::Float32,
         Avro::Double => DataType::Float64,
         Avro::Bytes => DataType::Binary,
-        Avro::String | Avro::Uuid | Avro::Enum(_) => DataType::Utf8,
+        Avro::String | Avro::Uuid | Avro::Enum(_) | Avro::DecimalText { .. } => DataType::Utf8,
         Avro::Fixed(size) => DataType::FixedSizeBinary(*size as i32),
         Avro::Array(items) => DataType::List(Arc::new(field("item", items))),
         Avro::Map(values) => {
@@ -82,18 +82,22 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    /// A zig-zag varint of at most 10 bytes.
+    /// A zig-zag varint of at most 10 bytes (the tenth holds only bit 63).
     fn long(&mut self) -> Result<i64, DecodeError> {
         let mut value: u64 = 0;
-        for shift in (0..70).step_by(7) {
+        let mut shift = 0;
+        loop {
             let byte = *self.buf.get(self.pos).ok_or("ends inside a number")?;
             self.pos += 1;
+            if shift == 63 && byte > 1 {
+                return Err("a number beyond 64 bits".into());
+            }
             value |= u64::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
                 return Ok((value >> 1) as i64 ^ -((value & 1) as i64));
             }
+            shift += 7;
         }
-        Err("a number longer than 10 bytes".into())
     }
 
     fn int(&mut self) -> Result<i32, DecodeError> {
@@ -115,13 +119,33 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.bytes()?).map_err(|e| format!("a string that is not UTF-8 ({e})"))
     }
 
-    /// The next block's item count of an array or map; 0 ends it.
-    fn block(&mut self) -> Result<usize, DecodeError> {
+    /// The next block's item count of an array or map (0 ends it), at most what the bytes left can hold
+    /// of items at least `width` bytes wide (items of no width: at most `MAX_EMPTY_ITEMS`).
+    fn block(&mut self, width: usize) -> Result<usize, DecodeError> {
         let n = self.long()?;
         if n < 0 {
             self.long()?; // The block's size in bytes, which a reader may use to skip it.
         }
-        usize::try_from(n.unsigned_abs()).map_err(|_| "a block too large".into())
+        let n = usize::try_from(n.unsigned_abs()).map_err(|_| "a block too large")?;
+        let room = match width {
+            0 => MAX_EMPTY_ITEMS,
+            w => (self.buf.len() - self.pos) / w,
+        };
+        if n > room {
+            return Err(format!(
+                "a block of {n} items, more than the {} bytes left can hold",
+                self.buf.len() - self.pos
+            ));
+        }
+        Ok(n)
+    }
+
+    /// A one-branch union's index, which must be 0.
+    fn single(&mut self) -> Result<(), DecodeError> {
+        match self.long()? {
+            0 => Ok(()),
+            i => Err(format!("union branch {i} of 1")),
+        }
     }
 
     /// Whether a nullable union's branch is the value (not null).
@@ -139,7 +163,12 @@ impl<'a> Reader<'a> {
 fn decimal(bytes: &[u8], precision: u8) -> Result<i128, DecodeError> {
     let negative = bytes.first().is_some_and(|b| b & 0x80 != 0);
     let pad = if negative { 0xff } else { 0 };
-    let significant = bytes.len() - bytes.iter().take_while(|b| **b == pad).count().min(bytes.len().saturating_sub(1));
+    let mut significant =
+        bytes.len() - bytes.iter().take_while(|b| **b == pad).count().min(bytes.len().saturating_sub(1));
+    // A pad byte whose sign the first significant byte does not carry is part of the value.
+    if significant < bytes.len() && (bytes[bytes.len() - significant] & 0x80 != 0) != negative {
+        significant += 1;
+    }
     if significant > 16 {
         return Err(format!("a decimal of {} bytes does not fit 128 bits", bytes.len()));
     }
@@ -170,7 +199,11 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
         Avro::Float => drop(r.take(4)?),
         Avro::Double => drop(r.take(8)?),
         Avro::Bytes => drop(r.bytes()?),
-        Avro::String => drop(r.string()?),
+        Avro::String | Avro::DecimalText { .. } => drop(r.string()?),
+        Avro::Single(inner) => {
+            r.single()?;
+            check(inner, r)?;
+        }
         Avro::Uuid => {
             let s = r.string()?;
             if !is_uuid(s) {
@@ -185,13 +218,14 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
             }
         }
         Avro::Array(items) => loop {
-            match r.block()? {
+            match r.block(min_width(items))? {
                 0 => break,
                 n => (0..n).try_for_each(|_| check(items, r))?,
             }
         },
         Avro::Map(values) => loop {
-            match r.block()? {
+            // Each entry: a key (at least its length byte), then the value.
+            match r.block(1 + min_width(values))? {
                 0 => break,
                 n => (0..n).try_for_each(|_| r.string().and_then(|_| check(values, r)))?,
             }
@@ -210,6 +244,22 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
         }
     }
     Ok(())
+}
+
+/// Array items of no width (empty records, zero-size fixed) allowed in one block: a corrupt count must
+/// not make the check spin, nor the append fill memory.
+const MAX_EMPTY_ITEMS: usize = 1 << 16;
+
+/// The fewest bytes a value of `avro` takes.
+fn min_width(avro: &Avro) -> usize {
+    match avro {
+        Avro::Fixed(size) => *size,
+        Avro::Record(fields) => fields.iter().map(|(_, f)| min_width(f)).sum(),
+        Avro::Decimal { fixed: Some(size), .. } => *size,
+        Avro::Float => 4,
+        Avro::Double => 8,
+        _ => 1,
+    }
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -232,6 +282,10 @@ pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(
             true => append(inner, r, b)?,
             false => append_null(inner, b),
         },
+        Avro::Single(inner) => {
+            r.single()?;
+            append(inner, r, b)?;
+        }
         Avro::Boolean => cast::<BooleanBuilder>(b).append_value(r.take(1)?[0] == 1),
         Avro::Int => cast::<Int32Builder>(b).append_value(r.int()?),
         Avro::Date => cast::<Date32Builder>(b).append_value(r.int()?),
@@ -247,7 +301,7 @@ pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(
         Avro::Float => cast::<Float32Builder>(b).append_value(f32::from_le_bytes(r.take(4)?.try_into().expect("4"))),
         Avro::Double => cast::<Float64Builder>(b).append_value(f64::from_le_bytes(r.take(8)?.try_into().expect("8"))),
         Avro::Bytes => cast::<BinaryBuilder>(b).append_value(r.bytes()?),
-        Avro::String | Avro::Uuid => cast::<StringBuilder>(b).append_value(r.string()?),
+        Avro::String | Avro::Uuid | Avro::DecimalText { .. } => cast::<StringBuilder>(b).append_value(r.string()?),
         Avro::Enum(symbols) => cast::<StringBuilder>(b).append_value(&symbols[r.int()? as usize]),
         Avro::Fixed(size) => {
             cast::<FixedSizeBinaryBuilder>(b).append_value(r.take(*size)?).map_err(|e| e.to_string())?
@@ -262,7 +316,7 @@ pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(
         Avro::Array(items) => {
             let list = cast::<DynList>(b);
             loop {
-                match r.block()? {
+                match r.block(min_width(items))? {
                     0 => break,
                     n => (0..n).try_for_each(|_| append(items, r, list.values().as_mut()))?,
                 }
@@ -272,7 +326,7 @@ pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(
         Avro::Map(values) => {
             let map = cast::<DynMap>(b);
             loop {
-                match r.block()? {
+                match r.block(1 + min_width(values))? {
                     0 => break,
                     n => (0..n).try_for_each(|_| {
                         cast::<StringBuilder>(map.keys().as_mut()).append_value(r.string()?);
@@ -299,7 +353,7 @@ pub fn append_record(fields: &[(String, Avro)], r: &mut Reader, b: &mut StructBu
 /// Appends a null of `avro` (its children get nulls too, which the null row hides).
 pub fn append_null(avro: &Avro, b: &mut dyn ArrayBuilder) {
     match avro {
-        Avro::Nullable { inner, .. } => append_null(inner, b),
+        Avro::Nullable { inner, .. } | Avro::Single(inner) => append_null(inner, b),
         Avro::Boolean => cast::<BooleanBuilder>(b).append_null(),
         Avro::Int => cast::<Int32Builder>(b).append_null(),
         Avro::Date => cast::<Date32Builder>(b).append_null(),
@@ -311,7 +365,7 @@ pub fn append_null(avro: &Avro, b: &mut dyn ArrayBuilder) {
         Avro::Float => cast::<Float32Builder>(b).append_null(),
         Avro::Double => cast::<Float64Builder>(b).append_null(),
         Avro::Bytes => cast::<BinaryBuilder>(b).append_null(),
-        Avro::String | Avro::Uuid | Avro::Enum(_) => cast::<StringBuilder>(b).append_null(),
+        Avro::String | Avro::Uuid | Avro::Enum(_) | Avro::DecimalText { .. } => cast::<StringBuilder>(b).append_null(),
         Avro::Fixed(_) => cast::<FixedSizeBinaryBuilder>(b).append_null(),
         Avro::Decimal { .. } => cast::<Decimal128Builder>(b).append_null(),
         Avro::Array(_) => cast::<DynList>(b).append(false),

@@ -16,6 +16,7 @@ pub(super) fn fields(record: &[(String, Avro)]) -> Fields {
 fn node(avro: &Avro) -> Node {
     let ty = match avro {
         Avro::Nullable { inner, .. } => return Node { nullable: true, ..node(inner) },
+        Avro::Single(inner) => return node(inner),
         Avro::Boolean => ValueType::Boolean,
         Avro::Int | Avro::Time(crate::values::TimeUnit::Millis) => ValueType::Int,
         Avro::Long | Avro::Time(crate::values::TimeUnit::Micros) => ValueType::Long,
@@ -28,7 +29,9 @@ fn node(avro: &Avro) -> Node {
         Avro::Record(record) => ValueType::Record(fields(record)),
         Avro::Date => ValueType::Date,
         Avro::Timestamp { unit, utc } => ValueType::Timestamp { unit: *unit, utc: *utc },
-        Avro::Decimal { precision, scale, .. } => ValueType::Decimal { precision: *precision, scale: *scale },
+        Avro::Decimal { precision, scale, .. } | Avro::DecimalText { precision, scale } => {
+            ValueType::Decimal { precision: *precision, scale: *scale }
+        }
         Avro::Uuid => ValueType::Uuid,
     };
     Node { ty, nullable: false }

@@ -6,6 +6,7 @@
 //! typed by the tree's [`Node`]s (`json`); binary Avro is decoded by the tree itself (`binary`).
 
 pub mod binary;
+pub(crate) mod columns;
 mod json;
 
 use std::collections::HashMap;
@@ -17,6 +18,9 @@ use super::{Fields, SchemaError, TimeUnit};
 
 /// Arrow's widest decimal here is Decimal128.
 const MAX_DECIMAL_PRECISION: u64 = 38;
+
+/// A record's fields, in order.
+pub type AvroRecord = Arc<[(String, Avro)]>;
 
 /// An Avro type, as the binary encoding needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +36,14 @@ pub enum Avro {
     Enum(Arc<[String]>),
     Array(Box<Avro>),
     Map(Box<Avro>),
-    Record(Arc<[(String, Avro)]>),
+    Record(AvroRecord),
     /// A union of null and one other type; `null_first`: null is branch 0 (else branch 1).
     Nullable {
         null_first: bool,
         inner: Box<Avro>,
     },
+    /// A union of one type (its branch index, 0, comes before the value).
+    Single(Box<Avro>),
     /// Days since the epoch (an int).
     Date,
     /// Milliseconds (an int) or microseconds (a long) after midnight.
@@ -53,12 +59,18 @@ pub enum Avro {
         scale: i8,
         fixed: Option<usize>,
     },
+    /// A decimal declared on a string: not an Avro decimal (binary values are strings, the logical
+    /// type ignored as the specification says), but JSON values typed by it are decimals.
+    DecimalText {
+        precision: u8,
+        scale: i8,
+    },
     /// A string in the 8-4-4-4-12 hexadecimal form.
     Uuid,
 }
 
 /// The schema's top-level record (a Kafka value is one record).
-pub fn parse_record(text: &str) -> Result<Arc<[(String, Avro)]>, SchemaError> {
+pub fn parse_record(text: &str) -> Result<AvroRecord, SchemaError> {
     let root: Value = serde_json::from_str(text).map_err(|e| SchemaError::NotJson(e.to_string()))?;
     let mut parser = Parser { names: HashMap::new(), path: vec!["schema".into()] };
     match parser.node(&root, "")? {
@@ -118,9 +130,16 @@ impl Parser {
     fn union(&mut self, branches: &[Value], namespace: &str) -> Result<Avro, SchemaError> {
         let is_null = |v: &Value| v.as_str() == Some("null");
         match branches {
+            [one] if !is_null(one) => {
+                let inner = self.node(one, namespace)?;
+                if matches!(inner, Avro::Nullable { .. } | Avro::Single(_)) {
+                    return Err(self.fail("a union cannot hold another union".into()));
+                }
+                Ok(Avro::Single(Box::new(inner)))
+            }
             [null, other] | [other, null] if is_null(null) && !is_null(other) => {
                 let inner = self.node(other, namespace)?;
-                if matches!(inner, Avro::Nullable { .. }) {
+                if matches!(inner, Avro::Nullable { .. } | Avro::Single(_)) {
                     return Err(self.fail("a union cannot hold another union".into()));
                 }
                 Ok(Avro::Nullable { null_first: is_null(&branches[0]), inner: Box::new(inner) })
@@ -156,6 +175,9 @@ impl Parser {
             "fixed" => {
                 let size =
                     o.get("size").and_then(Value::as_u64).ok_or_else(|| self.fail("a fixed needs a size".into()))?;
+                if size > i32::MAX as u64 {
+                    return Err(self.fail(format!("a fixed of {size} bytes is too large")));
+                }
                 let fixed = self.logical(o, Avro::Fixed(size as usize))?;
                 self.define(o, namespace, fixed)
             }
@@ -187,7 +209,7 @@ impl Parser {
             ("time-millis", Avro::Int) => Avro::Time(TimeUnit::Millis),
             ("time-micros", Avro::Long) => Avro::Time(TimeUnit::Micros),
             ("uuid", Avro::String) => Avro::Uuid,
-            ("decimal", Avro::Bytes | Avro::Fixed(_)) => {
+            ("decimal", Avro::Bytes | Avro::Fixed(_) | Avro::String) => {
                 let precision = o.get("precision").and_then(Value::as_u64).unwrap_or(0);
                 let scale = o.get("scale").and_then(Value::as_u64).unwrap_or(0);
                 if precision == 0 || precision > MAX_DECIMAL_PRECISION || scale > precision {
@@ -196,11 +218,12 @@ impl Parser {
                          scale at most the precision (declare wider decimals as strings)"
                     )));
                 }
-                let fixed = match base {
-                    Avro::Fixed(size) => Some(size),
-                    _ => None,
-                };
-                Avro::Decimal { precision: precision as u8, scale: scale as i8, fixed }
+                let (precision, scale) = (precision as u8, scale as i8);
+                match base {
+                    Avro::Fixed(size) => Avro::Decimal { precision, scale, fixed: Some(size) },
+                    Avro::String => Avro::DecimalText { precision, scale },
+                    _ => Avro::Decimal { precision, scale, fixed: None },
+                }
             }
             _ => base,
         })
@@ -280,6 +303,19 @@ mod tests {
         // A reference to a named type defined earlier, made nullable by the union.
         assert_eq!(ty("buyer"), Node { nullable: true, ..ty("user") });
         assert_eq!(ty("odd").ty, ValueType::Int, "unknown logical types fall back to the underlying type");
+    }
+
+    #[test]
+    fn json_typing_keeps_what_it_took_before_the_avro_tree() {
+        let schema = r#"{"type":"record","name":"R","fields":[
+            {"name":"price","type":{"type":"string","logicalType":"decimal","precision":8,"scale":2}},
+            {"name":"only","type":["long"]}]}"#;
+        let fields = parse(schema).unwrap();
+        assert_eq!(fields[0].node.ty, ValueType::Decimal { precision: 8, scale: 2 }, "a decimal on a string");
+        assert_eq!(fields[1].node, Node { ty: ValueType::Long, nullable: false }, "a union of one type");
+        let record = parse_record(schema).unwrap();
+        assert_eq!(record[0].1, Avro::DecimalText { precision: 8, scale: 2 }, "binary values are strings");
+        assert_eq!(record[1].1, Avro::Single(Box::new(Avro::Long)));
     }
 
     #[test]

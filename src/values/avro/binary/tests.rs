@@ -140,7 +140,11 @@ fn a_value_that_does_not_decode_says_where_and_why() {
     assert!(err(&not_utf8).starts_with("name: a string that is not UTF-8"));
     let negative = Enc::default().long(1).long(1).raw(&[1]).raw(&[0; 12]).long(-3).0;
     assert!(err(&negative).contains("a negative length (-3)"));
-    assert!(err(&[0xff; 11]).contains("longer than 10 bytes"));
+    assert!(err(&[0xff; 11]).contains("beyond 64 bits"));
+    assert!(err(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]).contains("beyond 64 bits"));
+    let huge_block = Enc::default().long(1).long(1).raw(&[1]).raw(&[0; 12]).str("n").bytes(&[]).long(0).long(1);
+    let huge_block = huge_block.long(0).long(1 << 40).0;
+    assert!(err(&huge_block).contains("tags: a block of 1099511627776 items, more than the 0 bytes left"));
     let int_overflow = Enc::default().long(1).long(1 << 40).0;
     assert!(err(&int_overflow).contains("out of range for an int"));
 }
@@ -156,6 +160,13 @@ fn decimals_keep_their_sign_and_their_precision() {
     let mut wide = vec![0u8; 17];
     wide[0] = 1;
     assert!(decimal(&wide, 38).unwrap_err().contains("does not fit 128 bits"));
+    let mut wide = vec![0xffu8; 17];
+    wide[0] = 0;
+    assert!(decimal(&wide, 38).unwrap_err().contains("does not fit 128 bits"), "2^128 - 1 is not -1");
+    let mut wide = vec![0u8; 17];
+    wide[0] = 0xff;
+    assert!(decimal(&wide, 38).unwrap_err().contains("does not fit 128 bits"), "-2^128 is not 0");
+    assert_eq!(decimal(&[0x00, 0xff], 10), Ok(255), "a pad byte that carries the sign stays");
     let mut padded = vec![0xffu8; 20];
     padded[19] = 0x85;
     assert_eq!(decimal(&padded, 38), Ok(-123), "sign-extension bytes beyond 16 are fine");

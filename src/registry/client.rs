@@ -1,0 +1,125 @@
+//! The registry's REST API over HTTP: `GET /schemas/ids/{id}` and, to check it answers, `GET /subjects`.
+//! Basic authentication or a bearer token. (HTTPS registries are not supported yet.)
+
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::header::{ACCEPT, AUTHORIZATION};
+use hyper::{Request, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde::Deserialize;
+
+use super::{RegisteredSchema, RegistryError};
+use crate::values::wire::SchemaId;
+
+/// How long one request may take before the registry counts as unavailable.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How requests authenticate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegistryAuth {
+    None,
+    Basic { username: String, password: String },
+    Bearer(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryOptions {
+    /// The API's base URL, e.g. http://registry:8081 (Apicurio: .../apis/ccompat/v7).
+    pub url: String,
+    pub auth: RegistryAuth,
+}
+
+pub struct RegistryClient {
+    options: RegistryOptions,
+    http: Client<HttpConnector, Empty<Bytes>>,
+}
+
+#[derive(Deserialize)]
+struct SchemaById {
+    schema: String,
+    #[serde(rename = "schemaType")]
+    schema_type: Option<String>,
+    #[serde(default)]
+    references: Vec<serde_json::Value>,
+}
+
+impl RegistryClient {
+    pub fn new(options: RegistryOptions) -> Self {
+        Self { options, http: Client::builder(TokioExecutor::new()).build_http() }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.options.url
+    }
+
+    /// The schema registered under `id`.
+    pub async fn schema(&self, id: SchemaId) -> Result<RegisteredSchema, RegistryError> {
+        match self.get(&format!("/schemas/ids/{id}")).await? {
+            (StatusCode::OK, body) => {
+                let parsed: SchemaById = serde_json::from_slice(&body).map_err(|e| self.bad(e.to_string()))?;
+                Ok(RegisteredSchema {
+                    schema_type: parsed.schema_type.unwrap_or_else(|| "AVRO".into()),
+                    schema: parsed.schema,
+                    references: parsed.references.len(),
+                })
+            }
+            (StatusCode::NOT_FOUND, _) => Err(RegistryError::NotFound { url: self.options.url.clone(), id }),
+            (status, body) => Err(self.refused_or_unavailable(status, &body)),
+        }
+    }
+
+    /// How many subjects the registry holds: it answers, and takes the credentials.
+    pub async fn subjects(&self) -> Result<usize, RegistryError> {
+        match self.get("/subjects").await? {
+            (StatusCode::OK, body) => serde_json::from_slice::<Vec<String>>(&body)
+                .map(|s| s.len())
+                .map_err(|e| self.bad(format!("GET /subjects: {e}"))),
+            (status, body) => Err(self.refused_or_unavailable(status, &body)),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Result<(StatusCode, Bytes), RegistryError> {
+        let url = format!("{}{path}", self.options.url.trim_end_matches('/'));
+        let mut request = Request::get(&url).header(ACCEPT, "application/vnd.schemaregistry.v1+json, application/json");
+        match &self.options.auth {
+            RegistryAuth::None => {}
+            RegistryAuth::Basic { username, password } => {
+                let token = B64.encode(format!("{username}:{password}"));
+                request = request.header(AUTHORIZATION, format!("Basic {token}"));
+            }
+            RegistryAuth::Bearer(token) => request = request.header(AUTHORIZATION, format!("Bearer {token}")),
+        }
+        let request = request.body(Empty::new()).map_err(|e| self.bad(e.to_string()))?;
+        let unavailable = |why: String| RegistryError::Unavailable { url: self.options.url.clone(), why };
+        let answer = async {
+            let response = self.http.request(request).await.map_err(|e| unavailable(format!("{e:?}")))?;
+            let status = response.status();
+            let body = response.into_body().collect().await.map_err(|e| unavailable(e.to_string()))?.to_bytes();
+            Ok((status, body))
+        };
+        tokio::time::timeout(REQUEST_TIMEOUT, answer)
+            .await
+            .map_err(|_| unavailable(format!("no answer within {} s", REQUEST_TIMEOUT.as_secs())))?
+    }
+
+    fn bad(&self, why: String) -> RegistryError {
+        RegistryError::BadResponse { url: self.options.url.clone(), why }
+    }
+
+    fn refused_or_unavailable(&self, status: StatusCode, body: &[u8]) -> RegistryError {
+        let url = self.options.url.clone();
+        match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => RegistryError::Refused { url, status: status.as_u16() },
+            s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+                RegistryError::Unavailable { url, why: format!("HTTP {s}") }
+            }
+            s => self.bad(format!("HTTP {s}: {}", String::from_utf8_lossy(&body[..body.len().min(200)]))),
+        }
+    }
+}

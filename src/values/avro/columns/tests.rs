@@ -1,0 +1,107 @@
+use std::collections::HashMap;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::Array;
+
+use super::*;
+use crate::values::avro::parse_record;
+use crate::values::wire::frame;
+use crate::values::{Fetched, SchemaSource};
+
+#[derive(Debug, Default)]
+struct Schemas(HashMap<SchemaId, Fetched>);
+
+impl SchemaSource for Schemas {
+    fn avro(&self, id: SchemaId) -> Option<Fetched> {
+        self.0.get(&id).cloned()
+    }
+}
+
+const V1: &str =
+    r#"{"type":"record","name":"R","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"}]}"#;
+const V2: &str = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"long"}]}"#;
+
+fn columns(keep_raw: bool) -> AvroColumns {
+    let mut schemas = Schemas::default();
+    schemas.0.insert(SchemaId(1), Ok(parse_record(V1).unwrap()));
+    schemas.0.insert(SchemaId(11), Ok(parse_record(V1).unwrap())); // the same schema, registered again
+    schemas.0.insert(SchemaId(2), Ok(parse_record(V2).unwrap()));
+    schemas.0.insert(SchemaId(3), Err("not found (404)".into()));
+    AvroColumns::new(Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw }))
+}
+
+/// `{"id": id, "name": name}` in schema V1's binary encoding.
+fn v1(id: i64, name: &str) -> Vec<u8> {
+    let mut out = vec![((id << 1) ^ (id >> 63)) as u8, (name.len() as u8) << 1];
+    out.extend_from_slice(name.as_bytes());
+    out
+}
+
+#[test]
+fn values_of_the_files_schema_decode_and_every_other_value_is_kept_raw_with_its_reason() {
+    let mut c = columns(false);
+    let good = frame(SchemaId(1), &v1(7, "ann"));
+    let again = frame(SchemaId(11), &v1(8, "bob"));
+    let cases: Vec<Option<Vec<u8>>> = vec![
+        Some(good.clone()),
+        None,
+        Some(b"{\"id\":1}".to_vec()),
+        Some(frame(SchemaId(3), &v1(1, "x"))),
+        Some(frame(SchemaId(9), &v1(1, "x"))),
+        Some(frame(SchemaId(1), &[14, 20])),
+        Some(frame(SchemaId(1), &[v1(1, "x"), vec![0]].concat())),
+        Some(again.clone()),
+    ];
+    for (i, v) in cases.iter().enumerate() {
+        assert!(c.push(i as i64, v.as_deref(), true));
+    }
+    assert!(c.fields().is_some());
+    let [value, raw, error] = c.take(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+    let value = value.as_struct();
+    assert_eq!(value.len(), 8);
+    let ids = value.column(0).as_primitive::<Int64Type>();
+    assert_eq!((ids.value(0), ids.value(7)), (7, 8), "schema 11 is schema 1");
+    let valid: Vec<bool> = (0..8).map(|i| value.is_valid(i)).collect();
+    assert_eq!(valid, [true, false, false, false, false, false, false, true]);
+    let error = error.as_string::<i32>();
+    let reason = |i| error.value(i).to_string();
+    assert!(error.is_null(0) && error.is_null(1) && error.is_null(7));
+    assert!(reason(2).contains("not the Schema Registry's magic byte 0"), "{}", reason(2));
+    assert_eq!(reason(3), "value: schema 3: not found (404)");
+    assert!(reason(4).contains("schema 9 was not fetched"), "{}", reason(4));
+    assert!(reason(5).contains("does not decode by schema 1: name: ends after"), "{}", reason(5));
+    assert!(reason(6).contains("bytes left after the record"), "{}", reason(6));
+    let raw = raw.as_binary::<i32>();
+    assert!(raw.is_null(0) && raw.is_null(1), "good values and tombstones keep no bytes");
+    assert_eq!(raw.value(5), cases[5].as_deref().unwrap(), "a misfit keeps its bytes, header and all");
+    assert_eq!(c.stats().misfits, 5);
+    assert_eq!(c.stats().schema_ids.iter().copied().collect::<Vec<_>>(), [1, 11]);
+}
+
+#[test]
+fn a_value_of_another_schema_starts_the_next_file_or_is_kept_raw_by_a_rewrite() {
+    let mut c = columns(true);
+    assert!(c.push(0, Some(&frame(SchemaId(1), &v1(1, "a"))), true));
+    let other = frame(SchemaId(2), &[4]);
+    assert!(!c.push(1, Some(&other), true), "another schema: the file must roll");
+    assert!(c.push(1, Some(&other), false), "a re-write cannot roll: kept raw");
+    let [value, raw, error] = c.take(&[0, 1]).unwrap();
+    assert!(value.is_valid(0) && value.is_null(1));
+    assert!(error.as_string::<i32>().value(1).contains("written with schema 2, not this file's"));
+    assert!(raw.is_valid(0), "--keep-raw-value keeps every value's bytes");
+}
+
+#[test]
+fn a_first_batch_without_a_schema_gets_a_placeholder_and_the_next_schema_rolls() {
+    let mut c = columns(false);
+    assert!(c.fields().is_none());
+    assert!(c.push(0, Some(b"plain bytes"), true));
+    assert!(c.push(1, None, true));
+    let [value, raw, _] = c.take(&[0, 1]).unwrap();
+    let [field, _, _] = c.fields().unwrap();
+    assert_eq!(field.data_type(), value.data_type(), "the placeholder's field is the column's");
+    assert_eq!((value.len(), value.null_count()), (2, 2));
+    assert_eq!(raw.as_binary::<i32>().value(0), b"plain bytes");
+    assert!(!c.push(2, Some(&frame(SchemaId(1), &v1(1, "a"))), true), "a schema now needs a new file");
+}
