@@ -221,3 +221,29 @@ async fn archiving_waits_while_the_registry_is_down_and_loses_nothing() {
     assert_exactly_once(&dest, &topic, &in_kafka).await;
     assert_eq!(verify_deep(&dest, &topic).await.value_misfits, 0, "every value decoded once the registry answered");
 }
+
+/// A registry that refuses the credentials, or a URL where no registry API is, stops `run` at start
+/// with a line that says so (not a stream of misfits).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_that_refuses_or_is_not_there_stops_start_up_saying_why() {
+    let dest = TestDest::s3().await;
+    let topic = unique("registry-refused");
+    create_topic(&topic, 1).await;
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    let (address, path) = registry.trim_start_matches("http://").split_once('/').unwrap();
+    let proxy = S3Proxy::start(&format!("http://{address}")).await;
+    proxy.set_rule(|_| Fault::Status(401, "Unauthorized"));
+    let spool = tempfile::tempdir().unwrap();
+    let cases = [
+        (format!("{}/{path}", proxy.url), "refused the request (HTTP 401)"),
+        (format!("http://{address}"), "no Schema Registry API there"),
+    ];
+    for (url, expected) in cases {
+        let mut args = archiver_args(&dest, &unique("g"), &topic, 100, spool.path());
+        args.extend(["--value-format", "avro", "--schema-registry-url", &url].map(String::from));
+        let mut archiver = ArchiverProcess::spawn("registry-refused", &args);
+        let status = archiver.wait_exit(std::time::Duration::from_secs(60)).await;
+        let log = archiver.log_text();
+        assert!(!status.success() && log.contains(expected), "{url}: expected {expected:?}:\n{log}");
+    }
+}

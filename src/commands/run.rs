@@ -9,6 +9,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tracing::{info, warn};
 
 use crate::config::{ArchiverConfig, Settings};
+use crate::registry::RegistryClient;
 use crate::service::archiver::{open_checked_store, Archiver};
 use crate::telemetry::http;
 
@@ -77,6 +78,9 @@ pub async fn run(config_file: Option<PathBuf>, flags: Settings) -> anyhow::Resul
 async fn start(config: ArchiverConfig) -> anyhow::Result<(Archiver, Option<tokio::task::JoinHandle<()>>)> {
     let cannot_use = || format!("cannot use the archive at {}", config.store.dest);
     let store = open_checked_store(&config).await.with_context(cannot_use)?;
+    if let Some(registry) = &config.pipeline.registry {
+        check_registry(RegistryClient::new(registry.options.clone())).await?;
+    }
     let metrics_listener = match config.metrics.addr {
         Some(addr) => Some(
             http::bind(addr)
@@ -90,6 +94,19 @@ async fn start(config: ArchiverConfig) -> anyhow::Result<(Archiver, Option<tokio
     let archiver = tokio::task::spawn_blocking(move || Archiver::start(&config, store)).await??;
     let metrics_server = metrics_listener.map(|listener| http::serve(listener, archiver.metrics()));
     Ok((archiver, metrics_server))
+}
+
+/// The Schema Registry takes the credentials and serves its API at the URL given: start-up stops if
+/// not. One that does not answer now may later: the archiver starts, and what needs a schema waits.
+async fn check_registry(client: RegistryClient) -> anyhow::Result<()> {
+    match client.subjects().await {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_unavailable() => {
+            warn!("{e}; starting anyway: records that need a schema wait until it answers");
+            Ok(())
+        }
+        Err(e) => Err(e).context("cannot use the Schema Registry"),
+    }
 }
 
 /// `run --print-config`: the settings in effect, checked.

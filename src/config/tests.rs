@@ -171,6 +171,10 @@ fn avro_values_need_a_registry_and_parquet_and_no_value_schema() {
         (url(avro(Settings { format: Some(Format::Jsonl), ..minimal() })), "JSON lines do not embed Avro"),
         (Settings { schema_registry_url: Some("https://r:8081".into()), ..minimal() }, "HTTPS registries"),
         (Settings { schema_registry_url: Some("registry:8081".into()), ..minimal() }, "http://host:port"),
+        (
+            Settings { schema_registry_url: Some("http://u:p@registry:8081".into()), ..minimal() },
+            "--schema-registry-password",
+        ),
         (url(Settings { schema_registry_username: Some("u".into()), ..minimal() }), "needs both"),
         (Settings { schema_registry_token: Some("t".into()), ..minimal() }, "credentials need its URL"),
         (

@@ -93,6 +93,12 @@ impl Settings {
         if !url.starts_with("http://") || url.len() <= "http://".len() {
             return Err(invalid("--schema-registry-url", url, "write http://host:port[/path]".into()));
         }
+        let authority = url["http://".len()..].split('/').next().unwrap_or_default();
+        if authority.contains('@') {
+            let why = "give the user name and password as --schema-registry-username and --schema-registry-password \
+                       (a password in the URL would be shown and logged)";
+            return Err(invalid("--schema-registry-url", "http://****@…", why.into()));
+        }
         let auth = match (user, password, token) {
             (None, None, None) => RegistryAuth::None,
             (Some(username), Some(password), None) => {

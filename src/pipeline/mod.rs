@@ -279,6 +279,18 @@ impl Pipeline {
         Ok(())
     }
 
+    /// A batch waiting for schemas keeps only the records its partitions' writers would still take
+    /// (their epoch's); with none left, its fetch is dropped: a stop or a revoke never waits for a
+    /// registry that is down.
+    fn drop_stale_held(&mut self) {
+        let Some(held) = &mut self.held else { return };
+        held.retain(|f| self.partitions.get(&f.tp).is_some_and(|w| w.epoch == f.epoch));
+        if held.is_empty() {
+            self.held = None;
+            self.fetching.clear();
+        }
+    }
+
     /// Takes one record, received at `now`.
     fn append(&mut self, fetched: Fetched, now: Now) -> Result<(), PipelineError> {
         let Fetched { tp, epoch, record, retention_gap } = fetched;
@@ -415,6 +427,7 @@ impl Pipeline {
                 Recovered::Assigned { partition: p, recovery: Box::new(recovery), reply }
             }));
         }
+        self.drop_stale_held();
     }
 
     /// The uploader of `writer` gave up its partition's chain: drop what is buffered, recover from the
@@ -439,6 +452,7 @@ impl Pipeline {
             let recovery = recoverer.recover(&tp, epoch, Some(hint), (None, None), Some(topic)).await;
             Recovered::Restarted { tp, from_epoch, epoch, recovery: Box::new(recovery) }
         }));
+        self.drop_stale_held();
     }
 
     /// A recovery ended: start the writers of the partitions still ours, and tell the consumer where
@@ -483,15 +497,6 @@ impl Pipeline {
     /// a part of it would hide the rest of the claimed range from the next owner.
     async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) -> Result<(), PipelineError> {
         let deadline = tokio::time::Instant::now() + self.settings.revoke_timeout;
-        // A batch waiting for schemas keeps only the records of partitions still assigned (with none
-        // left, its fetch is dropped: a stop does not wait for a registry that is down).
-        if let Some(held) = &mut self.held {
-            held.retain(|f| !partitions.contains(&f.tp));
-        }
-        if self.held.as_ref().is_some_and(Vec::is_empty) {
-            self.held = None;
-            self.fetching.clear();
-        }
         let mut waiting = Vec::new();
         for tp in partitions {
             // A recovery under way has nothing to upload; its result will be dropped.
@@ -514,6 +519,7 @@ impl Pipeline {
             }
             waiting.push((tp.clone(), writer.close(lost)));
         }
+        self.drop_stale_held();
         for (tp, mut task) in waiting {
             if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
                 task.abort();

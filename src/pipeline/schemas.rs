@@ -1,7 +1,8 @@
 //! The schemas a batch's values name (`--value-format avro`), fetched from the Schema Registry before
 //! the batch is encoded: the batch waits (and no more records are taken) while control events, uploads
-//! and recoveries go on. Failures that may pass are retried with backoff for as long as they last; an
-//! ID the registry does not have is remembered as such, and its values are kept raw as misfits.
+//! and recoveries go on. Every failure but one is retried with backoff for as long as it lasts (the
+//! registry coming back, credentials or a URL corrected); an ID the registry says it has no schema for
+//! is remembered as such, and its values are kept raw as misfits.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub(super) async fn fetch(registry: Registry, ids: BTreeSet<SchemaId>, metrics: 
         let mut attempt = 0;
         let fetched = loop {
             match registry.client.schema(id).await {
-                Err(e) if e.is_transient() => {
+                Err(e) if !e.is_final() => {
                     metrics.emit(Event::SchemaRegistryFailed { why: &e.to_string() });
                     tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
                     attempt += 1;

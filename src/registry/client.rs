@@ -1,12 +1,14 @@
 //! The registry's REST API over HTTP: `GET /schemas/ids/{id}` and, to check it answers, `GET /subjects`.
-//! Basic authentication or a bearer token. (HTTPS registries are not supported yet.)
+//! Basic authentication or a bearer token. (HTTPS registries are not supported yet.) Only an ID the
+//! registry says it has no schema for (Confluent's error 40403) is an answer that stands; anything else
+//! that fails may be fixed — a registry coming back, credentials or a URL corrected — and is retried.
 
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Empty, Limited};
 use hyper::header::{ACCEPT, AUTHORIZATION};
 use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -19,6 +21,15 @@ use crate::values::wire::SchemaId;
 
 /// How long one request may take before the registry counts as unavailable.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest answer read (schemas are kilobytes; this bounds a misbehaving server).
+const MAX_ANSWER_BYTES: usize = 16 << 20;
+/// Confluent's error code for an ID the registry has no schema for.
+const SCHEMA_NOT_FOUND: i64 = 40403;
+
+/// The `error_code` of a registry's JSON error answer.
+fn error_code(body: &[u8]) -> Option<i64> {
+    serde_json::from_slice::<serde_json::Value>(body).ok()?.get("error_code")?.as_i64()
+}
 
 /// How requests authenticate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +80,11 @@ impl RegistryClient {
                     references: parsed.references.len(),
                 })
             }
-            (StatusCode::NOT_FOUND, _) => Err(RegistryError::NotFound { url: self.options.url.clone(), id }),
+            // Confluent's "schema not found" (Apicurio's Confluent API says the same); any other 404 is
+            // a wrong URL, not an unknown ID.
+            (StatusCode::NOT_FOUND, body) if error_code(&body) == Some(SCHEMA_NOT_FOUND) => {
+                Err(RegistryError::NotFound { url: self.options.url.clone(), id })
+            }
             (status, body) => Err(self.refused_or_unavailable(status, &body)),
         }
     }
@@ -100,8 +115,10 @@ impl RegistryClient {
         let answer = async {
             let response = self.http.request(request).await.map_err(|e| unavailable(format!("{e:?}")))?;
             let status = response.status();
-            let body = response.into_body().collect().await.map_err(|e| unavailable(e.to_string()))?.to_bytes();
-            Ok((status, body))
+            let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES).collect().await;
+            let body =
+                body.map_err(|e| self.bad(format!("reading the answer ({e}; at most {MAX_ANSWER_BYTES} bytes)")))?;
+            Ok((status, body.to_bytes()))
         };
         tokio::time::timeout(REQUEST_TIMEOUT, answer)
             .await
@@ -116,9 +133,14 @@ impl RegistryClient {
         let url = self.options.url.clone();
         match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => RegistryError::Refused { url, status: status.as_u16() },
-            s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+            s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS || s == StatusCode::REQUEST_TIMEOUT => {
                 RegistryError::Unavailable { url, why: format!("HTTP {s}") }
             }
+            StatusCode::NOT_FOUND => self.bad(
+                "HTTP 404: no Schema Registry API there; check --schema-registry-url (Apicurio Registry's is at \
+                 /apis/ccompat/v7)"
+                    .into(),
+            ),
             s => self.bad(format!("HTTP {s}: {}", String::from_utf8_lossy(&body[..body.len().min(200)]))),
         }
     }

@@ -17,7 +17,7 @@ use crate::values::{Fetched, SchemaSource};
 
 #[derive(Debug, Error)]
 pub enum RegistryError {
-    #[error("the Schema Registry at {url} does not answer ({why}); retrying")]
+    #[error("the Schema Registry at {url} does not answer ({why})")]
     Unavailable { url: String, why: String },
     #[error("the Schema Registry at {url} refused the request (HTTP {status}): check --schema-registry-username/-password or --schema-registry-token")]
     Refused { url: String, status: u16 },
@@ -28,8 +28,14 @@ pub enum RegistryError {
 }
 
 impl RegistryError {
-    /// Worth trying again: the registry is down, slow or overloaded.
-    pub fn is_transient(&self) -> bool {
+    /// An answer that stands: the registry has no schema under this ID (its values are misfits). Every
+    /// other error is worth trying again.
+    pub fn is_final(&self) -> bool {
+        matches!(self, RegistryError::NotFound { .. })
+    }
+
+    /// The registry is down, slow or overloaded (rather than refusing or misconfigured).
+    pub fn is_unavailable(&self) -> bool {
         matches!(self, RegistryError::Unavailable { .. })
     }
 }

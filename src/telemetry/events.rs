@@ -281,7 +281,7 @@ impl Metrics {
             }
             Event::SchemaRegistryFailed { why } => {
                 self.schema_registry_failures.inc();
-                warn!("{why} (records that need a schema wait)");
+                warn!("{why}; retrying (records that need a schema wait)");
             }
             Event::TopicIdUnknown { tp, why } => {
                 self.topic_id_lookup_failures.inc();

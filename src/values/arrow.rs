@@ -31,8 +31,12 @@ pub(crate) fn placeholder_fields() -> ArrowFields {
     ArrowFields::from(vec![Field::new("no_schema", DataType::Null, true)])
 }
 
+/// A record's struct fields (a record without fields: the placeholder, see [`typed_value_field`]).
 fn struct_fields(fields: &Fields) -> ArrowFields {
-    fields.iter().map(|f| Field::new(&f.name, data_type(&f.node), f.node.nullable)).collect()
+    match fields.is_empty() {
+        true => placeholder_fields(),
+        false => fields.iter().map(|f| Field::new(&f.name, data_type(&f.node), f.node.nullable)).collect(),
+    }
 }
 
 fn data_type(n: &Node) -> DataType {

@@ -147,7 +147,7 @@ pub(super) fn harness_with(
     bucketing: Option<crate::archive::time_bucket::Bucketing>,
 ) -> Harness {
     let profiles = TopicProfiles::uniform(TopicProfile { bucketing, ..plain(roll) });
-    harness_full(profiles, max_buffer_bytes, revoke_timeout, None)
+    harness_full(profiles, max_buffer_bytes, revoke_timeout, None, None)
 }
 
 /// JSON lines of raw values, uncompressed.
@@ -170,7 +170,15 @@ fn typed(roll: RollPolicy, declared: Option<crate::values::ValueSchema>) -> Topi
 
 /// A harness writing each topic's files by `profiles`.
 pub(super) fn harness_profiles(profiles: TopicProfiles) -> Harness {
-    harness_full(profiles, 1 << 30, Duration::from_secs(10), None)
+    harness_full(profiles, 1 << 30, Duration::from_secs(10), None, None)
+}
+
+/// A harness whose topic's values are Avro with schemas from `registry`.
+pub(super) fn harness_registry(registry: crate::pipeline::schemas::Registry) -> Harness {
+    let avro = crate::values::AvroValues { schemas: registry.cache.clone(), keep_raw: false };
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    let profile = TopicProfile { spec, values: ValueFormat::Avro(Arc::new(avro)), ..plain(policy(100)) };
+    harness_full(TopicProfiles::uniform(profile), 1 << 30, Duration::from_secs(10), None, Some(registry))
 }
 
 fn harness_full(
@@ -178,6 +186,7 @@ fn harness_full(
     max_buffer_bytes: u64,
     revoke_timeout: Duration,
     dead_letters: Option<Arc<dyn DeadLetterSink>>,
+    registry: Option<crate::pipeline::schemas::Registry>,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(TestStore {
@@ -212,6 +221,9 @@ fn harness_full(
     if let Some(sink) = dead_letters {
         pipeline = pipeline.with_dead_letters(sink);
     }
+    if let Some(registry) = registry {
+        pipeline = pipeline.with_registry(registry);
+    }
     let task = tokio::spawn(pipeline.run(control_rx, records_rx));
     Harness { _dir: dir, store, control, records, commands, link, epochs: Mutex::default(), metrics, task, topic_ids }
 }
@@ -227,7 +239,7 @@ pub(super) fn harness_typed(roll: RollPolicy, sink: Arc<dyn DeadLetterSink>) -> 
     let schema = r#"{"type":"record","name":"V","fields":[{"name":"a","type":"long"}]}"#;
     let declared = crate::values::ValueSchema::from_avro(schema).unwrap();
     let profile = TopicProfile { dlq_topic: Some(DEAD_LETTERS.into()), ..typed(roll, Some(declared)) };
-    harness_full(TopicProfiles::uniform(profile), 1 << 30, Duration::from_secs(10), Some(sink))
+    harness_full(TopicProfiles::uniform(profile), 1 << 30, Duration::from_secs(10), Some(sink), None)
 }
 
 pub(super) fn policy(records: u64) -> RollPolicy {

@@ -6,6 +6,7 @@ mod harness;
 mod profiles;
 mod recovery;
 mod rewrite;
+mod schemas;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

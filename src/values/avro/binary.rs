@@ -7,12 +7,14 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     ArrayBuilder, BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, FixedSizeBinaryBuilder,
-    Float32Builder, Float64Builder, Int32Builder, Int64Builder, ListBuilder, MapBuilder, StringBuilder, StructBuilder,
-    Time32MillisecondBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder, TimestampMillisecondBuilder,
+    Float32Builder, Float64Builder, Int32Builder, Int64Builder, ListBuilder, MapBuilder, NullBuilder, StringBuilder,
+    StructBuilder, Time32MillisecondBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
+    TimestampMillisecondBuilder,
 };
 use arrow_schema::{DataType, Field, Fields, TimeUnit as ArrowUnit};
 
 use super::Avro;
+use crate::values::arrow::placeholder_fields;
 use crate::values::TimeUnit;
 
 /// Why a value does not decode: where, and what was wrong.
@@ -54,8 +56,13 @@ pub fn field(name: &str, avro: &Avro) -> Field {
     Field::new(name, data_type(avro), matches!(avro, Avro::Nullable { .. }))
 }
 
+/// A record's struct fields; a record without fields gets the placeholder field of nulls (Parquet
+/// cannot hold an empty struct).
 pub fn struct_fields(fields: &[(String, Avro)]) -> Fields {
-    fields.iter().map(|(name, avro)| field(name, avro)).collect()
+    match fields.is_empty() {
+        true => placeholder_fields(),
+        false => fields.iter().map(|(name, avro)| field(name, avro)).collect(),
+    }
 }
 
 /// The bytes of one value, read front to back.
@@ -346,6 +353,9 @@ pub fn append_record(fields: &[(String, Avro)], r: &mut Reader, b: &mut StructBu
     for (i, (_, field)) in fields.iter().enumerate() {
         append(field, r, b.field_builders_mut()[i].as_mut())?;
     }
+    if fields.is_empty() {
+        cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();
+    }
     b.append(true);
     Ok(())
 }
@@ -378,6 +388,9 @@ pub fn append_null(avro: &Avro, b: &mut dyn ArrayBuilder) {
 pub fn append_null_record(fields: &[(String, Avro)], b: &mut StructBuilder) {
     for (i, (_, field)) in fields.iter().enumerate() {
         append_null(field, b.field_builders_mut()[i].as_mut());
+    }
+    if fields.is_empty() {
+        cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();
     }
     b.append_null();
 }

@@ -105,3 +105,27 @@ fn a_first_batch_without_a_schema_gets_a_placeholder_and_the_next_schema_rolls()
     assert_eq!(raw.as_binary::<i32>().value(0), b"plain bytes");
     assert!(!c.push(2, Some(&frame(SchemaId(1), &v1(1, "a"))), true), "a schema now needs a new file");
 }
+
+/// A record with no fields (here nested, and in an array) is a struct Parquet cannot hold: it gets the
+/// placeholder field, and the file is written.
+#[test]
+fn records_without_fields_still_make_a_parquet_file() {
+    let schema = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"long"},
+        {"name":"empty","type":{"type":"record","name":"E","fields":[]}},
+        {"name":"many","type":{"type":"array","items":"E"}}]}"#;
+    let mut schemas = Schemas::default();
+    schemas.0.insert(SchemaId(4), Ok(parse_record(schema).unwrap()));
+    let mut c = AvroColumns::new(Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw: false }));
+    // id 3, the empty record, an array of two empty records.
+    assert!(c.push(0, Some(&frame(SchemaId(4), &[6, 4, 0])), true));
+    assert!(c.push(1, Some(b"not framed"), true));
+    let columns = c.take(&[0, 1]).unwrap();
+    let fields: Vec<Field> = c.fields().unwrap().into();
+    let schema = Arc::new(arrow_schema::Schema::new(fields));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), columns.to_vec()).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(Vec::new(), schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let value = batch.column(0).as_struct();
+    assert_eq!(value.column(2).as_list::<i32>().value(0).len(), 2, "two empty records");
+}
