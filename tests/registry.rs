@@ -24,15 +24,40 @@ use serde_json::Value;
 
 const RECORDS: usize = 400;
 
+/// One producer at a time: Apicurio Registry 3.3.3 (in memory) was seen never answering one of two
+/// registrations of the same schema under different subjects made at the same moment.
+static PRODUCING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How long the producer may take (it registers its schema, then produces and flushes within 30 s).
+const PRODUCER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// The producer's view of each delivered record (one JSON object per line).
 fn produce(topic: &str) -> Vec<Value> {
+    let _one_at_a_time = PRODUCING.lock().unwrap_or_else(|e| e.into_inner());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/registry/produce_avro.py");
-    let out = std::process::Command::new(env("KSA_TEST_PRODUCER_PYTHON"))
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let mut child = std::process::Command::new(env("KSA_TEST_PRODUCER_PYTHON"))
         .args([script, &brokers(), &env("KSA_TEST_SCHEMA_REGISTRY"), topic, &RECORDS.to_string()])
-        .output()
+        .stdout(out.reopen().unwrap())
+        .stderr(err.reopen().unwrap())
+        .spawn()
         .expect("run the producer");
-    assert!(out.status.success(), "producer failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > PRODUCER_TIMEOUT {
+            let _ = child.kill();
+            let stderr = std::fs::read_to_string(err.path()).unwrap_or_default();
+            panic!("the producer did not finish within {PRODUCER_TIMEOUT:?} (the registry did not answer?): {stderr}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let stderr = std::fs::read_to_string(err.path()).unwrap_or_default();
+    assert!(status.success(), "producer failed: {stderr}");
+    std::fs::read_to_string(out.path()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// GET `path` of the registry's API: the JSON body.
