@@ -33,12 +33,17 @@ const PRODUCER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90)
 
 /// The producer's view of each delivered record (one JSON object per line).
 fn produce(topic: &str) -> Vec<Value> {
+    produce_with("produce_avro.py", topic, RECORDS)
+}
+
+/// Runs `script` (in tests/registry) for `topic` and `count`: what it prints of each delivered record.
+fn produce_with(script: &str, topic: &str, count: usize) -> Vec<Value> {
     let _one_at_a_time = PRODUCING.lock().unwrap_or_else(|e| e.into_inner());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/registry/produce_avro.py");
+    let script = format!("{}/tests/registry/{script}", env!("CARGO_MANIFEST_DIR"));
     let out = tempfile::NamedTempFile::new().unwrap();
     let err = tempfile::NamedTempFile::new().unwrap();
     let mut child = std::process::Command::new(env("KSA_TEST_PRODUCER_PYTHON"))
-        .args([script, &brokers(), &env("KSA_TEST_SCHEMA_REGISTRY"), topic, &RECORDS.to_string()])
+        .args([&script, &brokers(), &env("KSA_TEST_SCHEMA_REGISTRY"), topic, &count.to_string()])
         .stdout(out.reopen().unwrap())
         .stderr(err.reopen().unwrap())
         .spawn()
@@ -191,18 +196,92 @@ async fn run_archives_registry_avro_values_into_typed_columns_exactly_once() {
          count(*) FILTER (value.sensor.rev IS NULL AND value IS NOT NULL), count(*) FILTER (value_error LIKE '%magic byte%'),
          count(*) FILTER (value_error LIKE '%has no schema 999999%')",
     );
-    let footer = |data: &bytes::Bytes| {
-        use parquet::file::reader::{FileReader, SerializedFileReader};
-        let reader = SerializedFileReader::new(data.clone()).unwrap();
-        let kv = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
-        kv.into_iter().find(|kv| kv.key == "kafka.schema_ids").and_then(|kv| kv.value)
-    };
-    let id = u32::from_be_bytes(in_kafka[&0][0].value.as_deref().unwrap()[1..5].try_into().unwrap());
-    assert!(objects.iter().all(|(_, data)| footer(data) == Some(id.to_string())), "each footer names schema {id}");
+    let id = schema_id(&in_kafka[&0][0]);
+    assert!(objects.iter().all(|(_, data)| schema_ids(data) == Some(id.to_string())), "each footer names schema {id}");
     let sum_ids: i64 = produced.iter().map(|p| p["id"].as_i64().unwrap()).sum();
     let tags: usize = produced.iter().map(|p| p["tags"].as_array().unwrap().len()).sum();
     let no_rev = produced.iter().filter(|p| p["rev"].is_null()).count();
     assert_eq!(row, format!("{RECORDS}|{sum_ids}|2|DECIMAL(12,2)|{tags}|{no_rev}|1|1"));
+}
+
+/// The schema ID in a record's wire-format frame.
+fn schema_id(record: &Record) -> u32 {
+    u32::from_be_bytes(record.value.as_deref().expect("a value")[1..5].try_into().unwrap())
+}
+
+/// The schema IDs a Parquet file's footer names (`kafka.schema_ids`).
+fn schema_ids(data: &bytes::Bytes) -> Option<String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = SerializedFileReader::new(data.clone()).unwrap();
+    let kv = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+    kv.into_iter().find(|kv| kv.key == "kafka.schema_ids").and_then(|kv| kv.value)
+}
+
+/// Schema evolution without small files: a producer moves v1 -> v2 -> v3 (BACKWARD compatible, which
+/// the registry checks) every 1,000 records, then to an incompatible v4. The files are cut by the roll
+/// size (1,300 records), not by version: a file takes a newer version when its first value comes, the
+/// rows before widened into it; only v4 rolls a file (reason `schema`, once). The first archiver is
+/// killed (SIGKILL) after its first file and another starts under a new group across the change: every
+/// offset is archived once, and what DuckDB reads of each file is what the producer wrote, an older
+/// version's rows with the newer fields' defaults.
+#[tokio::test(flavor = "multi_thread")]
+async fn compatible_schema_versions_share_files_cut_by_size_and_an_incompatible_one_rolls_once() {
+    const PER_VERSION: usize = 1000;
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("registry-versions");
+    create_topic(&topic, 1).await;
+    let produced = produce_with("produce_versions.py", &topic, PER_VERSION);
+    assert_eq!(produced.len(), 4 * PER_VERSION);
+    let in_kafka = read_from_kafka(&topic, 1);
+    let spool = tempfile::tempdir().unwrap();
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    let args = |group: &str| {
+        let mut args = archiver_args(&dest, group, &topic, 1300, spool.path());
+        args.extend(
+            ["--value-format", "avro", "--schema-registry-url", &registry, "--keep-raw-value", "true"]
+                .map(String::from),
+        );
+        // Long enough for the files cut by size to fill first; the last one is cut by age.
+        set_flag(args, "--roll-age", "8s")
+    };
+    let mut killed = ArchiverProcess::spawn("registry-versions-killed", &args(&unique("g")));
+    wait_objects(store.as_ref(), &prefix, &topic, 1, &mut killed).await;
+    killed.kill_hard();
+    let mut archiver = ArchiverProcess::spawn("registry-versions", &args(&unique("g")));
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    assert_exactly_once(&dest, &topic, &in_kafka).await;
+
+    let objects = fetch_objects(&dest, &topic).await;
+    let ranges: Vec<(i64, i64)> = objects.iter().map(|(key, _)| (key.range.start(), key.range.end())).collect();
+    assert_eq!(ranges, [(0, 1299), (1300, 2599), (2600, 2999), (3000, 3999)], "cut by size, and once by v4");
+    let log = killed.log_text() + &archiver.log_text();
+    let rolls = log.lines().filter(|l| l.contains("object uploaded") && l.contains("reason=\"schema\"")).count();
+    assert_eq!(rolls, 1, "one roll for the incompatible version:\n{log}");
+    let id = |version: usize| schema_id(&in_kafka[&0][(version - 1) * PER_VERSION]);
+    let ids: Vec<Option<String>> = objects.iter().map(|(_, data)| schema_ids(data)).collect();
+    let want = [format!("{},{}", id(1), id(2)), format!("{},{}", id(2), id(3)), id(3).to_string(), id(4).to_string()];
+    assert_eq!(ids, want.map(Some), "the footers name the versions each file holds");
+    for (i, (object, (start, end))) in objects.iter().zip(ranges).take(3).enumerate() {
+        let rows: Vec<&Value> =
+            produced.iter().filter(|p| (start..=end).contains(&p["offset"].as_i64().unwrap())).collect();
+        let sum = |field: &str| rows.iter().map(|p| p[field].as_i64().unwrap()).sum::<i64>();
+        let score: f64 = rows.iter().map(|p| p["score"].as_f64().unwrap_or(0.0)).sum();
+        // The first file holds v1 and v2 (no unit); the others v3, and v2 with unit's default.
+        let (unit, in_m) = match i {
+            0 => ("0", 0),
+            _ => ("count(*) FILTER (value.unit = 'm')", rows.iter().filter(|p| p["version"] == 2).count()),
+        };
+        let select =
+            format!("count(value), sum(value.id), sum(value.count), sum(value.score), count(value_error), {unit}");
+        let got = duckdb_row(std::slice::from_ref(object), &select);
+        let want = format!("{}|{}|{}|{score:?}|0|{in_m}", rows.len(), sum("id"), sum("count"));
+        assert_eq!(got, want, "offsets {start} to {end}");
+    }
+    let last =
+        duckdb_row(&objects[3..], "count(value), min(value.id), typeof(any_value(value.id)), count(value_error)");
+    assert_eq!(last, "1000|id-3000|VARCHAR|0");
 }
 
 /// While the registry answers 503 (a proxy in front of it), records that need a schema wait: no object

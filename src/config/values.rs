@@ -72,7 +72,11 @@ impl Settings {
             let why = "JSON lines do not embed Avro values yet: use --format parquet (or --value-format raw)";
             return Err(invalid("--value-format", "avro", why.into()));
         }
-        Ok(ValueFormat::Avro(Arc::new(AvroValues { schemas: schemas.clone(), keep_raw })))
+        Ok(ValueFormat::Avro(Arc::new(AvroValues {
+            schemas: schemas.clone(),
+            keep_raw,
+            successors: Default::default(),
+        })))
     }
 
     /// `--schema-registry-url` and its credentials.

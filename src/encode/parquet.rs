@@ -22,7 +22,7 @@ use parquet::file::reader::ChunkReader;
 
 use super::{header_name_from_text, header_name_text, Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::archive::record::{Header, Record, TimestampKind};
-use crate::encode::spool::{SealedSpool, Spool};
+use crate::encode::spool::{SealedSpool, Spool, SpoolData};
 use crate::values::columns::{ValueStats, VALUE_ERROR, VALUE_RAW};
 use crate::values::{value_columns, ValueColumns, ValueFormat, VALUE_FIELD};
 
@@ -58,6 +58,9 @@ fn header_fields() -> Fields {
 fn header_item() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Struct(header_fields()), false))
 }
+
+/// The `value` column's place in [`SCHEMA`].
+const VALUE_COLUMN: usize = 4;
 
 static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
@@ -142,9 +145,21 @@ impl Builders {
     fn typed_schema(typed: &dyn ValueColumns) -> Option<SchemaRef> {
         let [value, raw, error] = typed.fields()?;
         let mut fields: Vec<Field> = SCHEMA.fields().iter().map(|f| f.as_ref().clone()).collect();
-        fields[4] = value;
+        fields[VALUE_COLUMN] = value;
         fields.extend([raw, error]);
         Some(Arc::new(Schema::new(fields)))
+    }
+
+    /// The typed schema, when the value column's changed since the last batch (see
+    /// `ValueColumns::rewrite`): the file's rows so far are to be re-written under it.
+    fn changed_schema(&mut self) -> Option<SchemaRef> {
+        let ValueColumn::Typed(typed) = &self.value else { return None };
+        let old = self.schema.as_ref()?;
+        let new = Self::typed_schema(typed.as_ref())?;
+        (new != *old).then(|| {
+            self.schema = Some(new.clone());
+            new
+        })
     }
 
     fn take_batch(&mut self) -> Result<RecordBatch, EncodeError> {
@@ -190,7 +205,8 @@ impl Builders {
 pub struct ParquetEncoder {
     /// Created with the first batch (whose schema may be inferred); until then, what it needs.
     writer: Option<ArrowWriter<Spool>>,
-    waiting: Option<(Spool, WriterProperties)>,
+    waiting: Option<Spool>,
+    props: WriterProperties,
     builders: Builders,
     /// The writer's in-progress row group size and memory, measured when a batch is written (they
     /// change only then), so the per-record size checks stay O(1).
@@ -212,7 +228,7 @@ impl ParquetEncoder {
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
         let builders = Builders::new(values);
-        Ok(Self { writer: None, waiting: Some((spool, props)), builders, writer_in_progress: 0, writer_memory: 0 })
+        Ok(Self { writer: None, waiting: Some(spool), props, builders, writer_in_progress: 0, writer_memory: 0 })
     }
 
     /// Appends a record; or returns false, taking nothing, for a record with fields the file's
@@ -229,18 +245,43 @@ impl ParquetEncoder {
 
     fn write_buffered(&mut self) -> Result<(), EncodeError> {
         if self.builders.rows > 0 {
+            if let Some(schema) = self.builders.changed_schema() {
+                self.rewrite(schema)?;
+            }
             let batch = self.builders.take_batch()?;
             let writer = match &mut self.writer {
                 Some(writer) => writer,
                 None => {
-                    let (spool, props) = self.waiting.take().expect("a writer or what it needs");
-                    self.writer.insert(ArrowWriter::try_new(spool, batch.schema(), Some(props))?)
+                    let spool = self.waiting.take().expect("a writer or its spool");
+                    self.writer.insert(ArrowWriter::try_new(spool, batch.schema(), Some(self.props.clone()))?)
                 }
             };
             writer.write(&batch)?;
             self.writer_in_progress = writer.in_progress_size() as u64;
             self.writer_memory = writer.memory_size() as u64;
         }
+        Ok(())
+    }
+
+    /// Re-writes the rows written so far under `schema`, whose value column widened (a newer version of
+    /// the values' schema that holds the old): each batch read back, its values converted by the value
+    /// columns, into a new spool. Once per such version a file takes.
+    fn rewrite(&mut self, schema: SchemaRef) -> Result<(), EncodeError> {
+        let Some(old) = self.writer.take() else { return Ok(()) };
+        let ValueColumn::Typed(typed) = &self.builders.value else { unreachable!("raw values do not change") };
+        let fresh = old.inner().sibling();
+        let written = old.into_inner()?.seal()?;
+        let batches = match written.data() {
+            SpoolData::Memory(bytes) => ParquetRecordBatchReaderBuilder::try_new(bytes.clone())?.build()?,
+            SpoolData::Disk(path) => ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path)?)?.build()?,
+        };
+        let mut writer = ArrowWriter::try_new(fresh, schema.clone(), Some(self.props.clone()))?;
+        for batch in batches {
+            let mut columns = batch?.columns().to_vec();
+            columns[VALUE_COLUMN] = typed.rewrite(&columns[VALUE_COLUMN])?;
+            writer.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
+        }
+        self.writer = Some(writer);
         Ok(())
     }
 

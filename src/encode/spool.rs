@@ -126,6 +126,11 @@ impl Spool {
         Self { config, storage: Storage::Memory(Vec::new()), len: 0, counted: 0 }
     }
 
+    /// A new, empty spool made as this one was.
+    pub fn sibling(&self) -> Self {
+        Self::new(self.config.clone())
+    }
+
     pub fn len(&self) -> u64 {
         self.len
     }

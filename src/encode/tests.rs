@@ -352,3 +352,70 @@ fn a_file_whose_values_give_no_schema_is_written_with_a_placeholder() {
     let values: Vec<Option<Vec<u8>>> = decoded.records.into_iter().map(|r| r.value).collect();
     assert_eq!(values, [Some(b"not json".to_vec()), None, Some(b"not json".to_vec())]);
 }
+
+/// Schemas by ID, for Avro values in tests.
+#[derive(Debug)]
+struct Schemas(std::collections::HashMap<crate::values::wire::SchemaId, crate::values::Fetched>);
+
+impl crate::values::SchemaSource for Schemas {
+    fn avro(&self, id: crate::values::wire::SchemaId) -> Option<crate::values::Fetched> {
+        self.0.get(&id).cloned()
+    }
+}
+
+/// A file of Avro values whose schema moves to a newer version (one that holds the old) after rows were
+/// written is re-written under the newer version, the older rows with the added field's default: one
+/// file, not one per version; in memory and spooled to disk alike.
+#[test]
+fn a_parquet_file_takes_a_newer_avro_version_whole_after_rows_were_written() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+
+    use crate::values::avro::parse_record;
+    use crate::values::wire::{frame, SchemaId};
+    let v1 = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"int"}]}"#;
+    let v2 = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"long"},
+        {"name":"tier","type":"long","default":7}]}"#;
+    let schemas = [(SchemaId(1), v1), (SchemaId(2), v2)].map(|(id, text)| (id, Ok(parse_record(text).unwrap())));
+    for threshold in [1 << 30, 0] {
+        let avro = crate::values::AvroValues {
+            schemas: Arc::new(Schemas(schemas.iter().cloned().collect())),
+            keep_raw: false,
+            successors: Default::default(),
+        };
+        let values = ValueFormat::Avro(Arc::new(avro));
+        let zigzag = |n: i64| ((n << 1) ^ (n >> 63)) as u8;
+        let record = |offset: i64, value: Vec<u8>| Record { offset, value: Some(value), ..sample_records()[1].clone() };
+        let old_rows = parquet::BATCH_ROWS as i64 + 10; // a batch written before the newer version comes
+        let mut records: Vec<Record> =
+            (0..old_rows).map(|i| record(i, frame(SchemaId(1), &[zigzag(i % 60)]))).collect();
+        records.push(record(old_rows, frame(SchemaId(2), &[zigzag(1), zigzag(3)])));
+        records.push(record(old_rows + 1, frame(SchemaId(1), &[zigzag(2)])));
+        let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spool =
+            Spool::new(SpoolOptions { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
+        let mut enc = FileEncoder::new(spec, &values, spool).unwrap();
+        for r in &records {
+            assert!(enc.append(r, true).unwrap(), "offset {}: one file", r.offset);
+        }
+        let meta = FileMeta {
+            tp: TopicPartition::new("t", 1).unwrap(),
+            range: OffsetRange::new(0, old_rows + 1).unwrap(),
+            records: records.len() as u64,
+        };
+        let data = enc.finish(&meta).unwrap().spool.read_all().unwrap();
+        let reader = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data).unwrap();
+        let (mut ids, mut tiers) = (Vec::new(), Vec::new());
+        for batch in reader.build().unwrap() {
+            let batch = batch.unwrap();
+            let value = batch.column_by_name("value").unwrap().as_struct();
+            ids.extend(value.column_by_name("id").unwrap().as_primitive::<Int64Type>().values().iter().copied());
+            tiers.extend(value.column_by_name("tier").unwrap().as_primitive::<Int64Type>().values().iter().copied());
+        }
+        let want_ids: Vec<i64> = (0..old_rows).map(|i| i % 60).chain([1, 2]).collect();
+        assert_eq!(ids, want_ids, "threshold {threshold}");
+        let want_tiers: Vec<i64> = (0..old_rows).map(|_| 7).chain([3, 7]).collect();
+        assert_eq!(tiers, want_tiers, "threshold {threshold}: the older rows take the default");
+    }
+}

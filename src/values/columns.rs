@@ -229,6 +229,11 @@ impl ValueColumns for JsonColumns {
         true
     }
 
+    /// A JSON file's schema never changes once taken: its columns stay as they are.
+    fn rewrite(&self, column: &ArrayRef) -> Result<ArrayRef, ColumnsError> {
+        Ok(column.clone())
+    }
+
     /// Builds the batch's three columns and starts the next batch. `offsets` are the batch's record
     /// offsets (for the stats of a misfit found only by the decoder).
     fn take(&mut self, offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {

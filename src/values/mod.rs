@@ -32,6 +32,11 @@ pub trait ValueColumns: Send {
     /// Builds the batch's columns (`offsets`: its records' offsets) and starts the next batch.
     fn take(&mut self, offsets: &[i64]) -> Result<[arrow_array::ArrayRef; 3], columns::ColumnsError>;
 
+    /// A `value` column of the batches taken before [`fields`](Self::fields) last changed, as the
+    /// current `value` field's type: a format whose file schema can widen (Avro, to a newer version that
+    /// holds the old) converts it; the file's rows so far are re-written so.
+    fn rewrite(&self, column: &arrow_array::ArrayRef) -> Result<arrow_array::ArrayRef, columns::ColumnsError>;
+
     /// What the file's values came to so far.
     fn stats(&self) -> &columns::ValueStats;
 }
@@ -174,10 +179,12 @@ pub struct JsonValues {
 }
 
 /// `--value-format avro`: where the schemas come from, and whether every record keeps its raw bytes.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct AvroValues {
     pub schemas: Arc<dyn SchemaSource>,
     pub keep_raw: bool,
+    /// Which schema versions supersede which, learned from the values (shared by the profile's files).
+    pub successors: avro::columns::Successors,
 }
 
 impl fmt::Display for ValueType {

@@ -175,7 +175,8 @@ pub(super) fn harness_profiles(profiles: TopicProfiles) -> Harness {
 
 /// A harness whose topic's values are Avro with schemas from `registry`.
 pub(super) fn harness_registry(registry: crate::pipeline::schemas::Registry) -> Harness {
-    let avro = crate::values::AvroValues { schemas: registry.cache.clone(), keep_raw: false };
+    let avro =
+        crate::values::AvroValues { schemas: registry.cache.clone(), keep_raw: false, successors: Default::default() };
     let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
     let profile = TopicProfile { spec, values: ValueFormat::Avro(Arc::new(avro)), ..plain(policy(100)) };
     harness_full(TopicProfiles::uniform(profile), 1 << 30, Duration::from_secs(10), None, Some(registry))

@@ -13,7 +13,7 @@ use arrow_array::builder::{
 };
 use arrow_schema::{DataType, Field, Fields, TimeUnit as ArrowUnit};
 
-use super::Avro;
+use super::{Avro, AvroField};
 use crate::values::arrow::placeholder_fields;
 use crate::values::TimeUnit;
 
@@ -58,10 +58,10 @@ pub fn field(name: &str, avro: &Avro) -> Field {
 
 /// A record's struct fields; a record without fields gets the placeholder field of nulls (Parquet
 /// cannot hold an empty struct).
-pub fn struct_fields(fields: &[(String, Avro)]) -> Fields {
+pub fn struct_fields(fields: &[AvroField]) -> Fields {
     match fields.is_empty() {
         true => placeholder_fields(),
-        false => fields.iter().map(|(name, avro)| field(name, avro)).collect(),
+        false => fields.iter().map(|f| field(&f.name, &f.avro)).collect(),
     }
 }
 
@@ -81,7 +81,7 @@ impl<'a> Reader<'a> {
         self.pos == self.buf.len()
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
         let end = end.ok_or_else(|| format!("ends after {} bytes, {n} more needed", self.buf.len()))?;
         let out = &self.buf[self.pos..end];
@@ -90,7 +90,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A zig-zag varint of at most 10 bytes (the tenth holds only bit 63).
-    fn long(&mut self) -> Result<i64, DecodeError> {
+    pub(super) fn long(&mut self) -> Result<i64, DecodeError> {
         let mut value: u64 = 0;
         let mut shift = 0;
         loop {
@@ -107,7 +107,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn int(&mut self) -> Result<i32, DecodeError> {
+    pub(super) fn int(&mut self) -> Result<i32, DecodeError> {
         let v = self.long()?;
         i32::try_from(v).map_err(|_| format!("{v} is out of range for an int"))
     }
@@ -117,18 +117,18 @@ impl<'a> Reader<'a> {
         usize::try_from(n).map_err(|_| format!("a negative length ({n})"))
     }
 
-    fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+    pub(super) fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         let n = self.len()?;
         self.take(n)
     }
 
-    fn string(&mut self) -> Result<&'a str, DecodeError> {
+    pub(super) fn string(&mut self) -> Result<&'a str, DecodeError> {
         std::str::from_utf8(self.bytes()?).map_err(|e| format!("a string that is not UTF-8 ({e})"))
     }
 
     /// The next block's item count of an array or map (0 ends it), at most what the bytes left can hold
     /// of items at least `width` bytes wide (items of no width: at most `MAX_EMPTY_ITEMS`).
-    fn block(&mut self, width: usize) -> Result<usize, DecodeError> {
+    pub(super) fn block(&mut self, width: usize) -> Result<usize, DecodeError> {
         let n = self.long()?;
         if n < 0 {
             self.long()?; // The block's size in bytes, which a reader may use to skip it.
@@ -148,7 +148,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A one-branch union's index, which must be 0.
-    fn single(&mut self) -> Result<(), DecodeError> {
+    pub(super) fn single(&mut self) -> Result<(), DecodeError> {
         match self.long()? {
             0 => Ok(()),
             i => Err(format!("union branch {i} of 1")),
@@ -156,7 +156,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether a nullable union's branch is the value (not null).
-    fn present(&mut self, null_first: bool) -> Result<bool, DecodeError> {
+    pub(super) fn present(&mut self, null_first: bool) -> Result<bool, DecodeError> {
         match (self.long()?, null_first) {
             (0, true) | (1, false) => Ok(false),
             (1, true) | (0, false) => Ok(true),
@@ -238,8 +238,8 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
             }
         },
         Avro::Record(fields) => {
-            for (name, field) in fields.iter() {
-                check(field, r).map_err(|e| format!("{name}: {e}"))?;
+            for f in fields.iter() {
+                check(&f.avro, r).map_err(|e| format!("{}: {e}", f.name))?;
             }
         }
         Avro::Decimal { precision, fixed, .. } => {
@@ -258,10 +258,10 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
 const MAX_EMPTY_ITEMS: usize = 1 << 16;
 
 /// The fewest bytes a value of `avro` takes.
-fn min_width(avro: &Avro) -> usize {
+pub(super) fn min_width(avro: &Avro) -> usize {
     match avro {
         Avro::Fixed(size) => *size,
-        Avro::Record(fields) => fields.iter().map(|(_, f)| min_width(f)).sum(),
+        Avro::Record(fields) => fields.iter().map(|f| min_width(&f.avro)).sum(),
         Avro::Decimal { fixed: Some(size), .. } => *size,
         Avro::Float => 4,
         Avro::Double => 8,
@@ -275,12 +275,12 @@ fn is_uuid(s: &str) -> bool {
 }
 
 /// The builder as its concrete type (the one `make_builder` made for `avro`'s Arrow type).
-fn cast<T: ArrayBuilder>(b: &mut dyn ArrayBuilder) -> &mut T {
+pub(super) fn cast<T: ArrayBuilder>(b: &mut dyn ArrayBuilder) -> &mut T {
     b.as_any_mut().downcast_mut::<T>().expect("the builder made for this Arrow type")
 }
 
-type DynList = ListBuilder<Box<dyn ArrayBuilder>>;
-type DynMap = MapBuilder<Box<dyn ArrayBuilder>, Box<dyn ArrayBuilder>>;
+pub(super) type DynList = ListBuilder<Box<dyn ArrayBuilder>>;
+pub(super) type DynMap = MapBuilder<Box<dyn ArrayBuilder>, Box<dyn ArrayBuilder>>;
 
 /// Appends one value of `avro`, which [`check`] passed, to `b` (made by `make_builder` for its type).
 pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(), DecodeError> {
@@ -349,9 +349,9 @@ pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(
 }
 
 /// Appends a record's fields to the struct builder's children, then the row.
-pub fn append_record(fields: &[(String, Avro)], r: &mut Reader, b: &mut StructBuilder) -> Result<(), DecodeError> {
-    for (i, (_, field)) in fields.iter().enumerate() {
-        append(field, r, b.field_builders_mut()[i].as_mut())?;
+pub fn append_record(fields: &[AvroField], r: &mut Reader, b: &mut StructBuilder) -> Result<(), DecodeError> {
+    for (i, f) in fields.iter().enumerate() {
+        append(&f.avro, r, b.field_builders_mut()[i].as_mut())?;
     }
     if fields.is_empty() {
         cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();
@@ -385,9 +385,9 @@ pub fn append_null(avro: &Avro, b: &mut dyn ArrayBuilder) {
 }
 
 /// A null row of a record: every child a null too.
-pub fn append_null_record(fields: &[(String, Avro)], b: &mut StructBuilder) {
-    for (i, (_, field)) in fields.iter().enumerate() {
-        append_null(field, b.field_builders_mut()[i].as_mut());
+pub fn append_null_record(fields: &[AvroField], b: &mut StructBuilder) {
+    for (i, f) in fields.iter().enumerate() {
+        append_null(&f.avro, b.field_builders_mut()[i].as_mut());
     }
     if fields.is_empty() {
         cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();

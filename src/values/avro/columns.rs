@@ -1,31 +1,76 @@
 //! Avro values in Confluent's wire format as typed columns (`--value-format avro`), a `ValueColumns`:
-//! each value names its schema by ID; the file takes the schema of its first value, and a value written
-//! with another schema starts the next file (a re-written file, which cannot roll, keeps it raw). A
-//! value that is not framed, names a schema the registry does not have, or does not decode by its
-//! schema is a misfit: a null `value`, its bytes in `value_raw`, the reason in `value_error`.
+//! each value names its schema by ID; the file takes the schema of its first value (or the newest
+//! version known to hold it, see [`Successors`]); values of other versions it holds are read by schema
+//! resolution (`resolve`). A value of a newer version that holds the file's schema whole becomes the
+//! file's schema, the rows taken so far widened into it (`widen`, `rewrite`); any other schema (an
+//! incompatible change, or a version that would lose a field) starts the next file (a re-written file,
+//! which cannot roll, keeps it raw). A value that is not framed, names a schema the registry does not
+//! have, or does not decode by its schema is a misfit: a null `value`, its bytes in `value_raw`, the
+//! reason in `value_error`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::builder::StructBuilder;
+use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, NullArray, StructArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Fields};
 
 use super::binary::{append_null_record, append_record, check, struct_fields, Reader};
+use super::resolve::Resolution;
+use super::widen::widen_record;
 use super::{Avro, AvroRecord};
 use crate::values::arrow::{placeholder_fields, typed_value_field};
 use crate::values::columns::{ColumnsError, Rows, ValueStats, VALUE_ERROR, VALUE_RAW};
 use crate::values::wire::{split, SchemaId};
 use crate::values::{AvroValues, ValueColumns};
 
-/// The schema a file's values are decoded by.
+/// The schema a file's values are decoded by (the reader's, in schema resolution).
 struct FileSchema {
+    id: SchemaId,
     /// The top-level record.
     record: Avro,
     fields: AvroRecord,
-    /// The IDs seen in the file, and whether each names this schema.
-    ids: HashMap<SchemaId, bool>,
+    /// The IDs seen in the file, and how each one's values are read.
+    ids: HashMap<SchemaId, Fit>,
+}
+
+/// How values written with a schema are read by the file's.
+enum Fit {
+    /// The file's schema itself (registered again, or under another subject).
+    Same,
+    /// A compatible version the file's schema holds whole (see `resolve`).
+    Resolved(Resolution),
+    /// Not held: the reason.
+    Other(String),
+}
+
+/// Which schema supersedes which: a version another holds whole (older versions, by schema resolution)
+/// is read as the newest seen, so a file begun by a value of an older version takes the newest as its
+/// schema at once (rather than widening to it when its first value comes). Learned from the values,
+/// shared by the profile's files.
+#[derive(Debug, Default)]
+pub struct Successors(Mutex<HashMap<SchemaId, SchemaId>>);
+
+impl Successors {
+    fn note(&self, older: SchemaId, newer: SchemaId) {
+        self.0.lock().expect("successors").insert(older, newer);
+    }
+
+    /// The newest schema known to hold `id`'s values (`id` itself if none).
+    fn newest(&self, id: SchemaId) -> SchemaId {
+        let map = self.0.lock().expect("successors");
+        let mut newest = id;
+        // Bounded: two schemas may each hold the other.
+        for _ in 0..map.len() {
+            match map.get(&newest) {
+                Some(next) if *next != id => newest = *next,
+                _ => break,
+            }
+        }
+        newest
+    }
 }
 
 pub struct AvroColumns {
@@ -36,6 +81,8 @@ pub struct AvroColumns {
     placeholder: bool,
     /// The batch's payloads (header included).
     batch: Rows,
+    /// The schema of the batches taken so far (the file's, unless it widened since).
+    taken: Option<AvroRecord>,
     stats: ValueStats,
 }
 
@@ -43,13 +90,20 @@ pub struct AvroColumns {
 enum Judged {
     Fits(SchemaId),
     Misfit(String),
-    /// Written with a schema other than the file's.
-    OtherSchema(SchemaId),
+    /// Written with a schema the file's does not hold (the reason).
+    OtherSchema(SchemaId, String),
 }
 
 impl AvroColumns {
     pub fn new(avro: Arc<AvroValues>) -> Self {
-        Self { avro, schema: None, placeholder: false, batch: Rows::default(), stats: ValueStats::default() }
+        Self {
+            avro,
+            schema: None,
+            placeholder: false,
+            batch: Rows::default(),
+            taken: None,
+            stats: ValueStats::default(),
+        }
     }
 
     fn judge(&mut self, payload: &[u8]) -> Judged {
@@ -63,22 +117,55 @@ impl AvroColumns {
             Some(Ok(fields)) => fields,
         };
         if self.placeholder {
-            return Judged::OtherSchema(id);
+            return Judged::OtherSchema(id, "this file has no schema".into());
         }
-        let file = self.schema.get_or_insert_with(|| FileSchema {
-            record: Avro::Record(fields.clone()),
-            fields: fields.clone(),
-            ids: HashMap::new(),
-        });
-        if !*file.ids.entry(id).or_insert_with(|| *file.fields == *fields) {
-            return Judged::OtherSchema(id);
+        let file = match &mut self.schema {
+            Some(file) => file,
+            None => self.schema.insert(first_schema(&self.avro, id, &fields)),
+        };
+        if let Fit::Other(why) = file.ids.entry(id).or_insert_with(|| fit(&fields, &file.fields)) {
+            let why = why.clone();
+            if !Resolution::new(&file.fields, &fields).is_ok_and(|r| r.skips.is_empty()) {
+                return Judged::OtherSchema(id, why);
+            }
+            // A newer version that holds the file's schema whole: it becomes the file's schema.
+            self.avro.successors.note(file.id, id);
+            if !self.widen_to(id, &fields) {
+                return Judged::OtherSchema(id, why);
+            }
         }
+        let file = self.schema.as_ref().expect("the file's schema, chosen above");
         let mut reader = Reader::new(body);
-        match check(&file.record, &mut reader) {
+        let checked = match &file.ids[&id] {
+            Fit::Same => check(&file.record, &mut reader),
+            Fit::Resolved(resolution) => resolution.check(&mut reader),
+            Fit::Other(_) => unreachable!("a schema the file does not hold returned above"),
+        };
+        match checked {
             Ok(()) if reader.at_end() => Judged::Fits(id),
             Ok(()) => Judged::Misfit(format!("value: bytes left after the record of schema {id}")),
             Err(why) => Judged::Misfit(format!("value: does not decode by schema {id}: {why}")),
         }
+    }
+
+    /// Makes schema `id` (`fields`, which holds the file's schema whole) the file's schema, if every
+    /// schema whose values the file holds fits it too; the rows taken so far are then widened into it
+    /// (`rewrite`). Whether it did.
+    fn widen_to(&mut self, id: SchemaId, fields: &AvroRecord) -> bool {
+        let Some(file) = &self.schema else { return false };
+        let mut ids = HashMap::with_capacity(file.ids.len());
+        for (seen, held) in &file.ids {
+            let now = match self.avro.schemas.avro(*seen) {
+                Some(Ok(writer)) => fit(&writer, fields),
+                _ => Fit::Other(format!("schema {seen} is no longer at hand")),
+            };
+            if !matches!(held, Fit::Other(_)) && matches!(now, Fit::Other(_)) {
+                return false;
+            }
+            ids.insert(*seen, now);
+        }
+        self.schema = Some(FileSchema { id, record: Avro::Record(fields.clone()), fields: fields.clone(), ids });
+        true
     }
 
     /// The batch's `value` column: each value that fits decoded, a null row for every other.
@@ -87,8 +174,14 @@ impl AvroColumns {
         for i in 0..self.batch.len() {
             match self.batch.fitting(i) {
                 Some(payload) => {
-                    let (_, body) = split(payload).map_err(|e| ColumnsError::Decode(e.to_string()))?;
-                    append_record(&schema.fields, &mut Reader::new(body), &mut value).map_err(ColumnsError::Decode)?;
+                    let (id, body) = split(payload).map_err(|e| ColumnsError::Decode(e.to_string()))?;
+                    let mut body = Reader::new(body);
+                    match schema.ids.get(&id) {
+                        Some(Fit::Same) => append_record(&schema.fields, &mut body, &mut value),
+                        Some(Fit::Resolved(resolution)) => resolution.append(&mut body, &mut value),
+                        _ => unreachable!("a value that fits names a schema the file holds"),
+                    }
+                    .map_err(ColumnsError::Decode)?;
                 }
                 None => append_null_record(&schema.fields, &mut value),
             }
@@ -125,10 +218,11 @@ impl ValueColumns for AvroColumns {
                 self.stats.schema_ids.insert(id.0);
                 None
             }
-            Judged::OtherSchema(_) if may_roll => return false,
-            Judged::OtherSchema(id) => {
-                Some(format!("value: written with schema {id}, not this file's (a re-written file is one file)"))
-            }
+            Judged::OtherSchema(..) if may_roll => return false,
+            Judged::OtherSchema(id, why) => Some(format!(
+                "value: written with schema {id}, which this file's does not hold ({why}; a re-written file is one \
+                 file)"
+            )),
             Judged::Misfit(why) => Some(why),
         };
         if let Some(why) = &misfit {
@@ -153,11 +247,44 @@ impl ValueColumns for AvroColumns {
             _ => self.placeholder_column(),
         };
         let [raw, error] = self.batch.take_raw_and_error(self.avro.keep_raw);
+        self.taken = self.schema.as_ref().map(|s| s.fields.clone());
         Ok([value, raw, error])
+    }
+
+    fn rewrite(&self, column: &ArrayRef) -> Result<ArrayRef, ColumnsError> {
+        match (&self.taken, &self.schema) {
+            (Some(taken), Some(now)) if *taken != now.fields => {
+                let widened = widen_record(column.as_struct(), taken, &now.fields).map_err(ColumnsError::Decode)?;
+                Ok(Arc::new(widened))
+            }
+            _ => Ok(column.clone()),
+        }
     }
 
     fn stats(&self) -> &ValueStats {
         &self.stats
+    }
+}
+
+/// The schema of a file whose first value names `id`: the newest known to hold it.
+fn first_schema(avro: &AvroValues, id: SchemaId, fields: &AvroRecord) -> FileSchema {
+    let newest = avro.successors.newest(id);
+    let (id, fields) = match avro.schemas.avro(newest) {
+        Some(Ok(newer)) if newest != id => (newest, newer),
+        _ => (id, fields.clone()),
+    };
+    FileSchema { id, record: Avro::Record(fields.clone()), fields, ids: HashMap::new() }
+}
+
+/// How the file's schema (`reader`) holds values written with `writer`.
+fn fit(writer: &AvroRecord, reader: &AvroRecord) -> Fit {
+    if writer == reader {
+        return Fit::Same;
+    }
+    match Resolution::new(writer, reader) {
+        Ok(resolution) if resolution.skips.is_empty() => Fit::Resolved(resolution),
+        Ok(resolution) => Fit::Other(format!("it has fields the file's lacks: {}", resolution.skips.join(", "))),
+        Err(why) => Fit::Other(why),
     }
 }
 

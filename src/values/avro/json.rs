@@ -4,12 +4,11 @@
 
 use std::sync::Arc;
 
-use super::Avro;
+use super::{Avro, AvroField};
 use crate::values::{FieldNode, Fields, Node, ValueType};
 
-pub(super) fn fields(record: &[(String, Avro)]) -> Fields {
-    let out: Vec<FieldNode> =
-        record.iter().map(|(name, avro)| FieldNode { name: name.clone(), node: node(avro) }).collect();
+pub(super) fn fields(record: &[AvroField]) -> Fields {
+    let out: Vec<FieldNode> = record.iter().map(|f| FieldNode { name: f.name.clone(), node: node(&f.avro) }).collect();
     Arc::from(out)
 }
 

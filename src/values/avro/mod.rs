@@ -8,6 +8,8 @@
 pub mod binary;
 pub(crate) mod columns;
 mod json;
+pub mod resolve;
+pub mod widen;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +22,16 @@ use super::{Fields, SchemaError, TimeUnit};
 const MAX_DECIMAL_PRECISION: u64 = 38;
 
 /// A record's fields, in order.
-pub type AvroRecord = Arc<[(String, Avro)]>;
+pub type AvroRecord = Arc<[AvroField]>;
+
+/// A record's field: its name, its type and its default (the JSON the schema gives, which schema
+/// resolution writes for a reader's field the writer lacks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AvroField {
+    pub name: String,
+    pub avro: Avro,
+    pub default: Option<Value>,
+}
 
 /// An Avro type, as the binary encoding needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,18 +246,18 @@ impl Parser {
         let fields =
             o.get("fields").and_then(Value::as_array).ok_or_else(|| self.fail("a record needs fields".into()))?;
         self.path.push(name.to_string());
-        let mut out: Vec<(String, Avro)> = Vec::with_capacity(fields.len());
+        let mut out: Vec<AvroField> = Vec::with_capacity(fields.len());
         for f in fields {
             let field_name =
                 f.get("name").and_then(Value::as_str).ok_or_else(|| self.fail("a field needs a name".into()))?;
-            if out.iter().any(|(seen, _)| seen == field_name) {
+            if out.iter().any(|seen| seen.name == field_name) {
                 return Err(self.fail(format!("field {field_name:?} is declared twice")));
             }
             self.path.push(field_name.to_string());
             let ty = f.get("type").ok_or_else(|| self.fail("a field needs a type".into()))?;
             let node = self.node(ty, &namespace)?;
             self.path.pop();
-            out.push((field_name.to_string(), node));
+            out.push(AvroField { name: field_name.to_string(), avro: node, default: f.get("default").cloned() });
         }
         self.path.pop();
         self.define(o, &namespace, Avro::Record(Arc::from(out)))
@@ -314,8 +325,8 @@ mod tests {
         assert_eq!(fields[0].node.ty, ValueType::Decimal { precision: 8, scale: 2 }, "a decimal on a string");
         assert_eq!(fields[1].node, Node { ty: ValueType::Long, nullable: false }, "a union of one type");
         let record = parse_record(schema).unwrap();
-        assert_eq!(record[0].1, Avro::DecimalText { precision: 8, scale: 2 }, "binary values are strings");
-        assert_eq!(record[1].1, Avro::Single(Box::new(Avro::Long)));
+        assert_eq!(record[0].avro, Avro::DecimalText { precision: 8, scale: 2 }, "binary values are strings");
+        assert_eq!(record[1].avro, Avro::Single(Box::new(Avro::Long)));
     }
 
     #[test]

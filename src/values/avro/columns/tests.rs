@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
+use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::Array;
 
 use super::*;
@@ -28,7 +28,7 @@ fn columns(keep_raw: bool) -> AvroColumns {
     schemas.0.insert(SchemaId(11), Ok(parse_record(V1).unwrap())); // the same schema, registered again
     schemas.0.insert(SchemaId(2), Ok(parse_record(V2).unwrap()));
     schemas.0.insert(SchemaId(3), Err("not found (404)".into()));
-    AvroColumns::new(Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw }))
+    AvroColumns::new(Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw, successors: Default::default() }))
 }
 
 /// `{"id": id, "name": name}` in schema V1's binary encoding.
@@ -88,7 +88,10 @@ fn a_value_of_another_schema_starts_the_next_file_or_is_kept_raw_by_a_rewrite() 
     assert!(c.push(1, Some(&other), false), "a re-write cannot roll: kept raw");
     let [value, raw, error] = c.take(&[0, 1]).unwrap();
     assert!(value.is_valid(0) && value.is_null(1));
-    assert!(error.as_string::<i32>().value(1).contains("written with schema 2, not this file's"));
+    assert!(error
+        .as_string::<i32>()
+        .value(1)
+        .contains("written with schema 2, which this file's does not hold (name: the writer lacks it"));
     assert!(raw.is_valid(0), "--keep-raw-value keeps every value's bytes");
 }
 
@@ -115,7 +118,11 @@ fn records_without_fields_still_make_a_parquet_file() {
         {"name":"many","type":{"type":"array","items":"E"}}]}"#;
     let mut schemas = Schemas::default();
     schemas.0.insert(SchemaId(4), Ok(parse_record(schema).unwrap()));
-    let mut c = AvroColumns::new(Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw: false }));
+    let mut c = AvroColumns::new(Arc::new(AvroValues {
+        schemas: Arc::new(schemas),
+        keep_raw: false,
+        successors: Default::default(),
+    }));
     // id 3, the empty record, an array of two empty records.
     assert!(c.push(0, Some(&frame(SchemaId(4), &[6, 4, 0])), true));
     assert!(c.push(1, Some(b"not framed"), true));
@@ -128,4 +135,42 @@ fn records_without_fields_still_make_a_parquet_file() {
     writer.close().unwrap();
     let value = batch.column(0).as_struct();
     assert_eq!(value.column(2).as_list::<i32>().value(0).len(), 2, "two empty records");
+}
+
+/// V1 with a field added (with a default): a compatible newer version.
+const V3: &str = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},
+    {"name":"tier","type":"int","default":5}]}"#;
+
+#[test]
+fn compatible_versions_share_a_file_however_they_interleave() {
+    let mut schemas = Schemas::default();
+    schemas.0.insert(SchemaId(1), Ok(parse_record(V1).unwrap()));
+    schemas.0.insert(SchemaId(3), Ok(parse_record(V3).unwrap()));
+    let avro = Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw: false, successors: Default::default() });
+    let old = frame(SchemaId(1), &v1(1, "a"));
+    let new = frame(SchemaId(3), &[v1(2, "b"), vec![8]].concat()); // tier 4
+    let mut first = AvroColumns::new(avro.clone());
+    assert!(first.push(0, Some(&old), true));
+    let [older, _, _] = first.take(&[0]).unwrap();
+    assert!(first.push(1, Some(&new), true), "a newer version that holds the file's: the file takes it");
+    let [field, _, _] = first.fields().unwrap();
+    let widened = first.rewrite(&older).unwrap();
+    assert_eq!(widened.data_type(), field.data_type(), "the rows taken before are widened to it");
+    let [newer, _, _] = first.take(&[1]).unwrap();
+    assert_eq!(newer.data_type(), field.data_type());
+    assert_eq!(first.rewrite(&newer).unwrap().to_data(), newer.to_data(), "taken under the newer: kept");
+    let mut next = AvroColumns::new(avro.clone());
+    // The next file begins with an older value, yet takes the newer version that holds it.
+    for (offset, value) in [&old, &new, &old, &new].into_iter().enumerate() {
+        assert!(next.push(offset as i64, Some(value), true), "value {offset} shares the file");
+    }
+    let [value, _, error] = next.take(&[0, 1, 2, 3]).unwrap();
+    assert_eq!(error.null_count(), 4, "no misfits");
+    let value = value.as_struct();
+    let tier: Vec<i32> = value.column_by_name("tier").unwrap().as_primitive::<Int32Type>().values().to_vec();
+    assert_eq!(tier, [5, 4, 5, 4], "the older values take the default");
+    assert_eq!(next.stats().schema_ids.iter().copied().collect::<Vec<_>>(), [1, 3]);
+    let mut rewrite = AvroColumns::new(avro);
+    assert!(rewrite.push(0, Some(&new), false));
+    assert!(rewrite.push(1, Some(&old), false), "an older version in a file of the newer: no roll");
 }
