@@ -23,7 +23,10 @@ use parquet::file::reader::ChunkReader;
 use super::{header_name_from_text, header_name_text, Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::archive::record::{Header, Record, TimestampKind};
 use crate::encode::spool::{SealedSpool, Spool, SpoolData};
+use crate::values::avro::reencode::encode_record;
+use crate::values::avro::{parse_record, AvroRecord};
 use crate::values::columns::{ValueStats, VALUE_ERROR, VALUE_RAW};
+use crate::values::wire::{frame, SchemaId};
 use crate::values::{value_columns, ValueColumns, ValueFormat, VALUE_FIELD};
 
 /// Rows buffered in Arrow builders before they are handed to the Parquet writer (and, inferring a
@@ -40,6 +43,10 @@ const ROW_GROUP_BYTES: usize = 16 << 20;
 pub const VALUE_MISFITS_KEY: &str = "kafka.value_misfits";
 /// The footer key of the Schema Registry IDs a file's typed values were written with (`1,7`).
 pub const SCHEMA_IDS_KEY: &str = "kafka.schema_ids";
+/// Footer keys: the registry's schema of the `value` column (its ID and text), which gives back the
+/// bytes of each typed row that has none in `value_raw`.
+pub const VALUE_SCHEMA_ID_KEY: &str = "kafka.value_schema_id";
+pub const VALUE_SCHEMA_KEY: &str = "kafka.value_schema";
 
 /// The footer metadata keys, in the order written.
 const PARQUET_METADATA_KEYS: [&str; 5] =
@@ -278,7 +285,11 @@ impl ParquetEncoder {
         let mut writer = ArrowWriter::try_new(fresh, schema.clone(), Some(self.props.clone()))?;
         for batch in batches {
             let mut columns = batch?.columns().to_vec();
-            columns[VALUE_COLUMN] = typed.rewrite(&columns[VALUE_COLUMN])?;
+            let (value, raw, error) = (VALUE_COLUMN, columns.len() - 2, columns.len() - 1);
+            let rewritten = typed.rewrite([value, raw, error].map(|i| columns[i].clone()))?;
+            for (i, column) in [value, raw, error].into_iter().zip(rewritten) {
+                columns[i] = column;
+            }
             writer.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
         }
         self.writer = Some(writer);
@@ -321,6 +332,10 @@ impl ParquetEncoder {
                 let ids: Vec<String> = stats.schema_ids.iter().map(u32::to_string).collect();
                 writer.append_key_value_metadata(KeyValue::new(SCHEMA_IDS_KEY.into(), ids.join(",")));
             }
+            if let Some((id, text)) = &stats.value_schema {
+                writer.append_key_value_metadata(KeyValue::new(VALUE_SCHEMA_ID_KEY.into(), id.to_string()));
+                writer.append_key_value_metadata(KeyValue::new(VALUE_SCHEMA_KEY.into(), text.to_string()));
+            }
         }
         Ok(writer.into_inner()?.seal()?)
     }
@@ -336,7 +351,23 @@ fn binary_at(a: &arrow_array::BinaryArray, i: usize) -> Option<Vec<u8>> {
 
 /// A batch's values as bytes: raw where the column is binary or `value_raw` holds them, JSON
 /// re-encoded from the typed `value` struct otherwise.
-fn values_of(batch: &RecordBatch, out: &mut Decoded) -> Result<Vec<Option<Vec<u8>>>, EncodeError> {
+/// The registry's schema of a typed file's `value` column, from its footer (Avro values that encode back
+/// to their bytes).
+fn value_schema(footer: Option<&Vec<KeyValue>>) -> Result<Option<(SchemaId, AvroRecord)>, EncodeError> {
+    let value = |key: &str| footer?.iter().find(|kv| kv.key == key)?.value.as_deref();
+    let (Some(id), Some(text)) = (value(VALUE_SCHEMA_ID_KEY), value(VALUE_SCHEMA_KEY)) else { return Ok(None) };
+    let bad = |why: String| EncodeError::BadParquet(format!("the footer's value schema {id}: {why}"));
+    let id = SchemaId(id.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?);
+    Ok(Some((id, parse_record(text).map_err(|e| bad(e.to_string()))?)))
+}
+
+/// A batch's values: their bytes as archived, or as given back from the typed columns (Avro under the
+/// footer's schema, byte for byte; otherwise JSON, counted as re-encoded).
+fn values_of(
+    batch: &RecordBatch,
+    avro: Option<&(SchemaId, AvroRecord)>,
+    out: &mut Decoded,
+) -> Result<Vec<Option<Vec<u8>>>, EncodeError> {
     let bad = |what: &str| EncodeError::BadParquet(format!("column {what} has the wrong type"));
     let value = column(batch, "value")?;
     if let Some(raw) = value.as_binary_opt::<i32>() {
@@ -353,6 +384,10 @@ fn values_of(batch: &RecordBatch, out: &mut Decoded) -> Result<Vec<Option<Vec<u8
             Some(raw.value(i).to_vec())
         } else if typed.is_null(i) {
             None
+        } else if let Some((id, fields)) = avro {
+            let mut body = Vec::new();
+            encode_record(fields, typed, i, &mut body).map_err(EncodeError::BadParquet)?;
+            Some(frame(*id, &body))
         } else {
             out.reencoded += 1;
             let lines = match &mut lines {
@@ -381,11 +416,12 @@ fn json_lines(typed: &arrow_array::StructArray) -> Result<Vec<Vec<u8>>, EncodeEr
 }
 
 pub fn decode(data: bytes::Bytes) -> Result<Decoded, EncodeError> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(data)?.build()?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(data)?;
+    let avro = value_schema(builder.metadata().file_metadata().key_value_metadata())?;
     let mut out = Decoded::default();
-    for batch in reader {
+    for batch in builder.build()? {
         let batch = batch?;
-        let values = values_of(&batch, &mut out)?;
+        let values = values_of(&batch, avro.as_ref(), &mut out)?;
         push_records(&batch, values, &mut out.records)?;
     }
     Ok(out)

@@ -6,7 +6,7 @@
 mod client;
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use thiserror::Error;
 
@@ -53,7 +53,14 @@ pub struct RegisteredSchema {
 /// Every schema fetched so far, and why an ID cannot be used when it cannot.
 #[derive(Debug, Default)]
 pub struct SchemaCache {
-    known: RwLock<HashMap<SchemaId, Fetched>>,
+    known: RwLock<HashMap<SchemaId, Cached>>,
+}
+
+/// What fetching a schema ended in, and its text when it can be used.
+#[derive(Debug)]
+struct Cached {
+    fetched: Fetched,
+    text: Option<Arc<str>>,
 }
 
 impl SchemaCache {
@@ -64,14 +71,24 @@ impl SchemaCache {
 
     /// Keeps what fetching `id` ended in: its Avro record, or why it cannot decode values.
     pub fn insert(&self, id: SchemaId, fetched: Result<RegisteredSchema, RegistryError>) {
-        let entry = fetched.map_err(|e| e.to_string()).and_then(|registered| avro_record(&registered));
+        let entry = match fetched.map_err(|e| e.to_string()) {
+            Ok(registered) => match avro_record(&registered) {
+                Ok(record) => Cached { fetched: Ok(record), text: Some(Arc::from(registered.schema)) },
+                Err(why) => Cached { fetched: Err(why), text: None },
+            },
+            Err(why) => Cached { fetched: Err(why), text: None },
+        };
         self.known.write().expect("schema cache").insert(id, entry);
     }
 }
 
 impl SchemaSource for SchemaCache {
     fn avro(&self, id: SchemaId) -> Option<Fetched> {
-        self.known.read().expect("schema cache").get(&id).cloned()
+        self.known.read().expect("schema cache").get(&id).map(|cached| cached.fetched.clone())
+    }
+
+    fn text(&self, id: SchemaId) -> Option<Arc<str>> {
+        self.known.read().expect("schema cache").get(&id).and_then(|cached| cached.text.clone())
     }
 }
 

@@ -40,6 +40,9 @@ pub struct ValueStats {
     pub first_misfit: Option<(i64, String)>,
     /// The Schema Registry IDs of the schemas the values that fit were written with.
     pub schema_ids: std::collections::BTreeSet<u32>,
+    /// The registry's schema the `value` column is of (its ID and text), when its rows encode back to
+    /// the bytes they were decoded from (those that would not keep their bytes in `value_raw`).
+    pub value_schema: Option<(u32, std::sync::Arc<str>)>,
 }
 
 impl ValueStats {
@@ -63,16 +66,19 @@ pub(crate) struct Row {
     span: Option<(usize, usize)>,
     /// Why the value does not fit, if it does not.
     pub(crate) misfit: Option<String>,
+    /// Its bytes are kept though it fits (they would not be given back exactly from its columns).
+    keep: bool,
 }
 
 impl Rows {
-    pub(crate) fn push(&mut self, value: Option<&[u8]>, misfit: Option<String>) {
+    /// A row; `keep`: its bytes are kept in `value_raw` even if it fits.
+    pub(crate) fn push(&mut self, value: Option<&[u8]>, misfit: Option<String>, keep: bool) {
         let span = value.map(|v| {
             let start = self.bytes.len();
             self.bytes.extend_from_slice(v);
             (start, self.bytes.len())
         });
-        self.rows.push(Row { span, misfit });
+        self.rows.push(Row { span, misfit, keep });
     }
 
     pub(crate) fn value(&self, row: &Row) -> Option<&[u8]> {
@@ -85,17 +91,22 @@ impl Rows {
         self.value(row).filter(|_| row.misfit.is_none())
     }
 
+    /// Keeps every row's bytes (the columns will not give them back).
+    pub(crate) fn keep_all(&mut self) {
+        self.rows.iter_mut().for_each(|row| row.keep = true);
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.rows.len()
     }
 
-    /// The batch's `value_raw` (misfits' bytes, or every value's with `keep_raw`) and `value_error`
+    /// The batch's `value_raw` (misfits' and kept rows' bytes, or every value's with `keep_raw`) and `value_error`
     /// columns; the batch is then empty.
     pub(crate) fn take_raw_and_error(&mut self, keep_raw: bool) -> [ArrayRef; 2] {
         let mut raw = BinaryBuilder::with_capacity(self.rows.len(), 0);
         let mut error = StringBuilder::new();
         for row in &self.rows {
-            let keep = row.misfit.is_some() || keep_raw;
+            let keep = row.misfit.is_some() || row.keep || keep_raw;
             raw.append_option(self.value(row).filter(|_| keep));
             error.append_option(row.misfit.as_deref());
         }
@@ -198,7 +209,7 @@ impl ValueColumns for JsonColumns {
     /// `may_roll` (then nothing is taken: the record belongs in a new file).
     fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
         let Some(value) = value else {
-            self.batch.push(None, None);
+            self.batch.push(None, None, false);
             return true;
         };
         let misfit = match &self.schema {
@@ -225,13 +236,13 @@ impl ValueColumns for JsonColumns {
         if let Some(why) = &misfit {
             self.stats.misfit(offset, why);
         }
-        self.batch.push(Some(value), misfit);
+        self.batch.push(Some(value), misfit, false);
         true
     }
 
     /// A JSON file's schema never changes once taken: its columns stay as they are.
-    fn rewrite(&self, column: &ArrayRef) -> Result<ArrayRef, ColumnsError> {
-        Ok(column.clone())
+    fn rewrite(&self, columns: [ArrayRef; 3]) -> Result<[ArrayRef; 3], ColumnsError> {
+        Ok(columns)
     }
 
     /// Builds the batch's three columns and starts the next batch. `offsets` are the batch's record

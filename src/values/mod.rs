@@ -32,10 +32,11 @@ pub trait ValueColumns: Send {
     /// Builds the batch's columns (`offsets`: its records' offsets) and starts the next batch.
     fn take(&mut self, offsets: &[i64]) -> Result<[arrow_array::ArrayRef; 3], columns::ColumnsError>;
 
-    /// A `value` column of the batches taken before [`fields`](Self::fields) last changed, as the
-    /// current `value` field's type: a format whose file schema can widen (Avro, to a newer version that
-    /// holds the old) converts it; the file's rows so far are re-written so.
-    fn rewrite(&self, column: &arrow_array::ArrayRef) -> Result<arrow_array::ArrayRef, columns::ColumnsError>;
+    /// The three columns of a batch taken before [`fields`](Self::fields) last changed, as the current
+    /// fields': a format whose file schema can widen (Avro, to a newer version that holds the old)
+    /// converts them; the file's rows so far are re-written so.
+    fn rewrite(&self, columns: [arrow_array::ArrayRef; 3])
+        -> Result<[arrow_array::ArrayRef; 3], columns::ColumnsError>;
 
     /// What the file's values came to so far.
     fn stats(&self) -> &columns::ValueStats;
@@ -58,6 +59,9 @@ pub trait SchemaSource: Send + Sync + fmt::Debug {
     /// The Avro record registered under `id`: `None` if it was not fetched; `Err` with the reason when
     /// the registry has no such schema or it cannot be used.
     fn avro(&self, id: wire::SchemaId) -> Option<Fetched>;
+
+    /// The text of the schema registered under `id`, if it was fetched and can be used.
+    fn text(&self, id: wire::SchemaId) -> Option<Arc<str>>;
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]

@@ -34,8 +34,7 @@ pub fn split(payload: &[u8]) -> Result<(SchemaId, &[u8]), WireError> {
 }
 
 /// The payload of a value `body` written with schema `id` (what a serializer writes).
-#[cfg(test)]
-pub(crate) fn frame(id: SchemaId, body: &[u8]) -> Vec<u8> {
+pub fn frame(id: SchemaId, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(5 + body.len());
     out.push(MAGIC);
     out.extend_from_slice(&id.0.to_be_bytes());

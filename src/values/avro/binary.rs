@@ -69,11 +69,20 @@ pub fn struct_fields(fields: &[AvroField]) -> Fields {
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Whether what was read so far is in the canonical form `reencode` writes (shortest varints, an
+    /// array or map in one block of a positive count, a decimal in its fewest bytes), so the decoded
+    /// value encodes back to these very bytes.
+    canonical: bool,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
+        Self { buf, pos: 0, canonical: true }
+    }
+
+    /// Whether the bytes read so far encode back to themselves (see [`Reader::canonical`]'s field).
+    pub fn canonical(&self) -> bool {
+        self.canonical
     }
 
     /// Whether every byte was read.
@@ -101,6 +110,8 @@ impl<'a> Reader<'a> {
             }
             value |= u64::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
+                // A last byte of zero (after the first) is padding: not the shortest form.
+                self.canonical &= byte != 0 || shift == 0;
                 return Ok((value >> 1) as i64 ^ -((value & 1) as i64));
             }
             shift += 7;
@@ -131,6 +142,7 @@ impl<'a> Reader<'a> {
     pub(super) fn block(&mut self, width: usize) -> Result<usize, DecodeError> {
         let n = self.long()?;
         if n < 0 {
+            self.canonical = false;
             self.long()?; // The block's size in bytes, which a reader may use to skip it.
         }
         let n = usize::try_from(n.unsigned_abs()).map_err(|_| "a block too large")?;
@@ -224,19 +236,25 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
                 return Err(format!("enum index {i} of {}", symbols.len()));
             }
         }
-        Avro::Array(items) => loop {
-            match r.block(min_width(items))? {
-                0 => break,
-                n => (0..n).try_for_each(|_| check(items, r))?,
+        Avro::Array(items) => {
+            for block in 0.. {
+                match r.block(min_width(items))? {
+                    0 => break,
+                    n => (0..n).try_for_each(|_| check(items, r))?,
+                }
+                r.canonical &= block == 0;
             }
-        },
-        Avro::Map(values) => loop {
-            // Each entry: a key (at least its length byte), then the value.
-            match r.block(1 + min_width(values))? {
-                0 => break,
-                n => (0..n).try_for_each(|_| r.string().and_then(|_| check(values, r)))?,
+        }
+        Avro::Map(values) => {
+            for block in 0.. {
+                // Each entry: a key (at least its length byte), then the value.
+                match r.block(1 + min_width(values))? {
+                    0 => break,
+                    n => (0..n).try_for_each(|_| r.string().and_then(|_| check(values, r)))?,
+                }
+                r.canonical &= block == 0;
             }
-        },
+        }
         Avro::Record(fields) => {
             for f in fields.iter() {
                 check(&f.avro, r).map_err(|e| format!("{}: {e}", f.name))?;
@@ -248,9 +266,21 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
                 None => r.bytes()?,
             };
             decimal(bytes, *precision)?;
+            r.canonical &= fixed.is_some() || fewest_bytes(bytes);
         }
     }
     Ok(())
+}
+
+/// Whether a two's-complement integer is in its fewest bytes (at least one), as `reencode` writes it:
+/// no leading byte that only repeats the sign.
+pub(super) fn fewest_bytes(bytes: &[u8]) -> bool {
+    match bytes {
+        [] => false,
+        [0x00, next, ..] => next & 0x80 != 0,
+        [0xff, next, ..] => next & 0x80 == 0,
+        _ => true,
+    }
 }
 
 /// Array items of no width (empty records, zero-size fixed) allowed in one block: a corrupt count must

@@ -11,19 +11,20 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use arrow_array::builder::StructBuilder;
+use arrow_array::builder::{BinaryBuilder, StructBuilder};
 use arrow_array::cast::AsArray;
-use arrow_array::{ArrayRef, NullArray, StructArray};
+use arrow_array::{Array, ArrayRef, BinaryArray, NullArray, StructArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Fields};
 
 use super::binary::{append_null_record, append_record, check, struct_fields, Reader};
+use super::reencode::encode_record;
 use super::resolve::Resolution;
 use super::widen::widen_record;
-use super::{Avro, AvroRecord};
+use super::{Avro, AvroField, AvroRecord};
 use crate::values::arrow::{placeholder_fields, typed_value_field};
 use crate::values::columns::{ColumnsError, Rows, ValueStats, VALUE_ERROR, VALUE_RAW};
-use crate::values::wire::{split, SchemaId};
+use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{AvroValues, ValueColumns};
 
 /// The schema a file's values are decoded by (the reader's, in schema resolution).
@@ -32,6 +33,8 @@ struct FileSchema {
     /// The top-level record.
     record: Avro,
     fields: AvroRecord,
+    /// The schema's text, for the file's footer (without it, every value keeps its bytes).
+    text: Option<Arc<str>>,
     /// The IDs seen in the file, and how each one's values are read.
     ids: HashMap<SchemaId, Fit>,
 }
@@ -82,13 +85,18 @@ pub struct AvroColumns {
     /// The batch's payloads (header included).
     batch: Rows,
     /// The schema of the batches taken so far (the file's, unless it widened since).
-    taken: Option<AvroRecord>,
+    taken: Option<(SchemaId, AvroRecord)>,
     stats: ValueStats,
 }
 
 /// What a value is to this file.
 enum Judged {
-    Fits(SchemaId),
+    /// `keep`: its bytes are to be kept, as its columns would not give them back (another ID, another
+    /// version, or an encoding other than Avro's canonical one).
+    Fits {
+        id: SchemaId,
+        keep: bool,
+    },
     Misfit(String),
     /// Written with a schema the file's does not hold (the reason).
     OtherSchema(SchemaId, String),
@@ -136,13 +144,13 @@ impl AvroColumns {
         }
         let file = self.schema.as_ref().expect("the file's schema, chosen above");
         let mut reader = Reader::new(body);
-        let checked = match &file.ids[&id] {
-            Fit::Same => check(&file.record, &mut reader),
-            Fit::Resolved(resolution) => resolution.check(&mut reader),
+        let (checked, exact) = match &file.ids[&id] {
+            Fit::Same => (check(&file.record, &mut reader), id == file.id && file.text.is_some()),
+            Fit::Resolved(resolution) => (resolution.check(&mut reader), false),
             Fit::Other(_) => unreachable!("a schema the file does not hold returned above"),
         };
         match checked {
-            Ok(()) if reader.at_end() => Judged::Fits(id),
+            Ok(()) if reader.at_end() => Judged::Fits { id, keep: !(exact && reader.canonical()) },
             Ok(()) => Judged::Misfit(format!("value: bytes left after the record of schema {id}")),
             Err(why) => Judged::Misfit(format!("value: does not decode by schema {id}: {why}")),
         }
@@ -164,7 +172,10 @@ impl AvroColumns {
             }
             ids.insert(*seen, now);
         }
-        self.schema = Some(FileSchema { id, record: Avro::Record(fields.clone()), fields: fields.clone(), ids });
+        let text = self.avro.schemas.text(id);
+        // The batch's rows are decoded as the newer version, which would not give their bytes back.
+        self.batch.keep_all();
+        self.schema = Some(FileSchema { id, record: Avro::Record(fields.clone()), fields: fields.clone(), text, ids });
         true
     }
 
@@ -210,12 +221,14 @@ impl AvroColumns {
 impl ValueColumns for AvroColumns {
     fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
         let Some(value) = value else {
-            self.batch.push(None, None);
+            self.batch.push(None, None, false);
             return true;
         };
+        let mut keep = false;
         let misfit = match self.judge(value) {
-            Judged::Fits(id) => {
+            Judged::Fits { id, keep: kept } => {
                 self.stats.schema_ids.insert(id.0);
+                keep = kept;
                 None
             }
             Judged::OtherSchema(..) if may_roll => return false,
@@ -228,7 +241,7 @@ impl ValueColumns for AvroColumns {
         if let Some(why) = &misfit {
             self.stats.misfit(offset, why);
         }
-        self.batch.push(Some(value), misfit);
+        self.batch.push(Some(value), misfit, keep);
         true
     }
 
@@ -247,18 +260,23 @@ impl ValueColumns for AvroColumns {
             _ => self.placeholder_column(),
         };
         let [raw, error] = self.batch.take_raw_and_error(self.avro.keep_raw);
-        self.taken = self.schema.as_ref().map(|s| s.fields.clone());
+        self.taken = self.schema.as_ref().map(|s| (s.id, s.fields.clone()));
+        self.stats.value_schema = self.schema.as_ref().and_then(|s| Some((s.id.0, s.text.clone()?)));
         Ok([value, raw, error])
     }
 
-    fn rewrite(&self, column: &ArrayRef) -> Result<ArrayRef, ColumnsError> {
-        match (&self.taken, &self.schema) {
-            (Some(taken), Some(now)) if *taken != now.fields => {
-                let widened = widen_record(column.as_struct(), taken, &now.fields).map_err(ColumnsError::Decode)?;
-                Ok(Arc::new(widened))
-            }
-            _ => Ok(column.clone()),
+    /// Rows taken under an older version are widened into the file's; those whose bytes were to be
+    /// given back from their columns keep them now (encoded under the older version, which gives them
+    /// back exactly), as the newer version's columns would not.
+    fn rewrite(&self, [value, raw, error]: [ArrayRef; 3]) -> Result<[ArrayRef; 3], ColumnsError> {
+        let (Some((id, taken)), Some(now)) = (&self.taken, &self.schema) else { return Ok([value, raw, error]) };
+        if *taken == now.fields {
+            return Ok([value, raw, error]);
         }
+        let typed = value.as_struct();
+        let raw = kept_bytes(typed, raw.as_binary::<i32>(), *id, taken).map_err(ColumnsError::Decode)?;
+        let widened = widen_record(typed, taken, &now.fields).map_err(ColumnsError::Decode)?;
+        Ok([Arc::new(widened), raw, error])
     }
 
     fn stats(&self) -> &ValueStats {
@@ -273,7 +291,27 @@ fn first_schema(avro: &AvroValues, id: SchemaId, fields: &AvroRecord) -> FileSch
         Some(Ok(newer)) if newest != id => (newest, newer),
         _ => (id, fields.clone()),
     };
-    FileSchema { id, record: Avro::Record(fields.clone()), fields, ids: HashMap::new() }
+    let text = avro.schemas.text(id);
+    FileSchema { id, record: Avro::Record(fields.clone()), fields, text, ids: HashMap::new() }
+}
+
+/// A batch's `value_raw` with the bytes of every typed row it lacked: the row encoded by `fields`
+/// (schema `id`, the one it was decoded by, from bytes that encode back to themselves).
+fn kept_bytes(typed: &StructArray, raw: &BinaryArray, id: SchemaId, fields: &[AvroField]) -> Result<ArrayRef, String> {
+    let mut kept = BinaryBuilder::with_capacity(raw.len(), 0);
+    let mut body = Vec::new();
+    for i in 0..raw.len() {
+        if raw.is_valid(i) {
+            kept.append_value(raw.value(i));
+        } else if typed.is_valid(i) {
+            body.clear();
+            encode_record(fields, typed, i, &mut body)?;
+            kept.append_value(frame(id, &body));
+        } else {
+            kept.append_null();
+        }
+    }
+    Ok(Arc::new(kept.finish()))
 }
 
 /// How the file's schema (`reader`) holds values written with `writer`.

@@ -8,6 +8,7 @@
 pub mod binary;
 pub(crate) mod columns;
 mod json;
+pub mod reencode;
 pub mod resolve;
 pub mod widen;
 

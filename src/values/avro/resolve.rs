@@ -15,6 +15,7 @@ use arrow_array::builder::{
 use serde_json::Value;
 
 use super::binary::{append, append_null, cast, check, min_width, DecodeError, DynList, DynMap, Reader};
+use super::reencode::{bytes, long};
 use super::{Avro, AvroField};
 
 /// How a writer's value is read as the reader's type.
@@ -107,10 +108,7 @@ fn record(
         plan.writer.push((w.avro.clone(), target));
     }
     for (i, r) in reader.iter().enumerate().filter(|(_, r)| !writer.iter().any(|w| w.name == r.name)) {
-        let default =
-            r.default.as_ref().ok_or_else(|| format!("{}: the writer lacks it and it has no default", at(&r.name)))?;
-        let mut bytes = Vec::new();
-        encode(&r.avro, default, &mut bytes).map_err(|why| format!("{}: its default {default}: {why}", at(&r.name)))?;
+        let bytes = default_bytes(r).map_err(|why| format!("{}: the writer lacks it and {why}", at(&r.name)))?;
         plan.defaults.push((i, r.avro.clone(), bytes));
     }
     Ok(plan)
@@ -222,22 +220,31 @@ fn widen(from: &Avro, to: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Re
     Ok(())
 }
 
-/// A default (JSON, as the schema gives it) in Avro's binary encoding. A union's default is of its
-/// first branch; bytes and fixed defaults are strings of code points 0–255.
-pub(super) fn encode(avro: &Avro, v: &Value, out: &mut Vec<u8>) -> Result<(), String> {
-    let long = |n: i64, out: &mut Vec<u8>| {
-        let mut z = ((n << 1) ^ (n >> 63)) as u64;
-        while z >= 0x80 {
-            out.push((z as u8) | 0x80);
-            z >>= 7;
+/// A field's default in Avro's binary encoding, or why it has none that can be used (a union's default
+/// is of its first branch).
+pub(super) fn default_bytes(f: &AvroField) -> Result<Vec<u8>, String> {
+    let default = f.default.as_ref().ok_or("it has no default")?;
+    if let Avro::Nullable { null_first, .. } = f.avro {
+        if default.is_null() != null_first {
+            return Err(format!("its default {default} is not of the union's first branch"));
         }
-        out.push(z as u8);
-    };
+    }
+    let mut bytes = Vec::new();
+    encode(&f.avro, default, &mut bytes).map_err(|why| format!("its default {default} {why}"))?;
+    Ok(bytes)
+}
+
+/// A value in Avro's JSON form (a default, as the schema gives it) in Avro's binary encoding: a union's
+/// value is null or its other branch's; bytes and fixed are strings of code points 0–255.
+pub(super) fn encode(avro: &Avro, v: &Value, out: &mut Vec<u8>) -> Result<(), String> {
     let wrong = || format!("is not a {avro:?}");
     match avro {
-        Avro::Nullable { null_first: true, .. } if v.is_null() => long(0, out),
-        Avro::Nullable { null_first: true, .. } => return Err("a union with null first defaults to null".into()),
-        Avro::Nullable { null_first: false, inner } | Avro::Single(inner) => {
+        Avro::Nullable { null_first, .. } if v.is_null() => long(i64::from(!*null_first), out),
+        Avro::Nullable { null_first, inner } => {
+            long(i64::from(*null_first), out);
+            encode(inner, v, out)?;
+        }
+        Avro::Single(inner) => {
             long(0, out);
             encode(inner, v, out)?;
         }
@@ -249,19 +256,10 @@ pub(super) fn encode(avro: &Avro, v: &Value, out: &mut Vec<u8>) -> Result<(), St
         Avro::Long | Avro::Time(_) | Avro::Timestamp { .. } => long(v.as_i64().ok_or_else(wrong)?, out),
         Avro::Float => out.extend_from_slice(&(v.as_f64().ok_or_else(wrong)? as f32).to_le_bytes()),
         Avro::Double => out.extend_from_slice(&v.as_f64().ok_or_else(wrong)?.to_le_bytes()),
-        Avro::String | Avro::Uuid | Avro::DecimalText { .. } => {
-            let s = v.as_str().ok_or_else(wrong)?;
-            long(s.len() as i64, out);
-            out.extend_from_slice(s.as_bytes());
-        }
-        Avro::Bytes | Avro::Decimal { fixed: None, .. } => {
-            let bytes = latin1(v).ok_or_else(wrong)?;
-            long(bytes.len() as i64, out);
-            out.extend_from_slice(&bytes);
-        }
+        Avro::String | Avro::Uuid | Avro::DecimalText { .. } => bytes(v.as_str().ok_or_else(wrong)?.as_bytes(), out),
+        Avro::Bytes | Avro::Decimal { fixed: None, .. } => bytes(&latin1(v).ok_or_else(wrong)?, out),
         Avro::Fixed(size) | Avro::Decimal { fixed: Some(size), .. } => {
-            let bytes = latin1(v).filter(|b| b.len() == *size).ok_or_else(wrong)?;
-            out.extend_from_slice(&bytes);
+            out.extend_from_slice(&latin1(v).filter(|b| b.len() == *size).ok_or_else(wrong)?);
         }
         Avro::Enum(symbols) => {
             let i = symbols.iter().position(|s| Some(s.as_str()) == v.as_str()).ok_or_else(wrong)?;
@@ -280,8 +278,7 @@ pub(super) fn encode(avro: &Avro, v: &Value, out: &mut Vec<u8>) -> Result<(), St
             if !entries.is_empty() {
                 long(entries.len() as i64, out);
                 for (key, value) in entries {
-                    long(key.len() as i64, out);
-                    out.extend_from_slice(key.as_bytes());
+                    bytes(key.as_bytes(), out);
                     encode(values, value, out)?;
                 }
             }

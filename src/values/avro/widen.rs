@@ -10,7 +10,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, ListArray, MapArray, StructArray};
 
 use super::binary::{append, data_type, field, struct_fields, Reader};
-use super::resolve::encode;
+use super::resolve::default_bytes;
 use super::{Avro, AvroField};
 
 /// `array` (a struct of `from`'s fields) as a struct of `to`'s.
@@ -71,9 +71,7 @@ fn bare(avro: &Avro) -> &Avro {
 
 /// `rows` copies of a field's default.
 fn defaults(f: &AvroField, rows: usize) -> Result<ArrayRef, String> {
-    let default = f.default.as_ref().ok_or_else(|| format!("{}: no default", f.name))?;
-    let mut bytes = Vec::new();
-    encode(&f.avro, default, &mut bytes).map_err(|e| format!("{}: its default {default}: {e}", f.name))?;
+    let bytes = default_bytes(f).map_err(|e| format!("{}: {e}", f.name))?;
     let mut builder = make_builder(&data_type(&f.avro), rows);
     for _ in 0..rows {
         append(&f.avro, &mut Reader::new(&bytes), builder.as_mut())?;

@@ -9,12 +9,17 @@ use crate::values::avro::parse_record;
 use crate::values::wire::frame;
 use crate::values::{Fetched, SchemaSource};
 
+/// Schemas by ID, and the texts of some.
 #[derive(Debug, Default)]
-struct Schemas(HashMap<SchemaId, Fetched>);
+struct Schemas(HashMap<SchemaId, Fetched>, HashMap<SchemaId, Arc<str>>);
 
 impl SchemaSource for Schemas {
     fn avro(&self, id: SchemaId) -> Option<Fetched> {
         self.0.get(&id).cloned()
+    }
+
+    fn text(&self, id: SchemaId) -> Option<Arc<str>> {
+        self.1.get(&id).cloned()
     }
 }
 
@@ -28,6 +33,7 @@ fn columns(keep_raw: bool) -> AvroColumns {
     schemas.0.insert(SchemaId(11), Ok(parse_record(V1).unwrap())); // the same schema, registered again
     schemas.0.insert(SchemaId(2), Ok(parse_record(V2).unwrap()));
     schemas.0.insert(SchemaId(3), Err("not found (404)".into()));
+    schemas.1.insert(SchemaId(1), Arc::from(V1));
     AvroColumns::new(Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw, successors: Default::default() }))
 }
 
@@ -151,14 +157,15 @@ fn compatible_versions_share_a_file_however_they_interleave() {
     let new = frame(SchemaId(3), &[v1(2, "b"), vec![8]].concat()); // tier 4
     let mut first = AvroColumns::new(avro.clone());
     assert!(first.push(0, Some(&old), true));
-    let [older, _, _] = first.take(&[0]).unwrap();
+    let older = first.take(&[0]).unwrap();
     assert!(first.push(1, Some(&new), true), "a newer version that holds the file's: the file takes it");
     let [field, _, _] = first.fields().unwrap();
-    let widened = first.rewrite(&older).unwrap();
+    let [widened, _, _] = first.rewrite(older).unwrap();
     assert_eq!(widened.data_type(), field.data_type(), "the rows taken before are widened to it");
-    let [newer, _, _] = first.take(&[1]).unwrap();
-    assert_eq!(newer.data_type(), field.data_type());
-    assert_eq!(first.rewrite(&newer).unwrap().to_data(), newer.to_data(), "taken under the newer: kept");
+    let newer = first.take(&[1]).unwrap();
+    assert_eq!(newer[0].data_type(), field.data_type());
+    let kept = first.rewrite(newer.clone()).unwrap();
+    assert_eq!(kept.map(|c| c.to_data()), newer.map(|c| c.to_data()), "taken under the newer: as they were");
     let mut next = AvroColumns::new(avro.clone());
     // The next file begins with an older value, yet takes the newer version that holds it.
     for (offset, value) in [&old, &new, &old, &new].into_iter().enumerate() {
@@ -173,4 +180,39 @@ fn compatible_versions_share_a_file_however_they_interleave() {
     let mut rewrite = AvroColumns::new(avro);
     assert!(rewrite.push(0, Some(&new), false));
     assert!(rewrite.push(1, Some(&old), false), "an older version in a file of the newer: no roll");
+}
+
+/// With the schema's text (for the footer), a value in Avro's canonical encoding of the file's own ID
+/// keeps no bytes: its columns give them back. Any other keeps them: another ID of the same schema, an
+/// older version (read by resolution), bytes in another encoding; and, once the file widens, the rows
+/// taken before (encoded under their version, which gives them back).
+#[test]
+fn only_values_their_columns_give_back_exactly_go_without_their_bytes() {
+    let mut schemas = Schemas::default();
+    for (id, text) in [(1, V1), (11, V1), (3, V3)] {
+        schemas.0.insert(SchemaId(id), Ok(parse_record(text).unwrap()));
+        schemas.1.insert(SchemaId(id), Arc::from(text));
+    }
+    let avro = Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw: false, successors: Default::default() });
+    let mut c = AvroColumns::new(avro.clone());
+    let padded = frame(SchemaId(1), &[0x82, 0x00, 2, b'p']); // id 1 in two bytes
+    let values = [frame(SchemaId(1), &v1(1, "a")), frame(SchemaId(11), &v1(2, "b")), padded];
+    for (i, v) in values.iter().enumerate() {
+        assert!(c.push(i as i64, Some(v), true));
+    }
+    let taken = c.take(&[0, 1, 2]).unwrap();
+    let raw = taken[1].as_binary::<i32>();
+    assert_eq!((raw.is_null(0), raw.value(1), raw.value(2)), (true, &values[1][..], &values[2][..]));
+    assert_eq!(c.stats().value_schema, Some((1, Arc::from(V1))), "the footer's schema");
+    // A newer version: the file widens, and the row that kept no bytes gets them now.
+    let newer = frame(SchemaId(3), &[v1(3, "c"), vec![8]].concat());
+    assert!(c.push(3, Some(&newer), true));
+    let [_, raw, _] = c.rewrite(taken).unwrap();
+    assert_eq!(raw.as_binary::<i32>().value(0), &values[0][..], "encoded under version 1: the very bytes");
+    let [_, raw, _] = c.take(&[3]).unwrap();
+    assert!(raw.is_null(0), "the file's own version, canonical");
+    assert_eq!(c.stats().value_schema, Some((3, Arc::from(V3))));
+    assert!(c.push(4, Some(&values[0]), true));
+    let [_, raw, _] = c.take(&[4]).unwrap();
+    assert_eq!(raw.as_binary::<i32>().value(0), &values[0][..], "an older version keeps its bytes");
 }

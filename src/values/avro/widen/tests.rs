@@ -3,7 +3,7 @@ use serde_json::json;
 
 use super::*;
 use crate::values::avro::binary::{append_null_record, append_record};
-use crate::values::avro::resolve::Resolution;
+use crate::values::avro::resolve::{encode, Resolution};
 use crate::values::avro::{parse_record, AvroRecord};
 
 const OLD: &str = r#"{"type":"record","name":"R","fields":[
@@ -81,5 +81,5 @@ fn the_same_schema_keeps_its_columns_and_a_field_without_a_default_is_refused() 
     assert_eq!(widen_record(&rows, &old, &old).unwrap(), rows);
     let no_default = r#"{"type":"record","name":"R","fields":[{"name":"n","type":"int"},{"name":"z","type":"int"}]}"#;
     let err = widen_record(&rows, &old, &parse_record(no_default).unwrap()).unwrap_err();
-    assert_eq!(err, "z: no default");
+    assert_eq!(err, "z: it has no default");
 }
