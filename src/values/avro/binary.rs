@@ -98,10 +98,19 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    /// A zig-zag varint of at most 10 bytes (the tenth holds only bit 63).
+    /// A zig-zag varint.
     pub(super) fn long(&mut self) -> Result<i64, DecodeError> {
-        let mut value: u64 = 0;
-        let mut shift = 0;
+        let Some(&first) = self.buf.get(self.pos) else { return Err("ends inside a number".into()) };
+        self.pos += 1;
+        let value = if first & 0x80 == 0 { u64::from(first) } else { self.long_rest(first)? };
+        Ok((value >> 1) as i64 ^ -((value & 1) as i64))
+    }
+
+    /// A varint's bytes after its first (`first`, which says more follow): at most 10 in all, the tenth
+    /// holding only bit 63.
+    fn long_rest(&mut self, first: u8) -> Result<u64, DecodeError> {
+        let mut value = u64::from(first & 0x7f);
+        let mut shift = 7;
         loop {
             let byte = *self.buf.get(self.pos).ok_or("ends inside a number")?;
             self.pos += 1;
@@ -110,9 +119,11 @@ impl<'a> Reader<'a> {
             }
             value |= u64::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
-                // A last byte of zero (after the first) is padding: not the shortest form.
-                self.canonical &= byte != 0 || shift == 0;
-                return Ok((value >> 1) as i64 ^ -((value & 1) as i64));
+                // A last byte of zero is padding: not the shortest form.
+                if byte == 0 {
+                    self.canonical = false;
+                }
+                return Ok(value);
             }
             shift += 7;
         }
@@ -242,7 +253,9 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
                     0 => break,
                     n => (0..n).try_for_each(|_| check(items, r))?,
                 }
-                r.canonical &= block == 0;
+                if block > 0 {
+                    r.canonical = false;
+                }
             }
         }
         Avro::Map(values) => {
@@ -252,7 +265,9 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
                     0 => break,
                     n => (0..n).try_for_each(|_| r.string().and_then(|_| check(values, r)))?,
                 }
-                r.canonical &= block == 0;
+                if block > 0 {
+                    r.canonical = false;
+                }
             }
         }
         Avro::Record(fields) => {
@@ -266,7 +281,9 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
                 None => r.bytes()?,
             };
             decimal(bytes, *precision)?;
-            r.canonical &= fixed.is_some() || fewest_bytes(bytes);
+            if fixed.is_none() && !fewest_bytes(bytes) {
+                r.canonical = false;
+            }
         }
     }
     Ok(())
