@@ -20,7 +20,7 @@ mod tests;
 mod uploader;
 mod writer;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ pub use self::dead_letters::DeadLetterSink;
 pub use self::profile::{TopicMatch, TopicProfile, TopicProfiles};
 use self::recoverer::{Recovered, Recoverer, Recovering, Resumed};
 use self::uploader::{Uploader, UploaderEvent};
-use self::writer::PartitionWriter;
+use self::writer::{Parked, PartitionWriter};
 use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
 use crate::clock::wall_clock_ms;
@@ -50,6 +50,7 @@ use crate::source::StartFrom;
 use crate::source::{AssignedPartition, Control, Fetched, ResumeAt, SourceCommand, SourceLink};
 use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::{DropReason, Event, Metrics};
+use crate::values::wire::SchemaId;
 
 /// How often age deadlines are checked.
 const TICK: Duration = Duration::from_millis(200);
@@ -105,9 +106,9 @@ pub struct Pipeline {
     topic_ids: Arc<dyn TopicIdLookup>,
     /// Where the schemas that values name come from (`--value-format avro`).
     registry: Option<schemas::Registry>,
-    /// A batch waiting for the schemas its values name, and their fetch.
-    held: Option<Vec<Fetched>>,
-    fetching: FuturesUnordered<BoxFuture<'static, ()>>,
+    /// The schema IDs being fetched (a partition whose value names one waits, parked), and the fetches.
+    fetching_ids: BTreeSet<SchemaId>,
+    fetching: FuturesUnordered<BoxFuture<'static, SchemaId>>,
 }
 
 /// The topics this process has been assigned partitions of (shared with the `_SUCCESS` marker task:
@@ -157,7 +158,7 @@ impl Pipeline {
             topics: AssignedTopics::default(),
             topic_ids,
             registry: None,
-            held: None,
+            fetching_ids: BTreeSet::new(),
             fetching: FuturesUnordered::new(),
         }
     }
@@ -209,15 +210,11 @@ impl Pipeline {
                 Some(ev) = control.recv() => self.handle(ev).await?,
                 Some(ev) = self.from_uploaders.recv() => self.on_uploader_event(ev)?,
                 Some(done) = self.recoveries.next(), if !self.recoveries.is_empty() => self.recovered(done)?,
-                batch = records.recv(), if !holding_back && self.held.is_none() => match batch {
+                batch = records.recv(), if !holding_back => match batch {
                     Some(batch) => self.take(batch)?,
                     None => break,
                 },
-                Some(()) = self.fetching.next(), if !self.fetching.is_empty() => {
-                    if let Some(batch) = self.held.take() {
-                        self.take(batch)?;
-                    }
-                }
+                Some(id) = self.fetching.next(), if !self.fetching.is_empty() => self.fetched(id),
                 _ = freed.notified(), if holding_back => {}
                 _ = tick.tick() => self.tick(read_clock())?,
             }
@@ -261,34 +258,43 @@ impl Pipeline {
         }
     }
 
-    /// Takes a batch of records, unless some name schemas not fetched yet: then the batch waits for
-    /// them (see `schemas`).
+    /// Takes a batch of records; a partition whose value names a schema not fetched yet waits for it
+    /// (see `schemas`), the others go on.
     fn take(&mut self, batch: Vec<Fetched>) -> Result<(), PipelineError> {
-        if let Some(registry) = &self.registry {
-            let missing = schemas::missing(&batch, &self.partitions, &registry.cache);
-            if !missing.is_empty() {
-                self.fetching.push(Box::pin(schemas::fetch(registry.clone(), missing, self.metrics.clone())));
-                self.held = Some(batch);
-                return Ok(());
-            }
-        }
         let now = read_clock();
         for fetched in batch {
-            self.append(fetched, now)?;
+            if !self.waits_for_schema(&fetched) {
+                self.append(fetched, now)?;
+            }
         }
         Ok(())
     }
 
-    /// A batch waiting for schemas keeps only the records its partitions' writers would still take
-    /// (their epoch's); with none left, its fetch is dropped: a stop or a revoke never waits for a
-    /// registry that is down.
-    fn drop_stale_held(&mut self) {
-        let Some(held) = &mut self.held else { return };
-        held.retain(|f| self.partitions.get(&f.tp).is_some_and(|w| w.epoch == f.epoch));
-        if held.is_empty() {
-            self.held = None;
-            self.fetching.clear();
+    /// Whether `fetched` names a schema not fetched yet: then its partition parks at it, and the schema
+    /// is fetched (once however many partitions wait for it).
+    fn waits_for_schema(&mut self, fetched: &Fetched) -> bool {
+        let Some(registry) = &self.registry else { return false };
+        let Some(writer) = self.partitions.get_mut(&fetched.tp).filter(|w| w.epoch == fetched.epoch) else {
+            return false;
+        };
+        if writer.is_parked() {
+            return false; // `append` drops it.
         }
+        let Some(id) = schemas::missing(writer, &fetched.record, &registry.cache) else { return false };
+        let at = fetched.record.offset;
+        writer.park(at, Parked::Schemas);
+        self.metrics.emit(Event::WaitingForSchema { tp: &fetched.tp, at, id: id.0 });
+        if self.fetching_ids.insert(id) {
+            self.fetching.push(Box::pin(schemas::fetch(registry.clone(), id, self.metrics.clone())));
+        }
+        true
+    }
+
+    /// Schema `id` was fetched: the partitions waiting for schemas read again from where they parked
+    /// (one waiting for another schema parks again).
+    fn fetched(&mut self, id: SchemaId) {
+        self.fetching_ids.remove(&id);
+        self.unpark(Parked::Schemas);
     }
 
     /// Takes one record, received at `now`.
@@ -298,7 +304,7 @@ impl Pipeline {
         let park_others = self.budget.exceeded() && self.rewrite_waiting();
         let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) else { return Ok(()) };
         if writer.is_parked() || (park_others && !writer.is_rewriting()) {
-            if writer.park(record.offset) {
+            if writer.park(record.offset, Parked::Budget) {
                 self.metrics.emit(Event::Parked { tp: &tp, at: record.offset });
             }
             return Ok(());
@@ -329,16 +335,13 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Moves the parked partitions back to where they parked, once the budget has room.
-    fn unpark(&mut self) {
-        if self.budget.exceeded() {
-            return;
-        }
+    /// Moves the partitions parked for `why` back to where they parked.
+    fn unpark(&mut self, why: Parked) {
         for (tp, writer) in self.partitions.iter_mut().filter(|(_, w)| w.is_parked()) {
             let from_epoch = writer.epoch;
             let epoch = self.link.next_epoch();
-            if let Some(at) = writer.unpark(epoch) {
-                self.metrics.emit(Event::Unparked { tp, at });
+            if let Some(at) = writer.unpark(why, epoch) {
+                self.metrics.emit(Event::Unparked { tp, at, schema: why == Parked::Schemas });
                 let position = ResumeAt::Offset(at);
                 let _ = self.link.commands.send(SourceCommand::Seek { tp: tp.clone(), from_epoch, epoch, position });
             }
@@ -348,7 +351,9 @@ impl Pipeline {
     /// Every 200 ms: unparks what the budget has room for, sets the gauges of what is buffered, and rolls
     /// files by age and schedule.
     fn tick(&mut self, now: Now) -> Result<(), PipelineError> {
-        self.unpark();
+        if !self.budget.exceeded() {
+            self.unpark(Parked::Budget);
+        }
         self.metrics.emit(Event::Buffered {
             bytes: self.budget.memory_used(),
             open_files: self.partitions.values().filter(|w| w.has_open_file()).count(),
@@ -427,7 +432,6 @@ impl Pipeline {
                 Recovered::Assigned { partition: p, recovery: Box::new(recovery), reply }
             }));
         }
-        self.drop_stale_held();
     }
 
     /// The uploader of `writer` gave up its partition's chain: drop what is buffered, recover from the
@@ -452,7 +456,6 @@ impl Pipeline {
             let recovery = recoverer.recover(&tp, epoch, Some(hint), (None, None), Some(topic)).await;
             Recovered::Restarted { tp, from_epoch, epoch, recovery: Box::new(recovery) }
         }));
-        self.drop_stale_held();
     }
 
     /// A recovery ended: start the writers of the partitions still ours, and tell the consumer where
@@ -519,7 +522,6 @@ impl Pipeline {
             }
             waiting.push((tp.clone(), writer.close(lost)));
         }
-        self.drop_stale_held();
         for (tp, mut task) in waiting {
             if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
                 task.abort();

@@ -65,6 +65,17 @@ impl OpenFile {
     }
 }
 
+/// Why a partition takes no records for now (its records are dropped, and read again from where it
+/// parked once that passes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Parked {
+    /// Over the buffer budget while another partition re-writes a claimed range (that file cannot roll
+    /// early): until the budget has room.
+    Budget,
+    /// A value names a schema not fetched yet (the registry does not answer): until it is fetched.
+    Schemas,
+}
+
 pub(super) struct PartitionWriter {
     tp: TopicPartition,
     /// The topic's identity: its ID is recorded in every claim (when the brokers have IDs).
@@ -94,9 +105,8 @@ pub(super) struct PartitionWriter {
     last_record_at: Instant,
     /// When the re-written range was last checked.
     range_checked_at: Option<Instant>,
-    /// Takes no records from this offset on (the budget is exceeded while another partition re-writes a
-    /// claimed range); the consumer is moved back here when there is room.
-    parked_at: Option<i64>,
+    /// Takes no records from this offset on, and why; the consumer is moved back here when that passes.
+    parked: Option<(i64, Parked)>,
     open: Option<OpenFile>,
     uploads: mpsc::UnboundedSender<SealedFile>,
     uploader: JoinHandle<()>,
@@ -128,7 +138,7 @@ impl PartitionWriter {
             // A gap inside a claimed range being re-written is told by that range's data object itself.
             retention_gap_pending: plan.retention_gap.filter(|_| plan.rewrite.is_none()).map(|gap| gap.start()),
             no_records_pending: None,
-            parked_at: None,
+            parked: None,
             last_record_at: now,
             range_checked_at: None,
             open: None,
@@ -192,21 +202,21 @@ impl PartitionWriter {
         self.open.as_ref().filter(|_| !self.is_rewriting()).map(|f| f.encoder.encoded_size())
     }
 
-    /// Stops taking records from `offset` on (see `parked_at`); false if already parked.
-    pub(super) fn park(&mut self, offset: i64) -> bool {
-        let newly = self.parked_at.is_none();
-        self.parked_at.get_or_insert(offset);
+    /// Stops taking records from `offset` on (see `parked`); false if already parked.
+    pub(super) fn park(&mut self, offset: i64, why: Parked) -> bool {
+        let newly = self.parked.is_none();
+        self.parked.get_or_insert((offset, why));
         newly
     }
 
     pub(super) fn is_parked(&self) -> bool {
-        self.parked_at.is_some()
+        self.parked.is_some()
     }
 
-    /// Takes records again, from the offset it parked at, under a new epoch (records of the old one,
-    /// still in flight, are ignored). Returns that offset.
-    pub(super) fn unpark(&mut self, epoch: u64) -> Option<i64> {
-        let at = self.parked_at.take()?;
+    /// Takes records again, if parked for `why`, from the offset it parked at, under a new epoch
+    /// (records of the old one, still in flight, are ignored). Returns that offset.
+    pub(super) fn unpark(&mut self, why: Parked, epoch: u64) -> Option<i64> {
+        let (at, _) = self.parked.take_if(|(_, parked)| *parked == why)?;
         self.epoch = epoch;
         Some(at)
     }

@@ -109,10 +109,12 @@ pub enum Event<'a> {
         tp: &'a TopicPartition,
         at: i64,
     },
-    /// A parked partition goes on from `at`.
+    /// A parked partition goes on from `at`: the budget has room (`schema`: false) or the schema it
+    /// waited for was fetched.
     Unparked {
         tp: &'a TopicPartition,
         at: i64,
+        schema: bool,
     },
     /// Another writer holds the claim for our file's chain position, for another range.
     ClaimLost {
@@ -147,7 +149,13 @@ pub enum Event<'a> {
         id: u32,
         outcome: Result<(), &'a str>,
     },
-    /// A registry request failed transiently; retried (the batch that needs it waits).
+    /// A partition's value at `at` names schema `id`, not fetched yet: the partition waits there.
+    WaitingForSchema {
+        tp: &'a TopicPartition,
+        at: i64,
+        id: u32,
+    },
+    /// A registry request failed transiently; retried (the partitions that need it wait).
     SchemaRegistryFailed {
         why: &'a str,
     },
@@ -240,7 +248,12 @@ impl Metrics {
                 self.partitions_parked.inc();
                 info!(%tp, at, "over the buffer budget while a claimed range is re-written: pausing this partition")
             }
-            Event::Unparked { tp, at } => info!(%tp, at, "the buffer budget has room again: resuming this partition"),
+            Event::Unparked { tp, at, schema: false } => {
+                info!(%tp, at, "the buffer budget has room again: resuming this partition")
+            }
+            Event::Unparked { tp, at, schema: true } => {
+                info!(%tp, at, "the schema this partition waited for was fetched: resuming it")
+            }
             Event::ClaimLost { key, ours, theirs } => {
                 self.claims_lost.inc();
                 warn!(
@@ -279,9 +292,13 @@ impl Metrics {
                     Err(why) => warn!(id, "the values naming this schema ID cannot be decoded: {why}; they are kept raw (value_error says why)"),
                 }
             }
+            Event::WaitingForSchema { tp, at, id } => {
+                self.schema_waits.inc();
+                info!(%tp, at, id, "the value names a schema not fetched yet: this partition waits for it here")
+            }
             Event::SchemaRegistryFailed { why } => {
                 self.schema_registry_failures.inc();
-                warn!("{why}; retrying (records that need a schema wait)");
+                warn!("{why}; retrying (partitions whose values need the schema wait)");
             }
             Event::TopicIdUnknown { tp, why } => {
                 self.topic_id_lookup_failures.inc();

@@ -61,6 +61,7 @@ pub struct Metrics {
     /// Schemas fetched from the Schema Registry (each ID once per process).
     pub schemas_fetched: IntCounter,
     pub schema_registry_failures: IntCounter,
+    pub schema_waits: IntCounter,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
@@ -231,6 +232,11 @@ impl Default for Metrics {
                 &r,
                 "schema_registry_failures_total",
                 "Schema Registry requests that failed transiently (retried with backoff; records wait).",
+            ),
+            schema_waits: counter(
+                &r,
+                "schema_waits_total",
+                "Times a partition parked at a value naming a schema not fetched yet (it reads on once it is).",
             ),
             registry: r,
         }

@@ -13,8 +13,9 @@ import sys
 import uuid
 
 from confluent_kafka import SerializingProducer
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
+
+from patient import PatientClient
 
 SCHEMA = json.dumps({
     "type": "record", "name": "Reading", "namespace": "ksa.test", "fields": [
@@ -72,7 +73,7 @@ def expected(r):
 
 def main():
     brokers, registry, topic, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    serializer = AvroSerializer(SchemaRegistryClient({"url": registry}), SCHEMA)
+    serializer = AvroSerializer(PatientClient(registry), SCHEMA)
     producer = SerializingProducer({"bootstrap.servers": brokers, "value.serializer": serializer})
     delivered = []
 

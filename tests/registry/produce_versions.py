@@ -11,12 +11,15 @@ Usage: produce_versions.py BROKERS REGISTRY_URL TOPIC PER_VERSION
 
 import json
 import sys
+import time
 
 from confluent_kafka import SerializingProducer
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
+
+from patient import PatientClient
 
 
 def schema(*fields):
@@ -48,8 +51,14 @@ def value(version, i):
 
 def main():
     brokers, registry, topic, per_version = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    client = SchemaRegistryClient({"url": registry})
+    client = PatientClient(registry)
     subject = f"{topic}-value"
+    started = time.monotonic()
+
+    def step(what):  # on stderr: where a producer that does not finish got to
+        print(f"{time.monotonic() - started:.1f}s: {what}", file=sys.stderr, flush=True)
+
+    step("setting the subject's compatibility to BACKWARD")
     client.set_compatibility(subject_name=subject, level="BACKWARD")
     producer = SerializingProducer({"bootstrap.servers": brokers})
     delivered = []
@@ -60,6 +69,7 @@ def main():
         delivered.append({"offset": msg.offset(), **line})
 
     for version, text in VERSIONS.items():
+        step(f"version {version}")
         if version == 4:
             try:
                 client.register_schema(subject, Schema(text, "AVRO"))
@@ -75,6 +85,7 @@ def main():
             producer.produce(topic, value=serializer(v, context),
                              on_delivery=lambda e, m, line={"version": version, **v}: on_delivery(e, m, line))
             producer.poll(0)
+    step("flushing")
     if producer.flush(30) != 0:
         raise SystemExit("not every record was delivered within 30 s")
     for line in delivered:

@@ -1,4 +1,5 @@
-//! Records whose values name schemas wait for them; the waiting batch never holds up a revoke or a stop.
+//! Partitions whose values name schemas not fetched yet wait for them; no other partition does, and
+//! neither does a revoke or a stop.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,19 +23,29 @@ fn framed(p: i32, offset: i64, epoch: u64) -> Fetched {
     Fetched { tp: tp(p), epoch, record, retention_gap: None }
 }
 
+/// A partition whose value names a schema not fetched yet waits, parked; the others go on. Here
+/// partition 1's values are in no wire format (misfits, which need no schema): its file is written
+/// while partition 0 waits for a registry that does not answer, and a stop then completes.
 #[tokio::test]
-async fn a_batch_waiting_for_a_schema_is_dropped_with_its_partitions_so_a_stop_completes() {
+async fn a_partition_waiting_for_a_schema_holds_up_no_other_nor_a_stop() {
     let h = harness_registry(unreachable_registry());
     h.assign(0, Some(0)).await;
     h.assign(1, Some(0)).await;
     let epochs = h.epochs.lock().unwrap().clone();
-    h.records.send(vec![framed(0, 0, epochs[&0]), framed(1, 0, epochs[&1])]).await.unwrap();
+    let mut batch = vec![framed(0, 0, epochs[&0])];
+    batch.extend((0..100).map(|o| Fetched { tp: tp(1), epoch: epochs[&1], record: rec(o, 10), retention_gap: None }));
+    batch.push(framed(0, 1, epochs[&0]));
+    h.records.send(batch).await.unwrap();
+    let partition_1 = "topic=t/partition=1/t+1+00000000000000000000+00000000000000000099.parquet";
+    assert_eq!(h.wait_keys(1).await, [partition_1], "partition 1 rolls its file of 100 records");
     eventually("the registry was asked", || h.metrics.schema_registry_failures.get() > 0).await;
-    // Partition 1 goes; 0's record still waits. Then 0 is assigned again: its waiting record is of the
-    // old assignment, so nothing is left to wait for.
-    h.revoke(1, false).await;
-    assert!(!h.task.is_finished());
+    assert_eq!(h.metrics.schema_waits.get(), 1, "partition 0 parked once, at its first record");
+    // Partition 0 goes and comes back: its new writer waits for the same fetch.
+    h.revoke(0, false).await;
     h.assign(0, Some(0)).await;
+    let epoch = h.epochs.lock().unwrap()[&0];
+    h.records.send(vec![framed(0, 0, epoch)]).await.unwrap();
+    eventually("it waits again", || h.metrics.schema_waits.get() == 2).await;
     let Harness { records, task, .. } = h;
     drop(records);
     let ended = tokio::time::timeout(Duration::from_secs(5), task).await;

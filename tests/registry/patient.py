@@ -1,0 +1,42 @@
+"""A Schema Registry client that does not hang: every request times out after 15 s and is tried again
+(three times in all). Apicurio Registry 3.3.3, in memory, was seen leaving a request unanswered while
+other clients used it; confluent-kafka's client waits forever by default and retries only on HTTP
+errors."""
+
+import sys
+import time
+
+from confluent_kafka.schema_registry import SchemaRegistryClient
+# The HTTP library the client uses (httpx, or its fork httpx2), as confluent-kafka 2.16.1 imports it.
+from confluent_kafka.schema_registry.common._httpx_compat import httpx
+
+TIMEOUT_S = 15
+ATTEMPTS = 3
+
+
+class PatientClient(SchemaRegistryClient):
+    def __init__(self, url):
+        super().__init__({"url": url, "timeout": TIMEOUT_S})
+
+    def _patiently(self, name, *args, **kwargs):
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return getattr(super(), name)(*args, **kwargs)
+            except httpx.TimeoutException:
+                print(f"the registry did not answer {name} within {TIMEOUT_S} s (attempt {attempt})",
+                      file=sys.stderr, flush=True)
+                if attempt == ATTEMPTS:
+                    raise
+                time.sleep(1)
+
+    def register_schema(self, *args, **kwargs):
+        return self._patiently("register_schema", *args, **kwargs)
+
+    def register_schema_full_response(self, *args, **kwargs):
+        return self._patiently("register_schema_full_response", *args, **kwargs)
+
+    def set_compatibility(self, *args, **kwargs):
+        return self._patiently("set_compatibility", *args, **kwargs)
+
+    def lookup_schema(self, *args, **kwargs):
+        return self._patiently("lookup_schema", *args, **kwargs)
