@@ -15,6 +15,8 @@ use arrow_array::types::{Date32Type, Decimal128Type, Float32Type, Float64Type, I
 use arrow_array::{Array, StructArray};
 use common::s3_proxy::{Fault, S3Proxy};
 use common::*;
+use kafka_s3_archiver::archive::claim::Claim;
+use kafka_s3_archiver::archive::partition::TopicPartition;
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
 use kafka_s3_archiver::store::list_all;
@@ -262,7 +264,17 @@ async fn compatible_schema_versions_share_files_cut_by_size_and_an_incompatible_
     let id = |version: usize| schema_id(&in_kafka[&0][(version - 1) * PER_VERSION]);
     let ids: Vec<Option<String>> = objects.iter().map(|(_, data)| schema_ids(data)).collect();
     let want = [format!("{},{}", id(1), id(2)), format!("{},{}", id(2), id(3)), id(3).to_string(), id(4).to_string()];
-    assert_eq!(ids, want.map(Some), "the footers name the versions each file holds");
+    assert_eq!(ids, want.clone().map(Some), "the footers name the versions each file holds");
+    let mut claimed = Vec::new();
+    for key in list_all(store.as_ref(), &prefix.claims_folder(&TopicPartition::new(&topic, 0).unwrap())).await.unwrap()
+    {
+        if let Ok(claim) = Claim::from_json(&key, &store.get(&key).await.unwrap()) {
+            claimed.push((claim.first, claim.schema_ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")));
+        }
+    }
+    claimed.sort();
+    let starts = [0, 1300, 2600, 3000];
+    assert_eq!(claimed, starts.into_iter().zip(want).collect::<Vec<_>>(), "and so do the claims");
     for (i, (object, (start, end))) in objects.iter().zip(ranges).take(3).enumerate() {
         let rows: Vec<&Value> =
             produced.iter().filter(|p| (start..=end).contains(&p["offset"].as_i64().unwrap())).collect();

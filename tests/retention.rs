@@ -174,6 +174,7 @@ async fn claimed_range_after_retention(deleted_below: i64) -> Vec<Problem> {
         topic_id: None,
         object: None,
         time_source: None,
+        schema_ids: Vec::new(),
     };
     let key = ClaimKey::new(prefix.clone(), TopicPartition::new(&topic, 0).unwrap(), 300).to_string();
     let body = SpoolData::Memory(dead.to_json().into());

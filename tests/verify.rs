@@ -72,6 +72,7 @@ async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: 
         topic_id: None,
         object: None,
         time_source: None,
+        schema_ids: Vec::new(),
     };
     put(store, &ClaimKey::new(prefix.clone(), tp(), start).to_string(), claim.to_json().into()).await;
 }

@@ -130,6 +130,11 @@ pub struct Claim {
     /// claims written before it was recorded (taken as record time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_source: Option<TimeSource>,
+    /// The Schema Registry IDs of the schemas the data object's typed values were written with
+    /// (`--value-format avro`), as its footer's `kafka.schema_ids`: what a restore of the range needs.
+    /// Empty for other values, and in claims written before they were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schema_ids: Vec<u32>,
 }
 
 impl Claim {
@@ -217,6 +222,7 @@ impl Claim {
             topic_id: None,
             object: None,
             time_source: None,
+            schema_ids: Vec::new(),
         }
     }
 }

@@ -22,7 +22,7 @@ use parquet::file::reader::ChunkReader;
 
 use super::{header_name_from_text, header_name_text, Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::archive::record::{Header, Record, TimestampKind};
-use crate::encode::spool::{SealedSpool, Spool, SpoolData};
+use crate::encode::spool::{SealedSpool, Spool};
 use crate::values::avro::reencode::encode_record;
 use crate::values::avro::{parse_record, AvroRecord};
 use crate::values::columns::{ValueStats, VALUE_ERROR, VALUE_RAW};
@@ -278,10 +278,7 @@ impl ParquetEncoder {
         let ValueColumn::Typed(typed) = &self.builders.value else { unreachable!("raw values do not change") };
         let fresh = old.inner().sibling();
         let written = old.into_inner()?.seal()?;
-        let batches = match written.data() {
-            SpoolData::Memory(bytes) => ParquetRecordBatchReaderBuilder::try_new(bytes.clone())?.build()?,
-            SpoolData::Disk(path) => ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path)?)?.build()?,
-        };
+        let batches = ParquetRecordBatchReaderBuilder::try_new(written.chunks()?)?.build()?;
         let mut writer = ArrowWriter::try_new(fresh, schema.clone(), Some(self.props.clone()))?;
         for batch in batches {
             let mut columns = batch?.columns().to_vec();

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use parquet::file::reader::{ChunkReader, Length};
+
 /// Bytes held in memory and on disk by every spool of the process, against the global budgets.
 #[derive(Debug, Default)]
 pub struct SpoolUsage {
@@ -285,11 +287,52 @@ impl SealedSpool {
         &self.data
     }
 
+    /// The file's bytes for Parquet's reader: in memory, or read from the spool file as needed.
+    pub fn chunks(&self) -> io::Result<SpoolChunks> {
+        Ok(match &self.data {
+            SpoolData::Memory(b) => SpoolChunks::Memory(b.clone()),
+            SpoolData::Disk(path) => SpoolChunks::Disk(File::open(path)?),
+        })
+    }
+
     /// Reads the whole file into memory (for decoding in checks; uploads stream from disk).
     pub fn read_all(&self) -> io::Result<bytes::Bytes> {
         match &self.data {
             SpoolData::Memory(b) => Ok(b.clone()),
             SpoolData::Disk(path) => Ok(fs::read(path)?.into()),
+        }
+    }
+}
+
+/// A sealed spool's bytes as Parquet reads them (see [`SealedSpool::chunks`]).
+pub enum SpoolChunks {
+    Memory(bytes::Bytes),
+    Disk(File),
+}
+
+impl Length for SpoolChunks {
+    fn len(&self) -> u64 {
+        match self {
+            SpoolChunks::Memory(b) => b.len() as u64,
+            SpoolChunks::Disk(f) => Length::len(f),
+        }
+    }
+}
+
+impl ChunkReader for SpoolChunks {
+    type T = Box<dyn Read + Send>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(match self {
+            SpoolChunks::Memory(b) => Box::new(b.get_read(start)?),
+            SpoolChunks::Disk(f) => Box::new(f.get_read(start)?),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        match self {
+            SpoolChunks::Memory(b) => b.get_bytes(start, length),
+            SpoolChunks::Disk(f) => f.get_bytes(start, length),
         }
     }
 }

@@ -358,6 +358,7 @@ impl Pipeline {
             bytes: self.budget.memory_used(),
             open_files: self.partitions.values().filter(|w| w.has_open_file()).count(),
             assigned: self.partitions.len(),
+            waiting_for_schemas: self.partitions.values().filter(|w| w.parked_for(Parked::Schemas)).count(),
         });
         let due: Vec<(TopicPartition, RollReason)> =
             self.partitions.iter().filter_map(|(tp, w)| w.roll_due(now).map(|reason| (tp.clone(), reason))).collect();

@@ -29,7 +29,7 @@ pub(super) enum Mode {
     Chain,
     /// The open file re-writes a claimed range (the claim exists, its data object does not): it ends
     /// exactly at the claim's end, and only then does the chain go on.
-    Rewrite(Rewrite),
+    Rewrite(Box<Rewrite>),
 }
 
 /// A claimed range being written again.
@@ -131,10 +131,9 @@ impl PartitionWriter {
             next_expected: plan.consume_from,
             chain_next: plan.chain_next,
             bucket_floor: plan.bucket_floor_ms,
-            mode: plan
-                .rewrite
-                .clone()
-                .map_or(Mode::Chain, |claim| Mode::Rewrite(Rewrite { claim, retention: plan.retention_gap.is_some() })),
+            mode: plan.rewrite.clone().map_or(Mode::Chain, |claim| {
+                Mode::Rewrite(Box::new(Rewrite { claim, retention: plan.retention_gap.is_some() }))
+            }),
             // A gap inside a claimed range being re-written is told by that range's data object itself.
             retention_gap_pending: plan.retention_gap.filter(|_| plan.rewrite.is_none()).map(|gap| gap.start()),
             no_records_pending: None,
@@ -211,6 +210,10 @@ impl PartitionWriter {
 
     pub(super) fn is_parked(&self) -> bool {
         self.parked.is_some()
+    }
+
+    pub(super) fn parked_for(&self, why: Parked) -> bool {
+        self.parked.is_some_and(|(_, parked)| parked == why)
     }
 
     /// Takes records again, if parked for `why`, from the offset it parked at, under a new epoch
@@ -460,7 +463,8 @@ impl PartitionWriter {
             // The claim exists already: only its data object is written, under exactly the key it names
             // (so a late upload by its first writer meets a 412), unless retention took part of the
             // range (see `Rewrite::retention`).
-            Mode::Rewrite(Rewrite { claim: existing, retention }) => {
+            Mode::Rewrite(rewrite) => {
+                let Rewrite { claim: existing, retention } = *rewrite;
                 self.chain_next = existing.end + 1;
                 if !retention {
                     key = existing.object_key(&settings.prefix).filter(|k| k.tp == self.tp).unwrap_or_else(|| {
@@ -487,6 +491,7 @@ impl PartitionWriter {
                     topic_id: self.topic.id().map(str::to_string),
                     time_source: key.bucket.and(self.profile.bucketing).map(|b| b.source),
                     object: Some(key.relative()),
+                    schema_ids: values.as_ref().map(|v| v.schema_ids.iter().copied().collect()).unwrap_or_default(),
                 })
             }
         };

@@ -186,11 +186,12 @@ pub enum Event<'a> {
     RecordReceived {
         duplicate: bool,
     },
-    /// What is buffered, every tick.
+    /// What is buffered, and how many partitions wait for a schema, every tick.
     Buffered {
         bytes: u64,
         open_files: usize,
         assigned: usize,
+        waiting_for_schemas: usize,
     },
     /// Reading the log offsets of a partition stopped on an out-of-range position failed (asked again).
     OutOfRangeLookupFailed {
@@ -324,10 +325,11 @@ impl Metrics {
                     self.duplicates_skipped.inc();
                 }
             }
-            Event::Buffered { bytes, open_files, assigned } => {
+            Event::Buffered { bytes, open_files, assigned, waiting_for_schemas } => {
                 self.buffered_bytes.set(gauge_value(bytes));
                 self.open_files.set(gauge_value(open_files as u64));
                 self.assigned_partitions.set(gauge_value(assigned as u64));
+                self.partitions_waiting_for_schemas.set(gauge_value(waiting_for_schemas as u64));
             }
             Event::OutOfRangeLookupFailed { tp, why } => {
                 self.out_of_range_lookup_failures.inc();

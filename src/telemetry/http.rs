@@ -1,6 +1,6 @@
 //! The metrics endpoint of `run` (`--metrics-addr`): Prometheus text at `/metrics` (the `prometheus`
-//! crate's encoder), `/healthz` (the process answers) and `/readyz` (no recovery under way and the
-//! archive store answers).
+//! crate's encoder), `/healthz` (the process answers) and `/readyz` (no recovery under way, the
+//! archive store answers, and no partition waits for a schema from the Schema Registry).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -69,10 +69,12 @@ async fn answer(
         "/readyz" => text(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
-                "not ready: {} recoveries in progress ({} waiting for their topic's ID), archive store {}\n",
+                "not ready: {} recoveries in progress ({} waiting for their topic's ID), archive store {}, {} \
+                 partitions waiting for a schema from the Schema Registry\n",
                 metrics.recoveries_in_progress.get(),
                 metrics.topic_ids_waiting.get(),
-                if metrics.store_up.get() == 1 { "answering" } else { "failing" }
+                if metrics.store_up.get() == 1 { "answering" } else { "failing" },
+                metrics.partitions_waiting_for_schemas.get()
             ),
         ),
         _ => text(StatusCode::NOT_FOUND, "try /metrics, /healthz or /readyz\n".into()),

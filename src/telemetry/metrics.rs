@@ -62,6 +62,8 @@ pub struct Metrics {
     pub schemas_fetched: IntCounter,
     pub schema_registry_failures: IntCounter,
     pub schema_waits: IntCounter,
+    /// Partitions waiting for a schema right now (`/readyz` is not ready while any is).
+    pub partitions_waiting_for_schemas: IntGauge,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
@@ -233,6 +235,11 @@ impl Default for Metrics {
                 "schema_registry_failures_total",
                 "Schema Registry requests that failed transiently (retried with backoff; records wait).",
             ),
+            partitions_waiting_for_schemas: gauge(
+                &r,
+                "partitions_waiting_for_schemas",
+                "Partitions parked at a value naming a schema not fetched yet (the registry does not answer).",
+            ),
             schema_waits: counter(
                 &r,
                 "schema_waits_total",
@@ -252,7 +259,9 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Ready to archive: no recovery under way, and the archive store answers.
     pub fn ready(&self) -> bool {
-        self.recoveries_in_progress.get() == 0 && self.store_up.get() == 1
+        self.recoveries_in_progress.get() == 0
+            && self.store_up.get() == 1
+            && self.partitions_waiting_for_schemas.get() == 0
     }
 
     /// One line for logs.

@@ -40,6 +40,8 @@ async fn a_partition_waiting_for_a_schema_holds_up_no_other_nor_a_stop() {
     assert_eq!(h.wait_keys(1).await, [partition_1], "partition 1 rolls its file of 100 records");
     eventually("the registry was asked", || h.metrics.schema_registry_failures.get() > 0).await;
     assert_eq!(h.metrics.schema_waits.get(), 1, "partition 0 parked once, at its first record");
+    eventually("/readyz says it waits", || h.metrics.partitions_waiting_for_schemas.get() == 1).await;
+    assert!(!h.metrics.ready());
     // Partition 0 goes and comes back: its new writer waits for the same fetch.
     h.revoke(0, false).await;
     h.assign(0, Some(0)).await;
