@@ -131,8 +131,9 @@ pub struct Claim {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_source: Option<TimeSource>,
     /// The Schema Registry IDs of the schemas the data object's typed values were written with
-    /// (`--value-format avro`), as its footer's `kafka.schema_ids`: what a restore of the range needs.
-    /// Empty for other values, and in claims written before they were recorded.
+    /// (`--value-format avro`), as its footer's `kafka.schema_ids`, for operators and tools that read
+    /// claims only (`restore` reads the schema from the footer). Empty for other values, and in claims
+    /// written before they were recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schema_ids: Vec<u32>,
 }

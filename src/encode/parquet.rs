@@ -157,16 +157,17 @@ impl Builders {
         Some(Arc::new(Schema::new(fields)))
     }
 
-    /// The typed schema, when the value column's changed since the last batch (see
-    /// `ValueColumns::rewrite`): the file's rows so far are to be re-written under it.
+    /// The typed schema, when the values' schema changed since the last batch (see
+    /// `ValueColumns::widened`; its Arrow type may be the same, an enum that gained a symbol): the
+    /// file's rows so far are to be re-written under it.
     fn changed_schema(&mut self) -> Option<SchemaRef> {
         let ValueColumn::Typed(typed) = &self.value else { return None };
-        let old = self.schema.as_ref()?;
+        if !typed.widened() {
+            return None;
+        }
         let new = Self::typed_schema(typed.as_ref())?;
-        (new != *old).then(|| {
-            self.schema = Some(new.clone());
-            new
-        })
+        self.schema = Some(new.clone());
+        Some(new)
     }
 
     fn take_batch(&mut self) -> Result<RecordBatch, EncodeError> {

@@ -263,56 +263,48 @@ impl Pipeline {
     fn take(&mut self, batch: Vec<Fetched>) -> Result<(), PipelineError> {
         let now = read_clock();
         for fetched in batch {
-            if !self.waits_for_schema(&fetched) {
-                self.append(fetched, now)?;
-            }
+            self.append(fetched, now)?;
         }
         Ok(())
     }
 
-    /// Whether `fetched` names a schema not fetched yet: then its partition parks at it, and the schema
-    /// is fetched (once however many partitions wait for it).
-    fn waits_for_schema(&mut self, fetched: &Fetched) -> bool {
-        let Some(registry) = &self.registry else { return false };
-        let Some(writer) = self.partitions.get_mut(&fetched.tp).filter(|w| w.epoch == fetched.epoch) else {
-            return false;
-        };
-        if writer.is_parked() {
-            return false; // `append` drops it.
-        }
-        let Some(id) = schemas::missing(writer, &fetched.record, &registry.cache) else { return false };
-        let at = fetched.record.offset;
-        writer.park(at, Parked::Schemas);
-        self.metrics.emit(Event::WaitingForSchema { tp: &fetched.tp, at, id: id.0 });
-        if self.fetching_ids.insert(id) {
-            self.fetching.push(Box::pin(schemas::fetch(registry.clone(), id, self.metrics.clone())));
-        }
-        true
-    }
-
-    /// Schema `id` was fetched: the partitions waiting for schemas read again from where they parked
-    /// (one waiting for another schema parks again).
+    /// Schema `id` was fetched: the partitions waiting for it read again from where they parked.
     fn fetched(&mut self, id: SchemaId) {
         self.fetching_ids.remove(&id);
-        self.unpark(Parked::Schemas);
+        self.unpark(Parked::Schema(id));
     }
 
-    /// Takes one record, received at `now`.
+    /// Takes one record, received at `now`, unless its partition is parked (the record is dropped, and
+    /// read again from where the partition parked) or parks at it: over budget while another partition
+    /// re-writes a claimed range, or its value names a schema not fetched yet (fetched once however many
+    /// partitions wait for it). A retention gap before the record is taken first either way.
     fn append(&mut self, fetched: Fetched, now: Now) -> Result<(), PipelineError> {
         let Fetched { tp, epoch, record, retention_gap } = fetched;
         // Looked at only when over budget: it visits every partition.
         let park_others = self.budget.exceeded() && self.rewrite_waiting();
         let Some(writer) = self.partitions.get_mut(&tp).filter(|w| w.epoch == epoch) else { return Ok(()) };
-        if writer.is_parked() || (park_others && !writer.is_rewriting()) {
-            if writer.park(record.offset, Parked::Budget) {
-                self.metrics.emit(Event::Parked { tp: &tp, at: record.offset });
-            }
+        if writer.is_parked() {
             return Ok(());
         }
         let encode = |source| PipelineError::Encode { tp: tp.clone(), source };
         if let Some(missing) = retention_gap {
             let missing = writer.retention_gap(missing, &self.settings, &mut self.budget).map_err(encode)?;
             self.metrics.emit(Event::RetentionGap { tp: &tp, missing, resume_at: record.offset });
+        }
+        if park_others && !writer.is_rewriting() {
+            writer.park(record.offset, Parked::Budget);
+            self.metrics.emit(Event::Parked { tp: &tp, at: record.offset });
+            return Ok(());
+        }
+        if let Some(registry) = &self.registry {
+            if let Some(id) = schemas::missing(writer, &record, &registry.cache) {
+                writer.park(record.offset, Parked::Schema(id));
+                self.metrics.emit(Event::WaitingForSchema { tp: &tp, at: record.offset, id: id.0 });
+                if self.fetching_ids.insert(id) {
+                    self.fetching.push(Box::pin(schemas::fetch(registry.clone(), id, self.metrics.clone())));
+                }
+                return Ok(());
+            }
         }
         writer.append(&record, now, &self.settings, &mut self.budget, &self.metrics).map_err(encode)?;
         if self.budget.exceeded() {
@@ -337,11 +329,11 @@ impl Pipeline {
 
     /// Moves the partitions parked for `why` back to where they parked.
     fn unpark(&mut self, why: Parked) {
-        for (tp, writer) in self.partitions.iter_mut().filter(|(_, w)| w.is_parked()) {
+        for (tp, writer) in self.partitions.iter_mut().filter(|(_, w)| w.parked_for(why)) {
             let from_epoch = writer.epoch;
             let epoch = self.link.next_epoch();
             if let Some(at) = writer.unpark(why, epoch) {
-                self.metrics.emit(Event::Unparked { tp, at, schema: why == Parked::Schemas });
+                self.metrics.emit(Event::Unparked { tp, at, schema: why != Parked::Budget });
                 let position = ResumeAt::Offset(at);
                 let _ = self.link.commands.send(SourceCommand::Seek { tp: tp.clone(), from_epoch, epoch, position });
             }
@@ -358,7 +350,7 @@ impl Pipeline {
             bytes: self.budget.memory_used(),
             open_files: self.partitions.values().filter(|w| w.has_open_file()).count(),
             assigned: self.partitions.len(),
-            waiting_for_schemas: self.partitions.values().filter(|w| w.parked_for(Parked::Schemas)).count(),
+            waiting_for_schemas: self.partitions.values().filter(|w| w.waits_for_schema()).count(),
         });
         let due: Vec<(TopicPartition, RollReason)> =
             self.partitions.iter().filter_map(|(tp, w)| w.roll_due(now).map(|reason| (tp.clone(), reason))).collect();

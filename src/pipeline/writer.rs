@@ -21,6 +21,7 @@ use crate::encode::spool::Spool;
 use crate::encode::{EncodeError, FileEncoder, FileMeta, FileSpec, Finished};
 use crate::recovery::{ResumePlan, TopicIdentity};
 use crate::telemetry::{Event, Metrics};
+use crate::values::wire::SchemaId;
 
 /// What the partition's files do to the claims chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,8 +73,8 @@ pub(super) enum Parked {
     /// Over the buffer budget while another partition re-writes a claimed range (that file cannot roll
     /// early): until the budget has room.
     Budget,
-    /// A value names a schema not fetched yet (the registry does not answer): until it is fetched.
-    Schemas,
+    /// A value names this schema, not fetched yet (the registry does not answer): until it is fetched.
+    Schema(SchemaId),
 }
 
 pub(super) struct PartitionWriter {
@@ -214,6 +215,11 @@ impl PartitionWriter {
 
     pub(super) fn parked_for(&self, why: Parked) -> bool {
         self.parked.is_some_and(|(_, parked)| parked == why)
+    }
+
+    /// Whether it is parked until a schema is fetched.
+    pub(super) fn waits_for_schema(&self) -> bool {
+        matches!(self.parked, Some((_, Parked::Schema(_))))
     }
 
     /// Takes records again, if parked for `why`, from the offset it parked at, under a new epoch

@@ -240,7 +240,11 @@ impl ValueColumns for JsonColumns {
         true
     }
 
-    /// A JSON file's schema never changes once taken: its columns stay as they are.
+    /// A JSON file's schema never changes once taken.
+    fn widened(&self) -> bool {
+        false
+    }
+
     fn rewrite(&self, columns: [ArrayRef; 3]) -> Result<[ArrayRef; 3], ColumnsError> {
         Ok(columns)
     }

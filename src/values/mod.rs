@@ -32,9 +32,14 @@ pub trait ValueColumns: Send {
     /// Builds the batch's columns (`offsets`: its records' offsets) and starts the next batch.
     fn take(&mut self, offsets: &[i64]) -> Result<[arrow_array::ArrayRef; 3], columns::ColumnsError>;
 
-    /// The three columns of a batch taken before [`fields`](Self::fields) last changed, as the current
-    /// fields': a format whose file schema can widen (Avro, to a newer version that holds the old)
-    /// converts them; the file's rows so far are re-written so.
+    /// Whether the file's schema changed since the last batch was taken (Avro: it widened to a newer
+    /// version that holds the old): then the batches written so far are re-written by [`rewrite`].
+    ///
+    /// [`rewrite`]: Self::rewrite
+    fn widened(&self) -> bool;
+
+    /// The three columns of a batch taken before the file's schema last changed, as the current
+    /// schema's (see [`widened`](Self::widened)).
     fn rewrite(&self, columns: [arrow_array::ArrayRef; 3])
         -> Result<[arrow_array::ArrayRef; 3], columns::ColumnsError>;
 

@@ -53,3 +53,19 @@ async fn a_partition_waiting_for_a_schema_holds_up_no_other_nor_a_stop() {
     let ended = tokio::time::timeout(Duration::from_secs(5), task).await;
     assert!(matches!(ended, Ok(Ok(Ok(())))), "the pipeline ends once its source does: {ended:?}");
 }
+
+/// A record that names a schema not fetched yet, and comes after a retention gap: the gap is taken
+/// before the partition parks at the record (the record is read again, the gap is not: dropping it
+/// with the record would hide it from the claims).
+#[tokio::test]
+async fn a_retention_gap_before_a_record_that_waits_for_its_schema_is_not_lost() {
+    let h = harness_registry(unreachable_registry());
+    h.assign(0, Some(0)).await;
+    let epoch = h.epochs.lock().unwrap()[&0];
+    let record = framed(0, 20, epoch).record;
+    let gap = Some(crate::archive::partition::OffsetRange::new(5, 19).unwrap());
+    h.records.send(vec![Fetched { tp: tp(0), epoch, record, retention_gap: gap }]).await.unwrap();
+    eventually("the partition waits", || h.metrics.schema_waits.get() == 1).await;
+    assert_eq!(h.metrics.retention_gaps.get(), 1, "the gap was taken before the partition parked");
+    h.task.abort();
+}

@@ -73,11 +73,13 @@ pub struct Reader<'a> {
     /// array or map in one block of a positive count, a decimal in its fewest bytes), so the decoded
     /// value encodes back to these very bytes.
     canonical: bool,
+    /// Array items of no width read so far (see `MAX_EMPTY_ITEMS`).
+    empty_items: usize,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0, canonical: true }
+        Self { buf, pos: 0, canonical: true, empty_items: 0 }
     }
 
     /// Whether the bytes read so far encode back to themselves (see [`Reader::canonical`]'s field).
@@ -248,11 +250,21 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
             }
         }
         Avro::Array(items) => {
+            let width = min_width(items);
             for block in 0.. {
-                match r.block(min_width(items))? {
-                    0 => break,
-                    n => (0..n).try_for_each(|_| check(items, r))?,
+                let n = r.block(width)?;
+                if n == 0 {
+                    break;
                 }
+                // Items of no width are bounded in the whole value, not only per block (a block costs
+                // a byte, and arrays nest).
+                if width == 0 {
+                    r.empty_items += n;
+                    if r.empty_items > MAX_EMPTY_ITEMS {
+                        return Err(format!("more than {MAX_EMPTY_ITEMS} items that take no bytes"));
+                    }
+                }
+                (0..n).try_for_each(|_| check(items, r))?;
                 if block > 0 {
                     r.canonical = false;
                 }
@@ -300,7 +312,7 @@ pub(super) fn fewest_bytes(bytes: &[u8]) -> bool {
     }
 }
 
-/// Array items of no width (empty records, zero-size fixed) allowed in one block: a corrupt count must
+/// Array items of no width (empty records, zero-size fixed) allowed in one value: a corrupt count must
 /// not make the check spin, nor the append fill memory.
 const MAX_EMPTY_ITEMS: usize = 1 << 16;
 

@@ -61,18 +61,22 @@ impl Successors {
         self.0.lock().expect("successors").insert(older, newer);
     }
 
-    /// The newest schema known to hold `id`'s values (`id` itself if none).
-    fn newest(&self, id: SchemaId) -> SchemaId {
+    /// The versions after `id`, each known to hold the one before, oldest first.
+    fn after(&self, id: SchemaId) -> Vec<SchemaId> {
         let map = self.0.lock().expect("successors");
+        let mut chain = Vec::new();
         let mut newest = id;
         // Bounded: two schemas may each hold the other.
         for _ in 0..map.len() {
             match map.get(&newest) {
-                Some(next) if *next != id => newest = *next,
+                Some(next) if *next != id && !chain.contains(next) => {
+                    newest = *next;
+                    chain.push(newest);
+                }
                 _ => break,
             }
         }
-        newest
+        chain
     }
 }
 
@@ -144,8 +148,10 @@ impl AvroColumns {
         }
         let file = self.schema.as_ref().expect("the file's schema, chosen above");
         let mut reader = Reader::new(body);
+        // A record without fields has only the placeholder column, which gives nothing back.
+        let given_back = id == file.id && file.text.is_some() && !file.fields.is_empty();
         let (checked, exact) = match &file.ids[&id] {
-            Fit::Same => (check(&file.record, &mut reader), id == file.id && file.text.is_some()),
+            Fit::Same => (check(&file.record, &mut reader), given_back),
             Fit::Resolved(resolution) => (resolution.check(&mut reader), false),
             Fit::Other(_) => unreachable!("a schema the file does not hold returned above"),
         };
@@ -161,6 +167,10 @@ impl AvroColumns {
     /// (`rewrite`). Whether it did.
     fn widen_to(&mut self, id: SchemaId, fields: &AvroRecord) -> bool {
         let Some(file) = &self.schema else { return false };
+        // The rows taken so far are of `taken`'s schema: they are widened from it.
+        if self.taken.as_ref().is_some_and(|(_, taken)| matches!(fit(taken, fields), Fit::Other(_))) {
+            return false;
+        }
         let mut ids = HashMap::with_capacity(file.ids.len());
         for (seen, held) in &file.ids {
             let now = match self.avro.schemas.avro(*seen) {
@@ -231,6 +241,7 @@ impl ValueColumns for AvroColumns {
                 keep = kept;
                 None
             }
+            // Never the first value of a file: the file's schema is one that holds it (see `first_schema`).
             Judged::OtherSchema(..) if may_roll => return false,
             Judged::OtherSchema(id, why) => Some(format!(
                 "value: written with schema {id}, which this file's does not hold ({why}; a re-written file is one \
@@ -268,9 +279,13 @@ impl ValueColumns for AvroColumns {
     /// Rows taken under an older version are widened into the file's; those whose bytes were to be
     /// given back from their columns keep them now (encoded under the older version, which gives them
     /// back exactly), as the newer version's columns would not.
+    fn widened(&self) -> bool {
+        matches!((&self.taken, &self.schema), (Some((taken, _)), Some(now)) if *taken != now.id)
+    }
+
     fn rewrite(&self, [value, raw, error]: [ArrayRef; 3]) -> Result<[ArrayRef; 3], ColumnsError> {
         let (Some((id, taken)), Some(now)) = (&self.taken, &self.schema) else { return Ok([value, raw, error]) };
-        if *taken == now.fields {
+        if *id == now.id {
             return Ok([value, raw, error]);
         }
         let typed = value.as_struct();
@@ -284,13 +299,14 @@ impl ValueColumns for AvroColumns {
     }
 }
 
-/// The schema of a file whose first value names `id`: the newest known to hold it.
+/// The schema of a file whose first value names `id`: the newest version known to hold it (versions
+/// chain by each holding the one before, which does not make the last hold the first).
 fn first_schema(avro: &AvroValues, id: SchemaId, fields: &AvroRecord) -> FileSchema {
-    let newest = avro.successors.newest(id);
-    let (id, fields) = match avro.schemas.avro(newest) {
-        Some(Ok(newer)) if newest != id => (newest, newer),
-        _ => (id, fields.clone()),
-    };
+    let newest = avro.successors.after(id).into_iter().rev().find_map(|newer| match avro.schemas.avro(newer) {
+        Some(Ok(schema)) if !matches!(fit(fields, &schema), Fit::Other(_)) => Some((newer, schema)),
+        _ => None,
+    });
+    let (id, fields) = newest.unwrap_or_else(|| (id, fields.clone()));
     let text = avro.schemas.text(id);
     FileSchema { id, record: Avro::Record(fields.clone()), fields, text, ids: HashMap::new() }
 }

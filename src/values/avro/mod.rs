@@ -180,6 +180,9 @@ impl Parser {
                     .ok_or_else(|| self.fail("an enum needs symbols".into()))?;
                 let symbols: Option<Vec<String>> = symbols.iter().map(|s| s.as_str().map(str::to_string)).collect();
                 let symbols = symbols.ok_or_else(|| self.fail("enum symbols are strings".into()))?;
+                if let Some(twice) = symbols.iter().enumerate().find(|(i, s)| symbols[..*i].contains(s)) {
+                    return Err(self.fail(format!("enum symbol {:?} is declared twice", twice.1)));
+                }
                 self.define(o, namespace, Avro::Enum(symbols.into()))
             }
             "array" => Ok(Avro::Array(Box::new(self.child("items", o, namespace)?))),
@@ -344,5 +347,8 @@ mod tests {
         assert!(parse(wide).unwrap_err().to_string().contains("decimal(40, 2)"));
         let twice = r#"{"type":"record","name":"R","fields":[{"name":"x","type":"int"},{"name":"x","type":"int"}]}"#;
         assert!(parse(twice).unwrap_err().to_string().contains("declared twice"));
+        let symbols = r#"{"type":"record","name":"R","fields":[{"name":"x","type":
+            {"type":"enum","name":"E","symbols":["A","B","A"]}}]}"#;
+        assert!(parse(symbols).unwrap_err().to_string().contains("enum symbol \"A\" is declared twice"));
     }
 }

@@ -200,21 +200,17 @@ fn append_record(plan: &RecordPlan, r: &mut Reader, b: &mut StructBuilder) -> Re
     Ok(())
 }
 
+/// A promoted value, converted as Java's casts (and Arrow's) convert it: each straight to the wider type.
 fn widen(from: &Avro, to: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(), DecodeError> {
-    let number = match from {
-        Avro::Int => f64::from(r.int()?),
-        Avro::Long => r.long()? as f64,
-        Avro::Float => f64::from(f32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"))),
-        Avro::String => {
-            cast::<BinaryBuilder>(b).append_value(r.bytes()?);
-            return Ok(());
-        }
-        _ => unreachable!("only the promotions `resolve` allows"),
-    };
+    let float = |r: &mut Reader| Ok::<_, DecodeError>(f32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes")));
     match (from, to) {
-        (Avro::Int, Avro::Long) => cast::<Int64Builder>(b).append_value(number as i64),
-        (_, Avro::Float) => cast::<Float32Builder>(b).append_value(number as f32),
-        (_, Avro::Double) => cast::<Float64Builder>(b).append_value(number),
+        (Avro::Int, Avro::Long) => cast::<Int64Builder>(b).append_value(i64::from(r.int()?)),
+        (Avro::Int, Avro::Float) => cast::<Float32Builder>(b).append_value(r.int()? as f32),
+        (Avro::Int, Avro::Double) => cast::<Float64Builder>(b).append_value(f64::from(r.int()?)),
+        (Avro::Long, Avro::Float) => cast::<Float32Builder>(b).append_value(r.long()? as f32),
+        (Avro::Long, Avro::Double) => cast::<Float64Builder>(b).append_value(r.long()? as f64),
+        (Avro::Float, Avro::Double) => cast::<Float64Builder>(b).append_value(f64::from(float(r)?)),
+        (Avro::String, Avro::Bytes) => cast::<BinaryBuilder>(b).append_value(r.bytes()?),
         _ => unreachable!("only the promotions `resolve` allows"),
     }
     Ok(())
@@ -231,6 +227,9 @@ pub(super) fn default_bytes(f: &AvroField) -> Result<Vec<u8>, String> {
     }
     let mut bytes = Vec::new();
     encode(&f.avro, default, &mut bytes).map_err(|why| format!("its default {default} {why}"))?;
+    // Decoded as any value is (a decimal's digits, a string's UTF-8), so appending it cannot fail.
+    let mut reader = Reader::new(&bytes);
+    check(&f.avro, &mut reader).map_err(|why| format!("its default {default} does not decode: {why}"))?;
     Ok(bytes)
 }
 

@@ -183,3 +183,22 @@ fn a_null_row_gives_every_child_a_null_and_the_array_stays_valid() {
     assert!(rows.is_null(1) && rows.column_by_name("id").unwrap().is_null(1));
     rows.to_data().validate_full().unwrap();
 }
+
+/// Items that take no bytes (empty records) are bounded in the whole value: arrays of them nested in an
+/// array of many would otherwise let a small value stand for billions of rows.
+#[test]
+fn items_of_no_width_are_bounded_in_all_not_per_array() {
+    let schema = r#"{"type":"record","name":"R","fields":[{"name":"xs","type":{"type":"array","items":
+        {"type":"array","items":{"type":"record","name":"E","fields":[]}}}}]}"#;
+    let record = Avro::Record(parse_record(schema).unwrap());
+    // 3 inner arrays of MAX_EMPTY_ITEMS / 2 empty records each.
+    let mut value = Enc::default().long(3);
+    for _ in 0..3 {
+        value = value.long((MAX_EMPTY_ITEMS / 2) as i64).long(0);
+    }
+    let value = value.long(0).0;
+    let err = check(&record, &mut Reader::new(&value)).unwrap_err();
+    assert!(err.contains(&format!("more than {MAX_EMPTY_ITEMS} items that take no bytes")), "{err}");
+    let fine = Enc::default().long(1).long((MAX_EMPTY_ITEMS / 2) as i64).long(0).long(0).0;
+    check(&record, &mut Reader::new(&fine)).unwrap();
+}

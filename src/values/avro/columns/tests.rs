@@ -216,3 +216,52 @@ fn only_values_their_columns_give_back_exactly_go_without_their_bytes() {
     let [_, raw, _] = c.take(&[4]).unwrap();
     assert_eq!(raw.as_binary::<i32>().value(0), &values[0][..], "an older version keeps its bytes");
 }
+
+/// Versions chain by holding the one before (v1 <- v3 <- v4), but the newest need not hold the first:
+/// v4 adds a field with a default and drops the default of the field v3 added. A file begun by a v1
+/// value takes v1 then, not v4 (which would refuse its own first value, and a file with no rows cannot
+/// roll: the archiver stopped).
+#[test]
+fn a_new_file_takes_the_newest_version_only_if_it_holds_the_first_value() {
+    const V4: &str = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"long"},
+        {"name":"name","type":"string"},{"name":"tier","type":"int"},{"name":"extra","type":"string","default":""}]}"#;
+    let mut schemas = Schemas::default();
+    for (id, text) in [(1, V1), (3, V3), (4, V4)] {
+        schemas.0.insert(SchemaId(id), Ok(parse_record(text).unwrap()));
+    }
+    let avro = Arc::new(AvroValues { schemas: Arc::new(schemas), keep_raw: false, successors: Default::default() });
+    let v1_value = frame(SchemaId(1), &v1(1, "a"));
+    let v3_value = frame(SchemaId(3), &[v1(2, "b"), vec![8]].concat());
+    let v4_value = frame(SchemaId(4), &[v1(3, "c"), vec![8, 2, b'x']].concat());
+    let mut file = AvroColumns::new(avro.clone());
+    assert!(file.push(0, Some(&v1_value), true));
+    assert!(file.push(1, Some(&v3_value), true), "v3 holds v1: the file widens");
+    assert!(!file.push(2, Some(&v4_value), true), "v4 holds v3, not v1: the next file");
+    let mut next = AvroColumns::new(avro);
+    assert!(next.push(0, Some(&v1_value), true));
+    let [field, _, _] = next.fields().unwrap();
+    let DataType::Struct(fields) = field.data_type() else { panic!("a struct") };
+    let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["id", "name", "tier"], "v4 does not hold v1: the file is v3's, the newest that does");
+    assert!(!next.push(1, Some(&v4_value), true), "and v4's value starts the next file");
+}
+
+/// An empty record's value (the schema has no fields) keeps its bytes: its placeholder column gives
+/// nothing back.
+#[test]
+fn a_value_of_a_record_without_fields_keeps_its_bytes() {
+    let empty = r#"{"type":"record","name":"E","fields":[]}"#;
+    let mut schemas = Schemas::default();
+    schemas.0.insert(SchemaId(5), Ok(parse_record(empty).unwrap()));
+    schemas.1.insert(SchemaId(5), Arc::from(empty));
+    let mut c = AvroColumns::new(Arc::new(AvroValues {
+        schemas: Arc::new(schemas),
+        keep_raw: false,
+        successors: Default::default(),
+    }));
+    let value = frame(SchemaId(5), &[]);
+    assert!(c.push(0, Some(&value), true));
+    let [_, raw, error] = c.take(&[0]).unwrap();
+    assert!(error.is_null(0));
+    assert_eq!(raw.as_binary::<i32>().value(0), &value[..]);
+}

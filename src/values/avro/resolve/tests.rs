@@ -114,6 +114,9 @@ fn what_cannot_be_resolved_says_where_and_why() {
     );
     assert!(why(&empty, &one(r#""int""#, r#","default":"seven""#)).contains("its default \"seven\""));
     assert!(why(&empty, &one(r#"["null","int"]"#, r#","default":3"#)).contains("not of the union's first branch"));
+    // A decimal(2, 0) default of three digits ("\u0003\u00e8" is 1000): refused, not a decode error later.
+    let small = r#"{"type":"bytes","logicalType":"decimal","precision":2,"scale":0}"#;
+    assert!(why(&empty, &one(small, r#","default":"\u0003\u00e8""#)).contains("does not decode"));
 }
 
 #[test]

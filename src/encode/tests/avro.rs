@@ -1,0 +1,132 @@
+//! Avro values in Parquet files: a file that widens to a newer version, and every value given back
+//! byte for byte.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+
+use super::sample_records;
+use crate::archive::partition::{OffsetRange, TopicPartition};
+use crate::archive::record::Record;
+use crate::encode::spool::{Spool, SpoolOptions};
+use crate::encode::{decode, parquet, Compression, FileEncoder, FileKind, FileMeta, FileSpec, Format};
+use crate::values::wire::{frame, SchemaId};
+use crate::values::ValueFormat;
+
+/// Schemas by ID (their texts), for Avro values in tests.
+#[derive(Debug)]
+struct Schemas(std::collections::HashMap<SchemaId, &'static str>);
+
+impl crate::values::SchemaSource for Schemas {
+    fn avro(&self, id: SchemaId) -> Option<crate::values::Fetched> {
+        self.0.get(&id).map(|text| crate::values::avro::parse_record(text).map_err(|e| e.to_string()))
+    }
+
+    fn text(&self, id: SchemaId) -> Option<Arc<str>> {
+        self.0.get(&id).map(|text| Arc::from(*text))
+    }
+}
+
+/// A record at `offset` with value `value` (no key, headers or timestamp).
+fn record(offset: i64, value: Vec<u8>) -> Record {
+    Record { offset, value: Some(value), ..sample_records()[1].clone() }
+}
+
+fn zigzag(n: i64) -> u8 {
+    ((n << 1) ^ (n >> 63)) as u8
+}
+
+/// `records` (one file: none refused) as a Parquet file of Avro values, spooled to disk beyond
+/// `threshold` bytes.
+fn avro_file(schemas: &[(u32, &'static str)], records: &[Record], threshold: u64) -> bytes::Bytes {
+    let schemas = schemas.iter().map(|(id, text)| (SchemaId(*id), *text)).collect();
+    let avro = crate::values::AvroValues {
+        schemas: Arc::new(Schemas(schemas)),
+        keep_raw: false,
+        successors: Default::default(),
+    };
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolOptions { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
+    let mut enc = FileEncoder::new(spec, &ValueFormat::Avro(Arc::new(avro)), spool).unwrap();
+    for r in records {
+        assert!(enc.append(r, true).unwrap(), "offset {}: one file", r.offset);
+    }
+    let meta = FileMeta {
+        tp: TopicPartition::new("t", 1).unwrap(),
+        range: OffsetRange::new(records[0].offset, records.last().unwrap().offset).unwrap(),
+        records: records.len() as u64,
+    };
+    enc.finish(&meta).unwrap().spool.read_all().unwrap()
+}
+
+/// Which rows of a file keep their bytes in `value_raw`.
+fn kept(data: &bytes::Bytes) -> Vec<bool> {
+    let reader = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data.clone()).unwrap();
+    let batches = reader.build().unwrap().map(Result::unwrap);
+    batches
+        .flat_map(|b| {
+            b.column_by_name("value_raw").unwrap().as_binary::<i32>().iter().map(|r| r.is_some()).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Rows of a batch already written, then a value of a newer version: the file takes the newer version
+/// and re-writes what it holds (the older rows with the added field's default); in memory and spooled
+/// to disk alike.
+#[test]
+fn a_parquet_file_takes_a_newer_avro_version_whole_after_rows_were_written() {
+    let v1 = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"int"}]}"#;
+    let v2 = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"long"},
+        {"name":"tier","type":"long","default":7}]}"#;
+    let old_rows = parquet::BATCH_ROWS as i64 + 10; // a batch written before the newer version comes
+    let mut records: Vec<Record> = (0..old_rows).map(|i| record(i, frame(SchemaId(1), &[zigzag(i % 60)]))).collect();
+    records.push(record(old_rows, frame(SchemaId(2), &[zigzag(1), zigzag(3)])));
+    records.push(record(old_rows + 1, frame(SchemaId(1), &[zigzag(2)])));
+    for threshold in [1 << 30, 0] {
+        let data = avro_file(&[(1, v1), (2, v2)], &records, threshold);
+        let reader = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data.clone()).unwrap();
+        let (mut ids, mut tiers) = (Vec::new(), Vec::new());
+        for batch in reader.build().unwrap() {
+            let batch = batch.unwrap();
+            let value = batch.column_by_name("value").unwrap().as_struct();
+            ids.extend(value.column_by_name("id").unwrap().as_primitive::<Int64Type>().values().iter().copied());
+            tiers.extend(value.column_by_name("tier").unwrap().as_primitive::<Int64Type>().values().iter().copied());
+        }
+        let want_ids: Vec<i64> = (0..old_rows).map(|i| i % 60).chain([1, 2]).collect();
+        assert_eq!(ids, want_ids, "threshold {threshold}");
+        let want_tiers: Vec<i64> = (0..old_rows).map(|_| 7).chain([3, 7]).collect();
+        assert_eq!(tiers, want_tiers, "threshold {threshold}: the older rows take the default");
+        // The bytes come back: v2's row from its columns, v1's kept (v2's columns would not give them).
+        let want_raw: Vec<bool> = (0..old_rows).map(|_| true).chain([false, true]).collect();
+        assert_eq!(kept(&data), want_raw, "threshold {threshold}");
+        let decoded = decode(FileKind::Parquet, data).unwrap();
+        assert_eq!((decoded.records, decoded.reencoded), (records.clone(), 0), "threshold {threshold}: byte for byte");
+    }
+}
+
+/// A newer version whose columns are the same (an enum that gained a symbol, at the front) is a new
+/// schema all the same: the rows written under the older one keep their bytes, which its ID and its
+/// symbols' order give back, not the newer one's.
+#[test]
+fn a_newer_version_with_the_same_columns_still_gives_the_older_rows_back() {
+    let v1 =
+        r#"{"type":"record","name":"R","fields":[{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}}]}"#;
+    let v2 = r#"{"type":"record","name":"R","fields":[{"name":"e","type":{"type":"enum","name":"E","symbols":["C","A","B"]}}]}"#;
+    let old_rows = parquet::BATCH_ROWS as i64 + 10;
+    let mut records: Vec<Record> = (0..old_rows).map(|i| record(i, frame(SchemaId(1), &[zigzag(i % 2)]))).collect();
+    records.push(record(old_rows, frame(SchemaId(2), &[zigzag(0)])));
+    let data = avro_file(&[(1, v1), (2, v2)], &records, 1 << 30);
+    assert_eq!(kept(&data), (0..=old_rows).map(|i| i < old_rows).collect::<Vec<_>>());
+    assert_eq!(decode(FileKind::Parquet, data).unwrap().records, records, "byte for byte");
+}
+
+/// Values of a record without fields (only the header) come back as they were, not as tombstones.
+#[test]
+fn values_of_a_record_without_fields_come_back() {
+    let empty = r#"{"type":"record","name":"E","fields":[]}"#;
+    let records: Vec<Record> = (0..3).map(|i| record(i, frame(SchemaId(9), &[]))).collect();
+    let data = avro_file(&[(9, empty)], &records, 1 << 30);
+    assert_eq!(decode(FileKind::Parquet, data).unwrap().records, records);
+}
