@@ -15,7 +15,7 @@ import uuid
 from confluent_kafka import SerializingProducer
 from confluent_kafka.schema_registry.avro import AvroSerializer
 
-from patient import PatientClient
+from common import PatientClient, flush_and_print
 
 SCHEMA = json.dumps({
     "type": "record", "name": "Reading", "namespace": "ksa.test", "fields": [
@@ -86,10 +86,7 @@ def main():
         record = reading(i)
         producer.produce(topic, value=record, on_delivery=lambda e, m, r=record: on_delivery(e, m, r))
         producer.poll(0)
-    if producer.flush(30) != 0:
-        raise SystemExit("not every record was delivered within 30 s")
-    for line in delivered:
-        print(json.dumps(line))
+    flush_and_print(producer, delivered)
 
 
 if __name__ == "__main__":

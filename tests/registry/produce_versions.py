@@ -19,7 +19,7 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from patient import PatientClient
+from common import PatientClient, flush_and_print
 
 
 def schema(*fields):
@@ -86,10 +86,7 @@ def main():
                              on_delivery=lambda e, m, line={"version": version, **v}: on_delivery(e, m, line))
             producer.poll(0)
     step("flushing")
-    if producer.flush(30) != 0:
-        raise SystemExit("not every record was delivered within 30 s")
-    for line in delivered:
-        print(json.dumps(line))
+    flush_and_print(producer, delivered)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""A Schema Registry client that does not hang: every request times out after 15 s and is tried again
-(three times in all). Apicurio Registry 3.3.3, in memory, was seen leaving a request unanswered while
-other clients used it; confluent-kafka's client waits forever by default and retries only on HTTP
-errors."""
+"""What the test producers share: a Schema Registry client that does not hang (every request times out
+after 15 s and is tried again, three times in all: Apicurio Registry 3.3.3, in memory, was seen leaving
+a request unanswered while other clients used it; confluent-kafka's client waits forever by default and
+retries only on HTTP errors), and the end of a run (every record delivered, each printed)."""
 
+import json
 import sys
 import time
 
@@ -40,3 +41,11 @@ class PatientClient(SchemaRegistryClient):
 
     def lookup_schema(self, *args, **kwargs):
         return self._patiently("lookup_schema", *args, **kwargs)
+
+
+def flush_and_print(producer, delivered):
+    """Waits for every record to be delivered, then prints what was delivered, a JSON line each."""
+    if producer.flush(30) != 0:
+        raise SystemExit("not every record was delivered within 30 s")
+    for line in delivered:
+        print(json.dumps(line))
