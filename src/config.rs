@@ -208,7 +208,8 @@ pub struct Settings {
     pub value_schema: Option<PathBuf>,
     #[arg(long, env = "KSA_KEEP_RAW_VALUE", value_name = "true|false", help_heading = "Files",
         help = with_default("With --value-format json: keep every record's bytes in value_raw, not only those that do \
-            not fit, so restore gives back the same bytes", DEFAULT_KEEP_RAW_VALUE))]
+            not fit, so restore gives back the same bytes (--value-format avro gives them back without it)",
+            DEFAULT_KEEP_RAW_VALUE))]
     pub keep_raw_value: Option<bool>,
     /// With --value-format json: also produce records whose value does not fit to this topic (with
     /// their key, value and headers, and Kafka Connect's __connect.errors.* headers) before their file

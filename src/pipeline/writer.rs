@@ -202,11 +202,10 @@ impl PartitionWriter {
         self.open.as_ref().filter(|_| !self.is_rewriting()).map(|f| f.encoder.encoded_size())
     }
 
-    /// Stops taking records from `offset` on (see `parked`); false if already parked.
-    pub(super) fn park(&mut self, offset: i64, why: Parked) -> bool {
-        let newly = self.parked.is_none();
-        self.parked.get_or_insert((offset, why));
-        newly
+    /// Stops taking records from `offset` on (see `parked`); the caller parks only a writer not parked.
+    pub(super) fn park(&mut self, offset: i64, why: Parked) {
+        debug_assert!(self.parked.is_none(), "parked twice");
+        self.parked = Some((offset, why));
     }
 
     pub(super) fn is_parked(&self) -> bool {
