@@ -379,32 +379,53 @@ pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(
             };
             cast::<Decimal128Builder>(b).append_value(decimal(bytes, *precision)?);
         }
-        Avro::Array(items) => {
-            let list = cast::<DynList>(b);
-            loop {
-                match r.block(min_width(items))? {
-                    0 => break,
-                    n => (0..n).try_for_each(|_| append(items, r, list.values().as_mut()))?,
-                }
-            }
-            list.append(true);
-        }
-        Avro::Map(values) => {
-            let map = cast::<DynMap>(b);
-            loop {
-                match r.block(1 + min_width(values))? {
-                    0 => break,
-                    n => (0..n).try_for_each(|_| {
-                        cast::<StringBuilder>(map.keys().as_mut()).append_value(r.string()?);
-                        append(values, r, map.values().as_mut())
-                    })?,
-                }
-            }
-            map.append(true).map_err(|e| e.to_string())?;
-        }
+        Avro::Array(items) => append_list(r, min_width(items), b, |r, b| append(items, r, b))?,
+        Avro::Map(values) => append_map(r, 1 + min_width(values), b, |r, b| append(values, r, b))?,
         Avro::Record(fields) => append_record(fields, r, cast::<StructBuilder>(b))?,
     }
     Ok(())
+}
+
+/// Appends an array (its blocks of items at least `width` bytes wide, each appended by `item`) to `b`,
+/// a list builder.
+#[inline]
+pub(super) fn append_list(
+    r: &mut Reader,
+    width: usize,
+    b: &mut dyn ArrayBuilder,
+    mut item: impl FnMut(&mut Reader, &mut dyn ArrayBuilder) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let list = cast::<DynList>(b);
+    loop {
+        match r.block(width)? {
+            0 => break,
+            n => (0..n).try_for_each(|_| item(r, list.values().as_mut()))?,
+        }
+    }
+    list.append(true);
+    Ok(())
+}
+
+/// Appends a map (its blocks of entries at least `width` bytes wide: a string key, then a value that
+/// `value` appends) to `b`, a map builder.
+#[inline]
+pub(super) fn append_map(
+    r: &mut Reader,
+    width: usize,
+    b: &mut dyn ArrayBuilder,
+    mut value: impl FnMut(&mut Reader, &mut dyn ArrayBuilder) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let map = cast::<DynMap>(b);
+    loop {
+        match r.block(width)? {
+            0 => break,
+            n => (0..n).try_for_each(|_| {
+                cast::<StringBuilder>(map.keys().as_mut()).append_value(r.string()?);
+                value(r, map.values().as_mut())
+            })?,
+        }
+    }
+    map.append(true).map_err(|e| e.to_string())
 }
 
 /// Appends a record's fields to the struct builder's children, then the row.

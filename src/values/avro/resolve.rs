@@ -9,12 +9,11 @@
 //! file's schema, and older versions then resolve into it).
 
 use arrow_array::builder::{
-    ArrayBuilder, BinaryBuilder, Float32Builder, Float64Builder, Int64Builder, NullBuilder, StringBuilder,
-    StructBuilder,
+    ArrayBuilder, BinaryBuilder, Float32Builder, Float64Builder, Int64Builder, NullBuilder, StructBuilder,
 };
 use serde_json::Value;
 
-use super::binary::{append, append_null, cast, check, min_width, DecodeError, DynList, DynMap, Reader};
+use super::binary::{append, append_list, append_map, append_null, cast, check, min_width, DecodeError, Reader};
 use super::reencode::{bytes, long};
 use super::{Avro, AvroField};
 
@@ -155,29 +154,8 @@ fn append_resolved(resolved: &Resolved, r: &mut Reader, b: &mut dyn ArrayBuilder
             r.single()?;
             append_resolved(inner, r, b)?;
         }
-        Resolved::Array { items, width } => {
-            let list = cast::<DynList>(b);
-            loop {
-                match r.block(*width)? {
-                    0 => break,
-                    n => (0..n).try_for_each(|_| append_resolved(items, r, list.values().as_mut()))?,
-                }
-            }
-            list.append(true);
-        }
-        Resolved::Map { values, width } => {
-            let map = cast::<DynMap>(b);
-            loop {
-                match r.block(*width)? {
-                    0 => break,
-                    n => (0..n).try_for_each(|_| {
-                        cast::<StringBuilder>(map.keys().as_mut()).append_value(r.string()?);
-                        append_resolved(values, r, map.values().as_mut())
-                    })?,
-                }
-            }
-            map.append(true).map_err(|e| e.to_string())?;
-        }
+        Resolved::Array { items, width } => append_list(r, *width, b, |r, b| append_resolved(items, r, b))?,
+        Resolved::Map { values, width } => append_map(r, *width, b, |r, b| append_resolved(values, r, b))?,
         Resolved::Record(plan) => append_record(plan, r, cast::<StructBuilder>(b))?,
     }
     Ok(())
