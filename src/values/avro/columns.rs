@@ -276,13 +276,14 @@ impl ValueColumns for AvroColumns {
         Ok([value, raw, error])
     }
 
-    /// Rows taken under an older version are widened into the file's; those whose bytes were to be
-    /// given back from their columns keep them now (encoded under the older version, which gives them
-    /// back exactly), as the newer version's columns would not.
+    /// The batches taken were of another schema than the file's now.
     fn widened(&self) -> bool {
         matches!((&self.taken, &self.schema), (Some((taken, _)), Some(now)) if *taken != now.id)
     }
 
+    /// Rows taken under an older version are widened into the file's; those whose bytes were to be
+    /// given back from their columns keep them now (encoded under the older version, which gives them
+    /// back exactly), as the newer version's columns would not.
     fn rewrite(&self, [value, raw, error]: [ArrayRef; 3]) -> Result<[ArrayRef; 3], ColumnsError> {
         let (Some((id, taken)), Some(now)) = (&self.taken, &self.schema) else { return Ok([value, raw, error]) };
         if *id == now.id {
