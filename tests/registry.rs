@@ -378,3 +378,68 @@ async fn a_registry_that_refuses_or_is_not_there_stops_start_up_saying_why() {
         assert!(!status.success() && log.contains(expected), "{url}: expected {expected:?}:\n{log}");
     }
 }
+
+/// `run --value-format protobuf` against the real registry and confluent-kafka's ProtobufSerializer: a
+/// nested message that imports another registered file (a reference the archiver fetches) and the
+/// well-known Timestamp and StringValue, moving from version 1 to 2 (an added field) half-way. The
+/// files are cut by size, not by version (no `schema` roll); DuckDB reads the typed columns (the enum as
+/// its symbol, the Timestamp as a timestamp, the referenced message as a struct) with the producer's
+/// sums; a value not in the wire format is a misfit; every offset is archived once and restored byte
+/// for byte (Protobuf values keep their bytes).
+#[tokio::test(flavor = "multi_thread")]
+async fn run_archives_registry_protobuf_values_with_references_across_two_versions_exactly_once() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("registry-protobuf");
+    create_topic(&topic, 1).await;
+    let produced = produce_with("produce_protobuf.py", &topic, RECORDS);
+    assert_eq!(produced.len(), RECORDS);
+    let not_framed = || Record { value: Some(b"not framed".to_vec()), ..generated(0, 1) };
+    produce_records(&brokers(), &topic, 1, 0..1, |_| not_framed()).await.unwrap();
+    let in_kafka = read_from_kafka(&topic, 1);
+    let first = in_kafka[&0][0].value.as_deref().unwrap();
+    let registered = registry_get(&format!("/schemas/ids/{}", schema_id(&in_kafka[&0][0])));
+    assert_eq!(registered["schemaType"], "PROTOBUF", "{registered}");
+    assert_eq!(registered["references"][0]["name"], "ksa/money.proto", "a reference: {registered}");
+    assert_eq!(first[5], 0, "message indexes [0], written as a single 0");
+
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = archiver_args(&dest, &unique("g"), &topic, 150, spool.path());
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    args.extend(["--value-format", "protobuf", "--schema-registry-url", &registry].map(String::from));
+    let mut archiver = ArchiverProcess::spawn("registry-protobuf", &set_flag(args, "--roll-age", "5s"));
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    let log = archiver.log_text();
+    assert!(!log.contains("reason=\"schema\""), "a compatible version does not roll a file:\n{log}");
+    assert_exactly_once(&dest, &topic, &in_kafka).await;
+    assert_eq!(verify_deep(&dest, &topic).await.value_misfits, 1);
+
+    let objects = fetch_objects(&dest, &topic).await;
+    let ranges: Vec<(i64, i64)> = objects.iter().map(|(key, _)| (key.range.start(), key.range.end())).collect();
+    assert_eq!(ranges, [(0, 149), (150, 299), (300, 400)], "cut by size");
+    let (v1, v2) = (schema_id(&in_kafka[&0][0]), schema_id(&in_kafka[&0][RECORDS - 1]));
+    assert_ne!(v1, v2, "version 2 has an ID of its own");
+    assert_eq!(schema_ids(&objects[1].1), Some(format!("{v1},{v2}")), "the middle file holds both versions");
+    let row = duckdb_row(
+        &objects,
+        "count(value), sum(value.id), sum(len(value.lines)), sum(value.total.units), count(*) FILTER (value.status = 'PAID'),
+         count(value.note), count(value.card), sum(value.priority), count(*) FILTER (value.channel <> ''),
+         typeof(any_value(value.placed)), count(value_error), count(value_raw)",
+    );
+    let sum = |field: &str| produced.iter().map(|p| p[field].as_i64().unwrap_or(0)).sum::<i64>();
+    let count = |keep: &dyn Fn(&Value) -> bool| produced.iter().filter(|p| keep(p)).count();
+    let want = format!(
+        "{RECORDS}|{}|{}|{}|{}|{}|{}|{}|{}|TIMESTAMP WITH TIME ZONE|1|{}",
+        sum("id"),
+        sum("lines"),
+        sum("units"),
+        count(&|p| p["status"] == 1),
+        count(&|p| p["has_note"] == true),
+        count(&|p| !p["card"].is_null()),
+        sum("priority"),
+        count(&|p| p["version"] == 2),
+        RECORDS + 1,
+    );
+    assert_eq!(row, want);
+}

@@ -65,6 +65,9 @@ pub enum ValueFormatName {
     /// Avro in the Schema Registry's wire format, decoded into typed columns by the schema each value
     /// names (`--schema-registry-url`).
     Avro,
+    /// Protobuf in the Schema Registry's wire format, decoded into typed columns by the schema and
+    /// message each value names (`--schema-registry-url`); every value also keeps its bytes.
+    Protobuf,
 }
 
 impl Display for ValueFormatName {
@@ -73,6 +76,7 @@ impl Display for ValueFormatName {
             ValueFormatName::Raw => "raw",
             ValueFormatName::Json => "json",
             ValueFormatName::Avro => "avro",
+            ValueFormatName::Protobuf => "protobuf",
         })
     }
 }

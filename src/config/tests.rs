@@ -158,17 +158,21 @@ fn typed_values_need_a_schema_and_parquet() {
 }
 
 #[test]
-fn avro_values_need_a_registry_and_parquet_and_no_value_schema() {
+fn avro_and_protobuf_values_need_a_registry_and_parquet_and_no_value_schema() {
     let avro = |s: Settings| Settings { value_format: Some(ValueFormatName::Avro), ..s };
     let url = |s: Settings| Settings { schema_registry_url: Some("http://registry:8081/".into()), ..s };
     let c = url(avro(minimal())).resolve(None).unwrap();
     assert!(matches!(orders(&c).values, ValueFormat::Avro(_)));
+    let protobuf = Settings { value_format: Some(ValueFormatName::Protobuf), ..url(minimal()) };
+    assert!(matches!(orders(&protobuf.resolve(None).unwrap()).values, ValueFormat::Protobuf(_)));
+    let protobuf = Settings { value_format: Some(ValueFormatName::Protobuf), ..minimal() };
+    assert!(protobuf.resolve(None).unwrap_err().to_string().contains("--schema-registry-url is required"));
     let registry = c.pipeline.registry.expect("the registry");
     assert_eq!(registry.options.url, "http://registry:8081", "no trailing slash");
     let cases: Vec<(Settings, &str)> = vec![
         (avro(minimal()), "--schema-registry-url is required"),
         (url(avro(Settings { value_schema: Some("v.avsc".into()), ..minimal() })), "leave it out"),
-        (url(avro(Settings { format: Some(Format::Jsonl), ..minimal() })), "JSON lines do not embed Avro"),
+        (url(avro(Settings { format: Some(Format::Jsonl), ..minimal() })), "JSON lines do not embed Schema Registry"),
         (Settings { schema_registry_url: Some("https://r:8081".into()), ..minimal() }, "HTTPS registries"),
         (Settings { schema_registry_url: Some("registry:8081".into()), ..minimal() }, "http://host:port"),
         (

@@ -5,14 +5,16 @@ use std::sync::Arc;
 use super::{invalid, set, ConfigError, Settings, ValueFormatName};
 use crate::encode::Format;
 use crate::registry::{RegistryAuth, RegistryOptions, SchemaCache};
-use crate::values::{AvroValues, JsonValues, ValueFormat, ValueSchema};
+use crate::values::{AvroValues, JsonValues, ProtobufValues, ValueFormat, ValueSchema};
 
 impl Settings {
     pub(super) fn dlq_topic(&self) -> Result<Option<String>, ConfigError> {
         let Some(topic) = &self.dlq_topic else { return Ok(None) };
         crate::archive::partition::validate_topic(topic).map_err(|e| invalid("--dlq-topic", topic, e.to_string()))?;
-        if !matches!(self.value_format, Some(ValueFormatName::Json | ValueFormatName::Avro)) {
-            let why = "dead letters are records whose value does not fit its schema: use --value-format json or avro";
+        if !matches!(self.value_format, Some(ValueFormatName::Json | ValueFormatName::Avro | ValueFormatName::Protobuf))
+        {
+            let why = "dead letters are records whose value does not fit its schema: use --value-format json, avro \
+                       or protobuf";
             return Err(invalid("--dlq-topic", topic, why.into()));
         }
         let matched = self.topic_regex.as_deref().is_some_and(|re| super::topics::subscribed_by_regex(re, topic));
@@ -30,8 +32,8 @@ impl Settings {
     pub(super) fn values(&self, schemas: &Arc<SchemaCache>) -> Result<ValueFormat, ConfigError> {
         let format = set(self.value_format, "--value-format")?;
         let keep_raw = set(self.keep_raw_value, "--keep-raw-value")?;
-        if format == ValueFormatName::Avro {
-            return self.avro(schemas, keep_raw);
+        if matches!(format, ValueFormatName::Avro | ValueFormatName::Protobuf) {
+            return self.registry_values(format, schemas, keep_raw);
         }
         if format == ValueFormatName::Raw {
             if let Some(path) = &self.value_schema {
@@ -58,25 +60,34 @@ impl Settings {
 }
 
 impl Settings {
-    /// `--value-format avro`: values in the Schema Registry's wire format, each decoded by its schema.
-    fn avro(&self, schemas: &Arc<SchemaCache>, keep_raw: bool) -> Result<ValueFormat, ConfigError> {
+    /// `--value-format avro|protobuf`: values in the Schema Registry's wire format, each decoded by its
+    /// schema.
+    fn registry_values(
+        &self,
+        format: ValueFormatName,
+        schemas: &Arc<SchemaCache>,
+        keep_raw: bool,
+    ) -> Result<ValueFormat, ConfigError> {
         if let Some(path) = &self.value_schema {
-            let why = "with --value-format avro each value's schema comes from the Schema Registry: leave it out";
-            return Err(invalid("--value-schema", &path.display().to_string(), why.into()));
+            let why = format!(
+                "with --value-format {format} each value's schema comes from the Schema Registry: leave it out"
+            );
+            return Err(invalid("--value-schema", &path.display().to_string(), why));
         }
         if self.schema_registry_url.is_none() {
-            let how = "--value-format avro reads the schema each value names from the Schema Registry";
+            let how = "--value-format avro and protobuf read the schema each value names from the Schema Registry";
             return Err(ConfigError::Missing { name: "--schema-registry-url", how });
         }
         if set(self.format, "--format")? != Format::Parquet {
-            let why = "JSON lines do not embed Avro values yet: use --format parquet (or --value-format raw)";
-            return Err(invalid("--value-format", "avro", why.into()));
+            let why =
+                "JSON lines do not embed Schema Registry values yet: use --format parquet (or --value-format raw)";
+            return Err(invalid("--value-format", &format.to_string(), why.into()));
         }
-        Ok(ValueFormat::Avro(Arc::new(AvroValues {
-            schemas: schemas.clone(),
-            keep_raw,
-            successors: Default::default(),
-        })))
+        let schemas = schemas.clone();
+        Ok(match format {
+            ValueFormatName::Protobuf => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas })),
+            _ => ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw, successors: Default::default() })),
+        })
     }
 
     /// `--schema-registry-url` and its credentials.

@@ -347,8 +347,6 @@ fn binary_at(a: &arrow_array::BinaryArray, i: usize) -> Option<Vec<u8>> {
     (!a.is_null(i)).then(|| a.value(i).to_vec())
 }
 
-/// A batch's values as bytes: raw where the column is binary or `value_raw` holds them, JSON
-/// re-encoded from the typed `value` struct otherwise.
 /// The registry's schema of a typed file's `value` column, from its footer (Avro values that encode back
 /// to their bytes).
 fn value_schema(footer: Option<&Vec<KeyValue>>) -> Result<Option<(SchemaId, AvroRecord)>, EncodeError> {

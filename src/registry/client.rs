@@ -26,6 +26,18 @@ const MAX_ANSWER_BYTES: usize = 16 << 20;
 /// Confluent's error code for an ID the registry has no schema for.
 const SCHEMA_NOT_FOUND: i64 = 40403;
 
+/// `text` as one segment of a URL's path (every byte but the unreserved ones percent-encoded).
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// The `error_code` of a registry's JSON error answer.
 fn error_code(body: &[u8]) -> Option<i64> {
     serde_json::from_slice::<serde_json::Value>(body).ok()?.get("error_code")?.as_i64()
@@ -51,14 +63,26 @@ pub struct RegistryClient {
     http: Client<HttpConnector, Empty<Bytes>>,
 }
 
+/// A schema as `GET /schemas/ids/{id}` and `GET /subjects/{subject}/versions/{version}` answer.
 #[derive(Deserialize)]
-struct SchemaById {
+struct SchemaAnswer {
     schema: String,
     #[serde(rename = "schemaType")]
     schema_type: Option<String>,
     #[serde(default)]
-    references: Vec<serde_json::Value>,
+    references: Vec<Reference>,
 }
+
+/// Another subject's schema that a schema refers to, and the name it is imported by.
+#[derive(Deserialize)]
+struct Reference {
+    name: String,
+    subject: String,
+    version: i64,
+}
+
+/// The most schemas one schema may refer to, directly or not (a cycle or a hostile registry must end).
+const MAX_REFERENCES: usize = 256;
 
 impl RegistryClient {
     pub fn new(options: RegistryOptions) -> Self {
@@ -73,11 +97,12 @@ impl RegistryClient {
     pub async fn schema(&self, id: SchemaId) -> Result<RegisteredSchema, RegistryError> {
         match self.get(&format!("/schemas/ids/{id}")).await? {
             (StatusCode::OK, body) => {
-                let parsed: SchemaById = serde_json::from_slice(&body).map_err(|e| self.bad(e.to_string()))?;
+                let parsed: SchemaAnswer = serde_json::from_slice(&body).map_err(|e| self.bad(e.to_string()))?;
+                let references = self.references(parsed.references).await?;
                 Ok(RegisteredSchema {
                     schema_type: parsed.schema_type.unwrap_or_else(|| "AVRO".into()),
                     schema: parsed.schema,
-                    references: parsed.references.len(),
+                    references,
                 })
             }
             // Confluent's "schema not found" (Apicurio's Confluent API says the same); any other 404 is
@@ -87,6 +112,32 @@ impl RegistryClient {
             }
             (status, body) => Err(self.refused_or_unavailable(status, &body)),
         }
+    }
+
+    /// The schemas `todo` names, and the ones they name, each once: its name and text.
+    async fn references(&self, mut todo: Vec<Reference>) -> Result<Vec<(String, String)>, RegistryError> {
+        let mut found: Vec<(String, String)> = Vec::new();
+        while let Some(reference) = todo.pop() {
+            if found.iter().any(|(name, _)| *name == reference.name) {
+                continue;
+            }
+            if found.len() == MAX_REFERENCES {
+                return Err(self.bad(format!("a schema refers to more than {MAX_REFERENCES} others")));
+            }
+            let Reference { name, subject, version } = reference;
+            match self.get(&format!("/subjects/{}/versions/{version}", path_segment(&subject))).await? {
+                (StatusCode::OK, body) => {
+                    let parsed: SchemaAnswer = serde_json::from_slice(&body).map_err(|e| self.bad(e.to_string()))?;
+                    todo.extend(parsed.references);
+                    found.push((name, parsed.schema));
+                }
+                (StatusCode::NOT_FOUND, body) if error_code(&body).is_some() => {
+                    return Err(RegistryError::MissingReference { url: self.options.url.clone(), subject, version })
+                }
+                (status, body) => return Err(self.refused_or_unavailable(status, &body)),
+            }
+        }
+        Ok(found)
     }
 
     /// How many subjects the registry holds: it answers, and takes the credentials.

@@ -11,9 +11,10 @@ use std::sync::{Arc, RwLock};
 use thiserror::Error;
 
 pub use self::client::{RegistryAuth, RegistryClient, RegistryOptions};
-use crate::values::avro::parse_record;
+use crate::values::avro::{parse_record, AvroRecord};
+use crate::values::protobuf::schema::{compile, ProtoFile};
 use crate::values::wire::SchemaId;
-use crate::values::{Fetched, SchemaSource};
+use crate::values::{Fetched, FetchedProtobuf, SchemaSource};
 
 #[derive(Debug, Error)]
 pub enum RegistryError {
@@ -23,15 +24,17 @@ pub enum RegistryError {
     Refused { url: String, status: u16 },
     #[error("the Schema Registry at {url} has no schema {id} (HTTP 404)")]
     NotFound { url: String, id: SchemaId },
+    #[error("the Schema Registry at {url} has no version {version} of subject {subject:?}, which the schema refers to (HTTP 404)")]
+    MissingReference { url: String, subject: String, version: i64 },
     #[error("the Schema Registry at {url} answered something unexpected: {why}")]
     BadResponse { url: String, why: String },
 }
 
 impl RegistryError {
-    /// An answer that stands: the registry has no schema under this ID (its values are misfits). Every
-    /// other error is worth trying again.
+    /// An answer that stands: the registry has no schema under this ID, or not the schemas it refers
+    /// to (its values are misfits). Every other error is worth trying again.
     pub fn is_final(&self) -> bool {
-        matches!(self, RegistryError::NotFound { .. })
+        matches!(self, RegistryError::NotFound { .. } | RegistryError::MissingReference { .. })
     }
 
     /// The registry is down, slow or overloaded (rather than refusing or misconfigured).
@@ -46,8 +49,9 @@ pub struct RegisteredSchema {
     /// `AVRO`, `PROTOBUF` or `JSON` (the registry leaves it out for Avro).
     pub schema_type: String,
     pub schema: String,
-    /// Other subjects' schemas this one refers to.
-    pub references: usize,
+    /// The schemas this one refers to, and the ones they refer to: each one's name (a Protobuf
+    /// schema's import) and text.
+    pub references: Vec<(String, String)>,
 }
 
 /// Every schema fetched so far, and why an ID cannot be used when it cannot.
@@ -59,8 +63,15 @@ pub struct SchemaCache {
 /// What fetching a schema ended in, and its text when it can be used.
 #[derive(Debug)]
 struct Cached {
-    fetched: Fetched,
+    fetched: Result<Parsed, String>,
     text: Option<Arc<str>>,
+}
+
+/// A schema as the encoders use it.
+#[derive(Debug, Clone)]
+enum Parsed {
+    Avro(AvroRecord),
+    Protobuf(Arc<ProtoFile>),
 }
 
 impl SchemaCache {
@@ -69,11 +80,11 @@ impl SchemaCache {
         self.known.read().expect("schema cache").contains_key(&id)
     }
 
-    /// Keeps what fetching `id` ended in: its Avro record, or why it cannot decode values.
+    /// Keeps what fetching `id` ended in: its schema, or why it cannot decode values.
     pub fn insert(&self, id: SchemaId, fetched: Result<RegisteredSchema, RegistryError>) {
         let entry = match fetched.map_err(|e| e.to_string()) {
-            Ok(registered) => match avro_record(&registered) {
-                Ok(record) => Cached { fetched: Ok(record), text: Some(Arc::from(registered.schema)) },
+            Ok(registered) => match parse(&registered) {
+                Ok(parsed) => Cached { fetched: Ok(parsed), text: Some(Arc::from(registered.schema)) },
                 Err(why) => Cached { fetched: Err(why), text: None },
             },
             Err(why) => Cached { fetched: Err(why), text: None },
@@ -84,7 +95,19 @@ impl SchemaCache {
 
 impl SchemaSource for SchemaCache {
     fn avro(&self, id: SchemaId) -> Option<Fetched> {
-        self.known.read().expect("schema cache").get(&id).map(|cached| cached.fetched.clone())
+        self.known.read().expect("schema cache").get(&id).map(|cached| match &cached.fetched {
+            Ok(Parsed::Avro(record)) => Ok(record.clone()),
+            Ok(Parsed::Protobuf(_)) => Err("a PROTOBUF schema (--value-format avro decodes Avro only)".into()),
+            Err(why) => Err(why.clone()),
+        })
+    }
+
+    fn protobuf(&self, id: SchemaId) -> Option<FetchedProtobuf> {
+        self.known.read().expect("schema cache").get(&id).map(|cached| match &cached.fetched {
+            Ok(Parsed::Protobuf(file)) => Ok(file.clone()),
+            Ok(Parsed::Avro(_)) => Err("an AVRO schema (--value-format protobuf decodes Protobuf only)".into()),
+            Err(why) => Err(why.clone()),
+        })
     }
 
     fn text(&self, id: SchemaId) -> Option<Arc<str>> {
@@ -92,13 +115,16 @@ impl SchemaSource for SchemaCache {
     }
 }
 
-/// The record a registered schema declares, when it is Avro this archiver can decode.
-fn avro_record(registered: &RegisteredSchema) -> Fetched {
-    if registered.schema_type != "AVRO" {
-        return Err(format!("a {} schema (--value-format avro decodes Avro only)", registered.schema_type));
+/// A registered schema as the encoders use it, when it is one this archiver can decode.
+fn parse(registered: &RegisteredSchema) -> Result<Parsed, String> {
+    match registered.schema_type.as_str() {
+        "AVRO" if !registered.references.is_empty() => {
+            Err("it refers to other subjects' schemas, which Avro values do not support yet".into())
+        }
+        "AVRO" => parse_record(&registered.schema).map(Parsed::Avro).map_err(|e| e.to_string()),
+        "PROTOBUF" => compile(&registered.schema, &registered.references)
+            .map(|file| Parsed::Protobuf(Arc::new(file)))
+            .map_err(|e| e.to_string()),
+        other => Err(format!("a {other} schema, which is not supported yet")),
     }
-    if registered.references > 0 {
-        return Err("it refers to other subjects' schemas, which is not supported yet".into());
-    }
-    parse_record(&registered.schema).map_err(|e| e.to_string())
 }

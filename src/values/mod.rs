@@ -8,6 +8,7 @@ mod check;
 pub(crate) mod columns;
 mod infer;
 pub(crate) mod line;
+pub mod protobuf;
 pub mod wire;
 
 use std::fmt;
@@ -53,17 +54,23 @@ pub fn value_columns(format: &ValueFormat) -> Option<Box<dyn ValueColumns>> {
         ValueFormat::Raw => None,
         ValueFormat::Json(json) => Some(Box::new(columns::JsonColumns::new(json.clone()))),
         ValueFormat::Avro(avro) => Some(Box::new(avro::columns::AvroColumns::new(avro.clone()))),
+        ValueFormat::Protobuf(values) => Some(Box::new(protobuf::columns::ProtobufColumns::new(values.clone()))),
     }
 }
 
-/// A schema fetched by ID: its record, or why values naming it cannot be decoded.
+/// An Avro schema fetched by ID: its record, or why values naming it cannot be decoded.
 pub type Fetched = Result<avro::AvroRecord, String>;
+/// A Protobuf schema fetched by ID: its messages, or why values naming it cannot be decoded.
+pub type FetchedProtobuf = Result<Arc<protobuf::schema::ProtoFile>, String>;
 
 /// Schemas by ID, fetched (by the registry's client) before the values that name them are encoded.
 pub trait SchemaSource: Send + Sync + fmt::Debug {
     /// The Avro record registered under `id`: `None` if it was not fetched; `Err` with the reason when
     /// the registry has no such schema or it cannot be used.
     fn avro(&self, id: wire::SchemaId) -> Option<Fetched>;
+
+    /// The Protobuf schema registered under `id`, as [`avro`](Self::avro) says.
+    fn protobuf(&self, id: wire::SchemaId) -> Option<FetchedProtobuf>;
 
     /// The text of the schema registered under `id`, if it was fetched and can be used.
     fn text(&self, id: wire::SchemaId) -> Option<Arc<str>>;
@@ -160,20 +167,23 @@ pub enum ValueFormat {
     Json(Arc<JsonValues>),
     /// Avro in the Schema Registry's wire format, decoded by the schemas it names.
     Avro(Arc<AvroValues>),
+    /// Protobuf in the Schema Registry's wire format, decoded by the schemas and messages it names.
+    Protobuf(Arc<ProtobufValues>),
 }
 
 impl ValueFormat {
     pub fn json(&self) -> Option<&Arc<JsonValues>> {
         match self {
             ValueFormat::Json(j) => Some(j),
-            ValueFormat::Raw | ValueFormat::Avro(_) => None,
+            ValueFormat::Raw | ValueFormat::Avro(_) | ValueFormat::Protobuf(_) => None,
         }
     }
 
-    /// The schema source of values that name their schemas (`--value-format avro`).
+    /// The schema source of values that name their schemas (`--value-format avro|protobuf`).
     pub fn schemas(&self) -> Option<&Arc<dyn SchemaSource>> {
         match self {
             ValueFormat::Avro(a) => Some(&a.schemas),
+            ValueFormat::Protobuf(p) => Some(&p.schemas),
             ValueFormat::Raw | ValueFormat::Json(_) => None,
         }
     }
@@ -194,6 +204,12 @@ pub struct AvroValues {
     pub keep_raw: bool,
     /// Which schema versions supersede which, learned from the values (shared by the profile's files).
     pub successors: avro::columns::Successors,
+}
+
+/// `--value-format protobuf`: where the schemas come from (every value keeps its bytes).
+#[derive(Debug)]
+pub struct ProtobufValues {
+    pub schemas: Arc<dyn SchemaSource>,
 }
 
 impl fmt::Display for ValueType {

@@ -23,6 +23,10 @@ impl crate::values::SchemaSource for Schemas {
         self.0.get(&id).map(|text| crate::values::avro::parse_record(text).map_err(|e| e.to_string()))
     }
 
+    fn protobuf(&self, _: SchemaId) -> Option<crate::values::FetchedProtobuf> {
+        None
+    }
+
     fn text(&self, id: SchemaId) -> Option<Arc<str>> {
         self.0.get(&id).map(|text| Arc::from(*text))
     }

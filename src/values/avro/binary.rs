@@ -7,14 +7,13 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     ArrayBuilder, BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, FixedSizeBinaryBuilder,
-    Float32Builder, Float64Builder, Int32Builder, Int64Builder, ListBuilder, MapBuilder, NullBuilder, StringBuilder,
-    StructBuilder, Time32MillisecondBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
-    TimestampMillisecondBuilder,
+    Float32Builder, Float64Builder, Int32Builder, Int64Builder, NullBuilder, StringBuilder, StructBuilder,
+    Time32MillisecondBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder, TimestampMillisecondBuilder,
 };
 use arrow_schema::{DataType, Field, Fields, TimeUnit as ArrowUnit};
 
 use super::{Avro, AvroField};
-use crate::values::arrow::placeholder_fields;
+use crate::values::arrow::{cast, placeholder_fields, DynList, DynMap};
 use crate::values::TimeUnit;
 
 /// Why a value does not decode: where, and what was wrong.
@@ -332,14 +331,6 @@ fn is_uuid(s: &str) -> bool {
     s.len() == 36
         && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
 }
-
-/// The builder as its concrete type (the one `make_builder` made for `avro`'s Arrow type).
-pub(super) fn cast<T: ArrayBuilder>(b: &mut dyn ArrayBuilder) -> &mut T {
-    b.as_any_mut().downcast_mut::<T>().expect("the builder made for this Arrow type")
-}
-
-pub(super) type DynList = ListBuilder<Box<dyn ArrayBuilder>>;
-pub(super) type DynMap = MapBuilder<Box<dyn ArrayBuilder>, Box<dyn ArrayBuilder>>;
 
 /// Appends one value of `avro`, which [`check`] passed, to `b` (made by `make_builder` for its type).
 pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(), DecodeError> {

@@ -13,8 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::builder::{BinaryBuilder, StructBuilder};
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, BinaryArray, NullArray, StructArray};
-use arrow_buffer::NullBuffer;
+use arrow_array::{Array, ArrayRef, BinaryArray, StructArray};
 use arrow_schema::{DataType, Field, Fields};
 
 use super::binary::{append_null_record, append_record, check, struct_fields, Reader};
@@ -22,7 +21,7 @@ use super::reencode::encode_record;
 use super::resolve::Resolution;
 use super::widen::widen_record;
 use super::{Avro, AvroField, AvroRecord};
-use crate::values::arrow::{placeholder_fields, typed_value_field};
+use crate::values::arrow::{placeholder_column, typed_value_field};
 use crate::values::columns::{ColumnsError, Rows, ValueStats, VALUE_ERROR, VALUE_RAW};
 use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{AvroValues, ValueColumns};
@@ -218,14 +217,6 @@ impl AvroColumns {
             (None, false) => None,
         }
     }
-
-    /// A batch's `value` column when the file's struct has no fields (see `typed_value_field`): every
-    /// row null.
-    fn placeholder_column(&self) -> ArrayRef {
-        let rows = self.batch.len();
-        let column: ArrayRef = Arc::new(NullArray::new(rows));
-        Arc::new(StructArray::new(placeholder_fields(), vec![column], Some(NullBuffer::new_null(rows))))
-    }
 }
 
 impl ValueColumns for AvroColumns {
@@ -268,7 +259,7 @@ impl ValueColumns for AvroColumns {
         self.placeholder |= self.schema.is_none();
         let value = match &self.schema {
             Some(schema) if !schema.fields.is_empty() => self.decode(schema)?,
-            _ => self.placeholder_column(),
+            _ => placeholder_column(self.batch.len()),
         };
         let [raw, error] = self.batch.take_raw_and_error(self.avro.keep_raw);
         self.taken = self.schema.as_ref().map(|s| (s.id, s.fields.clone()));

@@ -13,9 +13,10 @@ use arrow_array::builder::{
 };
 use serde_json::Value;
 
-use super::binary::{append, append_list, append_map, append_null, cast, check, min_width, DecodeError, Reader};
+use super::binary::{append, append_list, append_map, append_null, check, min_width, DecodeError, Reader};
 use super::reencode::{bytes, long};
 use super::{Avro, AvroField};
+use crate::values::arrow::cast;
 
 /// How a writer's value is read as the reader's type.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,6 +18,10 @@ impl SchemaSource for Schemas {
         self.0.get(&id).cloned()
     }
 
+    fn protobuf(&self, _: SchemaId) -> Option<crate::values::FetchedProtobuf> {
+        None
+    }
+
     fn text(&self, id: SchemaId) -> Option<Arc<str>> {
         self.1.get(&id).cloned()
     }

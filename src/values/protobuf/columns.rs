@@ -1,0 +1,237 @@
+//! Protobuf values in Confluent's wire format as typed columns (`--value-format protobuf`), a
+//! `ValueColumns`: each value names its schema by ID and its message by indexes; the file takes its
+//! first value's message; values of versions it holds (`fit`) are decoded under it, field by number. A
+//! value of a newer version that holds the file's message whole becomes the file's message, the rows
+//! taken so far widened into it (`widen`); any other message starts the next file (a re-written file,
+//! which cannot roll, keeps it raw). A value that is not framed, names a schema the registry does not
+//! have, or does not decode is a misfit. Every value keeps its bytes in `value_raw`: protobuf has no
+//! one encoding that its columns would give back byte for byte (field order, packing, unknown fields).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::builder::StructBuilder;
+use arrow_array::cast::AsArray;
+use arrow_array::ArrayRef;
+use arrow_schema::{DataType, Field};
+
+use super::arrow::{append_null_message, struct_fields};
+use super::decode::{append_message, check, Scratch};
+use super::fit::holds;
+use super::widen::widen_message;
+use super::{indexes, ProtoMessage};
+use crate::values::arrow::typed_value_field;
+use crate::values::columns::{ColumnsError, Rows, ValueStats, VALUE_ERROR, VALUE_RAW};
+use crate::values::wire::{split, SchemaId};
+use crate::values::{ProtobufValues, ValueColumns};
+
+/// A message: the schema that declares it, and its indexes there.
+type MessageRef = (SchemaId, Vec<i32>);
+
+/// The message a file's values are decoded by.
+struct FileSchema {
+    message: ProtoMessage,
+    /// How many times the file's message widened (its version in the file).
+    widenings: u32,
+    /// The messages seen in the file: held (`None`), or why not.
+    seen: HashMap<MessageRef, Option<String>>,
+}
+
+pub struct ProtobufColumns {
+    values: Arc<ProtobufValues>,
+    schema: Option<FileSchema>,
+    /// The file's first batch held no value with a usable schema: its `value` column is a placeholder
+    /// (all null), and a value with a schema starts the next file.
+    placeholder: bool,
+    batch: Rows,
+    /// The message of the batches taken so far (the file's, unless it widened since), and how many
+    /// times the file's had widened then.
+    taken: Option<(u32, ProtoMessage)>,
+    scratch: Scratch,
+    stats: ValueStats,
+}
+
+/// What a value is to this file.
+enum Judged {
+    Fits(SchemaId),
+    Misfit(String),
+    /// Written with a message the file's does not hold (the reason).
+    OtherSchema(String),
+}
+
+impl ProtobufColumns {
+    pub fn new(values: Arc<ProtobufValues>) -> Self {
+        Self {
+            values,
+            schema: None,
+            placeholder: false,
+            batch: Rows::default(),
+            taken: None,
+            scratch: Scratch::default(),
+            stats: ValueStats::default(),
+        }
+    }
+
+    fn judge(&mut self, payload: &[u8]) -> Judged {
+        let (id, body) = match split(payload) {
+            Ok(framed) => framed,
+            Err(e) => return Judged::Misfit(format!("value: {e}")),
+        };
+        let (path, bytes) = match indexes::split(body) {
+            Ok(split) => split,
+            Err(why) => return Judged::Misfit(format!("value: {why}")),
+        };
+        let file = match self.values.schemas.protobuf(id) {
+            None => return Judged::Misfit(format!("value: schema {id} was not fetched from the registry")),
+            Some(Err(why)) => return Judged::Misfit(format!("value: schema {id}: {why}")),
+            Some(Ok(file)) => file,
+        };
+        let message = match file.message(&path) {
+            Ok(message) => message,
+            Err(why) => return Judged::Misfit(format!("value: schema {id}: {why}")),
+        };
+        if self.placeholder {
+            return Judged::OtherSchema("this file has no schema".into());
+        }
+        let schema = self.schema.get_or_insert_with(|| FileSchema {
+            message: message.clone(),
+            widenings: 0,
+            seen: HashMap::new(),
+        });
+        let key = (id, path);
+        let held = match schema.seen.get(&key) {
+            Some(held) => held.clone(),
+            None => {
+                let held = holds(&schema.message, message).err();
+                schema.seen.insert(key.clone(), held.clone());
+                held
+            }
+        };
+        if let Some(why) = held {
+            if holds(message, &schema.message).is_err() || !self.widen_to(message) {
+                return Judged::OtherSchema(why);
+            }
+        }
+        let schema = self.schema.as_ref().expect("the file's schema, chosen above");
+        match check(&schema.message, bytes) {
+            Ok(()) => Judged::Fits(id),
+            Err(why) => Judged::Misfit(format!("value: does not decode by schema {id}: {why}")),
+        }
+    }
+
+    /// Makes `message` (which holds the file's whole) the file's, if it holds every message whose values
+    /// the file holds too; the rows taken so far are then widened into it (`rewrite`). Whether it did.
+    fn widen_to(&mut self, message: &ProtoMessage) -> bool {
+        let Some(schema) = &mut self.schema else { return false };
+        if self.taken.as_ref().is_some_and(|(_, taken)| holds(message, taken).is_err()) {
+            return false;
+        }
+        let mut seen = HashMap::with_capacity(schema.seen.len());
+        for ((id, path), held) in &schema.seen {
+            let now = match self.values.schemas.protobuf(*id) {
+                Some(Ok(file)) => file.message(path).and_then(|m| holds(message, m)).err(),
+                _ => Some(format!("schema {id} is no longer at hand")),
+            };
+            if held.is_none() && now.is_some() {
+                return false;
+            }
+            seen.insert((*id, path.clone()), now);
+        }
+        *schema = FileSchema { message: message.clone(), widenings: schema.widenings + 1, seen };
+        true
+    }
+
+    /// The batch's `value` column: each value that fits decoded, a null row for every other.
+    fn decode(&mut self) -> Result<ArrayRef, ColumnsError> {
+        let schema = self.schema.as_ref().expect("a file with values has a schema");
+        let mut value = StructBuilder::from_fields(struct_fields(&schema.message), self.batch.len());
+        for i in 0..self.batch.len() {
+            match self.batch.fitting(i) {
+                Some(payload) => {
+                    let (_, body) = split(payload).map_err(|e| ColumnsError::Decode(e.to_string()))?;
+                    let (_, bytes) = indexes::split(body).map_err(ColumnsError::Decode)?;
+                    append_message(&schema.message, bytes, &mut value, &mut self.scratch)
+                        .map_err(ColumnsError::Decode)?;
+                }
+                None => append_null_message(&schema.message, &mut value),
+            }
+        }
+        Ok(Arc::new(value.finish()))
+    }
+
+    fn value_field(&self) -> Option<Field> {
+        match (&self.schema, self.placeholder) {
+            (Some(schema), _) => Some(typed_value_field(struct_fields(&schema.message))),
+            (None, true) => Some(typed_value_field(Default::default())),
+            (None, false) => None,
+        }
+    }
+}
+
+impl ValueColumns for ProtobufColumns {
+    fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
+        let Some(value) = value else {
+            self.batch.push(None, None, false);
+            return true;
+        };
+        let misfit = match self.judge(value) {
+            Judged::Fits(id) => {
+                self.stats.schema_ids.insert(id.0);
+                None
+            }
+            Judged::OtherSchema(_) if may_roll => return false,
+            Judged::OtherSchema(why) => Some(format!(
+                "value: written with a message this file's does not hold ({why}; a re-written file is one file)"
+            )),
+            Judged::Misfit(why) => Some(why),
+        };
+        if let Some(why) = &misfit {
+            self.stats.misfit(offset, why);
+        }
+        self.batch.push(Some(value), misfit, true);
+        true
+    }
+
+    fn fields(&self) -> Option<[Field; 3]> {
+        Some([
+            self.value_field()?,
+            Field::new(VALUE_RAW, DataType::Binary, true),
+            Field::new(VALUE_ERROR, DataType::Utf8, true),
+        ])
+    }
+
+    fn take(&mut self, _offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {
+        self.placeholder |= self.schema.is_none();
+        let value = match self.schema.is_some() {
+            true => self.decode()?,
+            false => crate::values::arrow::placeholder_column(self.batch.len()),
+        };
+        let [raw, error] = self.batch.take_raw_and_error(true);
+        self.taken = self.schema.as_ref().map(|s| (s.widenings, s.message.clone()));
+        Ok([value, raw, error])
+    }
+
+    /// The batches taken were of another message than the file's now.
+    fn widened(&self) -> bool {
+        matches!((&self.taken, &self.schema), (Some((widenings, _)), Some(now)) if *widenings != now.widenings)
+    }
+
+    /// Rows taken under an older version, widened into the file's (their bytes are in `value_raw`).
+    fn rewrite(&self, [value, raw, error]: [ArrayRef; 3]) -> Result<[ArrayRef; 3], ColumnsError> {
+        let (Some((widenings, taken)), Some(now)) = (&self.taken, &self.schema) else {
+            return Ok([value, raw, error]);
+        };
+        if *widenings == now.widenings {
+            return Ok([value, raw, error]);
+        }
+        let widened = widen_message(value.as_struct(), taken, &now.message).map_err(ColumnsError::Decode)?;
+        Ok([Arc::new(widened), raw, error])
+    }
+
+    fn stats(&self) -> &ValueStats {
+        &self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,93 @@
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::Array;
+
+use super::*;
+use crate::registry::{RegisteredSchema, RegistryError, SchemaCache};
+use crate::values::protobuf::indexes::header;
+use crate::values::protobuf::tests::encode;
+use crate::values::wire::frame;
+
+const V1: &str = r#"syntax = "proto3"; message M { int64 id = 1; Inner inner = 2; } message Inner { string a = 1; }"#;
+const V2: &str = r#"syntax = "proto3"; message M { int64 id = 1; Inner inner = 2; string added = 3; } message Inner { string a = 1; }"#;
+const CHANGED: &str = r#"syntax = "proto3"; message M { string id = 1; }"#;
+
+/// Columns whose schemas are 1 (V1), 2 (V2), 3 (CHANGED), 4 (Avro) and 5 (missing), in a real cache.
+fn columns() -> ProtobufColumns {
+    let cache = SchemaCache::default();
+    let protobuf =
+        |text: &str| RegisteredSchema { schema_type: "PROTOBUF".into(), schema: text.into(), references: vec![] };
+    cache.insert(SchemaId(1), Ok(protobuf(V1)));
+    cache.insert(SchemaId(2), Ok(protobuf(V2)));
+    cache.insert(SchemaId(3), Ok(protobuf(CHANGED)));
+    let avro = r#"{"type":"record","name":"R","fields":[]}"#;
+    cache.insert(
+        SchemaId(4),
+        Ok(RegisteredSchema { schema_type: "AVRO".into(), schema: avro.into(), references: vec![] }),
+    );
+    cache.insert(SchemaId(5), Err(RegistryError::NotFound { url: "http://r".into(), id: SchemaId(5) }));
+    ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache) }))
+}
+
+/// A wire-format value of message `M` (indexes `[0]`) of schema `id`.
+fn value(id: u32, text: &str, fields: &str) -> Vec<u8> {
+    let mut body = header(&[0]);
+    body.extend(encode(text, "M", fields));
+    frame(SchemaId(id), &body)
+}
+
+#[test]
+fn values_decode_by_their_message_every_value_keeps_its_bytes_and_misfits_say_why() {
+    let mut c = columns();
+    let good = value(1, V1, r#"id: 7 inner { a: "x" }"#);
+    let cases: Vec<Option<Vec<u8>>> = vec![
+        Some(good.clone()),
+        None,
+        Some(b"{\"id\":1}".to_vec()),
+        Some(value(5, V1, "id: 1")),
+        Some(value(4, V1, "id: 1")),
+        Some(frame(SchemaId(1), &[0, 0x12, 9])),
+        Some(frame(SchemaId(1), &[2, 6, 0x08, 1])),
+    ];
+    for (i, v) in cases.iter().enumerate() {
+        assert!(c.push(i as i64, v.as_deref(), true));
+    }
+    let [value_col, raw, error] = c.take(&[]).unwrap();
+    let typed = value_col.as_struct();
+    assert_eq!(typed.column(0).as_primitive::<Int64Type>().value(0), 7);
+    assert_eq!(typed.null_count(), 6, "a tombstone and five misfits are null");
+    let raw = raw.as_binary::<i32>();
+    assert_eq!(raw.value(0), good.as_slice(), "a value that fits keeps its bytes too");
+    assert!(raw.is_null(1), "a tombstone has no bytes");
+    let error = error.as_string::<i32>();
+    let reasons: Vec<&str> = (2..7).map(|i| error.value(i)).collect();
+    assert!(reasons[0].contains("not the Schema Registry's magic byte"), "{reasons:?}");
+    assert!(reasons[1].contains("schema 5: the Schema Registry at http://r has no schema 5"), "{reasons:?}");
+    assert!(reasons[2].contains("an AVRO schema"), "{reasons:?}");
+    assert!(reasons[3].contains("does not decode by schema 1: inner: ends after"), "{reasons:?}");
+    assert!(reasons[4].contains("no message at index [3]"), "{reasons:?}");
+    assert_eq!(c.stats().misfits, 5);
+    assert_eq!(c.stats().schema_ids.iter().copied().collect::<Vec<_>>(), vec![1]);
+    assert_eq!(c.stats().value_schema, None, "no footer schema: restore takes value_raw");
+}
+
+#[test]
+fn a_newer_version_widens_the_file_an_older_one_is_held_and_a_changed_one_rolls() {
+    let mut c = columns();
+    assert!(c.push(0, Some(&value(1, V1, "id: 1")), true));
+    let taken = c.take(&[]).unwrap();
+    assert!(!c.widened());
+    assert!(c.push(1, Some(&value(2, V2, r#"id: 2 added: "new""#)), true), "v2 holds v1: the file widens");
+    assert!(c.widened(), "the batch taken under v1 is to be re-written");
+    let [rewritten, _, _] = c.rewrite(taken).unwrap();
+    let [now, _, _] = c.take(&[]).unwrap();
+    assert_eq!(rewritten.data_type(), now.data_type(), "one schema for the whole file");
+    assert!(rewritten.as_struct().column(2).is_null(0), "v1's row has no `added`");
+    assert_eq!(now.as_struct().column(2).as_string::<i32>().value(0), "new");
+    assert!(!c.widened());
+    assert!(c.push(2, Some(&value(1, V1, "id: 3")), true), "v2 holds v1's values");
+    assert!(!c.push(3, Some(&value(3, CHANGED, r#"id: "x""#)), true), "a changed type rolls the file");
+    assert!(c.push(3, Some(&value(3, CHANGED, r#"id: "x""#)), false), "unless the file cannot roll");
+    let [_, _, error] = c.take(&[]).unwrap();
+    assert!(error.as_string::<i32>().value(1).contains("does not hold (M.id: the type changed"));
+}

@@ -1,0 +1,224 @@
+use std::sync::Arc;
+
+use arrow_array::builder::StructBuilder;
+use arrow_array::{Array, RecordBatch, StructArray};
+use arrow_schema::{Field, Schema};
+use base64::Engine;
+use prost::Message;
+use prost_reflect::DynamicMessage;
+
+use super::arrow::{append_null_message, struct_fields};
+use super::decode::{append_message, check, Scratch};
+use super::fit::holds;
+use super::schema::compile;
+use super::widen::widen_message;
+use super::ProtoMessage;
+
+pub(crate) const ORDERS: &str = r#"
+syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/wrappers.proto";
+
+message Order {
+  enum Status { NEW = 0; PAID = 1; SHIPPED = 2; }
+  message Line { string sku = 1; int32 quantity = 2; double price = 3; }
+  int64 id = 1;
+  string customer = 2;
+  Status status = 3;
+  repeated Line lines = 4;
+  map<string, int64> tags = 5;
+  google.protobuf.Timestamp placed = 6;
+  google.protobuf.StringValue note = 7;
+  optional sint32 priority = 8;
+  oneof payment { string card = 9; bytes voucher = 10; }
+  repeated int32 codes = 11;
+  uint64 big = 12;
+  fixed32 small = 13;
+  Node tree = 14;
+}
+
+message Node { string name = 1; repeated Node children = 2; }
+"#;
+
+/// The pool protox compiles `text` into (to encode test values with prost-reflect).
+fn pool(text: &str) -> prost_reflect::DescriptorPool {
+    let mut files = protox::file::ChainFileResolver::new();
+    files.add(InMemory(text.to_string()));
+    files.add(protox::file::GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(files);
+    compiler.open_file("test.proto").unwrap();
+    compiler.descriptor_pool()
+}
+
+struct InMemory(String);
+
+impl protox::file::FileResolver for InMemory {
+    fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
+        match name {
+            "test.proto" => protox::file::File::from_source(name, &self.0),
+            _ => Err(protox::Error::file_not_found(name)),
+        }
+    }
+}
+
+/// A value of message `name` of `text`, from protobuf's text format.
+pub(crate) fn encode(text: &str, name: &str, value: &str) -> Vec<u8> {
+    let descriptor = pool(text).get_message_by_name(name).unwrap();
+    DynamicMessage::parse_text_format(descriptor, value).unwrap().encode_to_vec()
+}
+
+fn message(text: &str, indexes: &[i32]) -> ProtoMessage {
+    compile(text, &[]).unwrap().message(indexes).unwrap().clone()
+}
+
+/// `values` (None: a null row) decoded by `message` into one struct column.
+fn decode_all(message: &ProtoMessage, values: &[Option<&[u8]>]) -> StructArray {
+    let mut b = StructBuilder::from_fields(struct_fields(message), values.len());
+    let mut scratch = Scratch::default();
+    for value in values {
+        match value {
+            Some(bytes) => {
+                check(message, bytes).unwrap();
+                append_message(message, bytes, &mut b, &mut scratch).unwrap();
+            }
+            None => append_null_message(message, &mut b),
+        }
+    }
+    b.finish()
+}
+
+/// Each row as a JSON line (null fields left out).
+fn json(rows: &StructArray) -> Vec<String> {
+    let (fields, columns, _) = rows.clone().into_parts();
+    let fields: Vec<Field> = fields.iter().map(|f| f.as_ref().clone()).collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+    let mut out = Vec::new();
+    let mut w = arrow_json::LineDelimitedWriter::new(&mut out);
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    drop(w);
+    String::from_utf8(out).unwrap().lines().map(str::to_string).collect()
+}
+
+#[test]
+fn every_kind_of_field_decodes_into_its_column_and_absent_fields_take_proto3_defaults_or_null() {
+    let order = message(ORDERS, &[0]);
+    let full = encode(
+        ORDERS,
+        "shop.Order",
+        r#"id: -5 customer: "ada" status: PAID
+           lines { sku: "a" quantity: 2 price: 1.5 } lines { sku: "b" quantity: -1 }
+           tags { key: "x" value: 7 } placed { seconds: 1700000000 nanos: 123456789 }
+           note { value: "hi" } priority: -3 voucher: "\001\002" codes: [1, -2, 300] big: 18446744073709551615
+           small: 4000000000 tree { name: "root" children { name: "leaf" } }"#,
+    );
+    let empty = encode(ORDERS, "shop.Order", "");
+    let rows = decode_all(&order, &[Some(&full), Some(&empty), None]);
+    assert_eq!(rows.null_count(), 1, "only the null row is null");
+    let lines = json(&rows);
+    assert_eq!(
+        lines[0],
+        r#"{"id":-5,"customer":"ada","status":"PAID","lines":[{"sku":"a","quantity":2,"price":1.5},{"sku":"b","quantity":-1,"price":0.0}],"tags":{"x":7},"placed":"2023-11-14T22:13:20.123456Z","note":"hi","priority":-3,"voucher":"0102","codes":[1,-2,300],"big":18446744073709551615,"small":4000000000,"tree":{"name":"root","children":["0a046c656166"]}}"#
+    );
+    assert_eq!(lines[1], r#"{"id":0,"customer":"","status":"NEW","lines":[],"tags":{},"codes":[],"big":0,"small":0}"#);
+}
+
+#[test]
+fn fields_in_any_order_the_last_of_a_singular_one_and_unpacked_repeated_scalars_decode() {
+    let order = message(ORDERS, &[0]);
+    // customer (2) "b", id (1) 3, customer again "c", codes (11) unpacked 5 then packed [6, 7], and an
+    // unknown field 99 (varint) skipped.
+    let bytes = [
+        0x12, 1, b'b', 0x08, 3, 0x12, 1, b'c', 0x58, 5, 0x5a, 2, 6, 7, 0x98, 0x06, 1, //
+    ];
+    let rows = decode_all(&order, &[Some(&bytes)]);
+    assert_eq!(
+        json(&rows)[0],
+        r#"{"id":3,"customer":"c","status":"NEW","lines":[],"tags":{},"codes":[5,6,7],"big":0,"small":0}"#
+    );
+}
+
+#[test]
+fn a_value_that_does_not_decode_says_where_and_why() {
+    let order = message(ORDERS, &[0]);
+    let why = |bytes: &[u8]| check(&order, bytes).unwrap_err();
+    assert!(why(&[0x12, 5, b'a']).contains("customer: ends after 3 bytes"), "{}", why(&[0x12, 5, b'a']));
+    assert!(why(&[0x12, 1, 0xff]).contains("customer: a string that is not UTF-8"));
+    assert!(why(&[0x18, 9]).contains("status: 9 is not a value of enum shop.Order.Status"));
+    assert!(why(&[0x0d, 0, 0, 0, 0]).contains("id: wire type 5"), "a fixed32 where an int64 is declared");
+    assert!(why(&[0x22, 2, 0x0a, 9]).contains("lines: sku: ends after"), "nested: {}", why(&[0x22, 2, 0x0a, 9]));
+    assert!(why(&[0x07]).contains("a field number of 0"), "a tag of field 0 with wire type 7");
+    assert!(why(&[0x80]).contains("ends inside a number"));
+    // An unknown group is skipped to its end; one never closed is not.
+    assert!(check(&order, &[0xa3, 0x06, 0x08, 1, 0xa4, 0x06]).is_ok(), "group 100 with a varint inside");
+    assert!(why(&[0xa3, 0x06, 0x08, 1]).contains("ends inside a number"));
+}
+
+#[test]
+fn a_schema_registered_as_a_base64_file_descriptor_and_one_with_references_compile_alike() {
+    let text = compile(ORDERS, &[]).unwrap();
+    let proto = pool(ORDERS).get_file_by_name("test.proto").unwrap().file_descriptor_proto().encode_to_vec();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(proto);
+    let from_descriptor = compile(&b64, &[]).unwrap();
+    assert_eq!(from_descriptor, text, "the same messages from the descriptor (confluent-kafka's form)");
+
+    let node = r#"syntax = "proto3"; package tree; message Node { string name = 1; repeated Node children = 2; }"#;
+    let uses = r#"syntax = "proto3"; import "tree/node.proto"; message Forest { repeated tree.Node trees = 1; }"#;
+    let forest = compile(uses, &[("tree/node.proto".into(), node.into())]).unwrap();
+    let forest = forest.message(&[0]).unwrap();
+    assert_eq!(forest.fields[0].name, "trees");
+    assert!(matches!(&forest.fields[0].ty, super::Proto::Message(m) if m.name == "tree.Node"));
+    let missing = compile(uses, &[]).unwrap_err().to_string();
+    assert!(missing.contains("tree/node.proto"), "{missing}");
+    assert!(compile("message {", &[]).is_err());
+}
+
+#[test]
+fn message_indexes_find_nested_messages_and_a_recursive_one_is_opaque() {
+    let file = compile(ORDERS, &[]).unwrap();
+    assert_eq!(file.message(&[0]).unwrap().name, "shop.Order");
+    assert_eq!(file.message(&[1]).unwrap().name, "shop.Node");
+    // Order's nested types in declaration order: Line, then the map's entry type (TagsEntry).
+    assert_eq!(file.message(&[0, 0]).unwrap().name, "shop.Order.Line");
+    assert_eq!(file.message(&[0, 1]).unwrap().name, "shop.Order.TagsEntry");
+    assert!(file.message(&[2]).unwrap_err().contains("no message at index [2]"));
+    let node = file.message(&[1]).unwrap();
+    assert_eq!(node.fields[1].ty, super::Proto::Opaque, "Node holds Nodes: their bytes");
+    let super::Proto::Message(tree) = &file.message(&[0]).unwrap().fields[13].ty else { panic!("a message") };
+    assert_eq!(tree.fields[1].ty, super::Proto::Opaque, "within Order too, a Node's Nodes");
+}
+
+const V1: &str = r#"syntax = "proto3"; message M { int64 id = 1; Inner inner = 2; repeated Inner many = 3; }
+message Inner { string a = 1; }"#;
+const V2: &str = r#"syntax = "proto3"; message M { int64 id = 1; Inner inner = 2; repeated Inner many = 3; string added = 4; }
+message Inner { string a = 1; int32 b = 2; }"#;
+const CHANGED: &str = r#"syntax = "proto3"; message M { string id = 1; }"#;
+
+#[test]
+fn a_version_is_held_when_all_its_fields_are_there_with_their_types() {
+    let (v1, v2, changed) = (message(V1, &[0]), message(V2, &[0]), message(CHANGED, &[0]));
+    assert_eq!(holds(&v2, &v1), Ok(()), "the newer holds the older");
+    assert_eq!(holds(&v1, &v1), Ok(()));
+    assert_eq!(holds(&v1, &v2).unwrap_err(), "M.inner: Inner: field 2 (b) is not in the file's");
+    assert!(holds(&v2, &changed).unwrap_err().contains("the type changed"));
+    let renamed = message(r#"syntax = "proto3"; message M { int64 key = 1; }"#, &[0]);
+    assert_eq!(holds(&v1, &renamed), Ok(()), "by number, whatever the name");
+}
+
+#[test]
+fn rows_of_an_older_version_widen_with_nulls_in_nested_and_repeated_messages() {
+    let (v1, v2) = (message(V1, &[0]), message(V2, &[0]));
+    let value = encode(V1, "M", r#"id: 1 inner { a: "x" } many { a: "y" } many { a: "z" }"#);
+    let old = decode_all(&v1, &[Some(&value), None]);
+    let widened = widen_message(&old, &v1, &v2).unwrap();
+    assert_eq!(widened.data_type(), &arrow_schema::DataType::Struct(struct_fields(&v2)));
+    assert_eq!(widened.null_count(), 1, "the null row stays null");
+    assert_eq!(json(&widened)[0], r#"{"id":1,"inner":{"a":"x"},"many":[{"a":"y"},{"a":"z"}]}"#);
+    // The same value decoded under v2 has v2's defaults instead (proto3): the columns match.
+    let under_v2 = decode_all(&v2, &[Some(&value)]);
+    assert_eq!(
+        json(&under_v2)[0],
+        r#"{"id":1,"inner":{"a":"x","b":0},"many":[{"a":"y","b":0},{"a":"z","b":0}],"added":""}"#
+    );
+}
