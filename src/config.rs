@@ -198,20 +198,22 @@ pub struct Settings {
             _SUCCESS markers", DEFAULT_MARKER_INTERVAL))]
     pub marker_interval: Option<HumanDuration>,
     #[arg(long, env = "KSA_VALUE_FORMAT", help_heading = "Files",
-        help = with_default("How record values are archived: raw (the bytes, a binary column) or json (decoded into \
-            typed columns by --value-schema, or in JSON lines embedded as objects; records that do not fit keep their \
-            bytes in value_raw)", DEFAULT_VALUE_FORMAT))]
+        help = with_default("How record values are archived: raw (the bytes, a binary column); json (decoded into \
+            typed columns by --value-schema, or in JSON lines embedded as objects); avro or protobuf (Schema Registry \
+            payloads, decoded into typed columns by the schema each names, --schema-registry-url). Records that do \
+            not fit keep their bytes in value_raw", DEFAULT_VALUE_FORMAT))]
     pub value_format: Option<ValueFormatName>,
     /// With --value-format json: an Avro schema file (.avsc, a record at the top) declaring the values'
     /// fields, or `infer`: each file's schema from its first records (a file rolls when new fields come)
     #[arg(long, env = "KSA_VALUE_SCHEMA", help_heading = "Files")]
     pub value_schema: Option<PathBuf>,
     #[arg(long, env = "KSA_KEEP_RAW_VALUE", value_name = "true|false", help_heading = "Files",
-        help = with_default("With --value-format json: keep every record's bytes in value_raw, not only those that do \
-            not fit, so restore gives back the same bytes (--value-format avro gives them back without it)",
+        help = with_default("With --value-format json or avro: keep every record's bytes in value_raw, not only \
+            those that do not fit, so restore gives back the same bytes (--value-format avro gives them back without \
+            it; protobuf values always keep theirs)",
             DEFAULT_KEEP_RAW_VALUE))]
     pub keep_raw_value: Option<bool>,
-    /// With --value-format json: also produce records whose value does not fit to this topic (with
+    /// With --value-format json, avro or protobuf: also produce records whose value does not fit to this topic (with
     /// their key, value and headers, and Kafka Connect's __connect.errors.* headers) before their file
     /// is uploaded. They stay in the archive too. The topic must exist
     #[arg(long, env = "KSA_DLQ_TOPIC", help_heading = "Files")]
@@ -239,7 +241,7 @@ pub struct Settings {
 
     // Schema Registry.
     /// The Schema Registry's URL, http://host:port[/path] (Confluent's API; Apicurio Registry's is at
-    /// /apis/ccompat/v7), where --value-format avro finds the schema each value names
+    /// /apis/ccompat/v7), where --value-format avro and protobuf find the schema each value names
     #[arg(long, env = "KSA_SCHEMA_REGISTRY_URL", help_heading = "Schema Registry")]
     pub schema_registry_url: Option<String>,
     /// Basic authentication to the Schema Registry: the user name (with --schema-registry-password)

@@ -1,4 +1,4 @@
-//! The schemas values name (`--value-format avro`), fetched from the Schema Registry before the values
+//! The schemas values name (`--value-format avro|protobuf`), fetched from the Schema Registry before the values
 //! are encoded: a partition whose next value names a schema not fetched yet parks there (its records
 //! are dropped, and read again once the schema is fetched) while every other partition goes on. Every
 //! failure but one is retried with backoff for as long as it lasts (the registry coming back,
@@ -14,7 +14,6 @@ use crate::registry::{RegistryClient, SchemaCache};
 use crate::retry::Backoff;
 use crate::telemetry::{Event, Metrics};
 use crate::values::wire::{split, SchemaId};
-use crate::values::SchemaSource;
 
 /// The registry and what was fetched from it.
 #[derive(Clone)]
@@ -48,7 +47,7 @@ pub(super) async fn fetch(registry: Registry, id: SchemaId, metrics: Arc<Metrics
         }
     };
     registry.cache.insert(id, fetched);
-    let outcome = registry.cache.avro(id).expect("just inserted").map(drop);
+    let outcome = registry.cache.usable(id).expect("just inserted");
     metrics.emit(Event::SchemaFetched { id: id.0, outcome: outcome.as_ref().map(|_| ()).map_err(String::as_str) });
     id
 }

@@ -69,8 +69,10 @@ struct SchemaAnswer {
     schema: String,
     #[serde(rename = "schemaType")]
     schema_type: Option<String>,
+    /// Read one by one (see [`Reference`]): one this client cannot read makes the schema unusable, not
+    /// the answer unreadable (which would be retried).
     #[serde(default)]
-    references: Vec<Reference>,
+    references: Vec<serde_json::Value>,
 }
 
 /// Another subject's schema that a schema refers to, and the name it is imported by.
@@ -98,12 +100,13 @@ impl RegistryClient {
         match self.get(&format!("/schemas/ids/{id}")).await? {
             (StatusCode::OK, body) => {
                 let parsed: SchemaAnswer = serde_json::from_slice(&body).map_err(|e| self.bad(e.to_string()))?;
-                let references = self.references(parsed.references).await?;
-                Ok(RegisteredSchema {
-                    schema_type: parsed.schema_type.unwrap_or_else(|| "AVRO".into()),
-                    schema: parsed.schema,
-                    references,
-                })
+                let schema_type = parsed.schema_type.unwrap_or_else(|| "AVRO".into());
+                // Only Protobuf schemas with references are decoded: the others are only counted.
+                let references = match schema_type.as_str() {
+                    "PROTOBUF" => self.references(self.read_references(parsed.references)?).await?,
+                    _ => parsed.references.iter().map(|r| (r.to_string(), String::new())).collect(),
+                };
+                Ok(RegisteredSchema { schema_type, schema: parsed.schema, references })
             }
             // Confluent's "schema not found" (Apicurio's Confluent API says the same); any other 404 is
             // a wrong URL, not an unknown ID.
@@ -114,6 +117,18 @@ impl RegistryClient {
         }
     }
 
+    fn read_references(&self, references: Vec<serde_json::Value>) -> Result<Vec<Reference>, RegistryError> {
+        references
+            .into_iter()
+            .map(|r| {
+                serde_json::from_value(r.clone()).map_err(|e| RegistryError::BadReferences {
+                    url: self.options.url.clone(),
+                    why: format!("{r}: {e}"),
+                })
+            })
+            .collect()
+    }
+
     /// The schemas `todo` names, and the ones they name, each once: its name and text.
     async fn references(&self, mut todo: Vec<Reference>) -> Result<Vec<(String, String)>, RegistryError> {
         let mut found: Vec<(String, String)> = Vec::new();
@@ -121,14 +136,17 @@ impl RegistryClient {
             if found.iter().any(|(name, _)| *name == reference.name) {
                 continue;
             }
-            if found.len() == MAX_REFERENCES {
-                return Err(self.bad(format!("a schema refers to more than {MAX_REFERENCES} others")));
+            if found.len() == MAX_REFERENCES || todo.len() > MAX_REFERENCES {
+                let why = format!("it refers to more than {MAX_REFERENCES} others");
+                return Err(RegistryError::BadReferences { url: self.options.url.clone(), why });
             }
             let Reference { name, subject, version } = reference;
-            match self.get(&format!("/subjects/{}/versions/{version}", path_segment(&subject))).await? {
+            // A soft-deleted version is still the one the schema refers to.
+            let path = format!("/subjects/{}/versions/{version}?deleted=true", path_segment(&subject));
+            match self.get(&path).await? {
                 (StatusCode::OK, body) => {
                     let parsed: SchemaAnswer = serde_json::from_slice(&body).map_err(|e| self.bad(e.to_string()))?;
-                    todo.extend(parsed.references);
+                    todo.extend(self.read_references(parsed.references)?);
                     found.push((name, parsed.schema));
                 }
                 (StatusCode::NOT_FOUND, body) if error_code(&body).is_some() => {

@@ -26,6 +26,8 @@ pub enum RegistryError {
     NotFound { url: String, id: SchemaId },
     #[error("the Schema Registry at {url} has no version {version} of subject {subject:?}, which the schema refers to (HTTP 404)")]
     MissingReference { url: String, subject: String, version: i64 },
+    #[error("the schema's references at the Schema Registry at {url} cannot be followed: {why}")]
+    BadReferences { url: String, why: String },
     #[error("the Schema Registry at {url} answered something unexpected: {why}")]
     BadResponse { url: String, why: String },
 }
@@ -34,7 +36,12 @@ impl RegistryError {
     /// An answer that stands: the registry has no schema under this ID, or not the schemas it refers
     /// to (its values are misfits). Every other error is worth trying again.
     pub fn is_final(&self) -> bool {
-        matches!(self, RegistryError::NotFound { .. } | RegistryError::MissingReference { .. })
+        matches!(
+            self,
+            RegistryError::NotFound { .. }
+                | RegistryError::MissingReference { .. }
+                | RegistryError::BadReferences { .. }
+        )
     }
 
     /// The registry is down, slow or overloaded (rather than refusing or misconfigured).
@@ -50,7 +57,7 @@ pub struct RegisteredSchema {
     pub schema_type: String,
     pub schema: String,
     /// The schemas this one refers to, and the ones they refer to: each one's name (a Protobuf
-    /// schema's import) and text.
+    /// schema's import) and text (fetched for Protobuf schemas only; empty for the others).
     pub references: Vec<(String, String)>,
 }
 
@@ -78,6 +85,15 @@ impl SchemaCache {
     /// Whether `id` was fetched (or found missing).
     pub fn has(&self, id: SchemaId) -> bool {
         self.known.read().expect("schema cache").contains_key(&id)
+    }
+
+    /// Whether `id` was fetched and is a schema the encoders can use (of some format), or why not.
+    pub fn usable(&self, id: SchemaId) -> Option<Result<(), String>> {
+        self.known
+            .read()
+            .expect("schema cache")
+            .get(&id)
+            .map(|cached| cached.fetched.as_ref().map(drop).map_err(Clone::clone))
     }
 
     /// Keeps what fetching `id` ended in: its schema, or why it cannot decode values.

@@ -98,6 +98,17 @@ pub fn append_null_message(message: &ProtoMessage, b: &mut StructBuilder) {
     b.append_null();
 }
 
+/// Appends what an absent field holds: its default without presence, a null with it, an empty list
+/// or map.
+pub fn append_absent(f: &ProtoField, b: &mut dyn ArrayBuilder) {
+    match &f.kind {
+        Kind::Single => append_default(&f.ty, b),
+        Kind::Optional => append_null(&f.ty, b),
+        Kind::Repeated => cast::<DynList>(b).append(true),
+        Kind::Map(_) => cast::<DynMap>(b).append(true).expect("an empty map"),
+    }
+}
+
 /// Appends the value of an absent field without presence (proto3's defaults: zero, empty, the enum's
 /// first symbol); a type that always has presence gets a null.
 pub fn append_default(ty: &Proto, b: &mut dyn ArrayBuilder) {

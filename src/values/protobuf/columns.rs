@@ -137,6 +137,16 @@ impl ProtobufColumns {
             }
             seen.insert((*id, path.clone()), now);
         }
+        // The batch's rows were checked under the file's message: they must decode under the new one
+        // too (the fields it adds were skipped unchecked).
+        let decodes = |payload: &[u8]| {
+            let (_, body) = split(payload).map_err(|e| e.to_string())?;
+            let (_, bytes) = indexes::split(body)?;
+            check(message, bytes)
+        };
+        if (0..self.batch.len()).filter_map(|i| self.batch.fitting(i)).any(|payload| decodes(payload).is_err()) {
+            return false;
+        }
         *schema = FileSchema { message: message.clone(), widenings: schema.widenings + 1, seen };
         true
     }

@@ -10,7 +10,7 @@ use arrow_array::builder::{
     UInt64Builder,
 };
 
-use super::arrow::{append_default, append_null};
+use super::arrow::{append_absent, append_default};
 use super::{Kind, Proto, ProtoField, ProtoMessage};
 use crate::values::arrow::{cast, DynList, DynMap};
 
@@ -156,6 +156,11 @@ fn check_message(message: &ProtoMessage, bytes: &[u8], depth: usize) -> Result<(
     if depth > MAX_DEPTH {
         return Err(format!("messages nested deeper than {MAX_DEPTH}"));
     }
+    let mut once = Once::new(message.fields.len());
+    // The member of each oneof set so far.
+    let mut members: Vec<Option<usize>> = vec![None; message.oneofs];
+    // Each map entry's key (its bytes) with its field's index.
+    let mut keys: Vec<(usize, &[u8])> = Vec::new();
     let mut r = Reader::new(bytes);
     while !r.at_end() {
         let (number, wire) = r.tag()?;
@@ -163,26 +168,79 @@ fn check_message(message: &ProtoMessage, bytes: &[u8], depth: usize) -> Result<(
             None => r.skip(number, wire, depth)?,
             Some(i) => {
                 let f = &message.fields[i];
-                check_field(f, wire, &mut r, depth).map_err(|e| format!("{}: {e}", f.name))?
+                let key = check_field(f, wire, &mut r, depth).map_err(|e| format!("{}: {e}", f.name))?;
+                keys.extend(key.map(|k| (i, k)));
+                if is_message(f) && !once.first(i) {
+                    return Err(format!("{}: a message field given twice (merging them is not supported)", f.name));
+                }
+                if let Some(oneof) = f.oneof {
+                    if *members[oneof].get_or_insert(i) != i {
+                        return Err(format!("{}: a second member of its oneof is set", f.name));
+                    }
+                }
             }
         }
     }
-    Ok(())
+    keys.sort_unstable();
+    match keys.windows(2).find(|pair| pair[0] == pair[1]) {
+        Some(pair) => Err(format!("{}: a map key given twice", message.fields[pair[0].0].name)),
+        None => Ok(()),
+    }
 }
 
-fn check_field(f: &ProtoField, wire: u8, r: &mut Reader, depth: usize) -> Result<(), DecodeError> {
+/// A singular field whose repeats protobuf would merge (a message, or a well-known one).
+fn is_message(f: &ProtoField) -> bool {
+    matches!(f.kind, Kind::Single | Kind::Optional)
+        && matches!(f.ty, Proto::Message(_) | Proto::Timestamp | Proto::Duration | Proto::Wrapper(_) | Proto::Opaque)
+}
+
+/// Which fields of a message were seen, a bit each.
+struct Once {
+    small: u128,
+    large: Vec<bool>,
+}
+
+impl Once {
+    fn new(n: usize) -> Self {
+        Self { small: 0, large: if n > 128 { vec![false; n] } else { Vec::new() } }
+    }
+
+    /// Whether `i` is seen for the first time.
+    fn first(&mut self, i: usize) -> bool {
+        if self.large.is_empty() {
+            let bit = 1u128 << i;
+            let first = self.small & bit == 0;
+            self.small |= bit;
+            return first;
+        }
+        !std::mem::replace(&mut self.large[i], true)
+    }
+}
+
+/// Checks one occurrence of `f`; a map entry's key bytes (empty when it has none).
+fn check_field<'a>(
+    f: &ProtoField,
+    wire: u8,
+    r: &mut Reader<'a>,
+    depth: usize,
+) -> Result<Option<&'a [u8]>, DecodeError> {
     match &f.kind {
         Kind::Map(key) if wire == LEN => {
             let entry = r.len_delimited()?;
             let mut e = Reader::new(entry);
+            let mut key_bytes: &[u8] = &[];
             while !e.at_end() {
                 match e.tag()? {
-                    (1, w) => check_value(key, w, &mut e, depth)?,
+                    (1, w) => {
+                        let start = e.pos;
+                        check_value(key, w, &mut e, depth)?;
+                        key_bytes = &entry[start..e.pos];
+                    }
                     (2, w) => check_value(&f.ty, w, &mut e, depth)?,
                     (n, w) => e.skip(n, w, depth)?,
                 }
             }
-            Ok(())
+            Ok(Some(key_bytes))
         }
         Kind::Map(_) => Err(format!("a map entry of wire type {wire}")),
         Kind::Repeated if wire == LEN && wire_type(&f.ty) != LEN => {
@@ -190,9 +248,9 @@ fn check_field(f: &ProtoField, wire: u8, r: &mut Reader, depth: usize) -> Result
             while !packed.at_end() {
                 check_value(&f.ty, wire_type(&f.ty), &mut packed, depth)?;
             }
-            Ok(())
+            Ok(None)
         }
-        _ => check_value(&f.ty, wire, r, depth),
+        _ => check_value(&f.ty, wire, r, depth).map(|()| None),
     }
 }
 
@@ -240,6 +298,7 @@ fn micros(bytes: &[u8]) -> Result<i64, DecodeError> {
         match r.tag()? {
             (1, VARINT) => seconds = r.varint()? as i64,
             (2, VARINT) => nanos = i64::from(r.varint()? as i32),
+            (n @ (1 | 2), w) => return Err(format!("field {n} of wire type {w}, not a varint")),
             (n, w) => r.skip(n, w, 0)?,
         }
     }
@@ -326,8 +385,7 @@ fn append_field(
 ) -> Result<(), DecodeError> {
     let value = |o: &Occurrence| &bytes[o.start..o.end];
     match (&f.kind, found.last()) {
-        (Kind::Single, None) => append_default(&f.ty, b),
-        (Kind::Optional, None) => append_null(&f.ty, b),
+        (_, None) => append_absent(f, b),
         (Kind::Single | Kind::Optional, Some(last)) => append_value(&f.ty, value(last), b, scratch, depth)?,
         (Kind::Repeated, _) => {
             let list = cast::<DynList>(b);
@@ -363,9 +421,14 @@ fn append_field(
                     Some(k) => append_value(key, k, map.keys().as_mut(), scratch, depth)?,
                     None => append_default(key, map.keys().as_mut()),
                 }
-                match v {
-                    Some(v) => append_value(&f.ty, v, map.values().as_mut(), scratch, depth)?,
-                    None => append_default(&f.ty, map.values().as_mut()),
+                match (v, &f.ty) {
+                    (Some(v), _) => append_value(&f.ty, v, map.values().as_mut(), scratch, depth)?,
+                    // An entry without its value has the default: for a message, one without fields set.
+                    (
+                        None,
+                        Proto::Message(_) | Proto::Timestamp | Proto::Duration | Proto::Wrapper(_) | Proto::Opaque,
+                    ) => append_value(&f.ty, &[], map.values().as_mut(), scratch, depth)?,
+                    (None, _) => append_default(&f.ty, map.values().as_mut()),
                 }
             }
             map.append(true).map_err(|e| e.to_string())?;

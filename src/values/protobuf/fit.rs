@@ -1,13 +1,17 @@
 //! Which versions of a message a file's message holds: protobuf decodes by field number, so a value
-//! written with another version reads under the file's when every field it has is one the file's has,
-//! with the same type (an enum with at least its symbols, a message holding its message), whatever the
-//! field's name. A version with fields the file's lacks is not held (they would be lost); one that holds
+//! written with another version of the message (the same full name) reads under the file's when every
+//! field it has is one the file's has, of the same kind and type (an enum with at least its symbols, a
+//! message holding its message), whatever the field's name. A version with fields the file's lacks is not held (they would be lost); one that holds
 //! the file's whole is a newer version the file can widen to (`widen`).
 
-use super::{Kind, Proto, ProtoField, ProtoMessage};
+use super::{Proto, ProtoField, ProtoMessage};
 
 /// Whether values of `writer` read whole under `reader`; else the first field that does not.
 pub fn holds(reader: &ProtoMessage, writer: &ProtoMessage) -> Result<(), String> {
+    // Another message (a topic of several types) is not another version of this one.
+    if reader.name != writer.name {
+        return Err(format!("{} is not {}", writer.name, reader.name));
+    }
     for w in writer.fields.iter() {
         let r = reader
             .field(w.number)
@@ -18,10 +22,9 @@ pub fn holds(reader: &ProtoMessage, writer: &ProtoMessage) -> Result<(), String>
 }
 
 fn field_holds(r: &ProtoField, w: &ProtoField) -> Result<(), String> {
-    match (&r.kind, &w.kind) {
-        (Kind::Single | Kind::Optional, Kind::Single | Kind::Optional) | (Kind::Repeated, Kind::Repeated) => {}
-        (Kind::Map(rk), Kind::Map(wk)) if rk == wk => {}
-        _ => return Err("a single value, a repeated field and a map are not one another".into()),
+    // An absent field means its default without presence and null with it: the kinds must agree.
+    if r.kind != w.kind {
+        return Err("its kind changed (implicit or explicit presence, repeated, map)".into());
     }
     type_holds(&r.ty, &w.ty)
 }

@@ -21,6 +21,8 @@ pub struct ProtoMessage {
     /// The message's full name (`package.Outer.Inner`).
     pub name: String,
     pub fields: Arc<[ProtoField]>,
+    /// How many oneofs (not counting proto3's `optional`, a oneof of one) the fields belong to.
+    pub oneofs: usize,
     /// `(number, index in fields)`, by number: how a field on the wire finds its column.
     by_number: Arc<[(u32, usize)]>,
 }
@@ -29,7 +31,8 @@ impl ProtoMessage {
     pub fn new(name: String, fields: Vec<ProtoField>) -> Self {
         let mut by_number: Vec<(u32, usize)> = fields.iter().enumerate().map(|(i, f)| (f.number, i)).collect();
         by_number.sort_unstable();
-        Self { name, fields: fields.into(), by_number: by_number.into() }
+        let oneofs = fields.iter().filter_map(|f| f.oneof).max().map_or(0, |last| last + 1);
+        Self { name, fields: fields.into(), oneofs, by_number: by_number.into() }
     }
 
     /// The index of the field numbered `number`, if the message has one.
@@ -51,6 +54,8 @@ pub struct ProtoField {
     pub number: u32,
     pub ty: Proto,
     pub kind: Kind,
+    /// The oneof it is a member of (its index in the message's), if any.
+    pub oneof: Option<usize>,
 }
 
 /// How many values a field holds, and what its absence means.

@@ -103,12 +103,13 @@ fn messages(pool: &DescriptorPool, name: &str) -> Vec<(Vec<i32>, Result<ProtoMes
 /// The tree of `descriptor`; `within`: the messages it is nested in (a message within itself is opaque).
 fn message(descriptor: &MessageDescriptor, within: &mut Vec<String>) -> Result<ProtoMessage, String> {
     within.push(descriptor.full_name().to_string());
-    let fields: Result<Vec<ProtoField>, String> = descriptor.fields().map(|f| field(&f, within)).collect();
+    let oneofs: Vec<String> = descriptor.oneofs().filter(|o| !o.is_synthetic()).map(|o| o.name().to_string()).collect();
+    let fields: Result<Vec<ProtoField>, String> = descriptor.fields().map(|f| field(&f, &oneofs, within)).collect();
     within.pop();
     Ok(ProtoMessage::new(descriptor.full_name().to_string(), fields?))
 }
 
-fn field(f: &FieldDescriptor, within: &mut Vec<String>) -> Result<ProtoField, String> {
+fn field(f: &FieldDescriptor, oneofs: &[String], within: &mut Vec<String>) -> Result<ProtoField, String> {
     if f.is_group() {
         return Err(format!("{}: groups (proto2) are not supported", f.full_name()));
     }
@@ -122,7 +123,8 @@ fn field(f: &FieldDescriptor, within: &mut Vec<String>) -> Result<ProtoField, St
         let kind = if f.supports_presence() { Kind::Optional } else { Kind::Single };
         (of(&f.kind(), within)?, kind)
     };
-    Ok(ProtoField { name: f.name().to_string(), number: f.number(), ty, kind })
+    let oneof = f.containing_oneof().and_then(|o| oneofs.iter().position(|name| name == o.name()));
+    Ok(ProtoField { name: f.name().to_string(), number: f.number(), ty, kind, oneof })
 }
 
 fn of(kind: &ReflectKind, within: &mut Vec<String>) -> Result<Proto, String> {

@@ -207,18 +207,50 @@ fn a_version_is_held_when_all_its_fields_are_there_with_their_types() {
 }
 
 #[test]
-fn rows_of_an_older_version_widen_with_nulls_in_nested_and_repeated_messages() {
+fn rows_of_an_older_version_widen_into_what_protobuf_reads_of_them_in_nested_and_repeated_messages() {
     let (v1, v2) = (message(V1, &[0]), message(V2, &[0]));
     let value = encode(V1, "M", r#"id: 1 inner { a: "x" } many { a: "y" } many { a: "z" }"#);
     let old = decode_all(&v1, &[Some(&value), None]);
     let widened = widen_message(&old, &v1, &v2).unwrap();
     assert_eq!(widened.data_type(), &arrow_schema::DataType::Struct(struct_fields(&v2)));
     assert_eq!(widened.null_count(), 1, "the null row stays null");
-    assert_eq!(json(&widened)[0], r#"{"id":1,"inner":{"a":"x"},"many":[{"a":"y"},{"a":"z"}]}"#);
-    // The same value decoded under v2 has v2's defaults instead (proto3): the columns match.
-    let under_v2 = decode_all(&v2, &[Some(&value)]);
+    // The added fields take proto3's defaults, as the same bytes decoded under v2 do.
+    let under_v2 = decode_all(&v2, &[Some(&value), None]);
+    assert_eq!(json(&widened)[0], json(&under_v2)[0]);
     assert_eq!(
-        json(&under_v2)[0],
+        json(&widened)[0],
         r#"{"id":1,"inner":{"a":"x","b":0},"many":[{"a":"y","b":0},{"a":"z","b":0}],"added":""}"#
     );
+}
+
+#[test]
+fn what_protobuf_would_merge_or_keep_the_last_of_is_a_misfit_and_a_map_entry_without_value_is_the_default() {
+    let order = message(ORDERS, &[0]);
+    let why = |bytes: &[u8]| check(&order, bytes).unwrap_err();
+    // placed (6) twice: protobuf would merge the two Timestamps.
+    assert!(why(&[0x32, 0, 0x32, 0]).contains("placed: a message field given twice"));
+    // card (9) and voucher (10) of the oneof payment.
+    assert!(why(&[0x4a, 1, b'c', 0x52, 1, 7]).contains("voucher: a second member of its oneof is set"));
+    assert!(check(&order, &[0x4a, 1, b'c', 0x4a, 1, b'd']).is_ok(), "one member twice: the last wins");
+    // tags (5) {"x": 1} twice.
+    assert!(why(&[0x2a, 5, 0x0a, 1, b'x', 0x10, 1, 0x2a, 5, 0x0a, 1, b'x', 0x10, 2])
+        .contains("tags: a map key given twice"));
+    // A Timestamp whose seconds (1) are length-delimited.
+    assert!(why(&[0x32, 2, 0x0a, 0]).contains("placed: field 1 of wire type 2, not a varint"));
+
+    let nested = r#"syntax = "proto3"; message M { map<string, Inner> byName = 1; } message Inner { int32 n = 1; }"#;
+    let m = message(nested, &[0]);
+    // An entry with its key only: the value is an Inner with its defaults, not null.
+    let rows = decode_all(&m, &[Some(&[0x0a, 3, 0x0a, 1, b'k'])]);
+    assert_eq!(json(&rows)[0], r#"{"byName":{"k":{"n":0}}}"#);
+}
+
+#[test]
+fn another_message_or_a_field_whose_presence_changed_is_not_another_version() {
+    let m = message(V1, &[0]);
+    let other = message(r#"syntax = "proto3"; message Other { int64 id = 1; }"#, &[0]);
+    assert_eq!(holds(&m, &other).unwrap_err(), "Other is not M");
+    let explicit = message(r#"syntax = "proto3"; message M { optional int64 id = 1; }"#, &[0]);
+    assert!(holds(&m, &explicit).unwrap_err().contains("its kind changed"), "null and 0 would mix");
+    assert!(holds(&explicit, &message(r#"syntax = "proto3"; message M { int64 id = 1; }"#, &[0])).is_err());
 }

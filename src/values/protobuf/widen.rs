@@ -1,14 +1,16 @@
 //! Rows decoded under one version of a message, as rows of a newer version that holds it whole (see
 //! `fit`): each field matched by number (its column renamed if it was), the newer version's fields as
-//! nulls, nested messages widened the same way, in lists and maps too.
+//! protobuf reads them from the older bytes (absent: the default, or null with presence, or empty),
+//! nested messages widened the same way, in lists and maps too.
 
 use std::sync::Arc;
 
+use arrow_array::builder::make_builder;
 use arrow_array::cast::AsArray;
-use arrow_array::{new_null_array, Array, ArrayRef, ListArray, MapArray, StructArray};
+use arrow_array::{Array, ArrayRef, ListArray, MapArray, StructArray};
 use arrow_schema::DataType;
 
-use super::arrow::{data_type, field, struct_fields};
+use super::arrow::{append_absent, data_type, field, struct_fields};
 use super::{Kind, Proto, ProtoField, ProtoMessage};
 
 /// `rows` (a struct of `from`'s fields) as a struct of `to`'s.
@@ -20,10 +22,17 @@ pub fn widen_message(rows: &StructArray, from: &ProtoMessage, to: &ProtoMessage)
     for f in to.fields.iter() {
         columns.push(match from.index(f.number) {
             Some(i) => widen_field(rows.column(i), &from.fields[i], f)?,
-            None => new_null_array(field(f).data_type(), rows.len()),
+            None => absent_column(f, rows.len()),
         });
     }
     StructArray::try_new(struct_fields(to), columns, rows.nulls().cloned()).map_err(|e| e.to_string())
+}
+
+/// A column of `rows` rows in which `f` is absent.
+fn absent_column(f: &ProtoField, rows: usize) -> ArrayRef {
+    let mut b = make_builder(field(f).data_type(), rows);
+    (0..rows).for_each(|_| append_absent(f, b.as_mut()));
+    b.finish()
 }
 
 fn widen_field(column: &ArrayRef, from: &ProtoField, to: &ProtoField) -> Result<ArrayRef, String> {

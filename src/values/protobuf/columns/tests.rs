@@ -82,7 +82,7 @@ fn a_newer_version_widens_the_file_an_older_one_is_held_and_a_changed_one_rolls(
     let [rewritten, _, _] = c.rewrite(taken).unwrap();
     let [now, _, _] = c.take(&[]).unwrap();
     assert_eq!(rewritten.data_type(), now.data_type(), "one schema for the whole file");
-    assert!(rewritten.as_struct().column(2).is_null(0), "v1's row has no `added`");
+    assert_eq!(rewritten.as_struct().column(2).as_string::<i32>().value(0), "", "v1's row: the default");
     assert_eq!(now.as_struct().column(2).as_string::<i32>().value(0), "new");
     assert!(!c.widened());
     assert!(c.push(2, Some(&value(1, V1, "id: 3")), true), "v2 holds v1's values");
@@ -90,4 +90,22 @@ fn a_newer_version_widens_the_file_an_older_one_is_held_and_a_changed_one_rolls(
     assert!(c.push(3, Some(&value(3, CHANGED, r#"id: "x""#)), false), "unless the file cannot roll");
     let [_, _, error] = c.take(&[]).unwrap();
     assert!(error.as_string::<i32>().value(1).contains("does not hold (M.id: the type changed"));
+}
+
+/// A batch's rows were checked under the file's message: a newer one that would read them otherwise
+/// (a field the older lacks, which it skipped unchecked) is not widened to.
+#[test]
+fn a_newer_version_under_which_the_batch_would_not_decode_is_not_widened_to() {
+    let cache = SchemaCache::default();
+    let protobuf =
+        |text: &str| RegisteredSchema { schema_type: "PROTOBUF".into(), schema: text.into(), references: vec![] };
+    cache.insert(SchemaId(1), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; }"#)));
+    cache.insert(SchemaId(2), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; double b = 2; }"#)));
+    let mut c = ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache) }));
+    // Field 2 as a varint: unknown to version 1, a wire type version 2's double does not have.
+    assert!(c.push(0, Some(&frame(SchemaId(1), &[0, 0x08, 1, 0x10, 5])), true));
+    let v2 = frame(SchemaId(2), &[0, 0x08, 2, 0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f]);
+    assert!(!c.push(1, Some(&v2), true), "the file rolls rather than mis-decode its batch");
+    let [value, _, error] = c.take(&[]).unwrap();
+    assert_eq!((value.len(), error.null_count()), (1, 1), "the batch decodes under version 1");
 }
