@@ -47,28 +47,10 @@ CONTROLLER_PORT=$(free_port)
 S3_PORT=$(free_port)
 REGISTRY_PORT=$(free_port)
 REGISTRY_MANAGEMENT_PORT=$(free_port)
+REGISTRY_TLS_PORT=$(free_port)
 
-# The Schema Registry: Apicurio Registry with its default in-memory (H2) storage, so every run starts
-# empty and schema ids start at 1. Quarkus serves the API on quarkus.http.* and health and metrics on a
-# management interface (quarkus.management.*, fixed on at build time, port 9000 by default), so both are
-# bound to free 127.0.0.1 ports. Temporary, snapshot and import files go to the state dir. Started first:
-# it is the slowest to come up.
-mkdir -p "$STATE/registry-tmp"
-(cd "$STATE" && exec setsid "$REGISTRY_JAVA" -Xmx384m -Djava.io.tmpdir="$STATE/registry-tmp" \
-  -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" \
-  -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$REGISTRY_MANAGEMENT_PORT" \
-  -Dapicurio.storage.snapshot.location="$STATE/registry-tmp" -Dapicurio.import.work-dir="$STATE/registry-tmp" \
-  -jar "$REGISTRY_DIR/quarkus-run.jar") >"$STATE/registry.log" 2>&1 &
-echo $! >"$STATE/registry.pid"
-
-# A fresh single-node KRaft broker (broker and controller in one process) for every test run. Small
-# internal topics, no delay before the first rebalance, short session timeouts and heartbeats allowed
-# (classic and KIP-848 consumer groups), no topic auto-creation (the tests create what they use), and
-# no time-based retention: generated records carry timestamps from 2026-01-01 on, which the default
-# 7 days would delete (tests that need retention delete records themselves). The log cleaner looks
-# for work every 0.5 s, so compacted test topics are compacted soon.
-# A second listener speaks SASL_SSL (SCRAM-SHA-512 over TLS), as production brokers do: a CA and a
-# server certificate for 127.0.0.1 are made for this run, and the SCRAM user is added when formatting.
+# A CA and a server certificate for 127.0.0.1, made for this run: the broker's SASL_SSL listener and the
+# registry's HTTPS port present it.
 TLS="$STATE/tls"
 mkdir -p "$STATE/kafka-data" "$TLS"
 SASL_USER=archiver
@@ -83,6 +65,30 @@ KEYSTORE_PASSWORD="keystore-$(python3 -c 'import secrets; print(secrets.token_he
   openssl pkcs12 -export -in "$TLS/broker.pem" -inkey "$TLS/broker.key" -name broker \
     -passout "pass:$KEYSTORE_PASSWORD" -out "$TLS/broker.p12"
 } >"$STATE/tls.log" 2>&1 || { cat "$STATE/tls.log" >&2; die "making the test TLS certificates with openssl failed (log above)"; }
+
+# The Schema Registry: Apicurio Registry with its default in-memory (H2) storage, so every run starts
+# empty and schema ids start at 1. Quarkus serves the API on quarkus.http.* and health and metrics on a
+# management interface (quarkus.management.*, fixed on at build time, port 9000 by default), so both are
+# bound to free 127.0.0.1 ports; it serves HTTPS too, on a port of its own. Temporary, snapshot and import files go to the state dir. Started first:
+# it is the slowest to come up.
+mkdir -p "$STATE/registry-tmp"
+(cd "$STATE" && exec setsid "$REGISTRY_JAVA" -Xmx384m -Djava.io.tmpdir="$STATE/registry-tmp" \
+  -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" \
+  -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$REGISTRY_MANAGEMENT_PORT" \
+  -Dquarkus.http.ssl-port="$REGISTRY_TLS_PORT" -Dquarkus.http.ssl.certificate.files="$TLS/broker.pem" \
+  -Dquarkus.http.ssl.certificate.key-files="$TLS/broker.key" \
+  -Dapicurio.storage.snapshot.location="$STATE/registry-tmp" -Dapicurio.import.work-dir="$STATE/registry-tmp" \
+  -jar "$REGISTRY_DIR/quarkus-run.jar") >"$STATE/registry.log" 2>&1 &
+echo $! >"$STATE/registry.pid"
+
+# A fresh single-node KRaft broker (broker and controller in one process) for every test run. Small
+# internal topics, no delay before the first rebalance, short session timeouts and heartbeats allowed
+# (classic and KIP-848 consumer groups), no topic auto-creation (the tests create what they use), and
+# no time-based retention: generated records carry timestamps from 2026-01-01 on, which the default
+# 7 days would delete (tests that need retention delete records themselves). The log cleaner looks
+# for work every 0.5 s, so compacted test topics are compacted soon.
+# A second listener speaks SASL_SSL (SCRAM-SHA-512 over TLS), as production brokers do, with the
+# certificate made above; the SCRAM user is added when formatting.
 cat >"$STATE/kafka.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
@@ -171,6 +177,9 @@ until [ "$(curl -sS -o /dev/null -w '%{http_code}' "$REGISTRY_URL/subjects" 2>/d
     || { tail -n 30 "$STATE/registry.log" >&2; die "Apicurio Registry did not answer GET $REGISTRY_URL/subjects with 200 within 120 s (log above: $STATE/registry.log)"; }
   sleep 0.5
 done
+REGISTRY_HTTPS_URL="https://127.0.0.1:$REGISTRY_TLS_PORT/apis/ccompat/v7"
+[ "$(curl -sS --cacert "$TLS/ca.pem" -o /dev/null -w '%{http_code}' "$REGISTRY_HTTPS_URL/subjects" 2>&1)" = 200 ] \
+  || { tail -n 30 "$STATE/registry.log" >&2; die "Apicurio Registry does not answer over HTTPS at $REGISTRY_HTTPS_URL (log above: $STATE/registry.log)"; }
 
 cat >"$STATE/env" <<ENV
 export KSA_TEST_BROKERS=127.0.0.1:$KAFKA_PORT
@@ -183,6 +192,7 @@ export KSA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export KSA_TEST_S3_KIND=$S3_KIND
 export KSA_TEST_PYTHON=$SERVICES_DIR/s3-venv/bin/python
 export KSA_TEST_SCHEMA_REGISTRY=$REGISTRY_URL
+export KSA_TEST_SCHEMA_REGISTRY_HTTPS=$REGISTRY_HTTPS_URL
 export KSA_TEST_PRODUCER_PYTHON=$SERVICES_DIR/producer-venv/bin/python
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test

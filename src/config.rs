@@ -240,7 +240,7 @@ pub struct Settings {
     pub claims: Option<bool>,
 
     // Schema Registry.
-    /// The Schema Registry's URL, http://host:port[/path] (Confluent's API; Apicurio Registry's is at
+    /// The Schema Registry's URL, http(s)://host:port[/path] (Confluent's API; Apicurio Registry's is at
     /// /apis/ccompat/v7), where --value-format avro and protobuf find the schema each value names
     #[arg(long, env = "KSA_SCHEMA_REGISTRY_URL", help_heading = "Schema Registry")]
     pub schema_registry_url: Option<String>,
@@ -253,6 +253,10 @@ pub struct Settings {
     /// A bearer token for the Schema Registry, instead of basic authentication (shown masked)
     #[arg(long, env = "KSA_SCHEMA_REGISTRY_TOKEN", help_heading = "Schema Registry")]
     pub schema_registry_token: Option<String>,
+    /// For an https:// Schema Registry: a PEM file of the CA certificates its certificate is signed by
+    /// [default: the system's root certificates]
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_CA", help_heading = "Schema Registry")]
+    pub schema_registry_ca: Option<PathBuf>,
 
     // Metrics.
     /// Serve Prometheus metrics at http://ADDR/metrics, with /healthz and /readyz, e.g. 127.0.0.1:9090.

@@ -353,8 +353,8 @@ async fn archiving_waits_while_the_registry_is_down_and_loses_nothing() {
     assert_eq!(verify_deep(&dest, &topic).await.value_misfits, 0, "every value decoded once the registry answered");
 }
 
-/// A registry that refuses the credentials, or a URL where no registry API is, stops `run` at start
-/// with a line that says so (not a stream of misfits).
+/// A registry that refuses the credentials, a URL where no registry API is, or an HTTPS registry whose
+/// certificate is not trusted, stops `run` at start with a line that says so (not a stream of misfits).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_registry_that_refuses_or_is_not_there_stops_start_up_saying_why() {
     let dest = TestDest::s3().await;
@@ -368,6 +368,8 @@ async fn a_registry_that_refuses_or_is_not_there_stops_start_up_saying_why() {
     let cases = [
         (format!("{}/{path}", proxy.url), "refused the request (HTTP 401)"),
         (format!("http://{address}"), "no Schema Registry API there"),
+        // Without --schema-registry-ca, the system's roots do not trust the test CA.
+        (env("KSA_TEST_SCHEMA_REGISTRY_HTTPS"), "cannot be reached over TLS (invalid peer certificate: UnknownIssuer)"),
     ];
     for (url, expected) in cases {
         let mut args = archiver_args(&dest, &unique("g"), &topic, 100, spool.path());
@@ -379,7 +381,8 @@ async fn a_registry_that_refuses_or_is_not_there_stops_start_up_saying_why() {
     }
 }
 
-/// `run --value-format protobuf` against the real registry and confluent-kafka's ProtobufSerializer: a
+/// `run --value-format protobuf` against the real registry (over HTTPS, trusting the test CA) and
+/// confluent-kafka's ProtobufSerializer: a
 /// nested message that imports another registered file (a reference the archiver fetches) and the
 /// well-known Timestamp and StringValue, moving from version 1 to 2 (an added field) half-way. The
 /// files are cut by size, not by version (no `schema` roll); DuckDB reads the typed columns (the enum as
@@ -405,8 +408,18 @@ async fn run_archives_registry_protobuf_values_with_references_across_two_versio
 
     let spool = tempfile::tempdir().unwrap();
     let mut args = archiver_args(&dest, &unique("g"), &topic, 150, spool.path());
-    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
-    args.extend(["--value-format", "protobuf", "--schema-registry-url", &registry].map(String::from));
+    // Over HTTPS, the registry's certificate signed by the test CA.
+    let (registry, ca) = (env("KSA_TEST_SCHEMA_REGISTRY_HTTPS"), env("KSA_TEST_CA"));
+    let registry_args = ["--value-format", "protobuf", "--schema-registry-url", &registry, "--schema-registry-ca", &ca];
+    args.extend(registry_args.map(String::from));
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+        .args(&args)
+        .arg("--check")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{stdout}{}", String::from_utf8_lossy(&check.stderr));
+    assert!(stdout.contains(&format!("schema registry {registry}: reachable")), "{stdout}");
     let mut archiver = ArchiverProcess::spawn("registry-protobuf", &set_flag(args, "--roll-age", "5s"));
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success(), "{}", archiver.log_text());

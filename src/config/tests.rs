@@ -157,6 +157,11 @@ fn typed_values_need_a_schema_and_parquet() {
     assert!(stray.resolve(None).unwrap_err().to_string().contains("only with --value-format json"));
 }
 
+/// A CA certificate (PEM) for an HTTPS registry.
+fn ca() -> std::path::PathBuf {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/src/config/testdata/ca.pem").into()
+}
+
 #[test]
 fn avro_and_protobuf_values_need_a_registry_and_parquet_and_no_value_schema() {
     let avro = |s: Settings| Settings { value_format: Some(ValueFormatName::Avro), ..s };
@@ -173,8 +178,16 @@ fn avro_and_protobuf_values_need_a_registry_and_parquet_and_no_value_schema() {
         (avro(minimal()), "--schema-registry-url is required"),
         (url(avro(Settings { value_schema: Some("v.avsc".into()), ..minimal() })), "leave it out"),
         (url(avro(Settings { format: Some(Format::Jsonl), ..minimal() })), "JSON lines do not embed Schema Registry"),
-        (Settings { schema_registry_url: Some("https://r:8081".into()), ..minimal() }, "HTTPS registries"),
-        (Settings { schema_registry_url: Some("registry:8081".into()), ..minimal() }, "http://host:port"),
+        (Settings { schema_registry_ca: Some(ca()), ..url(minimal()) }, "a CA is for an https:// Schema Registry"),
+        (
+            Settings {
+                schema_registry_url: Some("https://r".into()),
+                schema_registry_ca: Some("Cargo.toml".into()),
+                ..minimal()
+            },
+            "no PEM certificate in it",
+        ),
+        (Settings { schema_registry_url: Some("registry:8081".into()), ..minimal() }, "http(s)://host:port"),
         (
             Settings { schema_registry_url: Some("http://u:p@registry:8081".into()), ..minimal() },
             "--schema-registry-password",
@@ -195,6 +208,10 @@ fn avro_and_protobuf_values_need_a_registry_and_parquet_and_no_value_schema() {
         let err = s.resolve(None).unwrap_err().to_string();
         assert!(err.contains(expected), "expected {expected:?} in: {err}");
     }
+    let https = Settings { schema_registry_url: Some("https://r:8081".into()), ..minimal() };
+    assert_eq!(https.clone().resolve(None).unwrap().pipeline.registry.unwrap().options.ca, None, "the system's roots");
+    let with_ca = Settings { schema_registry_ca: Some(ca()), ..https }.resolve(None).unwrap();
+    assert_eq!(with_ca.pipeline.registry.unwrap().options.ca.map(|c| c.len()), Some(1));
     let bearer = url(Settings { schema_registry_token: Some("t0k".into()), ..minimal() }).resolve(None).unwrap();
     assert_eq!(bearer.pipeline.registry.unwrap().options.auth, crate::registry::RegistryAuth::Bearer("t0k".into()));
     let shown =

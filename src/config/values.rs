@@ -4,6 +4,9 @@ use std::sync::Arc;
 
 use super::{invalid, set, ConfigError, Settings, ValueFormatName};
 use crate::encode::Format;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+
 use crate::registry::{RegistryAuth, RegistryOptions, SchemaCache};
 use crate::values::{AvroValues, JsonValues, ProtobufValues, ValueFormat, ValueSchema};
 
@@ -101,19 +104,18 @@ impl Settings {
             }
             return Ok(None);
         };
-        if url.starts_with("https://") {
-            let why = "HTTPS registries are not supported yet: reach it over http:// (e.g. through a local TLS proxy)";
-            return Err(invalid("--schema-registry-url", url, why.into()));
+        let Some(rest) = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")) else {
+            return Err(invalid("--schema-registry-url", url, "write http(s)://host:port[/path]".into()));
+        };
+        if rest.is_empty() {
+            return Err(invalid("--schema-registry-url", url, "write http(s)://host:port[/path]".into()));
         }
-        if !url.starts_with("http://") || url.len() <= "http://".len() {
-            return Err(invalid("--schema-registry-url", url, "write http://host:port[/path]".into()));
-        }
-        let authority = url["http://".len()..].split('/').next().unwrap_or_default();
-        if authority.contains('@') {
+        if rest.split('/').next().unwrap_or_default().contains('@') {
             let why = "give the user name and password as --schema-registry-username and --schema-registry-password \
                        (a password in the URL would be shown and logged)";
             return Err(invalid("--schema-registry-url", "http://****@…", why.into()));
         }
+        let ca = self.registry_ca(url.starts_with("https://"))?;
         let auth = match (user, password, token) {
             (None, None, None) => RegistryAuth::None,
             (Some(username), Some(password), None) => {
@@ -129,6 +131,22 @@ impl Settings {
                 return Err(invalid("--schema-registry-token", "****", why.into()));
             }
         };
-        Ok(Some(RegistryOptions { url: url.trim_end_matches('/').to_string(), auth }))
+        Ok(Some(RegistryOptions { url: url.trim_end_matches('/').to_string(), auth, ca }))
+    }
+
+    /// `--schema-registry-ca`: the certificates of its PEM file, for an HTTPS registry.
+    fn registry_ca(&self, https: bool) -> Result<Option<Vec<CertificateDer<'static>>>, ConfigError> {
+        let Some(path) = &self.schema_registry_ca else { return Ok(None) };
+        let shown = path.display().to_string();
+        if !https {
+            return Err(invalid("--schema-registry-ca", &shown, "a CA is for an https:// Schema Registry".into()));
+        }
+        let pem = std::fs::read(path).map_err(|e| invalid("--schema-registry-ca", &shown, e.to_string()))?;
+        let certificates: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&pem).collect();
+        match certificates {
+            Ok(certificates) if !certificates.is_empty() => Ok(Some(certificates)),
+            Ok(_) => Err(invalid("--schema-registry-ca", &shown, "no PEM certificate in it".into())),
+            Err(e) => Err(invalid("--schema-registry-ca", &shown, format!("not PEM certificates: {e}"))),
+        }
     }
 }

@@ -1,8 +1,10 @@
-//! The registry's REST API over HTTP: `GET /schemas/ids/{id}` and, to check it answers, `GET /subjects`.
-//! Basic authentication or a bearer token. (HTTPS registries are not supported yet.) Only an ID the
+//! The registry's REST API over HTTP or HTTPS: `GET /schemas/ids/{id}` (and the schemas it refers to)
+//! and, to check it answers, `GET /subjects`. Basic authentication or a bearer token; HTTPS trusts the
+//! system's root certificates, or the CA given (`--schema-registry-ca`). Only an ID the
 //! registry says it has no schema for (Confluent's error 40403) is an answer that stands; anything else
 //! that fails may be fixed — a registry coming back, credentials or a URL corrected — and is retried.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -11,9 +13,12 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::header::{ACCEPT, AUTHORIZATION};
 use hyper::{Request, StatusCode};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use rustls::pki_types::CertificateDer;
+use rustls::{ClientConfig, RootCertStore};
 use serde::Deserialize;
 
 use super::{RegisteredSchema, RegistryError};
@@ -25,6 +30,35 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_ANSWER_BYTES: usize = 16 << 20;
 /// Confluent's error code for an ID the registry has no schema for.
 const SCHEMA_NOT_FOUND: i64 = 40403;
+
+/// The roots an HTTPS registry's certificate is checked against: the CA's, or the system's (those that
+/// can be read; none found leaves the store empty, and a request then fails saying the certificate is
+/// not trusted).
+fn roots(ca: Option<&[CertificateDer<'static>]>) -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    match ca {
+        Some(certificates) => drop(roots.add_parsable_certificates(certificates.iter().cloned())),
+        None => drop(roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs)),
+    }
+    roots
+}
+
+/// The TLS error a request failed on (a certificate not trusted, a handshake refused), which waiting
+/// will not mend, if it failed on one.
+fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        // An I/O error's source is its inner error's source, not the inner error itself.
+        next = match e.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref) {
+            Some(inner) => Some(inner),
+            None => e.source(),
+        };
+    }
+    None
+}
 
 /// `text` as one segment of a URL's path (every byte but the unreserved ones percent-encoded).
 fn path_segment(text: &str) -> String {
@@ -56,11 +90,13 @@ pub struct RegistryOptions {
     /// The API's base URL, e.g. http://registry:8081 (Apicurio: .../apis/ccompat/v7).
     pub url: String,
     pub auth: RegistryAuth,
+    /// The certificates an HTTPS registry's is to be signed by (`None`: the system's roots).
+    pub ca: Option<Vec<CertificateDer<'static>>>,
 }
 
 pub struct RegistryClient {
     options: RegistryOptions,
-    http: Client<HttpConnector, Empty<Bytes>>,
+    http: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
 }
 
 /// A schema as `GET /schemas/ids/{id}` and `GET /subjects/{subject}/versions/{version}` answer.
@@ -88,7 +124,14 @@ const MAX_REFERENCES: usize = 256;
 
 impl RegistryClient {
     pub fn new(options: RegistryOptions) -> Self {
-        Self { options, http: Client::builder(TokioExecutor::new()).build_http() }
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let tls = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("the provider's default protocol versions")
+            .with_root_certificates(roots(options.ca.as_deref()))
+            .with_no_client_auth();
+        let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+        Self { options, http: Client::builder(TokioExecutor::new()).build(connector) }
     }
 
     pub fn url(&self) -> &str {
@@ -182,7 +225,10 @@ impl RegistryClient {
         let request = request.body(Empty::new()).map_err(|e| self.bad(e.to_string()))?;
         let unavailable = |why: String| RegistryError::Unavailable { url: self.options.url.clone(), why };
         let answer = async {
-            let response = self.http.request(request).await.map_err(|e| unavailable(format!("{e:?}")))?;
+            let response = self.http.request(request).await.map_err(|e| match tls_error(&e) {
+                Some(tls) => RegistryError::Tls { url: self.options.url.clone(), why: tls.to_string() },
+                None => unavailable(format!("{e:?}")),
+            })?;
             let status = response.status();
             let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES).collect().await;
             let body =

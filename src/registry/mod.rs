@@ -26,6 +26,8 @@ pub enum RegistryError {
     NotFound { url: String, id: SchemaId },
     #[error("the Schema Registry at {url} has no version {version} of subject {subject:?}, which the schema refers to (HTTP 404)")]
     MissingReference { url: String, subject: String, version: i64 },
+    #[error("the Schema Registry at {url} cannot be reached over TLS ({why}): check its certificate, or give the CA that signed it as --schema-registry-ca")]
+    Tls { url: String, why: String },
     #[error("the schema's references at the Schema Registry at {url} cannot be followed: {why}")]
     BadReferences { url: String, why: String },
     #[error("the Schema Registry at {url} answered something unexpected: {why}")]

@@ -14,7 +14,7 @@ fn unreachable_registry() -> Registry {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
-    let client = RegistryClient::new(RegistryOptions { url, auth: RegistryAuth::None });
+    let client = RegistryClient::new(RegistryOptions { url, auth: RegistryAuth::None, ca: None });
     Registry { client: Arc::new(client), cache: Arc::new(SchemaCache::default()) }
 }
 
