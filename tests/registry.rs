@@ -456,3 +456,61 @@ async fn run_archives_registry_protobuf_values_with_references_across_two_versio
     );
     assert_eq!(row, want);
 }
+
+/// `run --value-format json-schema` against the real registry and confluent-kafka's JSONSerializer,
+/// moving from version 1 to 2 (an added optional property) half-way: version 2 is not held by a file of
+/// version 1 (its new property would be dropped), so the file rolls once (`schema`), and the files after
+/// hold both. DuckDB reads the typed columns (the date-time as a timestamp, the $ref'd object as a struct)
+/// with the producer's sums; a value not in the wire format is a misfit; every offset is archived once
+/// and restored byte for byte (JSON Schema values keep their bytes).
+#[tokio::test(flavor = "multi_thread")]
+async fn run_archives_registry_json_schema_values_across_two_versions_exactly_once() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("registry-json-schema");
+    create_topic(&topic, 1).await;
+    let produced = produce_with("produce_json_schema.py", &topic, RECORDS);
+    assert_eq!(produced.len(), RECORDS);
+    let not_framed = || Record { value: Some(b"{\"id\": 1}".to_vec()), ..generated(0, 1) };
+    produce_records(&brokers(), &topic, 1, 0..1, |_| not_framed()).await.unwrap();
+    let in_kafka = read_from_kafka(&topic, 1);
+    let registered = registry_get(&format!("/schemas/ids/{}", schema_id(&in_kafka[&0][0])));
+    assert_eq!(registered["schemaType"], "JSON", "{registered}");
+
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = archiver_args(&dest, &unique("g"), &topic, 150, spool.path());
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    args.extend(["--value-format", "json-schema", "--schema-registry-url", &registry].map(String::from));
+    let mut archiver = ArchiverProcess::spawn("registry-json-schema", &set_flag(args, "--roll-age", "5s"));
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    let log = archiver.log_text();
+    let rolls = log.lines().filter(|l| l.contains("object uploaded") && l.contains("reason=\"schema\"")).count();
+    assert_eq!(rolls, 1, "one roll, at version 2:\n{log}");
+    assert_exactly_once(&dest, &topic, &in_kafka).await;
+    assert_eq!(verify_deep(&dest, &topic).await.value_misfits, 1);
+
+    let objects = fetch_objects(&dest, &topic).await;
+    let ranges: Vec<(i64, i64)> = objects.iter().map(|(key, _)| (key.range.start(), key.range.end())).collect();
+    assert_eq!(ranges, [(0, 149), (150, 199), (200, 349), (350, 400)], "cut by size, and once by version 2");
+    let select = "count(value), sum(value.id), sum(len(value.lines)), sum(value.total.units), \
+                  count(*) FILTER (value.status = 'PAID'), count(value.note), typeof(any_value(value.placed)), \
+                  count(value_error), count(value_raw)";
+    for (files, versions) in [(&objects[..2], 1), (&objects[2..], 2)] {
+        let rows: Vec<&Value> = produced.iter().filter(|p| p["version"] == versions).collect();
+        let sum = |field: &str| rows.iter().map(|p| p[field].as_i64().unwrap()).sum::<i64>();
+        let count = |keep: &dyn Fn(&Value) -> bool| rows.iter().filter(|p| keep(p)).count();
+        let misfits = usize::from(versions == 2);
+        let want = format!(
+            "{}|{}|{}|{}|{}|{}|TIMESTAMP WITH TIME ZONE|{misfits}|{}",
+            rows.len(),
+            sum("id"),
+            sum("lines"),
+            sum("units"),
+            count(&|p| p["status"] == "PAID"),
+            count(&|p| p["has_note"] == true),
+            rows.len() + misfits,
+        );
+        assert_eq!(duckdb_row(files, select), want, "the files of version {versions}");
+    }
+}

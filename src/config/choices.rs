@@ -68,6 +68,11 @@ pub enum ValueFormatName {
     /// Protobuf in the Schema Registry's wire format, decoded into typed columns by the schema and
     /// message each value names (`--schema-registry-url`); every value also keeps its bytes.
     Protobuf,
+    /// JSON in the Schema Registry's wire format, typed by the JSON Schema each value names
+    /// (`--schema-registry-url`); every value also keeps its bytes.
+    #[value(name = "json-schema")]
+    #[serde(rename = "json-schema")]
+    JsonSchema,
 }
 
 impl Display for ValueFormatName {
@@ -77,6 +82,7 @@ impl Display for ValueFormatName {
             ValueFormatName::Json => "json",
             ValueFormatName::Avro => "avro",
             ValueFormatName::Protobuf => "protobuf",
+            ValueFormatName::JsonSchema => "json-schema",
         })
     }
 }

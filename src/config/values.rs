@@ -8,16 +8,15 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
 use crate::registry::{RegistryAuth, RegistryOptions, SchemaCache};
-use crate::values::{AvroValues, JsonValues, ProtobufValues, ValueFormat, ValueSchema};
+use crate::values::{AvroValues, JsonSchemaValues, JsonValues, ProtobufValues, ValueFormat, ValueSchema};
 
 impl Settings {
     pub(super) fn dlq_topic(&self) -> Result<Option<String>, ConfigError> {
         let Some(topic) = &self.dlq_topic else { return Ok(None) };
         crate::archive::partition::validate_topic(topic).map_err(|e| invalid("--dlq-topic", topic, e.to_string()))?;
-        if !matches!(self.value_format, Some(ValueFormatName::Json | ValueFormatName::Avro | ValueFormatName::Protobuf))
-        {
-            let why = "dead letters are records whose value does not fit its schema: use --value-format json, avro \
-                       or protobuf";
+        if matches!(self.value_format, None | Some(ValueFormatName::Raw)) {
+            let why = "dead letters are records whose value does not fit its schema: use --value-format json, avro, \
+                       protobuf or json-schema";
             return Err(invalid("--dlq-topic", topic, why.into()));
         }
         let matched = self.topic_regex.as_deref().is_some_and(|re| super::topics::subscribed_by_regex(re, topic));
@@ -35,7 +34,7 @@ impl Settings {
     pub(super) fn values(&self, schemas: &Arc<SchemaCache>) -> Result<ValueFormat, ConfigError> {
         let format = set(self.value_format, "--value-format")?;
         let keep_raw = set(self.keep_raw_value, "--keep-raw-value")?;
-        if matches!(format, ValueFormatName::Avro | ValueFormatName::Protobuf) {
+        if matches!(format, ValueFormatName::Avro | ValueFormatName::Protobuf | ValueFormatName::JsonSchema) {
             return self.registry_values(format, schemas, keep_raw);
         }
         if format == ValueFormatName::Raw {
@@ -78,7 +77,8 @@ impl Settings {
             return Err(invalid("--value-schema", &path.display().to_string(), why));
         }
         if self.schema_registry_url.is_none() {
-            let how = "--value-format avro and protobuf read the schema each value names from the Schema Registry";
+            let how =
+                "--value-format avro, protobuf and json-schema read the schema each value names from the registry";
             return Err(ConfigError::Missing { name: "--schema-registry-url", how });
         }
         if set(self.format, "--format")? != Format::Parquet {
@@ -89,6 +89,7 @@ impl Settings {
         let schemas = schemas.clone();
         Ok(match format {
             ValueFormatName::Protobuf => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas })),
+            ValueFormatName::JsonSchema => ValueFormat::JsonSchema(Arc::new(JsonSchemaValues { schemas })),
             _ => ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw, successors: Default::default() })),
         })
     }

@@ -14,7 +14,7 @@ pub use self::client::{RegistryAuth, RegistryClient, RegistryOptions};
 use crate::values::avro::{parse_record, AvroRecord};
 use crate::values::protobuf::schema::{compile, ProtoFile};
 use crate::values::wire::SchemaId;
-use crate::values::{Fetched, FetchedProtobuf, SchemaSource};
+use crate::values::{json_schema, Fetched, FetchedProtobuf, SchemaSource, ValueSchema};
 
 #[derive(Debug, Error)]
 pub enum RegistryError {
@@ -73,6 +73,8 @@ pub struct SchemaCache {
 #[derive(Debug)]
 struct Cached {
     fetched: Result<Parsed, String>,
+    /// `AVRO`, `PROTOBUF` or `JSON` (empty when it could not be fetched).
+    schema_type: String,
     text: Option<Arc<str>>,
 }
 
@@ -81,6 +83,7 @@ struct Cached {
 enum Parsed {
     Avro(AvroRecord),
     Protobuf(Arc<ProtoFile>),
+    Json(ValueSchema),
 }
 
 impl SchemaCache {
@@ -101,11 +104,14 @@ impl SchemaCache {
     /// Keeps what fetching `id` ended in: its schema, or why it cannot decode values.
     pub fn insert(&self, id: SchemaId, fetched: Result<RegisteredSchema, RegistryError>) {
         let entry = match fetched.map_err(|e| e.to_string()) {
-            Ok(registered) => match parse(&registered) {
-                Ok(parsed) => Cached { fetched: Ok(parsed), text: Some(Arc::from(registered.schema)) },
-                Err(why) => Cached { fetched: Err(why), text: None },
-            },
-            Err(why) => Cached { fetched: Err(why), text: None },
+            Ok(registered) => {
+                let schema_type = registered.schema_type.clone();
+                match parse(&registered) {
+                    Ok(parsed) => Cached { fetched: Ok(parsed), schema_type, text: Some(Arc::from(registered.schema)) },
+                    Err(why) => Cached { fetched: Err(why), schema_type, text: None },
+                }
+            }
+            Err(why) => Cached { fetched: Err(why), schema_type: String::new(), text: None },
         };
         self.known.write().expect("schema cache").insert(id, entry);
     }
@@ -115,7 +121,7 @@ impl SchemaSource for SchemaCache {
     fn avro(&self, id: SchemaId) -> Option<Fetched> {
         self.known.read().expect("schema cache").get(&id).map(|cached| match &cached.fetched {
             Ok(Parsed::Avro(record)) => Ok(record.clone()),
-            Ok(Parsed::Protobuf(_)) => Err("a PROTOBUF schema (--value-format avro decodes Avro only)".into()),
+            Ok(_) => Err(format!("its type is {} (--value-format avro decodes Avro only)", cached.schema_type)),
             Err(why) => Err(why.clone()),
         })
     }
@@ -123,7 +129,17 @@ impl SchemaSource for SchemaCache {
     fn protobuf(&self, id: SchemaId) -> Option<FetchedProtobuf> {
         self.known.read().expect("schema cache").get(&id).map(|cached| match &cached.fetched {
             Ok(Parsed::Protobuf(file)) => Ok(file.clone()),
-            Ok(Parsed::Avro(_)) => Err("an AVRO schema (--value-format protobuf decodes Protobuf only)".into()),
+            Ok(_) => Err(format!("its type is {} (--value-format protobuf decodes Protobuf only)", cached.schema_type)),
+            Err(why) => Err(why.clone()),
+        })
+    }
+
+    fn json_schema(&self, id: SchemaId) -> Option<Result<ValueSchema, String>> {
+        self.known.read().expect("schema cache").get(&id).map(|cached| match &cached.fetched {
+            Ok(Parsed::Json(schema)) => Ok(schema.clone()),
+            Ok(_) => {
+                Err(format!("its type is {} (--value-format json-schema decodes JSON Schema only)", cached.schema_type))
+            }
             Err(why) => Err(why.clone()),
         })
     }
@@ -143,6 +159,7 @@ fn parse(registered: &RegisteredSchema) -> Result<Parsed, String> {
         "PROTOBUF" => compile(&registered.schema, &registered.references)
             .map(|file| Parsed::Protobuf(Arc::new(file)))
             .map_err(|e| e.to_string()),
+        "JSON" => json_schema::parse(&registered.schema).map(Parsed::Json).map_err(|e| e.to_string()),
         other => Err(format!("a {other} schema, which is not supported yet")),
     }
 }

@@ -121,6 +121,9 @@ pub struct JsonColumns {
     json: Arc<JsonValues>,
     /// The file's schema and its `value` field: declared, or inferred from the first batch.
     schema: Option<(ValueSchema, FieldRef)>,
+    /// Bytes before the JSON in each value (a Schema Registry's header), kept in `value_raw` but not
+    /// decoded.
+    header: usize,
     batch: Rows,
     stats: ValueStats,
 }
@@ -131,7 +134,44 @@ impl JsonColumns {
             let field = Arc::new(value_field(&s));
             (s, field)
         });
-        Self { json, schema, batch: Rows::default(), stats: ValueStats::default() }
+        Self { json, schema, header: 0, batch: Rows::default(), stats: ValueStats::default() }
+    }
+
+    /// Columns of JSON values after a `header` of that many bytes, whose schema is given later
+    /// ([`set_schema`](Self::set_schema)); every value keeps its bytes.
+    pub(crate) fn framed(header: usize) -> Self {
+        let json = Arc::new(JsonValues { declared: None, keep_raw: true });
+        Self { json, schema: None, header, batch: Rows::default(), stats: ValueStats::default() }
+    }
+
+    /// The file's schema, before its first batch is taken (framed values: see [`framed`](Self::framed)).
+    pub(crate) fn set_schema(&mut self, schema: ValueSchema) {
+        let field = Arc::new(value_field(&schema));
+        self.schema = Some((schema, field));
+    }
+
+    pub(crate) fn schema(&self) -> Option<&ValueSchema> {
+        self.schema.as_ref().map(|(schema, _)| schema)
+    }
+
+    /// Takes a value that does not fit, for `why`.
+    pub(crate) fn push_misfit(&mut self, offset: i64, value: &[u8], why: String) {
+        self.stats.misfit(offset, &why);
+        self.batch.push(Some(value), Some(why), false);
+    }
+
+    pub(crate) fn stats_mut(&mut self) -> &mut ValueStats {
+        &mut self.stats
+    }
+
+    /// Whether the file's schema is inferred from its values (rather than declared or given).
+    fn inferring(&self) -> bool {
+        self.json.declared.is_none() && self.header == 0
+    }
+
+    /// Row `i`'s JSON, if it fits.
+    fn json_of(&self, i: usize) -> Option<&[u8]> {
+        self.batch.fitting(i).map(|value| &value[self.header.min(value.len())..])
     }
 
     /// Infers the file's schema from the batch's values (the first batch), leaving out those that
@@ -139,7 +179,7 @@ impl JsonColumns {
     fn infer(&mut self, offsets: &[i64]) -> (ValueSchema, FieldRef) {
         let mut inference = Inference::default();
         for (i, &offset) in offsets.iter().enumerate() {
-            let Some(text) = self.batch.fitting(i) else { continue };
+            let Some(text) = self.json_of(i) else { continue };
             let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(text) else { continue };
             if let Err(why) = inference.add(&o) {
                 let why = format!("value{why}");
@@ -163,7 +203,7 @@ impl JsonColumns {
         let rows = self.batch.len();
         let mut decoder = self.decoder(rows)?;
         for i in 0..rows {
-            feed(&mut decoder, self.batch.fitting(i).unwrap_or(b"null"))?;
+            feed(&mut decoder, self.json_of(i).unwrap_or(b"null"))?;
         }
         let value = decoder.flush()?.map(|batch| batch.column(0).clone());
         match value {
@@ -174,7 +214,7 @@ impl JsonColumns {
 
     fn refuse_undecodable(&mut self, offsets: &[i64]) -> Result<(), ColumnsError> {
         for (i, &offset) in offsets.iter().enumerate() {
-            let Some(text) = self.batch.fitting(i) else { continue };
+            let Some(text) = self.json_of(i) else { continue };
             let mut decoder = self.decoder(1)?;
             if let Err(e) = feed(&mut decoder, text).and_then(|()| decoder.flush().map(drop)) {
                 let why = format!("value: {e}");
@@ -219,8 +259,8 @@ impl ValueColumns for JsonColumns {
                 Ok(_) => Some("value: not a JSON object".to_string()),
                 Err(e) => Some(format!("value: not JSON ({e})")),
             },
-            Some((schema, _)) => match schema.check(value) {
-                Ok(fit) if fit.ignored_fields > 0 && self.json.declared.is_none() => {
+            Some((schema, _)) => match schema.check(&value[self.header.min(value.len())..]) {
+                Ok(fit) if fit.ignored_fields > 0 && self.inferring() => {
                     if may_roll {
                         return false;
                     }

@@ -7,6 +7,7 @@ pub mod avro;
 mod check;
 pub(crate) mod columns;
 mod infer;
+pub mod json_schema;
 pub(crate) mod line;
 pub mod protobuf;
 pub mod wire;
@@ -55,6 +56,7 @@ pub fn value_columns(format: &ValueFormat) -> Option<Box<dyn ValueColumns>> {
         ValueFormat::Json(json) => Some(Box::new(columns::JsonColumns::new(json.clone()))),
         ValueFormat::Avro(avro) => Some(Box::new(avro::columns::AvroColumns::new(avro.clone()))),
         ValueFormat::Protobuf(values) => Some(Box::new(protobuf::columns::ProtobufColumns::new(values.clone()))),
+        ValueFormat::JsonSchema(values) => Some(Box::new(json_schema::columns::JsonSchemaColumns::new(values.clone()))),
     }
 }
 
@@ -71,6 +73,9 @@ pub trait SchemaSource: Send + Sync + fmt::Debug {
 
     /// The Protobuf schema registered under `id`, as [`avro`](Self::avro) says.
     fn protobuf(&self, id: wire::SchemaId) -> Option<FetchedProtobuf>;
+
+    /// The JSON Schema registered under `id`, as the value schema it declares.
+    fn json_schema(&self, id: wire::SchemaId) -> Option<Result<ValueSchema, String>>;
 
     /// The text of the schema registered under `id`, if it was fetched and can be used.
     fn text(&self, id: wire::SchemaId) -> Option<Arc<str>>;
@@ -169,21 +174,24 @@ pub enum ValueFormat {
     Avro(Arc<AvroValues>),
     /// Protobuf in the Schema Registry's wire format, decoded by the schemas and messages it names.
     Protobuf(Arc<ProtobufValues>),
+    /// JSON in the Schema Registry's wire format, typed by the JSON Schemas it names.
+    JsonSchema(Arc<JsonSchemaValues>),
 }
 
 impl ValueFormat {
     pub fn json(&self) -> Option<&Arc<JsonValues>> {
         match self {
             ValueFormat::Json(j) => Some(j),
-            ValueFormat::Raw | ValueFormat::Avro(_) | ValueFormat::Protobuf(_) => None,
+            ValueFormat::Raw | ValueFormat::Avro(_) | ValueFormat::Protobuf(_) | ValueFormat::JsonSchema(_) => None,
         }
     }
 
-    /// The schema source of values that name their schemas (`--value-format avro|protobuf`).
+    /// The schema source of values that name their schemas (`--value-format avro|protobuf|json-schema`).
     pub fn schemas(&self) -> Option<&Arc<dyn SchemaSource>> {
         match self {
             ValueFormat::Avro(a) => Some(&a.schemas),
             ValueFormat::Protobuf(p) => Some(&p.schemas),
+            ValueFormat::JsonSchema(j) => Some(&j.schemas),
             ValueFormat::Raw | ValueFormat::Json(_) => None,
         }
     }
@@ -209,6 +217,12 @@ pub struct AvroValues {
 /// `--value-format protobuf`: where the schemas come from (every value keeps its bytes).
 #[derive(Debug)]
 pub struct ProtobufValues {
+    pub schemas: Arc<dyn SchemaSource>,
+}
+
+/// `--value-format json-schema`: where the schemas come from (every value keeps its bytes).
+#[derive(Debug)]
+pub struct JsonSchemaValues {
     pub schemas: Arc<dyn SchemaSource>,
 }
 

@@ -27,6 +27,10 @@ impl crate::values::SchemaSource for Schemas {
         None
     }
 
+    fn json_schema(&self, _: SchemaId) -> Option<Result<crate::values::ValueSchema, String>> {
+        None
+    }
+
     fn text(&self, id: SchemaId) -> Option<Arc<str>> {
         self.0.get(&id).map(|text| Arc::from(*text))
     }

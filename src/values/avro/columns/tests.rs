@@ -22,6 +22,10 @@ impl SchemaSource for Schemas {
         None
     }
 
+    fn json_schema(&self, _: SchemaId) -> Option<Result<crate::values::ValueSchema, String>> {
+        None
+    }
+
     fn text(&self, id: SchemaId) -> Option<Arc<str>> {
         self.1.get(&id).cloned()
     }

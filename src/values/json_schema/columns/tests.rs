@@ -1,0 +1,40 @@
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+
+use super::*;
+use crate::registry::{RegisteredSchema, SchemaCache};
+use crate::values::wire::frame;
+
+const V1: &str = r#"{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}"#;
+const V2: &str = r#"{"type":"object","properties":{"id":{"type":"integer"},"n":{"type":"string"}},"required":["id"]}"#;
+
+fn columns() -> JsonSchemaColumns {
+    let cache = SchemaCache::default();
+    let json = |text: &str| RegisteredSchema { schema_type: "JSON".into(), schema: text.into(), references: vec![] };
+    cache.insert(SchemaId(1), Ok(json(V1)));
+    cache.insert(SchemaId(2), Ok(json(V2)));
+    cache.insert(SchemaId(3), Ok(json(r#"{"type":"object","properties":{"id":{"type":"string"}}}"#)));
+    JsonSchemaColumns::new(Arc::new(JsonSchemaValues { schemas: Arc::new(cache) }))
+}
+
+#[test]
+fn framed_json_decodes_by_its_schema_keeps_its_bytes_and_an_unheld_version_rolls() {
+    let mut c = columns();
+    let first = frame(SchemaId(2), br#"{"id":7,"n":"x"}"#);
+    assert!(c.push(0, Some(&first), true));
+    assert!(c.push(1, Some(&frame(SchemaId(1), br#"{"id":8}"#)), true), "v2 holds v1");
+    assert!(c.push(2, Some(b"{\"id\":9}"), true), "not framed: a misfit");
+    assert!(c.push(3, Some(&frame(SchemaId(1), br#"{"id":"nine"}"#)), true), "does not fit: a misfit");
+    assert!(c.push(4, Some(&frame(SchemaId(5), br#"{"id":1}"#)), true), "not fetched: a misfit");
+    assert!(!c.push(5, Some(&frame(SchemaId(3), br#"{"id":"a"}"#)), true), "an unheld schema rolls");
+    let [value, raw, error] = c.take(&[0, 1, 2, 3, 4]).unwrap();
+    let ids = value.as_struct().column(0).as_primitive::<Int64Type>();
+    assert_eq!((ids.value(0), ids.value(1)), (7, 8));
+    assert_eq!(raw.as_binary::<i32>().value(0), first.as_slice(), "the header and all");
+    let error = error.as_string::<i32>();
+    assert!(error.value(2).contains("magic byte"), "{}", error.value(2));
+    assert!(error.value(3).contains("value.id"), "{}", error.value(3));
+    assert!(error.value(4).contains("schema 5 was not fetched"), "{}", error.value(4));
+    assert_eq!(c.stats().misfits, 3);
+    assert_eq!(c.stats().schema_ids.iter().copied().collect::<Vec<_>>(), vec![1, 2]);
+}

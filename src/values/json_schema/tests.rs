@@ -1,0 +1,81 @@
+use super::*;
+use crate::values::Fields;
+
+const ORDER: &str = r##"{
+  "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+  "properties": {
+    "id": {"type": "integer"},
+    "customer": {"type": "string"},
+    "status": {"type": "string", "enum": ["NEW", "PAID"]},
+    "placed": {"type": "string", "format": "date-time"},
+    "day": {"type": "string", "format": "date"},
+    "uid": {"type": ["string", "null"], "format": "uuid"},
+    "total": {"$ref": "#/definitions/Money"},
+    "lines": {"type": "array", "items": {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}}, "required": ["sku"]}},
+    "tags": {"type": "object", "additionalProperties": {"type": "number"}},
+    "note": {"oneOf": [{"type": "null"}, {"type": "string"}]},
+    "ok": {"type": "boolean"}
+  },
+  "required": ["id", "customer", "status", "placed", "day", "uid", "total", "lines", "tags", "ok"],
+  "definitions": {"Money": {"type": "object", "properties": {"units": {"type": "integer"}, "currency": {"type": "string"}}, "required": ["units", "currency"]}}
+}"##;
+
+fn node<'a>(fields: &'a Fields, name: &str) -> &'a Node {
+    &fields.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("no field {name}")).node
+}
+
+#[test]
+fn properties_formats_enums_refs_maps_and_nullable_unions_become_typed_fields() {
+    let schema = parse(ORDER).unwrap();
+    let fields = schema.fields();
+    assert_eq!(node(fields, "id"), &Node { ty: ValueType::Long, nullable: false });
+    assert_eq!(node(fields, "status").ty, ValueType::Enum(vec!["NEW".to_string(), "PAID".to_string()].into()));
+    assert_eq!(node(fields, "placed").ty, ValueType::Timestamp { unit: TimeUnit::Micros, utc: true });
+    assert_eq!(node(fields, "day").ty, ValueType::Date);
+    assert_eq!(node(fields, "uid"), &Node { ty: ValueType::Uuid, nullable: true }, "a type list with null");
+    assert_eq!(node(fields, "note"), &Node { ty: ValueType::String, nullable: true }, "oneOf null and a string");
+    let ValueType::Record(total) = &node(fields, "total").ty else { panic!("a $ref to an object") };
+    assert_eq!(node(total, "units").ty, ValueType::Long);
+    let ValueType::Array(line) = &node(fields, "lines").ty else { panic!("an array") };
+    let ValueType::Record(line) = &line.ty else { panic!("of objects") };
+    assert!(!node(line, "sku").nullable && node(line, "qty").nullable, "required or not");
+    assert_eq!(node(fields, "tags").ty, ValueType::Map(Box::new(Node { ty: ValueType::Double, nullable: false })));
+    // A value the schema declares checks and decodes as --value-format json's do.
+    let value = r#"{"id":1,"customer":"a","status":"PAID","placed":"2026-01-01T00:00:00Z","day":"2026-01-01",
+        "uid":null,"total":{"units":5,"currency":"EUR"},"lines":[{"sku":"x"}],"tags":{"k":1.5},"ok":true}"#;
+    assert_eq!(schema.check(value.as_bytes()).map(|fit| fit.ignored_fields), Ok(0));
+}
+
+#[test]
+fn what_has_no_one_type_is_refused_saying_where() {
+    let refused = |text: &str| parse(text).unwrap_err().to_string();
+    let object = |property: &str| format!(r#"{{"type":"object","properties":{{"p":{property}}}}}"#);
+    assert!(
+        refused(&object(r#"{"oneOf":[{"type":"string"},{"type":"integer"}]}"#)).contains("schema.p: oneOf and anyOf")
+    );
+    assert!(refused(&object(r#"{"allOf":[]}"#)).contains("allOf"));
+    assert!(refused(&object(r#"{"$ref":"other.json"}"#)).contains("outside this schema"));
+    assert!(refused(&object(r##"{"$ref":"#/definitions/Nope"}"##)).contains("not in the schema"));
+    assert!(refused(&object(r#"{"type":"object"}"#)).contains("needs properties"));
+    let cycle = r##"{"type":"object","properties":{"p":{"$ref":"#"}}}"##;
+    assert!(refused(cycle).contains("more than 64 $refs"), "a schema that contains itself");
+    assert!(refused(r#"{"type":"string"}"#).contains("the top level must be an object"));
+    assert!(refused("{").contains("not JSON"));
+}
+
+#[test]
+fn a_version_is_held_when_its_properties_are_the_files_and_what_it_lacks_is_nullable() {
+    let v1 = parse(r#"{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}"#).unwrap();
+    let v2 =
+        parse(r#"{"type":"object","properties":{"id":{"type":"integer"},"n":{"type":"string"}},"required":["id"]}"#)
+            .unwrap();
+    let required = parse(
+        r#"{"type":"object","properties":{"id":{"type":"integer"},"n":{"type":"string"}},"required":["id","n"]}"#,
+    )
+    .unwrap();
+    let changed = parse(r#"{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}"#).unwrap();
+    assert_eq!(fit::holds(v2.fields(), v1.fields()), Ok(()), "v1 lacks n, which v2 allows to be absent");
+    assert!(fit::holds(v1.fields(), v2.fields()).unwrap_err().contains("n is not in the file's"));
+    assert!(fit::holds(required.fields(), v1.fields()).unwrap_err().contains("n is required"));
+    assert!(fit::holds(v1.fields(), changed.fields()).unwrap_err().contains("id: the type changed"));
+}
