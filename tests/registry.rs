@@ -67,6 +67,21 @@ fn produce_with(script: &str, topic: &str, count: usize) -> Vec<Value> {
     std::fs::read_to_string(out.path()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
+/// A new one-partition `topic` with `RECORDS` records from `script`, then one whose value is `misfit`:
+/// what the producer printed, and what Kafka holds.
+async fn produce_then_a_misfit(
+    script: &str,
+    topic: &str,
+    misfit: &[u8],
+) -> (Vec<Value>, std::collections::BTreeMap<i32, Vec<Record>>) {
+    create_topic(topic, 1).await;
+    let produced = produce_with(script, topic, RECORDS);
+    assert_eq!(produced.len(), RECORDS);
+    let not_framed = || Record { value: Some(misfit.to_vec()), ..generated(0, 1) };
+    produce_records(&brokers(), topic, 1, 0..1, |_| not_framed()).await.unwrap();
+    (produced, read_from_kafka(topic, 1))
+}
+
 /// GET `path` of the registry's API: the JSON body.
 fn registry_get(path: &str) -> Value {
     let url = env("KSA_TEST_SCHEMA_REGISTRY");
@@ -394,12 +409,7 @@ async fn run_archives_registry_protobuf_values_with_references_across_two_versio
     let dest = TestDest::s3().await;
     let (store, prefix) = (dest.store().await, dest.prefix());
     let topic = unique("registry-protobuf");
-    create_topic(&topic, 1).await;
-    let produced = produce_with("produce_protobuf.py", &topic, RECORDS);
-    assert_eq!(produced.len(), RECORDS);
-    let not_framed = || Record { value: Some(b"not framed".to_vec()), ..generated(0, 1) };
-    produce_records(&brokers(), &topic, 1, 0..1, |_| not_framed()).await.unwrap();
-    let in_kafka = read_from_kafka(&topic, 1);
+    let (produced, in_kafka) = produce_then_a_misfit("produce_protobuf.py", &topic, b"not framed").await;
     let first = in_kafka[&0][0].value.as_deref().unwrap();
     let registered = registry_get(&format!("/schemas/ids/{}", schema_id(&in_kafka[&0][0])));
     assert_eq!(registered["schemaType"], "PROTOBUF", "{registered}");
@@ -468,12 +478,7 @@ async fn run_archives_registry_json_schema_values_across_two_versions_exactly_on
     let dest = TestDest::s3().await;
     let (store, prefix) = (dest.store().await, dest.prefix());
     let topic = unique("registry-json-schema");
-    create_topic(&topic, 1).await;
-    let produced = produce_with("produce_json_schema.py", &topic, RECORDS);
-    assert_eq!(produced.len(), RECORDS);
-    let not_framed = || Record { value: Some(b"{\"id\": 1}".to_vec()), ..generated(0, 1) };
-    produce_records(&brokers(), &topic, 1, 0..1, |_| not_framed()).await.unwrap();
-    let in_kafka = read_from_kafka(&topic, 1);
+    let (produced, in_kafka) = produce_then_a_misfit("produce_json_schema.py", &topic, b"{\"id\": 1}").await;
     let registered = registry_get(&format!("/schemas/ids/{}", schema_id(&in_kafka[&0][0])));
     assert_eq!(registered["schemaType"], "JSON", "{registered}");
 

@@ -7,6 +7,9 @@ import json
 import sys
 import time
 
+from confluent_kafka import SerializingProducer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
 from confluent_kafka.schema_registry import SchemaRegistryClient
 # The HTTP library the client uses (httpx, or its fork httpx2), as confluent-kafka 2.16.1 imports it.
 from confluent_kafka.schema_registry.common._httpx_compat import httpx
@@ -49,3 +52,27 @@ def flush_and_print(producer, delivered):
         raise SystemExit("not every record was delivered within 30 s")
     for line in delivered:
         print(json.dumps(line))
+
+
+def produce_two_versions(serializer, value):
+    """Produces COUNT records to TOPIC (from argv: BROKERS REGISTRY_URL TOPIC COUNT), the first half of
+    version 1 and the second of version 2: `serializer(client, version)` makes a version's serializer,
+    `value(i, version)` record i's value and the line printed for it. Prints each delivered record."""
+    brokers, registry, topic, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    client = PatientClient(registry)
+    producer = SerializingProducer({"bootstrap.servers": brokers})
+    delivered = []
+
+    def on_delivery(err, msg, line):
+        if err is not None:
+            raise SystemExit(f"delivery failed: {err}")
+        delivered.append({"partition": msg.partition(), "offset": msg.offset(), **line})
+
+    for version, numbers in ((1, range(count // 2)), (2, range(count // 2, count))):
+        serialize = serializer(client, version)
+        for i in numbers:
+            o, line = value(i, version)
+            framed = serialize(o, SerializationContext(topic, MessageField.VALUE))
+            producer.produce(topic, value=framed, on_delivery=lambda e, m, line=line: on_delivery(e, m, line))
+            producer.poll(0)
+    flush_and_print(producer, delivered)

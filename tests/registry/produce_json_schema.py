@@ -9,13 +9,10 @@ Usage: produce_json_schema.py BROKERS REGISTRY_URL TOPIC COUNT
 """
 
 import json
-import sys
 
-from confluent_kafka import SerializingProducer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
 
-from common import PatientClient, flush_and_print
+from common import produce_two_versions
 
 
 def schema(version):
@@ -61,26 +58,13 @@ def order(i, version):
 
 
 def main():
-    brokers, registry, topic, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    client = PatientClient(registry)
-    producer = SerializingProducer({"bootstrap.servers": brokers})
-    delivered = []
+    def value(i, version):
+        o = order(i, version)
+        line = {"id": i, "lines": len(o["lines"]), "units": o["total"]["units"], "status": o["status"],
+                "has_note": o.get("note") is not None, "version": version}
+        return o, line
 
-    def on_delivery(err, msg, line):
-        if err is not None:
-            raise SystemExit(f"delivery failed: {err}")
-        delivered.append({"partition": msg.partition(), "offset": msg.offset(), **line})
-
-    for version, numbers in ((1, range(count // 2)), (2, range(count // 2, count))):
-        serialize = JSONSerializer(schema(version), client)
-        for i in numbers:
-            o = order(i, version)
-            value = serialize(o, SerializationContext(topic, MessageField.VALUE))
-            line = {"id": i, "lines": len(o["lines"]), "units": o["total"]["units"], "status": o["status"],
-                    "has_note": o.get("note") is not None, "version": version}
-            producer.produce(topic, value=value, on_delivery=lambda e, m, line=line: on_delivery(e, m, line))
-            producer.poll(0)
-    flush_and_print(producer, delivered)
+    produce_two_versions(lambda client, version: JSONSerializer(schema(version), client), value)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,12 @@ its partition, offset and what it holds.
 Usage: produce_protobuf.py BROKERS REGISTRY_URL TOPIC COUNT
 """
 
-import sys
 
-from confluent_kafka import SerializingProducer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, text_format, timestamp_pb2, wrappers_pb2
 from google.protobuf.message_factory import GetMessageClass
 
-from common import PatientClient, flush_and_print
+from common import produce_two_versions
 
 MONEY = """
 name: "ksa/money.proto" package: "ksa.money" syntax: "proto3"
@@ -112,26 +109,14 @@ def expected(o, version):
 
 
 def main():
-    brokers, registry, topic, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    client = PatientClient(registry)
-    producer = SerializingProducer({"bootstrap.servers": brokers})
-    delivered = []
+    classes = {version: order_class(version) for version in (1, 2)}
 
-    def on_delivery(err, msg, line):
-        if err is not None:
-            raise SystemExit(f"delivery failed: {err}")
-        delivered.append({"partition": msg.partition(), "offset": msg.offset(), **line})
+    def value(i, version):
+        o = order(classes[version], i, version)
+        return o, expected(o, version)
 
-    for version, numbers in ((1, range(count // 2)), (2, range(count // 2, count))):
-        cls = order_class(version)
-        serialize = ProtobufSerializer(cls, client, {"use.deprecated.format": False})
-        for i in numbers:
-            o = order(cls, i, version)
-            value = serialize(o, SerializationContext(topic, MessageField.VALUE))
-            line = expected(o, version)
-            producer.produce(topic, value=value, on_delivery=lambda e, m, line=line: on_delivery(e, m, line))
-            producer.poll(0)
-    flush_and_print(producer, delivered)
+    produce_two_versions(
+        lambda client, version: ProtobufSerializer(classes[version], client, {"use.deprecated.format": False}), value)
 
 
 if __name__ == "__main__":
