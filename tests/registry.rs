@@ -82,6 +82,15 @@ async fn produce_then_a_misfit(
     (produced, read_from_kafka(topic, 1))
 }
 
+/// `run ARGS --check` passes and says it reached the registry at `registry`.
+fn assert_check_reaches(args: &[String], registry: &str) {
+    let check =
+        std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver")).args(args).arg("--check").output().unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{stdout}{}", String::from_utf8_lossy(&check.stderr));
+    assert!(stdout.contains(&format!("schema registry {registry}: reachable")), "{stdout}");
+}
+
 /// GET `path` of the registry's API: the JSON body.
 fn registry_get(path: &str) -> Value {
     let url = env("KSA_TEST_SCHEMA_REGISTRY");
@@ -197,14 +206,7 @@ async fn run_archives_registry_avro_values_into_typed_columns_exactly_once() {
     let mut args = archiver_args(&dest, &unique("g"), &topic, 150, spool.path());
     let registry = env("KSA_TEST_SCHEMA_REGISTRY");
     args.extend(["--value-format", "avro", "--schema-registry-url", &registry].map(String::from));
-    let check = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
-        .args(&args)
-        .arg("--check")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success(), "{stdout}{}", String::from_utf8_lossy(&check.stderr));
-    assert!(stdout.contains(&format!("schema registry {registry}: reachable")), "{stdout}");
+    assert_check_reaches(&args, &registry);
     let mut archiver = ArchiverProcess::spawn("registry-run", &args);
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success(), "{}", archiver.log_text());
@@ -422,14 +424,7 @@ async fn run_archives_registry_protobuf_values_with_references_across_two_versio
     let (registry, ca) = (env("KSA_TEST_SCHEMA_REGISTRY_HTTPS"), env("KSA_TEST_CA"));
     let registry_args = ["--value-format", "protobuf", "--schema-registry-url", &registry, "--schema-registry-ca", &ca];
     args.extend(registry_args.map(String::from));
-    let check = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
-        .args(&args)
-        .arg("--check")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success(), "{stdout}{}", String::from_utf8_lossy(&check.stderr));
-    assert!(stdout.contains(&format!("schema registry {registry}: reachable")), "{stdout}");
+    assert_check_reaches(&args, &registry);
     let mut archiver = ArchiverProcess::spawn("registry-protobuf", &set_flag(args, "--roll-age", "5s"));
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success(), "{}", archiver.log_text());

@@ -29,6 +29,15 @@ pub const VALUE_RAW: &str = "value_raw";
 /// The misfit reason's column.
 pub const VALUE_ERROR: &str = "value_error";
 
+/// A typed file's three value columns: `value` (of the value format's type), `value_raw`, `value_error`.
+pub(crate) fn typed_fields(value: Field) -> [Field; 3] {
+    [
+        value,
+        Field::new(VALUE_RAW, arrow_schema::DataType::Binary, true),
+        Field::new(VALUE_ERROR, arrow_schema::DataType::Utf8, true),
+    ]
+}
+
 /// What one file's values came to, for its log line and counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ValueStats {
@@ -238,11 +247,7 @@ impl ValueColumns for JsonColumns {
     /// The three columns' fields, in order, once the file's schema is known.
     fn fields(&self) -> Option<[Field; 3]> {
         let (_, field) = self.schema.as_ref()?;
-        Some([
-            field.as_ref().clone(),
-            Field::new(VALUE_RAW, arrow_schema::DataType::Binary, true),
-            Field::new(VALUE_ERROR, arrow_schema::DataType::Utf8, true),
-        ])
+        Some(typed_fields(field.as_ref().clone()))
     }
 
     /// Takes a record's value; or, inferring, refuses one with fields the file's schema lacks when

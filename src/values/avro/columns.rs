@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::builder::{BinaryBuilder, StructBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, StructArray};
-use arrow_schema::{DataType, Field, Fields};
+use arrow_schema::{Field, Fields};
 
 use super::binary::{append_null_record, append_record, check, struct_fields, Reader};
 use super::reencode::encode_record;
@@ -22,7 +22,7 @@ use super::resolve::Resolution;
 use super::widen::widen_record;
 use super::{Avro, AvroField, AvroRecord};
 use crate::values::arrow::{placeholder_column, typed_value_field};
-use crate::values::columns::{ColumnsError, Rows, ValueStats, VALUE_ERROR, VALUE_RAW};
+use crate::values::columns::{typed_fields, ColumnsError, Rows, ValueStats};
 use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{AvroValues, ValueColumns};
 
@@ -248,11 +248,7 @@ impl ValueColumns for AvroColumns {
     }
 
     fn fields(&self) -> Option<[Field; 3]> {
-        Some([
-            self.value_field()?,
-            Field::new(VALUE_RAW, DataType::Binary, true),
-            Field::new(VALUE_ERROR, DataType::Utf8, true),
-        ])
+        self.value_field().map(typed_fields)
     }
 
     fn take(&mut self, _offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {

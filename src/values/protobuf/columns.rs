@@ -13,7 +13,7 @@ use std::sync::Arc;
 use arrow_array::builder::StructBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::ArrayRef;
-use arrow_schema::{DataType, Field};
+use arrow_schema::Field;
 
 use super::arrow::{append_null_message, struct_fields};
 use super::decode::{append_message, check, Scratch};
@@ -21,7 +21,7 @@ use super::fit::holds;
 use super::widen::widen_message;
 use super::{indexes, ProtoMessage};
 use crate::values::arrow::typed_value_field;
-use crate::values::columns::{ColumnsError, Rows, ValueStats, VALUE_ERROR, VALUE_RAW};
+use crate::values::columns::{typed_fields, ColumnsError, Rows, ValueStats};
 use crate::values::wire::{split, SchemaId};
 use crate::values::{ProtobufValues, ValueColumns};
 
@@ -203,11 +203,7 @@ impl ValueColumns for ProtobufColumns {
     }
 
     fn fields(&self) -> Option<[Field; 3]> {
-        Some([
-            self.value_field()?,
-            Field::new(VALUE_RAW, DataType::Binary, true),
-            Field::new(VALUE_ERROR, DataType::Utf8, true),
-        ])
+        self.value_field().map(typed_fields)
     }
 
     fn take(&mut self, _offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {

@@ -4,6 +4,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::Array;
 
+use arrow_schema::DataType;
+
 use super::*;
 use crate::values::avro::parse_record;
 use crate::values::wire::frame;
