@@ -231,8 +231,11 @@ impl RegistryClient {
             })?;
             let status = response.status();
             let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES).collect().await;
-            let body =
-                body.map_err(|e| self.bad(format!("reading the answer ({e}; at most {MAX_ANSWER_BYTES} bytes)")))?;
+            // An answer too large is the registry's fault; one cut off (a connection reset) may pass.
+            let body = body.map_err(|e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
+                Some(_) => self.bad(format!("an answer of more than {MAX_ANSWER_BYTES} bytes")),
+                None => unavailable(format!("reading the answer: {e}")),
+            })?;
             Ok((status, body.to_bytes()))
         };
         tokio::time::timeout(REQUEST_TIMEOUT, answer)

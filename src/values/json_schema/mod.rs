@@ -17,13 +17,13 @@ use serde_json::{Map, Value};
 
 use super::{FieldNode, Node, SchemaError, TimeUnit, ValueSchema, ValueType};
 
-/// References followed in one schema, at most (a cycle must end).
+/// `$ref`s nested in one another, at most.
 const MAX_REFS: usize = 64;
 
 /// The value schema a JSON Schema declares; its top level must be an object with properties.
 pub fn parse(text: &str) -> Result<ValueSchema, SchemaError> {
     let root: Value = serde_json::from_str(text).map_err(|e| SchemaError::NotJson(e.to_string()))?;
-    let mut reader = Reader { root: &root, path: vec!["schema".into()], refs: 0 };
+    let mut reader = Reader { root: &root, path: vec!["schema".into()], expanding: Vec::new() };
     let node = reader.node(&root)?;
     match node.ty {
         ValueType::Record(fields) => Ok(ValueSchema { fields }),
@@ -34,7 +34,8 @@ pub fn parse(text: &str) -> Result<ValueSchema, SchemaError> {
 struct Reader<'a> {
     root: &'a Value,
     path: Vec<String>,
-    refs: usize,
+    /// The `$ref`s being expanded, outermost first (one among them again is a cycle).
+    expanding: Vec<String>,
 }
 
 impl<'a> Reader<'a> {
@@ -128,16 +129,21 @@ impl<'a> Reader<'a> {
     }
 
     fn reference(&mut self, target: &str) -> Result<Node, SchemaError> {
-        self.refs += 1;
-        if self.refs > MAX_REFS {
-            return Err(self.fail(&format!("more than {MAX_REFS} $refs (a schema that contains itself?)")));
+        if self.expanding.iter().any(|r| r == target) {
+            return Err(self.fail(&format!("$ref {target:?} contains itself (Arrow has no recursive type)")));
+        }
+        if self.expanding.len() == MAX_REFS {
+            return Err(self.fail(&format!("$refs nested more than {MAX_REFS} deep")));
         }
         let pointer = target.strip_prefix('#').ok_or_else(|| {
             self.fail(&format!("$ref {target:?} is outside this schema (only #/definitions/… and #/$defs/…)"))
         })?;
         let schema =
             self.root.pointer(pointer).ok_or_else(|| self.fail(&format!("$ref {target:?} is not in the schema")))?;
-        self.node(schema)
+        self.expanding.push(target.to_string());
+        let node = self.node(schema);
+        self.expanding.pop();
+        node
     }
 }
 
