@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::StructBuilder;
 use arrow_array::cast::AsArray;
-use arrow_array::ArrayRef;
+use arrow_array::{Array, ArrayRef};
 use arrow_schema::Field;
 
 use super::arrow::{append_null_message, struct_fields};
@@ -77,14 +77,14 @@ impl ProtobufColumns {
             Ok(framed) => framed,
             Err(e) => return Judged::Misfit(format!("value: {e}")),
         };
-        let (path, bytes) = match indexes::split(body) {
-            Ok(split) => split,
-            Err(why) => return Judged::Misfit(format!("value: {why}")),
-        };
         let file = match self.values.schemas.protobuf(id) {
             None => return Judged::Misfit(format!("value: schema {id} was not fetched from the registry")),
             Some(Err(why)) => return Judged::Misfit(format!("value: schema {id}: {why}")),
             Some(Ok(file)) => file,
+        };
+        let (path, bytes) = match indexes::split(body) {
+            Ok(split) => split,
+            Err(why) => return Judged::Misfit(format!("value: {why}")),
         };
         let message = match file.message(&path) {
             Ok(message) => message,
@@ -139,11 +139,7 @@ impl ProtobufColumns {
         }
         // The batch's rows were checked under the file's message: they must decode under the new one
         // too (the fields it adds were skipped unchecked).
-        let decodes = |payload: &[u8]| {
-            let (_, body) = split(payload).map_err(|e| e.to_string())?;
-            let (_, bytes) = indexes::split(body)?;
-            check(message, bytes)
-        };
+        let decodes = |payload: &[u8]| check(message, body(payload)?);
         if (0..self.batch.len()).filter_map(|i| self.batch.fitting(i)).any(|payload| decodes(payload).is_err()) {
             return false;
         }
@@ -154,19 +150,8 @@ impl ProtobufColumns {
     /// The batch's `value` column: each value that fits decoded, a null row for every other.
     fn decode(&mut self) -> Result<ArrayRef, ColumnsError> {
         let schema = self.schema.as_ref().expect("a file with values has a schema");
-        let mut value = StructBuilder::from_fields(struct_fields(&schema.message), self.batch.len());
-        for i in 0..self.batch.len() {
-            match self.batch.fitting(i) {
-                Some(payload) => {
-                    let (_, body) = split(payload).map_err(|e| ColumnsError::Decode(e.to_string()))?;
-                    let (_, bytes) = indexes::split(body).map_err(ColumnsError::Decode)?;
-                    append_message(&schema.message, bytes, &mut value, &mut self.scratch)
-                        .map_err(ColumnsError::Decode)?;
-                }
-                None => append_null_message(&schema.message, &mut value),
-            }
-        }
-        Ok(Arc::new(value.finish()))
+        let fitting = (0..self.batch.len()).map(|i| self.batch.fitting(i));
+        decode_values(&schema.message, fitting, self.batch.len(), &mut self.scratch)
     }
 
     fn value_field(&self) -> Option<Field> {
@@ -230,6 +215,16 @@ impl ValueColumns for ProtobufColumns {
         if *widenings == now.widenings {
             return Ok([value, raw, error]);
         }
+        // Each row again from its bytes, so a field its version did not know but the newer one does
+        // (kept by a service that passed it through) shows its value; should any row not decode under
+        // the newer message (it was checked under its own), the rows are widened column by column.
+        let (bytes, errors) = (raw.as_binary::<i32>(), error.as_string::<i32>());
+        let fitting =
+            || (0..bytes.len()).map(|i| Some(bytes.value(i)).filter(|_| bytes.is_valid(i) && errors.is_null(i)));
+        if fitting().flatten().all(|payload| body(payload).is_ok_and(|b| check(&now.message, b).is_ok())) {
+            let value = decode_values(&now.message, fitting(), bytes.len(), &mut Scratch::default())?;
+            return Ok([value, raw, error]);
+        }
         let widened = widen_message(value.as_struct(), taken, &now.message).map_err(ColumnsError::Decode)?;
         Ok([Arc::new(widened), raw, error])
     }
@@ -237,6 +232,33 @@ impl ValueColumns for ProtobufColumns {
     fn stats(&self) -> &ValueStats {
         &self.stats
     }
+}
+
+/// The protobuf bytes of a framed payload (after its schema ID and message indexes).
+fn body(payload: &[u8]) -> Result<&[u8], String> {
+    let (_, body) = split(payload).map_err(|e| e.to_string())?;
+    Ok(indexes::split(body)?.1)
+}
+
+/// A `value` column of `rows` rows: each payload (which [`check`] passed under `message`) decoded, a null
+/// row for every `None`.
+fn decode_values<'a>(
+    message: &ProtoMessage,
+    payloads: impl Iterator<Item = Option<&'a [u8]>>,
+    rows: usize,
+    scratch: &mut Scratch,
+) -> Result<ArrayRef, ColumnsError> {
+    let mut value = StructBuilder::from_fields(struct_fields(message), rows);
+    for payload in payloads {
+        match payload {
+            Some(payload) => {
+                let bytes = body(payload).map_err(ColumnsError::Decode)?;
+                append_message(message, bytes, &mut value, scratch).map_err(ColumnsError::Decode)?;
+            }
+            None => append_null_message(message, &mut value),
+        }
+    }
+    Ok(Arc::new(value.finish()))
 }
 
 #[cfg(test)]

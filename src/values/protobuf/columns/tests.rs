@@ -109,3 +109,36 @@ fn a_newer_version_under_which_the_batch_would_not_decode_is_not_widened_to() {
     let [value, _, error] = c.take(&[]).unwrap();
     assert_eq!((value.len(), error.null_count()), (1, 1), "the batch decodes under version 1");
 }
+
+/// A row taken under v1 whose bytes carry a field v1 does not know but v2 does (a service passed it
+/// through): re-written under v2 it shows the field's value, as it would had v2 read it first.
+#[test]
+fn rows_taken_before_a_widening_are_read_again_from_their_bytes() {
+    let mut c = columns();
+    assert!(c.push(0, Some(&value(1, V1, "id: 1")), true));
+    assert!(c.push(1, Some(&value(1, V2, r#"id: 2 added: "passed through""#)), true), "v1 skips field 3");
+    let taken = c.take(&[]).unwrap();
+    assert_eq!(taken[2].null_count(), 2, "both fit v1");
+    assert!(c.push(2, Some(&value(2, V2, r#"id: 3 added: "new""#)), true));
+    let [rewritten, _, _] = c.rewrite(taken).unwrap();
+    let added = rewritten.as_struct().column(2).as_string::<i32>();
+    assert_eq!((added.value(0), added.value(1)), ("", "passed through"));
+}
+
+/// Should a taken row not decode under the newer message (checked only under its own), the taken rows
+/// are widened column by column: the added field shows its default, and nothing fails.
+#[test]
+fn taken_rows_that_would_not_decode_under_the_newer_message_are_widened_by_column() {
+    let cache = SchemaCache::default();
+    let protobuf =
+        |text: &str| RegisteredSchema { schema_type: "PROTOBUF".into(), schema: text.into(), references: vec![] };
+    cache.insert(SchemaId(1), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; }"#)));
+    cache.insert(SchemaId(2), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; double b = 2; }"#)));
+    let mut c = ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache) }));
+    assert!(c.push(0, Some(&frame(SchemaId(1), &[0, 0x08, 1, 0x10, 5])), true), "field 2 as a varint");
+    let taken = c.take(&[]).unwrap();
+    assert!(c.push(1, Some(&frame(SchemaId(2), &[0, 0x08, 2])), true), "the open batch decodes under v2");
+    let [rewritten, raw, error] = c.rewrite(taken).unwrap();
+    let b = rewritten.as_struct().column(1).as_primitive::<arrow_array::types::Float64Type>();
+    assert_eq!((b.value(0), error.null_count(), raw.len()), (0.0, 1, 1));
+}
