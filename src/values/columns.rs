@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::values::{value_field, Inference, JsonValues, ValueColumns, ValueSchema};
 use arrow_array::builder::{BinaryBuilder, StringBuilder};
-use arrow_array::ArrayRef;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef};
 use arrow_json::reader::{Decoder, ReaderBuilder};
 use arrow_schema::{ArrowError, Field, FieldRef};
 use serde_json::Value;
@@ -209,16 +210,33 @@ impl JsonColumns {
 
     /// Decodes the rows that fit, a null for every other row.
     fn decode_all(&self) -> Result<ArrayRef, ColumnsError> {
-        let rows = self.batch.len();
+        self.decode_rows((0..self.batch.len()).map(|i| self.json_of(i)), self.batch.len())
+    }
+
+    /// The `value` column of `rows` rows: each JSON text decoded by the file's schema, a null for `None`.
+    fn decode_rows<'a>(
+        &self,
+        texts: impl Iterator<Item = Option<&'a [u8]>>,
+        rows: usize,
+    ) -> Result<ArrayRef, ColumnsError> {
         let mut decoder = self.decoder(rows)?;
-        for i in 0..rows {
-            feed(&mut decoder, self.json_of(i).unwrap_or(b"null"))?;
+        for text in texts {
+            feed(&mut decoder, text.unwrap_or(b"null"))?;
         }
         let value = decoder.flush()?.map(|batch| batch.column(0).clone());
         match value {
             Some(value) if value.len() == rows => Ok(value),
             other => Err(ColumnsError::RowCount { decoded: other.map_or(0, |v| v.len()), records: rows }),
         }
+    }
+
+    /// The `value` column of a batch taken before the file's schema last changed, decoded again by it
+    /// from the values' bytes (`raw`, which every framed value keeps; `error` says which fit).
+    pub(crate) fn redecode(&self, raw: &ArrayRef, error: &ArrayRef) -> Result<ArrayRef, ColumnsError> {
+        let (raw, error) = (raw.as_binary::<i32>(), error.as_string::<i32>());
+        let texts = (0..raw.len())
+            .map(|i| (raw.is_valid(i) && error.is_null(i)).then(|| &raw.value(i)[self.header.min(raw.value(i).len())..]));
+        self.decode_rows(texts, raw.len())
     }
 
     fn refuse_undecodable(&mut self, offsets: &[i64]) -> Result<(), ColumnsError> {

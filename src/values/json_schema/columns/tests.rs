@@ -38,3 +38,33 @@ fn framed_json_decodes_by_its_schema_keeps_its_bytes_and_an_unheld_version_rolls
     assert_eq!(c.stats().misfits, 3);
     assert_eq!(c.stats().schema_ids.iter().copied().collect::<Vec<_>>(), vec![1, 2]);
 }
+
+#[test]
+fn a_newer_version_adding_a_property_widens_the_file_and_its_rows_are_decoded_again() {
+    let mut c = columns();
+    assert!(c.push(0, Some(&frame(SchemaId(1), br#"{"id":1}"#)), true));
+    let taken = c.take(&[0]).unwrap();
+    assert!(!c.widened());
+    assert!(c.push(1, Some(&frame(SchemaId(2), br#"{"id":2,"n":"x"}"#)), true), "v2 holds v1: no roll");
+    assert!(c.widened(), "the batch taken under v1 is to be re-written");
+    let [rewritten, raw, _] = c.rewrite(taken).unwrap();
+    let [now, _, _] = c.take(&[1]).unwrap();
+    assert_eq!(rewritten.data_type(), now.data_type(), "one schema for the whole file");
+    let rewritten = rewritten.as_struct();
+    assert_eq!(rewritten.column(0).as_primitive::<Int64Type>().value(0), 1);
+    assert!(rewritten.column_by_name("n").unwrap().is_null(0), "v1's row: the added property is null");
+    assert_eq!(now.as_struct().column_by_name("n").unwrap().as_string::<i32>().value(0), "x");
+    assert_eq!(raw.as_binary::<i32>().value(0), frame(SchemaId(1), br#"{"id":1}"#).as_slice());
+    assert!(!c.widened());
+    assert!(c.push(2, Some(&frame(SchemaId(1), br#"{"id":3}"#)), true), "v2 still holds v1");
+}
+
+/// A value with a property its schema does not declare (JSON Schema allows it) may hold it as another
+/// type than a newer version declares: once one has, the file rolls at the newer version instead.
+#[test]
+fn a_file_holding_an_undeclared_property_rolls_at_a_newer_version_rather_than_widen() {
+    let mut c = columns();
+    assert!(c.push(0, Some(&frame(SchemaId(1), br#"{"id":1,"n":5}"#)), true), "n is not v1's: ignored");
+    assert!(!c.push(1, Some(&frame(SchemaId(2), br#"{"id":2,"n":"x"}"#)), true), "v2 types n otherwise");
+    assert!(!c.widened());
+}
