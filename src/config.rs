@@ -200,20 +200,21 @@ pub struct Settings {
     #[arg(long, env = "KSA_VALUE_FORMAT", help_heading = "Files",
         help = with_default("How record values are archived: raw (the bytes, a binary column); json (decoded into \
             typed columns by --value-schema, or in JSON lines embedded as objects); avro, protobuf or json-schema (Schema \
-            Registry payloads, decoded into typed columns by the schema each names, --schema-registry-url). Records that do \
-            not fit keep their bytes in value_raw", DEFAULT_VALUE_FORMAT))]
+            Registry payloads, decoded into typed columns by the schema each names, --schema-registry-url); registry (any \
+            of the three, each file by its first value's schema type). Records that do not fit keep their bytes in \
+            value_raw", DEFAULT_VALUE_FORMAT))]
     pub value_format: Option<ValueFormatName>,
     /// With --value-format json: an Avro schema file (.avsc, a record at the top) declaring the values'
     /// fields, or `infer`: each file's schema from its first records (a file rolls when new fields come)
     #[arg(long, env = "KSA_VALUE_SCHEMA", help_heading = "Files")]
     pub value_schema: Option<PathBuf>,
     #[arg(long, env = "KSA_KEEP_RAW_VALUE", value_name = "true|false", help_heading = "Files",
-        help = with_default("With --value-format json or avro: keep every record's bytes in value_raw, not only \
+        help = with_default("With --value-format json, avro or registry: keep every record's bytes in value_raw, not only \
             those that do not fit, so restore gives back the same bytes (--value-format avro gives them back without \
             it; protobuf and json-schema values always keep theirs)",
             DEFAULT_KEEP_RAW_VALUE))]
     pub keep_raw_value: Option<bool>,
-    /// With a typed --value-format (json, avro, protobuf, json-schema): also produce records whose value does not fit to this topic (with
+    /// With a typed --value-format (json, avro, protobuf, json-schema, registry): also produce records whose value does not fit to this topic (with
     /// their key, value and headers, and Kafka Connect's __connect.errors.* headers) before their file
     /// is uploaded. They stay in the archive too. The topic must exist
     #[arg(long, env = "KSA_DLQ_TOPIC", help_heading = "Files")]
@@ -241,7 +242,8 @@ pub struct Settings {
 
     // Schema Registry.
     /// The Schema Registry's URL, http(s)://host:port[/path] (Confluent's API; Apicurio Registry's is at
-    /// /apis/ccompat/v7), where --value-format avro, protobuf and json-schema find the schema each value names
+    /// /apis/ccompat/v7), where --value-format avro, protobuf, json-schema and registry find the schema each value
+    /// names
     #[arg(long, env = "KSA_SCHEMA_REGISTRY_URL", help_heading = "Schema Registry")]
     pub schema_registry_url: Option<String>,
     /// Basic authentication to the Schema Registry: the user name (with --schema-registry-password)

@@ -4,7 +4,7 @@
 //! API) and produces framed values to Kafka; the test reads them back from Kafka, takes each value's
 //! schema ID from its frame, fetches that schema from the registry, and decodes every value into Arrow
 //! columns that must hold exactly what the producer wrote. Then `run --value-format avro` archives such
-//! a topic through the registry.
+//! a topic through the registry, as do `--value-format protobuf`, `json-schema` and `registry`.
 
 mod common;
 
@@ -463,11 +463,12 @@ async fn run_archives_registry_protobuf_values_with_references_across_two_versio
 }
 
 /// `run --value-format json-schema` against the real registry and confluent-kafka's JSONSerializer,
-/// moving from version 1 to 2 (an added optional property) half-way: version 2 is not held by a file of
-/// version 1 (its new property would be dropped), so the file rolls once (`schema`), and the files after
-/// hold both. DuckDB reads the typed columns (the date-time as a timestamp, the $ref'd object as a struct)
-/// with the producer's sums; a value not in the wire format is a misfit; every offset is archived once
-/// and restored byte for byte (JSON Schema values keep their bytes).
+/// moving from version 1 to 2 (an added optional property) half-way: version 2 holds version 1, so the
+/// file open at the change takes it and its rows so far are decoded again under it (no `schema` roll;
+/// files cut by size). DuckDB reads the typed columns (the date-time as a timestamp, the $ref'd object
+/// as a struct, the added property of version 2's rows) with the producer's sums; a value not in the
+/// wire format is a misfit; every offset is archived once and restored byte for byte (JSON Schema
+/// values keep their bytes).
 #[tokio::test(flavor = "multi_thread")]
 async fn run_archives_registry_json_schema_values_across_two_versions_exactly_once() {
     let dest = TestDest::s3().await;
@@ -485,32 +486,93 @@ async fn run_archives_registry_json_schema_values_across_two_versions_exactly_on
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success(), "{}", archiver.log_text());
     let log = archiver.log_text();
-    let rolls = log.lines().filter(|l| l.contains("object uploaded") && l.contains("reason=\"schema\"")).count();
-    assert_eq!(rolls, 1, "one roll, at version 2:\n{log}");
+    assert!(!log.contains("reason=\"schema\""), "a compatible version does not roll a file:\n{log}");
     assert_exactly_once(&dest, &topic, &in_kafka).await;
     assert_eq!(verify_deep(&dest, &topic).await.value_misfits, 1);
 
     let objects = fetch_objects(&dest, &topic).await;
     let ranges: Vec<(i64, i64)> = objects.iter().map(|(key, _)| (key.range.start(), key.range.end())).collect();
-    assert_eq!(ranges, [(0, 149), (150, 199), (200, 349), (350, 400)], "cut by size, and once by version 2");
-    let select = "count(value), sum(value.id), sum(len(value.lines)), sum(value.total.units), \
-                  count(*) FILTER (value.status = 'PAID'), count(value.note), typeof(any_value(value.placed)), \
-                  count(value_error), count(value_raw)";
-    for (files, versions) in [(&objects[..2], 1), (&objects[2..], 2)] {
-        let rows: Vec<&Value> = produced.iter().filter(|p| p["version"] == versions).collect();
-        let sum = |field: &str| rows.iter().map(|p| p[field].as_i64().unwrap()).sum::<i64>();
-        let count = |keep: &dyn Fn(&Value) -> bool| rows.iter().filter(|p| keep(p)).count();
-        let misfits = usize::from(versions == 2);
-        let want = format!(
-            "{}|{}|{}|{}|{}|{}|TIMESTAMP WITH TIME ZONE|{misfits}|{}",
-            rows.len(),
-            sum("id"),
-            sum("lines"),
-            sum("units"),
-            count(&|p| p["status"] == "PAID"),
-            count(&|p| p["has_note"] == true),
-            rows.len() + misfits,
-        );
-        assert_eq!(duckdb_row(files, select), want, "the files of version {versions}");
+    assert_eq!(ranges, [(0, 149), (150, 299), (300, 400)], "cut by size, not by version");
+    let (v1, v2) = (schema_id(&in_kafka[&0][0]), schema_id(&in_kafka[&0][RECORDS - 1]));
+    assert_eq!(schema_ids(&objects[1].1), Some(format!("{v1},{v2}")), "the middle file holds both versions");
+    let row = duckdb_row(
+        &objects,
+        "count(value), sum(value.id), sum(len(value.lines)), sum(value.total.units), \
+         count(*) FILTER (value.status = 'PAID'), count(value.note), typeof(any_value(value.placed)), \
+         count(value.channel), count(value_error), count(value_raw)",
+    );
+    let sum = |field: &str| produced.iter().map(|p| p[field].as_i64().unwrap()).sum::<i64>();
+    let count = |keep: &dyn Fn(&Value) -> bool| produced.iter().filter(|p| keep(p)).count();
+    let want = format!(
+        "{RECORDS}|{}|{}|{}|{}|{}|TIMESTAMP WITH TIME ZONE|{}|1|{}",
+        sum("id"),
+        sum("lines"),
+        sum("units"),
+        count(&|p| p["status"] == "PAID"),
+        count(&|p| p["has_note"] == true),
+        count(&|p| p["version"] == 2),
+        RECORDS + 1,
+    );
+    assert_eq!(row, want);
+}
+
+/// `run --value-format registry`: one archiver for three topics of three serializers (Avro, Protobuf,
+/// JSON Schema), each file decoded by its values' own schema type: DuckDB reads each topic's typed
+/// columns with the producer's sums, and every offset is archived once and restored byte for byte.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_with_the_registry_format_decodes_each_topic_by_its_values_schema_type() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let scripts = ["produce_avro.py", "produce_protobuf.py", "produce_json_schema.py"];
+    let mut topics = Vec::new();
+    for script in scripts {
+        let topic = unique("registry-any");
+        create_topic(&topic, 1).await;
+        let produced = produce_with(script, &topic, RECORDS);
+        topics.push((topic.clone(), produced, read_from_kafka(&topic, 1)));
     }
+    let names: Vec<&str> = topics.iter().map(|(topic, _, _)| topic.as_str()).collect();
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = archiver_args(&dest, &unique("g"), &names.join(","), 150, spool.path());
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    args.extend(["--value-format", "registry", "--schema-registry-url", &registry].map(String::from));
+    let mut archiver = ArchiverProcess::spawn("registry-any", &args);
+    for (topic, _, in_kafka) in &topics {
+        wait_archived(store.as_ref(), &prefix, topic, &last_offsets(in_kafka), &mut [&mut archiver]).await;
+    }
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    // `ddl` declares each topic's `value` from its subject's newest version, as the files hold it.
+    let declared = [
+        "struct<id:bigint,name:string,level:string,note:string,amount:decimal(12,2),at:timestamp,day:date,uid:string,\
+         tags:array<string>,attrs:map<string,double>,sensor:struct<model:string,rev:int>,digest:binary,ratio:float,ok:boolean>",
+        "struct<id:bigint,customer:string,status:string,lines:array<struct<sku:string,quantity:int>>,\
+         tags:map<string,bigint>,placed:timestamp,note:string,total:struct<currency:string,units:bigint>,card:string,\
+         voucher:binary,priority:int,channel:string>",
+        "day:date,id:bigint,",
+    ];
+    for (((topic, produced, in_kafka), script), declared) in topics.iter().zip(scripts).zip(declared) {
+        assert_exactly_once(&dest, topic, in_kafka).await;
+        let objects = fetch_objects(&dest, topic).await;
+        let sum_ids: i64 = produced.iter().map(|p| p["id"].as_i64().unwrap()).sum();
+        let row = duckdb_row(&objects, "count(value), sum(value.id), count(value_error), typeof(any_value(value))");
+        assert!(row.starts_with(&format!("{RECORDS}|{sum_ids}|0|STRUCT(")), "{script}: {row}");
+        let value = athena_value_column(&dest, topic);
+        assert!(value.contains(declared), "{script}: {value}");
+    }
+}
+
+/// The `value` column `ddl --engine athena` declares for `topic`'s archive from the registry's subject
+/// `TOPIC-value`.
+fn athena_value_column(dest: &TestDest, topic: &str) -> String {
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    let args = ["ddl", "--dest", &dest.url(), "--s3-endpoint", &s3_endpoint(), "--topic", topic, "--engine", "athena"];
+    let ddl = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+        .args(args)
+        .args(["--partitions", "1", "--schema-registry-url", &registry])
+        .output()
+        .expect("run ddl");
+    let stdout = String::from_utf8_lossy(&ddl.stdout);
+    assert!(ddl.status.success(), "ddl failed: {}", String::from_utf8_lossy(&ddl.stderr));
+    let value = stdout.lines().find(|l| l.trim_start().starts_with("`value` ")).unwrap_or_else(|| panic!("{stdout}"));
+    value.trim().to_string()
 }

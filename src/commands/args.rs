@@ -30,6 +30,43 @@ impl ArchiveArgs {
     }
 }
 
+/// Where a Schema Registry is, for the commands that read schemas from one (the same flags and
+/// environment variables as `run`'s).
+#[derive(clap::Args)]
+pub struct RegistryArgs {
+    /// The Schema Registry's URL, http(s)://host:port[/path] (Confluent's API; Apicurio Registry's is at
+    /// /apis/ccompat/v7).
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_URL")]
+    schema_registry_url: Option<String>,
+    /// Basic authentication to the Schema Registry: the user name (with --schema-registry-password).
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_USERNAME")]
+    schema_registry_username: Option<String>,
+    /// Basic authentication to the Schema Registry: the password.
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_PASSWORD", hide_env_values = true)]
+    schema_registry_password: Option<String>,
+    /// A bearer token for the Schema Registry, instead of basic authentication.
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_TOKEN", hide_env_values = true)]
+    schema_registry_token: Option<String>,
+    /// For an https:// Schema Registry: a PEM file of the CA certificates its certificate is signed by.
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_CA")]
+    schema_registry_ca: Option<std::path::PathBuf>,
+}
+
+impl RegistryArgs {
+    /// A client of the registry, checked as `run` checks its flags; `None` without a URL.
+    pub fn client(self) -> anyhow::Result<Option<crate::registry::RegistryClient>> {
+        let settings = config::Settings {
+            schema_registry_url: self.schema_registry_url,
+            schema_registry_username: self.schema_registry_username,
+            schema_registry_password: self.schema_registry_password,
+            schema_registry_token: self.schema_registry_token,
+            schema_registry_ca: self.schema_registry_ca,
+            ..Default::default()
+        };
+        Ok(settings.registry()?.map(crate::registry::RegistryClient::new))
+    }
+}
+
 pub fn parse_time(s: &str) -> Result<i64, String> {
     if let Ok(ms) = s.parse::<i64>() {
         return Ok(ms);

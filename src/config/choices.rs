@@ -73,6 +73,9 @@ pub enum ValueFormatName {
     #[value(name = "json-schema")]
     #[serde(rename = "json-schema")]
     JsonSchema,
+    /// Values in the Schema Registry's wire format of any type (Avro, Protobuf, JSON Schema), each file
+    /// decoded by its first value's schema type (`--schema-registry-url`).
+    Registry,
 }
 
 impl Display for ValueFormatName {
@@ -83,6 +86,7 @@ impl Display for ValueFormatName {
             ValueFormatName::Avro => "avro",
             ValueFormatName::Protobuf => "protobuf",
             ValueFormatName::JsonSchema => "json-schema",
+            ValueFormatName::Registry => "registry",
         })
     }
 }

@@ -8,7 +8,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
 use crate::registry::{RegistryAuth, RegistryOptions, SchemaCache};
-use crate::values::{AvroValues, JsonSchemaValues, JsonValues, ProtobufValues, ValueFormat, ValueSchema};
+use crate::values::{
+    AvroValues, JsonSchemaValues, JsonValues, ProtobufValues, RegistryValues, ValueFormat, ValueSchema,
+};
 
 impl Settings {
     pub(super) fn dlq_topic(&self) -> Result<Option<String>, ConfigError> {
@@ -16,7 +18,7 @@ impl Settings {
         crate::archive::partition::validate_topic(topic).map_err(|e| invalid("--dlq-topic", topic, e.to_string()))?;
         if matches!(self.value_format, None | Some(ValueFormatName::Raw)) {
             let why = "dead letters are records whose value does not fit its schema: use --value-format json, avro, \
-                       protobuf or json-schema";
+                       protobuf, json-schema or registry";
             return Err(invalid("--dlq-topic", topic, why.into()));
         }
         let matched = self.topic_regex.as_deref().is_some_and(|re| super::topics::subscribed_by_regex(re, topic));
@@ -34,7 +36,9 @@ impl Settings {
     pub(super) fn values(&self, schemas: &Arc<SchemaCache>) -> Result<ValueFormat, ConfigError> {
         let format = set(self.value_format, "--value-format")?;
         let keep_raw = set(self.keep_raw_value, "--keep-raw-value")?;
-        if matches!(format, ValueFormatName::Avro | ValueFormatName::Protobuf | ValueFormatName::JsonSchema) {
+        let registry =
+            [ValueFormatName::Avro, ValueFormatName::Protobuf, ValueFormatName::JsonSchema, ValueFormatName::Registry];
+        if registry.contains(&format) {
             return self.registry_values(format, schemas, keep_raw);
         }
         if format == ValueFormatName::Raw {
@@ -62,8 +66,8 @@ impl Settings {
 }
 
 impl Settings {
-    /// `--value-format avro|protobuf`: values in the Schema Registry's wire format, each decoded by its
-    /// schema.
+    /// `--value-format avro|protobuf|json-schema|registry`: values in the Schema Registry's wire format,
+    /// each decoded by its schema.
     fn registry_values(
         &self,
         format: ValueFormatName,
@@ -78,7 +82,7 @@ impl Settings {
         }
         if self.schema_registry_url.is_none() {
             let how =
-                "--value-format avro, protobuf and json-schema read the schema each value names from the registry";
+                "--value-format avro, protobuf, json-schema and registry read the schema each value names from the registry";
             return Err(ConfigError::Missing { name: "--schema-registry-url", how });
         }
         if set(self.format, "--format")? != Format::Parquet {
@@ -90,12 +94,13 @@ impl Settings {
         Ok(match format {
             ValueFormatName::Protobuf => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas })),
             ValueFormatName::JsonSchema => ValueFormat::JsonSchema(Arc::new(JsonSchemaValues { schemas })),
+            ValueFormatName::Registry => ValueFormat::Registry(Arc::new(RegistryValues::new(schemas, keep_raw))),
             _ => ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw, successors: Default::default() })),
         })
     }
 
     /// `--schema-registry-url` and its credentials.
-    pub(super) fn registry(&self) -> Result<Option<RegistryOptions>, ConfigError> {
+    pub fn registry(&self) -> Result<Option<RegistryOptions>, ConfigError> {
         let (user, password, token) =
             (&self.schema_registry_username, &self.schema_registry_password, &self.schema_registry_token);
         let Some(url) = &self.schema_registry_url else {

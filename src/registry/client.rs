@@ -1,5 +1,5 @@
-//! The registry's REST API over HTTP or HTTPS: `GET /schemas/ids/{id}` (and the schemas it refers to)
-//! and, to check it answers, `GET /subjects`. Basic authentication or a bearer token; HTTPS trusts the
+//! The registry's REST API over HTTP or HTTPS: `GET /schemas/ids/{id}` (and the schemas it refers to),
+//! a subject's newest version (for `ddl`) and, to check it answers, `GET /subjects`. Basic authentication or a bearer token; HTTPS trusts the
 //! system's root certificates, or the CA given (`--schema-registry-ca`). Only an ID the
 //! registry says it has no schema for (Confluent's error 40403) is an answer that stands; anything else
 //! that fails may be fixed — a registry coming back, credentials or a URL corrected — and is retried.
@@ -111,6 +111,14 @@ struct SchemaAnswer {
     references: Vec<serde_json::Value>,
 }
 
+/// What `GET /subjects/{subject}/versions/latest` answers: the schema, and its ID.
+#[derive(Deserialize)]
+struct VersionAnswer {
+    id: u32,
+    #[serde(flatten)]
+    schema: SchemaAnswer,
+}
+
 /// Another subject's schema that a schema refers to, and the name it is imported by.
 #[derive(Deserialize)]
 struct Reference {
@@ -143,13 +151,7 @@ impl RegistryClient {
         match self.get(&format!("/schemas/ids/{id}")).await? {
             (StatusCode::OK, body) => {
                 let parsed: SchemaAnswer = serde_json::from_slice(&body).map_err(|e| self.bad(e.to_string()))?;
-                let schema_type = parsed.schema_type.unwrap_or_else(|| "AVRO".into());
-                // Only Protobuf schemas with references are decoded: the others are only counted.
-                let references = match schema_type.as_str() {
-                    "PROTOBUF" => self.references(self.read_references(parsed.references)?).await?,
-                    _ => parsed.references.iter().map(|r| (r.to_string(), String::new())).collect(),
-                };
-                Ok(RegisteredSchema { schema_type, schema: parsed.schema, references })
+                self.registered(parsed).await
             }
             // Confluent's "schema not found" (Apicurio's Confluent API says the same); any other 404 is
             // a wrong URL, not an unknown ID.
@@ -158,6 +160,31 @@ impl RegistryClient {
             }
             (status, body) => Err(self.refused_or_unavailable(status, &body)),
         }
+    }
+
+    /// The newest version of `subject`: its schema's ID, and the schema.
+    pub async fn latest(&self, subject: &str) -> Result<(SchemaId, RegisteredSchema), RegistryError> {
+        match self.get(&format!("/subjects/{}/versions/latest", path_segment(subject))).await? {
+            (StatusCode::OK, body) => {
+                let parsed: VersionAnswer = serde_json::from_slice(&body).map_err(|e| self.bad(e.to_string()))?;
+                Ok((SchemaId(parsed.id), self.registered(parsed.schema).await?))
+            }
+            (StatusCode::NOT_FOUND, body) if error_code(&body).is_some() => {
+                Err(RegistryError::NoSubject { url: self.options.url.clone(), subject: subject.to_string() })
+            }
+            (status, body) => Err(self.refused_or_unavailable(status, &body)),
+        }
+    }
+
+    /// A schema answer as the encoders take it, its references fetched.
+    async fn registered(&self, parsed: SchemaAnswer) -> Result<RegisteredSchema, RegistryError> {
+        let schema_type = parsed.schema_type.unwrap_or_else(|| "AVRO".into());
+        // Only Protobuf schemas with references are decoded: the others are only counted.
+        let references = match schema_type.as_str() {
+            "PROTOBUF" => self.references(self.read_references(parsed.references)?).await?,
+            _ => parsed.references.iter().map(|r| (r.to_string(), String::new())).collect(),
+        };
+        Ok(RegisteredSchema { schema_type, schema: parsed.schema, references })
     }
 
     fn read_references(&self, references: Vec<serde_json::Value>) -> Result<Vec<Reference>, RegistryError> {

@@ -14,7 +14,7 @@ pub use self::client::{RegistryAuth, RegistryClient, RegistryOptions};
 use crate::values::avro::{parse_record, AvroRecord};
 use crate::values::protobuf::schema::{compile, ProtoFile};
 use crate::values::wire::SchemaId;
-use crate::values::{json_schema, Fetched, FetchedProtobuf, SchemaSource, ValueSchema};
+use crate::values::{json_schema, Fetched, FetchedProtobuf, SchemaSource, SchemaType, ValueSchema};
 
 #[derive(Debug, Error)]
 pub enum RegistryError {
@@ -24,6 +24,8 @@ pub enum RegistryError {
     Refused { url: String, status: u16 },
     #[error("the Schema Registry at {url} has no schema {id} (HTTP 404)")]
     NotFound { url: String, id: SchemaId },
+    #[error("the Schema Registry at {url} has no subject {subject:?} (HTTP 404): check the subject's name")]
+    NoSubject { url: String, subject: String },
     #[error("the Schema Registry at {url} has no version {version} of subject {subject:?}, which the schema refers to (HTTP 404)")]
     MissingReference { url: String, subject: String, version: i64 },
     #[error("the Schema Registry at {url} cannot be reached over TLS ({why}): check its certificate, or give the CA that signed it as --schema-registry-ca")]
@@ -121,7 +123,7 @@ impl SchemaSource for SchemaCache {
     fn avro(&self, id: SchemaId) -> Option<Fetched> {
         self.known.read().expect("schema cache").get(&id).map(|cached| match &cached.fetched {
             Ok(Parsed::Avro(record)) => Ok(record.clone()),
-            Ok(_) => Err(format!("its type is {} (--value-format avro decodes Avro only)", cached.schema_type)),
+            Ok(_) => Err(format!("its type is {}, not AVRO as this file's values", cached.schema_type)),
             Err(why) => Err(why.clone()),
         })
     }
@@ -129,7 +131,7 @@ impl SchemaSource for SchemaCache {
     fn protobuf(&self, id: SchemaId) -> Option<FetchedProtobuf> {
         self.known.read().expect("schema cache").get(&id).map(|cached| match &cached.fetched {
             Ok(Parsed::Protobuf(file)) => Ok(file.clone()),
-            Ok(_) => Err(format!("its type is {} (--value-format protobuf decodes Protobuf only)", cached.schema_type)),
+            Ok(_) => Err(format!("its type is {}, not PROTOBUF as this file's values", cached.schema_type)),
             Err(why) => Err(why.clone()),
         })
     }
@@ -137,15 +139,22 @@ impl SchemaSource for SchemaCache {
     fn json_schema(&self, id: SchemaId) -> Option<Result<ValueSchema, String>> {
         self.known.read().expect("schema cache").get(&id).map(|cached| match &cached.fetched {
             Ok(Parsed::Json(schema)) => Ok(schema.clone()),
-            Ok(_) => {
-                Err(format!("its type is {} (--value-format json-schema decodes JSON Schema only)", cached.schema_type))
-            }
+            Ok(_) => Err(format!("its type is {}, not JSON as this file's values", cached.schema_type)),
             Err(why) => Err(why.clone()),
         })
     }
 
     fn text(&self, id: SchemaId) -> Option<Arc<str>> {
         self.known.read().expect("schema cache").get(&id).and_then(|cached| cached.text.clone())
+    }
+
+    fn schema_type(&self, id: SchemaId) -> Option<SchemaType> {
+        self.known.read().expect("schema cache").get(&id).and_then(|cached| match cached.fetched {
+            Ok(Parsed::Avro(_)) => Some(SchemaType::Avro),
+            Ok(Parsed::Protobuf(_)) => Some(SchemaType::Protobuf),
+            Ok(Parsed::Json(_)) => Some(SchemaType::Json),
+            Err(_) => None,
+        })
     }
 }
 

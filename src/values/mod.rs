@@ -10,6 +10,7 @@ mod infer;
 pub mod json_schema;
 pub(crate) mod line;
 pub mod protobuf;
+mod registry;
 pub mod wire;
 
 use std::fmt;
@@ -57,7 +58,20 @@ pub fn value_columns(format: &ValueFormat) -> Option<Box<dyn ValueColumns>> {
         ValueFormat::Avro(avro) => Some(Box::new(avro::columns::AvroColumns::new(avro.clone()))),
         ValueFormat::Protobuf(values) => Some(Box::new(protobuf::columns::ProtobufColumns::new(values.clone()))),
         ValueFormat::JsonSchema(values) => Some(Box::new(json_schema::columns::JsonSchemaColumns::new(values.clone()))),
+        ValueFormat::Registry(values) => Some(Box::new(registry::RegistryColumns::new(values.clone()))),
     }
+}
+
+/// The `value` field of a file whose values are of the schema registered under `id` (a Protobuf
+/// schema: its first message), as `ddl` declares it.
+pub fn registered_value_field(schemas: &dyn SchemaSource, id: wire::SchemaId) -> Result<arrow_schema::Field, String> {
+    let fields = match schemas.schema_type(id) {
+        Some(SchemaType::Avro) => avro::binary::struct_fields(&schemas.avro(id).expect("fetched")?),
+        Some(SchemaType::Protobuf) => protobuf::arrow::struct_fields(schemas.protobuf(id).expect("fetched")?.message(&[0])?),
+        Some(SchemaType::Json) => return Ok(value_field(&schemas.json_schema(id).expect("fetched")?)),
+        None => return Err(format!("schema {id} was not fetched, or cannot be used")),
+    };
+    Ok(arrow::typed_value_field(fields))
 }
 
 /// An Avro schema fetched by ID: its record, or why values naming it cannot be decoded.
@@ -79,6 +93,29 @@ pub trait SchemaSource: Send + Sync + fmt::Debug {
 
     /// The text of the schema registered under `id`, if it was fetched and can be used.
     fn text(&self, id: wire::SchemaId) -> Option<Arc<str>>;
+
+    /// The type of the schema registered under `id`, if it was fetched and can be used.
+    fn schema_type(&self, id: wire::SchemaId) -> Option<SchemaType>;
+}
+
+/// The type of a registered schema, which a value's bytes after the header are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SchemaType {
+    Avro,
+    Protobuf,
+    /// JSON Schema.
+    Json,
+}
+
+impl fmt::Display for SchemaType {
+    /// The registry's name for it (`schemaType`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SchemaType::Avro => "AVRO",
+            SchemaType::Protobuf => "PROTOBUF",
+            SchemaType::Json => "JSON",
+        })
+    }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -176,22 +213,30 @@ pub enum ValueFormat {
     Protobuf(Arc<ProtobufValues>),
     /// JSON in the Schema Registry's wire format, typed by the JSON Schemas it names.
     JsonSchema(Arc<JsonSchemaValues>),
+    /// Values in the Schema Registry's wire format, each decoded by its schema's own type.
+    Registry(Arc<RegistryValues>),
 }
 
 impl ValueFormat {
     pub fn json(&self) -> Option<&Arc<JsonValues>> {
         match self {
             ValueFormat::Json(j) => Some(j),
-            ValueFormat::Raw | ValueFormat::Avro(_) | ValueFormat::Protobuf(_) | ValueFormat::JsonSchema(_) => None,
+            ValueFormat::Raw
+            | ValueFormat::Avro(_)
+            | ValueFormat::Protobuf(_)
+            | ValueFormat::JsonSchema(_)
+            | ValueFormat::Registry(_) => None,
         }
     }
 
-    /// The schema source of values that name their schemas (`--value-format avro|protobuf|json-schema`).
+    /// The schema source of values that name their schemas (`--value-format avro|protobuf|json-schema|
+    /// registry`).
     pub fn schemas(&self) -> Option<&Arc<dyn SchemaSource>> {
         match self {
             ValueFormat::Avro(a) => Some(&a.schemas),
             ValueFormat::Protobuf(p) => Some(&p.schemas),
             ValueFormat::JsonSchema(j) => Some(&j.schemas),
+            ValueFormat::Registry(r) => Some(&r.avro.schemas),
             ValueFormat::Raw | ValueFormat::Json(_) => None,
         }
     }
@@ -224,6 +269,25 @@ pub struct ProtobufValues {
 #[derive(Debug)]
 pub struct JsonSchemaValues {
     pub schemas: Arc<dyn SchemaSource>,
+}
+
+/// `--value-format registry`: each file's values are of the type of its first value's schema, decoded
+/// as that type's format does (one schema source shared by the three).
+#[derive(Debug)]
+pub struct RegistryValues {
+    pub avro: Arc<AvroValues>,
+    pub protobuf: Arc<ProtobufValues>,
+    pub json_schema: Arc<JsonSchemaValues>,
+}
+
+impl RegistryValues {
+    pub fn new(schemas: Arc<dyn SchemaSource>, keep_raw: bool) -> Self {
+        Self {
+            avro: Arc::new(AvroValues { schemas: schemas.clone(), keep_raw, successors: Default::default() }),
+            protobuf: Arc::new(ProtobufValues { schemas: schemas.clone() }),
+            json_schema: Arc::new(JsonSchemaValues { schemas }),
+        }
+    }
 }
 
 impl fmt::Display for ValueType {

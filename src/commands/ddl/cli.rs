@@ -7,7 +7,9 @@ use clap::Args;
 
 use super::engines::Engine;
 use super::{table_ddl, DdlOptions};
-use crate::commands::args::ArchiveArgs;
+use crate::commands::args::{ArchiveArgs, RegistryArgs};
+use crate::registry::SchemaCache;
+use crate::values::{registered_value_field, value_field};
 
 #[derive(Args)]
 pub struct DdlArgs {
@@ -27,18 +29,33 @@ pub struct DdlArgs {
     partitions: Option<i32>,
     /// For an archive of typed values (--value-format json): the Avro schema file (.avsc) whose fields
     /// `value` is declared with (Athena and Spark; DuckDB's view reads them from the files).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "schema_registry_url")]
     value_schema: Option<PathBuf>,
+    /// For an archive of Schema Registry values (--value-format avro, protobuf, json-schema or registry,
+    /// with --schema-registry-url): the subject whose newest version `value` is declared with (a
+    /// Protobuf schema: its first message) [default: TOPIC-value].
+    #[arg(long, requires = "schema_registry_url")]
+    value_subject: Option<String>,
+    #[command(flatten)]
+    registry: RegistryArgs,
 }
 
 pub async fn run(args: DdlArgs) -> anyhow::Result<()> {
     let (dest, store) = args.archive.open().await?;
-    let values = match &args.value_schema {
-        Some(path) => {
+    let values = match (&args.value_schema, args.registry.client()?) {
+        (Some(path), _) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            Some(crate::values::ValueSchema::from_avro(&text)?)
+            Some(value_field(&crate::values::ValueSchema::from_avro(&text)?))
         }
-        None => None,
+        (None, Some(registry)) => {
+            let subject = args.value_subject.clone().unwrap_or_else(|| format!("{}-value", args.topic));
+            let (id, schema) = registry.latest(&subject).await?;
+            let schemas = SchemaCache::default();
+            schemas.insert(id, Ok(schema));
+            let field = schemas.usable(id).expect("inserted").and_then(|()| registered_value_field(&schemas, id));
+            Some(field.map_err(|why| anyhow::anyhow!("subject {subject:?}'s newest schema (ID {id}): {why}"))?)
+        }
+        (None, None) => None,
     };
     let opts =
         DdlOptions { topic: args.topic, engine: args.engine, table: args.table, partitions: args.partitions, values };

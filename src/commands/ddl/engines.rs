@@ -2,15 +2,16 @@
 //! `read_parquet` with Hive partitioning), Athena (an external table with partition projection on
 //! dt/hour/partition, so no crawler or `MSCK REPAIR` is needed) and Spark (a Hive-style external table).
 //! The columns are those the Parquet encoder writes; dt, hour and partition come from the folders.
-//! For typed values (`--value-format json`), given the value schema, `value` is its struct, followed by
-//! `value_raw` and `value_error`.
+//! For typed values, given the `value` column's type (from the value schema, or the Schema Registry's),
+//! `value` is its struct, followed by `value_raw` and `value_error`.
 
 use std::fmt::Write;
 
 use thiserror::Error;
 
+use arrow_schema::{DataType, Field};
+
 use crate::archive::time_bucket::BucketWidth;
-use crate::values::{Fields, Node, ValueSchema, ValueType};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Engine {
@@ -40,8 +41,8 @@ pub struct TableLayout {
     pub partitions: Option<i32>,
     /// The earliest `dt` folder (`YYYY-MM-DD`), where Athena's date projection starts.
     pub first_date: Option<String>,
-    /// The values' schema, for an archive of typed values.
-    pub values: Option<ValueSchema>,
+    /// The typed `value` column, for an archive of typed values.
+    pub values: Option<Field>,
 }
 
 /// A table name from a topic name: letters, digits and `_` (others become `_`).
@@ -97,44 +98,61 @@ fn duckdb(l: &TableLayout) -> String {
     )
 }
 
-fn hive_columns(values: Option<&ValueSchema>) -> String {
+fn hive_columns(values: Option<&Field>) -> String {
     let mut columns: Vec<(String, String)> =
         HIVE_COLUMNS.iter().map(|(name, ty)| (name.to_string(), ty.to_string())).collect();
-    if let Some(schema) = values {
-        columns[4].1 = hive_struct(schema.fields());
+    if let Some(value) = values {
+        columns[4].1 = hive_type(value.data_type());
         columns.push(("value_raw".into(), "binary".into()));
         columns.push(("value_error".into(), "string".into()));
     }
     columns.iter().map(|(name, ty)| format!("  `{name}` {ty}")).collect::<Vec<_>>().join(",\n")
 }
 
-fn hive_struct(fields: &Fields) -> String {
+fn hive_struct<'a>(fields: impl Iterator<Item = &'a Field>) -> String {
     let fields: Vec<String> = fields
-        .iter()
         .map(|f| {
-            let plain = f.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            let name = if plain { f.name.clone() } else { format!("`{}`", f.name.replace('`', "``")) };
-            format!("{name}:{}", hive_type(&f.node))
+            let plain = f.name().bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            let name = if plain { f.name().clone() } else { format!("`{}`", f.name().replace('`', "``")) };
+            format!("{name}:{}", hive_type(f.data_type()))
         })
         .collect();
     format!("struct<{}>", fields.join(","))
 }
 
-/// A value type as Hive/Athena/Spark name it (what the Parquet encoder writes for it).
-fn hive_type(node: &Node) -> String {
-    match &node.ty {
-        ValueType::Boolean => "boolean".into(),
-        ValueType::Int => "int".into(),
-        ValueType::Long => "bigint".into(),
-        ValueType::Float => "float".into(),
-        ValueType::Double => "double".into(),
-        ValueType::String | ValueType::Uuid | ValueType::Enum(_) => "string".into(),
-        ValueType::Timestamp { .. } => "timestamp".into(),
-        ValueType::Date => "date".into(),
-        ValueType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
-        ValueType::Array(item) => format!("array<{}>", hive_type(item)),
-        ValueType::Map(values) => format!("map<string,{}>", hive_type(values)),
-        ValueType::Record(fields) => hive_struct(fields),
+/// An Arrow type, as Hive/Athena/Spark name the Parquet column the encoder writes for it. Unsigned
+/// integers take the next wider signed type (a uint64 a decimal of 20 digits); durations and times of
+/// day, which Parquet keeps as counts, their integer.
+fn hive_type(ty: &DataType) -> String {
+    match ty {
+        DataType::Boolean => "boolean".into(),
+        DataType::Int8 => "tinyint".into(),
+        DataType::Int16 | DataType::UInt8 => "smallint".into(),
+        DataType::Int32 | DataType::UInt16 | DataType::Time32(_) => "int".into(),
+        DataType::Int64 | DataType::UInt32 | DataType::Time64(_) | DataType::Duration(_) => "bigint".into(),
+        DataType::UInt64 => "decimal(20,0)".into(),
+        DataType::Float16 | DataType::Float32 => "float".into(),
+        DataType::Float64 => "double".into(),
+        DataType::Timestamp(..) => "timestamp".into(),
+        DataType::Date32 | DataType::Date64 => "date".into(),
+        DataType::Decimal128(precision, scale) | DataType::Decimal256(precision, scale) => {
+            format!("decimal({precision},{scale})")
+        }
+        DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
+            format!("array<{}>", hive_type(item.data_type()))
+        }
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                format!("map<{},{}>", hive_type(kv[0].data_type()), hive_type(kv[1].data_type()))
+            }
+            other => unreachable!("a map's entries are a struct of key and value, not {other}"),
+        },
+        DataType::Struct(fields) => hive_struct(fields.iter().map(|f| f.as_ref())),
+        DataType::Binary | DataType::LargeBinary | DataType::FixedSizeBinary(_) | DataType::BinaryView => {
+            "binary".into()
+        }
+        // Strings, and the placeholder column of a file without a schema (all null).
+        _ => "string".into(),
     }
 }
 
@@ -260,7 +278,7 @@ mod tests {
 
     #[test]
     fn typed_values_are_declared_as_their_struct() {
-        let schema = ValueSchema::from_avro(
+        let schema = crate::values::ValueSchema::from_avro(
             r#"{"type":"record","name":"O","fields":[{"name":"id","type":"long"},
               {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},
               {"name":"user-name","type":["null","string"]},
@@ -269,7 +287,7 @@ mod tests {
               {"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}}]}"#,
         )
         .unwrap();
-        let typed = TableLayout { values: Some(schema), ..layout(None) };
+        let typed = TableLayout { values: Some(crate::values::value_field(&schema)), ..layout(None) };
         let value = "`value` struct<id:bigint,amount:decimal(12,2),`user-name`:string,items:array<struct<sku:string>>,\
                      attrs:map<string,double>,at:timestamp>,\n  `headers` array<struct<key:string,value:binary,key_encoding:string>>,\n  \
                      `value_raw` binary,\n  `value_error` string";
@@ -277,6 +295,27 @@ mod tests {
             let text = ddl(engine, &typed).unwrap();
             assert!(text.contains(value), "{engine:?}:\n{text}");
         }
+    }
+
+    /// The types Avro and Protobuf values add to JSON's: unsigned integers, durations, times, fixed.
+    #[test]
+    fn registry_value_types_are_declared_as_their_parquet_columns_read() {
+        use arrow_schema::TimeUnit::Microsecond;
+        let fields: Vec<Field> = [
+            ("u64", DataType::UInt64),
+            ("u32", DataType::UInt32),
+            ("took", DataType::Duration(Microsecond)),
+            ("at", DataType::Time64(Microsecond)),
+            ("digest", DataType::FixedSizeBinary(4)),
+            ("placed", DataType::Timestamp(Microsecond, Some("+00:00".into()))),
+        ]
+        .into_iter()
+        .map(|(name, ty)| Field::new(name, ty, true))
+        .collect();
+        let value = Field::new("value", DataType::Struct(fields.into()), true);
+        let text = ddl(Engine::Athena, &TableLayout { values: Some(value), ..layout(None) }).unwrap();
+        let want = "`value` struct<u64:decimal(20,0),u32:bigint,took:bigint,at:bigint,digest:binary,placed:timestamp>";
+        assert!(text.contains(want), "{text}");
     }
 
     #[test]

@@ -32,8 +32,8 @@ pub struct DdlOptions {
     pub table: Option<String>,
     /// The topic's partition count (Athena).
     pub partitions: Option<i32>,
-    /// The values' schema, for an archive of typed values (`--value-format json`).
-    pub values: Option<crate::values::ValueSchema>,
+    /// The typed `value` column, for an archive of typed values.
+    pub values: Option<arrow_schema::Field>,
 }
 
 /// The definition, for the layout of the first object listed under the topic's folder.

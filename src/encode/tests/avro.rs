@@ -34,6 +34,10 @@ impl crate::values::SchemaSource for Schemas {
     fn text(&self, id: SchemaId) -> Option<Arc<str>> {
         self.0.get(&id).map(|text| Arc::from(*text))
     }
+
+    fn schema_type(&self, id: SchemaId) -> Option<crate::values::SchemaType> {
+        self.0.contains_key(&id).then_some(crate::values::SchemaType::Avro)
+    }
 }
 
 /// A record at `offset` with value `value` (no key, headers or timestamp).

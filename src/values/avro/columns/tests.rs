@@ -31,6 +31,10 @@ impl SchemaSource for Schemas {
     fn text(&self, id: SchemaId) -> Option<Arc<str>> {
         self.1.get(&id).cloned()
     }
+
+    fn schema_type(&self, id: SchemaId) -> Option<crate::values::SchemaType> {
+        self.0.get(&id).and_then(|f| f.as_ref().ok()).map(|_| crate::values::SchemaType::Avro)
+    }
 }
 
 const V1: &str =
