@@ -10,7 +10,7 @@ use kafka_s3_archiver::commands::demo::check::archived_ends;
 use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Options, S3Store};
 
 use crate::measure::{cpu_seconds, peak_rss_kib, thread_cpu};
-use crate::{env, Bench};
+use crate::{env, Bench, Row, Values};
 
 /// Where the archiver writes, and in which format: a local directory isolates the pipeline from S3's costs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub enum Target {
     Directory,
     S3,
     S3JsonLines,
+    /// To S3, values decoded by `--value-format avro` through the test Schema Registry.
+    S3Avro,
 }
 
 impl Target {
@@ -26,6 +28,7 @@ impl Target {
             Target::Directory => "run to a local directory",
             Target::S3 => "run to S3",
             Target::S3JsonLines => "run to S3, JSON lines",
+            Target::S3Avro => "run to S3, --value-format avro",
         }
     }
 }
@@ -49,6 +52,17 @@ pub struct ArchiverRun {
 }
 
 impl ArchiverRun {
+    /// The run's line of the results table.
+    pub fn row(&self, target: Target, values: Values) -> Row {
+        Row {
+            contender: target.describe().into(),
+            values,
+            seconds: self.seconds,
+            cpu_seconds: self.cpu_seconds,
+            peak_rss_kib: Some(self.peak_rss_kib),
+        }
+    }
+
     pub fn details(&self) -> String {
         let busiest: Vec<String> = self.threads.iter().take(5).map(|(name, s)| format!("{name} {s:.1}s")).collect();
         format!(
@@ -73,7 +87,7 @@ pub fn bucket(bench: &Bench, target: Target) -> String {
 /// Where `target` lives: a store to watch and the archiver's `--dest` arguments.
 async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (Box<dyn ObjectStore>, Vec<String>) {
     match target {
-        Target::S3 | Target::S3JsonLines => {
+        Target::S3 | Target::S3JsonLines | Target::S3Avro => {
             let endpoint = env("KSA_TEST_S3_ENDPOINT");
             let bucket = bucket(bench, target);
             let store =
@@ -82,6 +96,10 @@ async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (B
             let mut args = vec!["--dest".into(), format!("s3://{bucket}/bench"), "--s3-endpoint".into(), endpoint];
             if target == Target::S3JsonLines {
                 args.extend(["--format".into(), "jsonl".into()]);
+            }
+            if target == Target::S3Avro {
+                let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+                args.extend(["--value-format", "avro", "--schema-registry-url", &registry].map(String::from));
             }
             (Box::new(store), args)
         }

@@ -14,12 +14,16 @@
 //!
 //! Usage: cargo run --example throughput -- [records] [value-bytes] [partitions] [max-buffer-bytes]
 //! (KSA_BENCH_VALUES=compressible, =random or =mixed measures only those values — mixed sizes with a few
-//! 512 KiB ones, only when asked for; KSA_BENCH_ARCHIVER_ARGS adds
+//! 512 KiB ones, only when asked for; =avro, only when asked for too, ~1 KiB Avro orders in the Schema
+//! Registry's wire format, archived raw and with `--value-format avro`; KSA_BENCH_ARCHIVER_ARGS adds
 //! flags to the archiver's command line, e.g. "--spool-memory-threshold 32MiB".)
 
 mod archiver;
+#[path = "../../benches/data/avro_order.rs"]
+mod avro_order;
 mod measure;
 mod producer;
+mod registry;
 mod restore;
 
 use std::collections::BTreeMap;
@@ -30,6 +34,7 @@ use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
 use kafka_s3_archiver::encode::spool::SpoolData;
 use kafka_s3_archiver::store::{ObjectStore, S3Options, S3Store};
+use kafka_s3_archiver::values::wire::{frame, SchemaId};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -58,6 +63,8 @@ enum Values {
     /// Compressible values of mixed sizes (a twentieth to twice the given size), and one record in
     /// every 997 a large random value of 512 KiB: "mixed sizes, a few large".
     Mixed,
+    /// ~1 KiB Avro orders in the Schema Registry's wire format, of the schema registered under this ID.
+    Avro(SchemaId),
 }
 
 /// The size of the few large values of `Values::Mixed`.
@@ -69,6 +76,7 @@ impl Values {
             Values::Compressible => "compressible",
             Values::Random => "random",
             Values::Mixed => "mixed",
+            Values::Avro(_) => "avro",
         }
     }
 
@@ -82,6 +90,7 @@ impl Values {
                 Record { value: random(&mut rng, LARGE_VALUE_BYTES), ..generated(i, 0) }
             }
             Values::Mixed => generated(i, rng.usize(value_size / 20..=value_size * 2)),
+            Values::Avro(id) => Record { value: Some(frame(id, &avro_order::order(i))), ..generated(i, 0) },
         }
     }
 }
@@ -131,22 +140,29 @@ async fn main() {
     let budget: Option<String> = args.next();
     let mut results = Vec::new();
     let only = std::env::var("KSA_BENCH_VALUES").ok();
-    // Mixed sizes only when asked for (KSA_BENCH_VALUES=mixed): the many-partitions memory target.
-    let kinds = [Values::Compressible, Values::Random, Values::Mixed];
-    let wanted = |v: &Values| only.as_deref().map_or(!matches!(v, Values::Mixed), |o| o == v.name());
+    // Mixed sizes only when asked for (KSA_BENCH_VALUES=mixed): the many-partitions memory target; Avro
+    // too (KSA_BENCH_VALUES=avro): `--value-format avro` against raw.
+    let mut kinds = vec![Values::Compressible, Values::Random, Values::Mixed];
+    if only.as_deref() == Some("avro") {
+        kinds = vec![Values::Avro(registry::register(&format!("bench-{}-avro-value", std::process::id())))];
+    }
+    let wanted = |v: &Values| only.as_deref().map_or(matches!(v, Values::Compressible | Values::Random), |o| o == v.name());
     for values in kinds.into_iter().filter(wanted) {
         let (bench, produced) = produce(values, records, value_size, partitions, budget.clone()).await;
         let mut rows = vec![plain_consumer(&bench), s3_put(&bench).await];
+        if let Values::Avro(_) = values {
+            for target in [Target::S3, Target::S3Avro] {
+                let run = archiver(&bench, target).await;
+                println!("{} ({}): {}", target.describe(), values.name(), run.details());
+                rows.push(run.row(target, values));
+            }
+            results.push((bench, rows));
+            continue;
+        }
         for target in [Target::Directory, Target::S3, Target::S3JsonLines] {
             let run = archiver(&bench, target).await;
             println!("{} ({}): {}", target.describe(), values.name(), run.details());
-            rows.push(Row {
-                contender: target.describe().into(),
-                values,
-                seconds: run.seconds,
-                cpu_seconds: run.cpu_seconds,
-                peak_rss_kib: Some(run.peak_rss_kib),
-            });
+            rows.push(run.row(target, values));
         }
         rows.push(producer::plain_producer(&bench, &produced).await);
         drop(produced);
@@ -290,10 +306,10 @@ fn print_table(results: &[(Bench, Vec<Row>)]) {
     }
     println!();
     for (bench, rows) in results {
-        let [plain, put, _, s3, _, producer, restore, _] = rows.as_slice() else {
-            unreachable!("eight rows per value kind")
-        };
+        let row = |target: Target| rows.iter().find(|r| r.contender == target.describe()).expect("measured");
+        let (plain, put) = (&rows[0], &rows[1]);
         let ceiling = plain.records_per_s(bench).min(put.records_per_s(bench));
+        let s3 = row(Target::S3);
         println!(
             "{} values: run to S3 archives at {:.2} × min(plain consumer, S3 PUT) (target ≥ 0.8); \
              uses {:.1} × the plain consumer's CPU per GB (target ≤ 2)",
@@ -301,6 +317,16 @@ fn print_table(results: &[(Bench, Vec<Row>)]) {
             s3.records_per_s(bench) / ceiling,
             s3.cpu_per_gb(bench) / plain.cpu_per_gb(bench),
         );
+        if let Values::Avro(_) = bench.values {
+            let avro = row(Target::S3Avro);
+            println!(
+                "avro values: run --value-format avro archives at {:.2} × raw's rate (target ≥ 0.8), {:.1} × its CPU per GB",
+                avro.records_per_s(bench) / s3.records_per_s(bench),
+                avro.cpu_per_gb(bench) / s3.cpu_per_gb(bench),
+            );
+            continue;
+        }
+        let [.., producer, restore, _] = rows.as_slice() else { unreachable!("a producer and two restores last") };
         println!(
             "{} values: restore writes at {:.2} × the plain producer's rate (target ≥ 0.5)",
             bench.values.name(),
