@@ -48,6 +48,7 @@ pub const DEFAULT_TIME_BUCKETS: TimeBuckets = TimeBuckets::None;
 pub const DEFAULT_TIME_SOURCE: TimeSource = TimeSource::Record;
 pub const DEFAULT_MARKER_INTERVAL: HumanDuration = HumanDuration(Duration::from_secs(5 * 60));
 pub const DEFAULT_VALUE_FORMAT: ValueFormatName = ValueFormatName::Raw;
+pub const DEFAULT_KEY_FORMAT: KeyFormatName = KeyFormatName::Raw;
 pub const DEFAULT_KEEP_RAW_VALUE: bool = false;
 mod choices;
 mod dest;
@@ -56,7 +57,7 @@ pub mod units;
 mod values;
 
 use self::choices::with_default;
-pub use self::choices::{SseMode, StartFrom, TimeBuckets, ValueFormatName};
+pub use self::choices::{KeyFormatName, SseMode, StartFrom, TimeBuckets, ValueFormatName};
 pub use self::topics::{TopicTables, PER_TOPIC_KEYS};
 
 /// The shortest `--roll-schedule`.
@@ -204,6 +205,12 @@ pub struct Settings {
             of the three, each file by its first value's schema type). Records that do not fit keep their bytes in \
             value_raw", DEFAULT_VALUE_FORMAT))]
     pub value_format: Option<ValueFormatName>,
+    #[arg(long, env = "KSA_KEY_FORMAT", help_heading = "Files",
+        help = with_default("How record keys are archived: raw (the bytes, a binary column); avro, protobuf, json-schema \
+            or registry (Schema Registry payloads, decoded into a typed key column as --value-format decodes values, \
+            --schema-registry-url; every key also keeps its bytes in key_raw, and one that does not fit is counted \
+            with its reason in key_error)", DEFAULT_KEY_FORMAT))]
+    pub key_format: Option<KeyFormatName>,
     /// With --value-format json: an Avro schema file (.avsc, a record at the top) declaring the values'
     /// fields, or `infer`: each file's schema from its first records (a file rolls when new fields come)
     #[arg(long, env = "KSA_VALUE_SCHEMA", help_heading = "Files")]
@@ -353,6 +360,7 @@ impl Settings {
             time_source: Some(DEFAULT_TIME_SOURCE),
             marker_interval: Some(DEFAULT_MARKER_INTERVAL),
             value_format: Some(DEFAULT_VALUE_FORMAT),
+            key_format: Some(DEFAULT_KEY_FORMAT),
             keep_raw_value: Some(DEFAULT_KEEP_RAW_VALUE),
             ..Settings::default()
         }
@@ -519,6 +527,7 @@ impl Settings {
             roll: self.roll()?,
             bucketing: buckets.width().map(|width| Bucketing { width, source }),
             values: self.values(schemas)?,
+            keys: self.keys(schemas)?,
             dlq_topic: self.dlq_topic()?,
         })
     }

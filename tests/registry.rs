@@ -564,15 +564,67 @@ async fn run_with_the_registry_format_decodes_each_topic_by_its_values_schema_ty
 /// The `value` column `ddl --engine athena` declares for `topic`'s archive from the registry's subject
 /// `TOPIC-value`.
 fn athena_value_column(dest: &TestDest, topic: &str) -> String {
+    athena_column(dest, topic, &[], "value")
+}
+
+/// The `column` `ddl --engine athena ARGS` declares for `topic`'s archive, through the registry.
+fn athena_column(dest: &TestDest, topic: &str, args: &[&str], column: &str) -> String {
     let registry = env("KSA_TEST_SCHEMA_REGISTRY");
-    let args = ["ddl", "--dest", &dest.url(), "--s3-endpoint", &s3_endpoint(), "--topic", topic, "--engine", "athena"];
+    let archive = ["ddl", "--dest", &dest.url(), "--s3-endpoint", &s3_endpoint(), "--topic", topic];
     let ddl = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+        .args(archive)
+        .args(["--engine", "athena", "--partitions", "1", "--schema-registry-url", &registry])
         .args(args)
-        .args(["--partitions", "1", "--schema-registry-url", &registry])
         .output()
         .expect("run ddl");
     let stdout = String::from_utf8_lossy(&ddl.stdout);
     assert!(ddl.status.success(), "ddl failed: {}", String::from_utf8_lossy(&ddl.stderr));
-    let value = stdout.lines().find(|l| l.trim_start().starts_with("`value` ")).unwrap_or_else(|| panic!("{stdout}"));
-    value.trim().to_string()
+    let line = stdout.lines().find(|l| l.trim_start().starts_with(&format!("`{column}` ")));
+    line.unwrap_or_else(|| panic!("no {column} in {stdout}")).trim().to_string()
+}
+
+/// `run --key-format avro --value-format avro`: keys written by confluent-kafka's AvroSerializer decode
+/// into a typed `key` struct beside the typed value; a key not in the wire format is a key misfit (its
+/// reason in `key_error`), archived all the same and never a roll; every key keeps its bytes in
+/// `key_raw`, so every offset is archived once and restored byte for byte; `ddl --key-subject`
+/// declares the key's struct.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_archives_typed_keys_beside_typed_values_exactly_once() {
+    let dest = TestDest::s3().await;
+    let (store, prefix) = (dest.store().await, dest.prefix());
+    let topic = unique("registry-keys");
+    create_topic(&topic, 1).await;
+    let produced = produce_with("produce_keys.py", &topic, RECORDS);
+    let plain_key = |_| Record { key: Some(b"not framed".to_vec()), value: None, ..generated(0, 1) };
+    produce_records(&brokers(), &topic, 1, 0..1, plain_key).await.unwrap();
+    let in_kafka = read_from_kafka(&topic, 1);
+
+    let spool = tempfile::tempdir().unwrap();
+    let mut args = archiver_args(&dest, &unique("g"), &topic, 150, spool.path());
+    let registry = env("KSA_TEST_SCHEMA_REGISTRY");
+    args.extend(
+        ["--key-format", "avro", "--value-format", "avro", "--schema-registry-url", &registry].map(String::from),
+    );
+    let mut archiver = ArchiverProcess::spawn("registry-keys", &args);
+    wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success(), "{}", archiver.log_text());
+    let log = archiver.log_text();
+    assert!(!log.contains("reason=\"schema\""), "a key never rolls a file:\n{log}");
+    assert!(log.contains("records whose key does not fit the key schema"), "{log}");
+    assert_exactly_once(&dest, &topic, &in_kafka).await;
+
+    let objects = fetch_objects(&dest, &topic).await;
+    let row = duckdb_row(
+        &objects,
+        "count(key), sum(key.shard), count(*) FILTER (key.region = 'US'), count(key_raw), count(key_error), \
+         count(*) FILTER (key_error LIKE 'key: %magic byte%'), count(value), sum(value.id)",
+    );
+    let keyed: Vec<&Value> = produced.iter().filter(|p| !p["shard"].is_null()).collect();
+    let shards: i64 = keyed.iter().map(|p| p["shard"].as_i64().unwrap()).sum();
+    let us = keyed.iter().filter(|p| p["region"] == "US").count();
+    let ids: i64 = produced.iter().map(|p| p["id"].as_i64().unwrap()).sum();
+    assert_eq!(row, format!("{}|{shards}|{us}|{}|1|1|{RECORDS}|{ids}", keyed.len(), keyed.len() + 1));
+    let key = athena_column(&dest, &topic, &["--key-subject", &format!("{topic}-key")], "key");
+    assert_eq!(key, "`key` struct<customer:string,region:string,shard:int>,");
+    assert!(athena_value_column(&dest, &topic).starts_with("`value` struct<id:bigint,"), "values as well");
 }

@@ -146,7 +146,8 @@ async fn main() {
     if only.as_deref() == Some("avro") {
         kinds = vec![Values::Avro(registry::register(&format!("bench-{}-avro-value", std::process::id())))];
     }
-    let wanted = |v: &Values| only.as_deref().map_or(matches!(v, Values::Compressible | Values::Random), |o| o == v.name());
+    let wanted =
+        |v: &Values| only.as_deref().map_or(matches!(v, Values::Compressible | Values::Random), |o| o == v.name());
     for values in kinds.into_iter().filter(wanted) {
         let (bench, produced) = produce(values, records, value_size, partitions, budget.clone()).await;
         let mut rows = vec![plain_consumer(&bench), s3_put(&bench).await];

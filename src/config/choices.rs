@@ -78,6 +78,36 @@ pub enum ValueFormatName {
     Registry,
 }
 
+/// How record keys are archived (`--key-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyFormatName {
+    /// The bytes as they are (a binary column).
+    Raw,
+    /// Avro in the Schema Registry's wire format, decoded into typed columns by the schema each key names.
+    Avro,
+    /// Protobuf in the Schema Registry's wire format.
+    Protobuf,
+    /// JSON in the Schema Registry's wire format, typed by its JSON Schema.
+    #[value(name = "json-schema")]
+    #[serde(rename = "json-schema")]
+    JsonSchema,
+    /// Any of the three, each file by its first key's schema type.
+    Registry,
+}
+
+impl Display for KeyFormatName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KeyFormatName::Raw => "raw",
+            KeyFormatName::Avro => "avro",
+            KeyFormatName::Protobuf => "protobuf",
+            KeyFormatName::JsonSchema => "json-schema",
+            KeyFormatName::Registry => "registry",
+        })
+    }
+}
+
 impl Display for ValueFormatName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

@@ -163,6 +163,25 @@ fn ca() -> std::path::PathBuf {
 }
 
 #[test]
+fn typed_keys_need_a_registry_and_parquet() {
+    let url = |s: Settings| Settings { schema_registry_url: Some("http://registry:8081".into()), ..s };
+    let keys = |format, s: Settings| Settings { key_format: Some(format), ..s };
+    let c = url(keys(KeyFormatName::Avro, minimal())).resolve(None).unwrap();
+    assert!(matches!(orders(&c).keys, ValueFormat::Avro(ref a) if a.keep_raw), "every key keeps its bytes");
+    assert!(matches!(orders(&c).values, ValueFormat::Raw), "values stay raw");
+    let registry = url(keys(KeyFormatName::Registry, minimal())).resolve(None).unwrap();
+    assert!(matches!(orders(&registry).keys, ValueFormat::Registry(_)));
+    assert!(matches!(orders(&minimal().resolve(None).unwrap()).keys, ValueFormat::Raw), "raw by default");
+    let missing = keys(KeyFormatName::Protobuf, minimal()).resolve(None).unwrap_err().to_string();
+    assert!(missing.contains("--schema-registry-url is required"), "{missing}");
+    let jsonl = url(keys(KeyFormatName::JsonSchema, Settings { format: Some(Format::Jsonl), ..minimal() }));
+    let jsonl = jsonl.resolve(None).unwrap_err().to_string();
+    assert!(jsonl.contains("JSON lines keep keys as they are"), "{jsonl}");
+    let toml: Settings = toml::from_str("key-format = \"json-schema\"").unwrap();
+    assert_eq!(toml.key_format, Some(KeyFormatName::JsonSchema));
+}
+
+#[test]
 fn avro_and_protobuf_values_need_a_registry_and_parquet_and_no_value_schema() {
     let avro = |s: Settings| Settings { value_format: Some(ValueFormatName::Avro), ..s };
     let url = |s: Settings| Settings { schema_registry_url: Some("http://registry:8081/".into()), ..s };

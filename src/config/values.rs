@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{invalid, set, ConfigError, Settings, ValueFormatName};
+use super::{invalid, set, ConfigError, KeyFormatName, Settings, ValueFormatName};
 use crate::encode::Format;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
@@ -96,6 +96,32 @@ impl Settings {
             ValueFormatName::JsonSchema => ValueFormat::JsonSchema(Arc::new(JsonSchemaValues { schemas })),
             ValueFormatName::Registry => ValueFormat::Registry(Arc::new(RegistryValues::new(schemas, keep_raw))),
             _ => ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw, successors: Default::default() })),
+        })
+    }
+
+    /// `--key-format`: keys in the Schema Registry's wire format, each decoded by its schema as values
+    /// are; every key keeps its bytes (`key_raw`).
+    pub(super) fn keys(&self, schemas: &Arc<SchemaCache>) -> Result<ValueFormat, ConfigError> {
+        let format = set(self.key_format, "--key-format")?;
+        if format == KeyFormatName::Raw {
+            return Ok(ValueFormat::Raw);
+        }
+        if self.schema_registry_url.is_none() {
+            let how = "--key-format reads the schema each key names from the registry";
+            return Err(ConfigError::Missing { name: "--schema-registry-url", how });
+        }
+        if set(self.format, "--format")? != Format::Parquet {
+            let why = "JSON lines keep keys as they are: use --format parquet (or --key-format raw)";
+            return Err(invalid("--key-format", &format.to_string(), why.into()));
+        }
+        let schemas = schemas.clone();
+        Ok(match format {
+            KeyFormatName::Protobuf => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas })),
+            KeyFormatName::JsonSchema => ValueFormat::JsonSchema(Arc::new(JsonSchemaValues { schemas })),
+            KeyFormatName::Registry => ValueFormat::Registry(Arc::new(RegistryValues::new(schemas, true))),
+            KeyFormatName::Avro | KeyFormatName::Raw => {
+                ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw: true, successors: Default::default() }))
+            }
         })
     }
 

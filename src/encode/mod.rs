@@ -144,9 +144,23 @@ pub enum FileEncoder {
 }
 
 impl FileEncoder {
+    /// An encoder of records whose keys are archived as they are.
     pub fn new(spec: FileSpec, values: &ValueFormat, spool: Spool) -> Result<Self, EncodeError> {
+        Self::with_keys(spec, values, &ValueFormat::Raw, spool)
+    }
+
+    /// An encoder of records whose keys are archived as `keys` says (typed in Parquet; JSON lines keep
+    /// them as they are).
+    pub fn with_keys(
+        spec: FileSpec,
+        values: &ValueFormat,
+        keys: &ValueFormat,
+        spool: Spool,
+    ) -> Result<Self, EncodeError> {
         Ok(match spec.format {
-            Format::Parquet => FileEncoder::Parquet(Box::new(ParquetEncoder::new(spec.compression, values, spool)?)),
+            Format::Parquet => {
+                FileEncoder::Parquet(Box::new(ParquetEncoder::new(spec.compression, values, keys, spool)?))
+            }
             Format::Jsonl => FileEncoder::Jsonl(Box::new(JsonlEncoder::new(spec.compression, values, spool)?)),
         })
     }
@@ -181,6 +195,14 @@ impl FileEncoder {
         match self {
             FileEncoder::Parquet(e) => e.value_stats(),
             FileEncoder::Jsonl(e) => e.value_stats(),
+        }
+    }
+
+    /// What the file's typed keys came to (`--key-format`).
+    pub fn key_stats(&self) -> Option<&ValueStats> {
+        match self {
+            FileEncoder::Parquet(e) => e.key_stats(),
+            FileEncoder::Jsonl(_) => None,
         }
     }
 

@@ -1,8 +1,9 @@
 //! Parquet: one row per record. Columns: `offset` int64, `timestamp` timestamp(ms, UTC), `timestamp_type`
 //! utf8, `key` and `value` binary (nullable), `headers` list<struct<key: utf8, value: binary>>.
 //! Topic, partition, start/end offset and record count go in the footer's key-value metadata.
-//! With typed values (`--value-format json`) `value` is a struct and `value_raw` (binary) and
-//! `value_error` (utf8) follow `headers`; see `typed`.
+//! With typed values (`--value-format json`, ...) `value` is a struct and `value_raw` (binary) and
+//! `value_error` (utf8) follow `headers`; with typed keys (`--key-format`) `key` is a struct and
+//! `key_raw` (every key's bytes) and `key_error` come last.
 
 use std::sync::{Arc, LazyLock};
 
@@ -11,7 +12,7 @@ use arrow_array::builder::{
 };
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMillisecondType};
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
@@ -66,8 +67,15 @@ fn header_item() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Struct(header_fields()), false))
 }
 
-/// The `value` column's place in [`SCHEMA`].
+/// The `key` and `value` columns' places in [`SCHEMA`].
+const KEY_COLUMN: usize = 3;
 const VALUE_COLUMN: usize = 4;
+/// A typed key's columns (see `ValueColumns::fields`, whose `value` columns they are named for).
+pub const KEY_RAW: &str = "key_raw";
+pub const KEY_ERROR: &str = "key_error";
+/// Footer keys of a file of typed keys: its key misfits, and the Schema Registry IDs its keys name.
+pub const KEY_MISFITS_KEY: &str = "kafka.key_misfits";
+pub const KEY_SCHEMA_IDS_KEY: &str = "kafka.key_schema_ids";
 
 static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
@@ -80,10 +88,38 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-/// How the `value` column is built.
+/// How the `key` or `value` column is built.
 enum ValueColumn {
     Raw(BinaryBuilder),
     Typed(Box<dyn ValueColumns>),
+}
+
+impl ValueColumn {
+    fn new(format: &ValueFormat) -> Self {
+        match value_columns(format) {
+            None => ValueColumn::Raw(BinaryBuilder::with_capacity(0, 0)),
+            Some(columns) => ValueColumn::Typed(columns),
+        }
+    }
+
+    fn typed(&self) -> Option<&dyn ValueColumns> {
+        match self {
+            ValueColumn::Raw(_) => None,
+            ValueColumn::Typed(t) => Some(t.as_ref()),
+        }
+    }
+
+    /// The batch's column, and a typed one's raw and error columns after it.
+    fn take(&mut self, offsets: &[i64], extra: &mut Vec<ArrayRef>) -> Result<ArrayRef, EncodeError> {
+        Ok(match self {
+            ValueColumn::Raw(b) => Arc::new(b.finish()),
+            ValueColumn::Typed(t) => {
+                let [value, raw, error] = t.take(offsets)?;
+                extra.extend([raw, error]);
+                value
+            }
+        })
+    }
 }
 
 struct Builders {
@@ -92,7 +128,7 @@ struct Builders {
     offset: Int64Builder,
     timestamp: TimestampMillisecondBuilder,
     timestamp_type: StringBuilder,
-    key: BinaryBuilder,
+    key: ValueColumn,
     value: ValueColumn,
     headers: ListBuilder<StructBuilder>,
     rows: usize,
@@ -100,17 +136,15 @@ struct Builders {
 }
 
 impl Builders {
-    fn new(values: &ValueFormat) -> Self {
-        let (schema, value) = match value_columns(values) {
-            None => (Some(SCHEMA.clone()), ValueColumn::Raw(BinaryBuilder::with_capacity(0, 0))),
-            Some(columns) => (None, ValueColumn::Typed(columns)),
-        };
+    fn new(values: &ValueFormat, keys: &ValueFormat) -> Self {
+        let (key, value) = (ValueColumn::new(keys), ValueColumn::new(values));
+        let raw = matches!((&key, &value), (ValueColumn::Raw(_), ValueColumn::Raw(_)));
         Self {
-            schema,
+            schema: raw.then(|| SCHEMA.clone()),
             offset: Int64Builder::with_capacity(0),
             timestamp: TimestampMillisecondBuilder::with_capacity(0).with_timezone("UTC"),
             timestamp_type: StringBuilder::with_capacity(0, 0),
-            key: BinaryBuilder::with_capacity(0, 0),
+            key,
             value,
             headers: ListBuilder::with_capacity(StructBuilder::from_fields(header_fields(), 0), 0)
                 .with_field(header_item()),
@@ -119,7 +153,8 @@ impl Builders {
         }
     }
 
-    /// Takes a record, or (inferred values, `may_roll`) refuses one the file's schema cannot hold.
+    /// Takes a record, or (`may_roll`) refuses one whose value the file's schema cannot hold. A key never
+    /// rolls the file: one its key schema cannot hold is a key misfit (every key keeps its bytes).
     fn push(&mut self, r: &Record, may_roll: bool) -> bool {
         match &mut self.value {
             ValueColumn::Raw(b) => b.append_option(r.value.as_deref()),
@@ -129,10 +164,16 @@ impl Builders {
                 }
             }
         }
+        match &mut self.key {
+            ValueColumn::Raw(b) => b.append_option(r.key.as_deref()),
+            ValueColumn::Typed(t) => {
+                let taken = t.push(r.offset, r.key.as_deref(), false);
+                debug_assert!(taken, "columns that may not roll take every value");
+            }
+        }
         self.offset.append_value(r.offset);
         self.timestamp.append_option(r.timestamp_ms);
         self.timestamp_type.append_value(r.timestamp_kind.as_str());
-        self.key.append_option(r.key.as_deref());
         let entries = self.headers.values();
         for h in &r.headers {
             let (name, encoding) = header_name_text(&h.key);
@@ -148,66 +189,79 @@ impl Builders {
     }
 
     /// The typed archive's schema: the value struct in place of the binary value, then value_raw and
-    /// value_error.
-    fn typed_schema(typed: &dyn ValueColumns) -> Option<SchemaRef> {
-        let [value, raw, error] = typed.fields()?;
+    /// value_error; the key struct in place of the binary key, then key_raw and key_error.
+    fn typed_schema(&self) -> Option<SchemaRef> {
         let mut fields: Vec<Field> = SCHEMA.fields().iter().map(|f| f.as_ref().clone()).collect();
-        fields[VALUE_COLUMN] = value;
-        fields.extend([raw, error]);
+        if let Some(typed) = self.value.typed() {
+            let [value, raw, error] = typed.fields()?;
+            fields[VALUE_COLUMN] = value;
+            fields.extend([raw, error]);
+        }
+        if let Some(typed) = self.key.typed() {
+            let [key, raw, error] = typed.fields()?;
+            fields[KEY_COLUMN] = key.with_name("key");
+            fields.extend([raw.with_name(KEY_RAW), error.with_name(KEY_ERROR)]);
+        }
         Some(Arc::new(Schema::new(fields)))
     }
 
-    /// The typed schema, when the values' schema changed since the last batch (see
+    /// The typed schema, when the values' or keys' schema changed since the last batch (see
     /// `ValueColumns::widened`; its Arrow type may be the same, an enum that gained a symbol): the
     /// file's rows so far are to be re-written under it.
     fn changed_schema(&mut self) -> Option<SchemaRef> {
-        let ValueColumn::Typed(typed) = &self.value else { return None };
-        if !typed.widened() {
+        let widened = [&self.key, &self.value].iter().any(|c| c.typed().is_some_and(|t| t.widened()));
+        if !widened {
             return None;
         }
-        let new = Self::typed_schema(typed.as_ref())?;
+        let new = self.typed_schema()?;
         self.schema = Some(new.clone());
         Some(new)
     }
 
     fn take_batch(&mut self) -> Result<RecordBatch, EncodeError> {
         let offsets = self.offset.finish();
-        let mut typed = None;
-        let value: ArrayRef = match &mut self.value {
-            ValueColumn::Raw(b) => Arc::new(b.finish()),
-            ValueColumn::Typed(t) => {
-                let [value, raw, error] = t.take(offsets.values())?;
-                typed = Some([raw, error]);
-                value
-            }
-        };
+        let (mut typed_values, mut typed_keys) = (Vec::new(), Vec::new());
+        let value = self.value.take(offsets.values(), &mut typed_values)?;
+        let key = self.key.take(offsets.values(), &mut typed_keys)?;
+        if let Some(error) = typed_keys.get_mut(1) {
+            *error = key_reasons(error);
+        }
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(offsets),
             Arc::new(self.timestamp.finish()),
             Arc::new(self.timestamp_type.finish()),
-            Arc::new(self.key.finish()),
+            key,
             value,
             Arc::new(self.headers.finish()),
         ];
-        columns.extend(typed.into_iter().flatten());
+        columns.extend(typed_values.into_iter().chain(typed_keys));
         self.rows = 0;
         self.bytes = 0;
-        let schema = match (&self.schema, &self.value) {
-            (Some(schema), _) => schema.clone(),
-            (None, ValueColumn::Typed(t)) => {
-                self.schema.insert(Self::typed_schema(t.as_ref()).expect("the schema is known after a batch")).clone()
-            }
-            (None, ValueColumn::Raw(_)) => unreachable!("raw values have the archive's schema"),
+        let schema = match &self.schema {
+            Some(schema) => schema.clone(),
+            None => self.schema.insert(self.typed_schema().expect("the schema is known after a batch")).clone(),
         };
         Ok(RecordBatch::try_new(schema, columns)?)
     }
 
     fn value_stats(&self) -> Option<&ValueStats> {
-        match &self.value {
-            ValueColumn::Raw(_) => None,
-            ValueColumn::Typed(t) => Some(t.stats()),
-        }
+        self.value.typed().map(|t| t.stats())
     }
+
+    fn key_stats(&self) -> Option<&ValueStats> {
+        self.key.typed().map(|t| t.stats())
+    }
+}
+
+/// A typed key's misfit reasons, which the value columns word for values (`value: ...`,
+/// `value.id: ...`), as the key's.
+fn key_reasons(error: &ArrayRef) -> ArrayRef {
+    let error = error.as_string::<i32>();
+    let reasons: StringArray = error
+        .iter()
+        .map(|why| why.map(|why| why.strip_prefix(VALUE_FIELD).map_or(why.to_string(), |rest| format!("key{rest}"))))
+        .collect();
+    Arc::new(reasons)
 }
 
 pub struct ParquetEncoder {
@@ -223,7 +277,13 @@ pub struct ParquetEncoder {
 }
 
 impl ParquetEncoder {
-    pub fn new(compression: Compression, values: &ValueFormat, spool: Spool) -> Result<Self, EncodeError> {
+    /// An encoder of records whose values and keys are archived as `values` and `keys` say.
+    pub fn new(
+        compression: Compression,
+        values: &ValueFormat,
+        keys: &ValueFormat,
+        spool: Spool,
+    ) -> Result<Self, EncodeError> {
         let compression = match compression {
             Compression::None => PqCompression::UNCOMPRESSED,
             Compression::Zstd => PqCompression::ZSTD(ZstdLevel::default()),
@@ -235,7 +295,7 @@ impl ParquetEncoder {
             .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
-        let builders = Builders::new(values);
+        let builders = Builders::new(values, keys);
         Ok(Self { writer: None, waiting: Some(spool), props, builders, writer_in_progress: 0, writer_memory: 0 })
     }
 
@@ -271,22 +331,31 @@ impl ParquetEncoder {
         Ok(())
     }
 
-    /// Re-writes the rows written so far under `schema`, whose value column widened (a newer version of
-    /// the values' schema that holds the old): each batch read back, its values converted by the value
-    /// columns, into a new spool. Once per such version a file takes.
+    /// Re-writes the rows written so far under `schema`, whose value or key column widened (a newer
+    /// version of their schema that holds the old): each batch read back, its values and keys converted
+    /// by their columns, into a new spool. Once per such version a file takes.
     fn rewrite(&mut self, schema: SchemaRef) -> Result<(), EncodeError> {
         let Some(old) = self.writer.take() else { return Ok(()) };
-        let ValueColumn::Typed(typed) = &self.builders.value else { unreachable!("raw values do not change") };
         let fresh = old.inner().sibling();
         let written = old.into_inner()?.seal()?;
         let batches = ParquetRecordBatchReaderBuilder::try_new(written.chunks()?)?.build()?;
         let mut writer = ArrowWriter::try_new(fresh, schema.clone(), Some(self.props.clone()))?;
+        let typed = [
+            (&self.builders.value, [VALUE_FIELD, VALUE_RAW, VALUE_ERROR]),
+            (&self.builders.key, ["key", KEY_RAW, KEY_ERROR]),
+        ];
         for batch in batches {
-            let mut columns = batch?.columns().to_vec();
-            let (value, raw, error) = (VALUE_COLUMN, columns.len() - 2, columns.len() - 1);
-            let rewritten = typed.rewrite([value, raw, error].map(|i| columns[i].clone()))?;
-            for (i, column) in [value, raw, error].into_iter().zip(rewritten) {
-                columns[i] = column;
+            let batch = batch?;
+            let mut columns = batch.columns().to_vec();
+            for (column, names) in typed.iter().filter_map(|(c, names)| Some((c.typed()?, names))) {
+                let mut at = [0; 3];
+                for (i, name) in at.iter_mut().zip(names) {
+                    *i = batch.schema().index_of(name)?;
+                }
+                let rewritten = column.rewrite(at.map(|i| columns[i].clone()))?;
+                for (i, column) in at.into_iter().zip(rewritten) {
+                    columns[i] = column;
+                }
             }
             writer.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
         }
@@ -307,6 +376,10 @@ impl ParquetEncoder {
 
     pub fn value_stats(&self) -> Option<&ValueStats> {
         self.builders.value_stats()
+    }
+
+    pub fn key_stats(&self) -> Option<&ValueStats> {
+        self.builders.key_stats()
     }
 
     pub fn finish(mut self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
@@ -334,6 +407,11 @@ impl ParquetEncoder {
                 writer.append_key_value_metadata(KeyValue::new(VALUE_SCHEMA_ID_KEY.into(), id.to_string()));
                 writer.append_key_value_metadata(KeyValue::new(VALUE_SCHEMA_KEY.into(), text.to_string()));
             }
+        }
+        if let Some(stats) = self.builders.key_stats() {
+            writer.append_key_value_metadata(KeyValue::new(KEY_MISFITS_KEY.into(), stats.misfits.to_string()));
+            let ids: Vec<String> = stats.schema_ids.iter().map(u32::to_string).collect();
+            writer.append_key_value_metadata(KeyValue::new(KEY_SCHEMA_IDS_KEY.into(), ids.join(",")));
         }
         Ok(writer.into_inner()?.seal()?)
     }
@@ -428,7 +506,10 @@ pub fn decode(data: bytes::Bytes) -> Result<Decoded, EncodeError> {
 pub fn dead_letters<R: ChunkReader + 'static>(file: R) -> Result<Vec<DeadLetter>, EncodeError> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
     let fields = builder.schema().fields().clone();
-    let roots = (0..fields.len()).filter(|&i| fields[i].name() != VALUE_FIELD);
+    // The typed value and key are not read: the raw columns hold what is produced.
+    let typed_key = fields.iter().any(|f| f.name() == KEY_RAW);
+    let roots =
+        (0..fields.len()).filter(|&i| fields[i].name() != VALUE_FIELD && !(typed_key && fields[i].name() == "key"));
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
     let mut out = Vec::new();
     for batch in builder.with_projection(mask).build()? {
@@ -454,7 +535,9 @@ fn push_records(batch: &RecordBatch, values: Vec<Option<Vec<u8>>>, out: &mut Vec
     let ts =
         column(batch, "timestamp")?.as_primitive_opt::<TimestampMillisecondType>().ok_or_else(|| bad("timestamp"))?;
     let ts_type = column(batch, "timestamp_type")?.as_string_opt::<i32>().ok_or_else(|| bad("timestamp_type"))?;
-    let key = column(batch, "key")?.as_binary_opt::<i32>().ok_or_else(|| bad("key"))?;
+    // Typed keys keep every key's bytes in `key_raw`.
+    let key = batch.column_by_name(KEY_RAW).map_or_else(|| column(batch, "key"), Ok)?;
+    let key = key.as_binary_opt::<i32>().ok_or_else(|| bad("key"))?;
     let headers = column(batch, "headers")?.as_list_opt::<i32>().ok_or_else(|| bad("headers"))?;
     for (i, value) in values.into_iter().enumerate() {
         let kind = TimestampKind::parse(ts_type.value(i))

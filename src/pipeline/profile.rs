@@ -21,6 +21,8 @@ pub struct TopicProfile {
     pub bucketing: Option<Bucketing>,
     /// How record values are archived (raw, or typed JSON).
     pub values: ValueFormat,
+    /// How record keys are archived (raw, or typed by the Schema Registry's schemas).
+    pub keys: ValueFormat,
     /// Where records whose value does not fit also go (`--dlq-topic`).
     pub dlq_topic: Option<String>,
 }
@@ -93,6 +95,7 @@ mod tests {
             roll: RollPolicy { max_records, max_bytes: 1 << 20, max_age: Duration::from_secs(60), schedule: None },
             bucketing: None,
             values: ValueFormat::Raw,
+            keys: ValueFormat::Raw,
             dlq_topic: None,
         }
     }

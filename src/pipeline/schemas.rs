@@ -1,5 +1,5 @@
-//! The schemas values name (`--value-format avro|protobuf`), fetched from the Schema Registry before the values
-//! are encoded: a partition whose next value names a schema not fetched yet parks there (its records
+//! The schemas values and keys name (`--value-format avro|protobuf|...`, `--key-format`), fetched from the
+//! Schema Registry before they are encoded: a partition whose next value names a schema not fetched yet parks there (its records
 //! are dropped, and read again once the schema is fetched) while every other partition goes on. Every
 //! failure but one is retried with backoff for as long as it lasts (the registry coming back,
 //! credentials or a URL corrected); an ID the registry says it has no schema for is remembered as such,
@@ -22,14 +22,15 @@ pub struct Registry {
     pub cache: Arc<SchemaCache>,
 }
 
-/// The schema ID `record`'s value names, when its partition's values name schemas and it was not
-/// fetched yet.
+/// A schema ID `record`'s value or key names, when its partition's values or keys name schemas and it
+/// was not fetched yet.
 pub(super) fn missing(writer: &PartitionWriter, record: &Record, cache: &SchemaCache) -> Option<SchemaId> {
-    if !writer.values_name_schemas() {
-        return None;
-    }
-    let (id, _) = split(record.value.as_deref()?).ok()?;
-    (!cache.has(id)).then_some(id)
+    let named = |named: bool, payload: Option<&[u8]>| {
+        let (id, _) = split(payload.filter(|_| named)?).ok()?;
+        (!cache.has(id)).then_some(id)
+    };
+    named(writer.values_name_schemas(), record.value.as_deref())
+        .or_else(|| named(writer.keys_name_schemas(), record.key.as_deref()))
 }
 
 /// Fetches `id` into the cache, retrying failures that may pass until they do; then says which.

@@ -25,4 +25,6 @@ pub(super) struct SealedFile {
     pub(super) claim: Option<Claim>,
     /// What its typed values came to (`--value-format json`).
     pub(super) values: Option<ValueStats>,
+    /// What its typed keys came to (`--key-format`).
+    pub(super) keys: Option<ValueStats>,
 }

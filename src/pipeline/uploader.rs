@@ -120,6 +120,7 @@ impl Uploader {
             reason: file.reason,
             outcome,
             values: file.values.as_ref(),
+            keys: file.keys.as_ref(),
         }));
         self.commits.durable(&durable);
         Ok(())

@@ -152,6 +152,11 @@ impl PartitionWriter {
         self.profile.values.schemas().is_some()
     }
 
+    /// Whether the topic's keys name their schemas (`--key-format`).
+    pub(super) fn keys_name_schemas(&self) -> bool {
+        self.profile.keys.schemas().is_some()
+    }
+
     pub(super) fn is_rewriting(&self) -> bool {
         self.rewrite_end().is_some()
     }
@@ -341,7 +346,8 @@ impl PartitionWriter {
     }
 
     fn encoder(&self, settings: &PipelineOptions) -> Result<FileEncoder, EncodeError> {
-        FileEncoder::new(self.file_spec(settings), &self.profile.values, Spool::new(settings.spool.clone()))
+        let spool = Spool::new(settings.spool.clone());
+        FileEncoder::with_keys(self.file_spec(settings), &self.profile.values, &self.profile.keys, spool)
     }
 
     /// The re-written range still to come, when its records stopped coming for a roll age (and it was
@@ -461,6 +467,7 @@ impl PartitionWriter {
         budget.release(file.buffered);
         let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");
         let values = file.encoder.value_stats().cloned();
+        let keys = file.encoder.key_stats().cloned();
         let kind = self.file_spec(settings).kind();
         let mut key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, kind).in_bucket(file.bucket);
         let chain_start = self.chain_next;
@@ -504,7 +511,7 @@ impl PartitionWriter {
         let Finished { spool, footer } = file.encoder.finish(&meta)?;
         // The uploader only ends when this writer is closed or it gave up the chain (a restart is
         // then on its way), so a failed send loses nothing.
-        let sealed = SealedFile { key, records: file.records, spool, footer, reason, chain_start, claim, values };
+        let sealed = SealedFile { key, records: file.records, spool, footer, reason, chain_start, claim, values, keys };
         let _ = self.uploads.send(sealed);
         Ok(())
     }

@@ -67,6 +67,8 @@ pub struct ObjectUploaded<'a> {
     pub outcome: PutOutcome,
     /// What its typed values came to (`--value-format json`).
     pub values: Option<&'a ValueStats>,
+    /// What its typed keys came to (`--key-format`).
+    pub keys: Option<&'a ValueStats>,
 }
 
 /// Something the archiver did or found.
@@ -396,6 +398,18 @@ impl Metrics {
                     first_offset = offset,
                     first_reason = why.as_str(),
                     "records whose value does not fit the value schema: kept whole in value_raw, reason in value_error"
+                );
+            }
+        }
+        if let Some(keys) = e.keys {
+            self.key_misfits.inc_by(keys.misfits);
+            if let Some((offset, why)) = &keys.first_misfit {
+                warn!(
+                    key = e.key,
+                    misfits = keys.misfits,
+                    first_offset = offset,
+                    first_reason = why.as_str(),
+                    "records whose key does not fit the key schema: kept whole in key_raw, reason in key_error"
                 );
             }
         }

@@ -54,6 +54,7 @@ pub struct Metrics {
     /// Objects uploaded (or found there), by why their file rolled.
     pub objects_by_roll_reason: IntCounterVec,
     pub value_misfits: IntCounter,
+    pub key_misfits: IntCounter,
     pub value_fields_ignored: IntCounter,
     pub dead_letters: IntCounter,
     pub dead_letter_failures: IntCounter,
@@ -204,6 +205,11 @@ impl Default for Metrics {
                 &r,
                 "value_misfits_total",
                 "Records in uploaded objects whose value did not fit --value-schema (kept in value_raw).",
+            ),
+            key_misfits: counter(
+                &r,
+                "key_misfits_total",
+                "Records in uploaded objects whose key did not fit its schema (--key-format; every key is in key_raw).",
             ),
             value_fields_ignored: counter(
                 &r,

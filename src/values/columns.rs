@@ -234,8 +234,9 @@ impl JsonColumns {
     /// from the values' bytes (`raw`, which every framed value keeps; `error` says which fit).
     pub(crate) fn redecode(&self, raw: &ArrayRef, error: &ArrayRef) -> Result<ArrayRef, ColumnsError> {
         let (raw, error) = (raw.as_binary::<i32>(), error.as_string::<i32>());
-        let texts = (0..raw.len())
-            .map(|i| (raw.is_valid(i) && error.is_null(i)).then(|| &raw.value(i)[self.header.min(raw.value(i).len())..]));
+        let texts = (0..raw.len()).map(|i| {
+            (raw.is_valid(i) && error.is_null(i)).then(|| &raw.value(i)[self.header.min(raw.value(i).len())..])
+        });
         self.decode_rows(texts, raw.len())
     }
 

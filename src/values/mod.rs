@@ -67,7 +67,9 @@ pub fn value_columns(format: &ValueFormat) -> Option<Box<dyn ValueColumns>> {
 pub fn registered_value_field(schemas: &dyn SchemaSource, id: wire::SchemaId) -> Result<arrow_schema::Field, String> {
     let fields = match schemas.schema_type(id) {
         Some(SchemaType::Avro) => avro::binary::struct_fields(&schemas.avro(id).expect("fetched")?),
-        Some(SchemaType::Protobuf) => protobuf::arrow::struct_fields(schemas.protobuf(id).expect("fetched")?.message(&[0])?),
+        Some(SchemaType::Protobuf) => {
+            protobuf::arrow::struct_fields(schemas.protobuf(id).expect("fetched")?.message(&[0])?)
+        }
         Some(SchemaType::Json) => return Ok(value_field(&schemas.json_schema(id).expect("fetched")?)),
         None => return Err(format!("schema {id} was not fetched, or cannot be used")),
     };

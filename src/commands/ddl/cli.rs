@@ -8,7 +8,7 @@ use clap::Args;
 use super::engines::Engine;
 use super::{table_ddl, DdlOptions};
 use crate::commands::args::{ArchiveArgs, RegistryArgs};
-use crate::registry::SchemaCache;
+use crate::registry::{RegistryClient, SchemaCache};
 use crate::values::{registered_value_field, value_field};
 
 #[derive(Args)]
@@ -33,32 +33,54 @@ pub struct DdlArgs {
     value_schema: Option<PathBuf>,
     /// For an archive of Schema Registry values (--value-format avro, protobuf, json-schema or registry,
     /// with --schema-registry-url): the subject whose newest version `value` is declared with (a
-    /// Protobuf schema: its first message) [default: TOPIC-value].
+    /// Protobuf schema: its first message) [default: TOPIC-value, unless --key-subject is given].
     #[arg(long, requires = "schema_registry_url")]
     value_subject: Option<String>,
+    /// For an archive of typed keys (--key-format, with --schema-registry-url): the subject whose newest
+    /// version `key` is declared with (TOPIC-key with Confluent's default naming).
+    #[arg(long, requires = "schema_registry_url")]
+    key_subject: Option<String>,
     #[command(flatten)]
     registry: RegistryArgs,
 }
 
 pub async fn run(args: DdlArgs) -> anyhow::Result<()> {
     let (dest, store) = args.archive.open().await?;
-    let values = match (&args.value_schema, args.registry.client()?) {
-        (Some(path), _) => {
+    let registry = args.registry.client()?;
+    let value_subject = match (&args.value_subject, &args.key_subject) {
+        (Some(subject), _) => Some(subject.clone()),
+        (None, None) => registry.as_ref().map(|_| format!("{}-value", args.topic)),
+        (None, Some(_)) => None,
+    };
+    let values = match (&args.value_schema, &registry, value_subject) {
+        (Some(path), _, _) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
             Some(value_field(&crate::values::ValueSchema::from_avro(&text)?))
         }
-        (None, Some(registry)) => {
-            let subject = args.value_subject.clone().unwrap_or_else(|| format!("{}-value", args.topic));
-            let (id, schema) = registry.latest(&subject).await?;
-            let schemas = SchemaCache::default();
-            schemas.insert(id, Ok(schema));
-            let field = schemas.usable(id).expect("inserted").and_then(|()| registered_value_field(&schemas, id));
-            Some(field.map_err(|why| anyhow::anyhow!("subject {subject:?}'s newest schema (ID {id}): {why}"))?)
-        }
-        (None, None) => None,
+        (None, Some(registry), Some(subject)) => Some(registered_field(registry, &subject).await?),
+        _ => None,
     };
-    let opts =
-        DdlOptions { topic: args.topic, engine: args.engine, table: args.table, partitions: args.partitions, values };
+    let keys = match (&registry, &args.key_subject) {
+        (Some(registry), Some(subject)) => Some(registered_field(registry, subject).await?.with_name("key")),
+        _ => None,
+    };
+    let opts = DdlOptions {
+        topic: args.topic,
+        engine: args.engine,
+        table: args.table,
+        partitions: args.partitions,
+        values,
+        keys,
+    };
     print!("{}", table_ddl(store.as_ref(), &dest, &opts).await?);
     Ok(())
+}
+
+/// The typed column of a file of values of `subject`'s newest version.
+async fn registered_field(registry: &RegistryClient, subject: &str) -> anyhow::Result<arrow_schema::Field> {
+    let (id, schema) = registry.latest(subject).await?;
+    let schemas = SchemaCache::default();
+    schemas.insert(id, Ok(schema));
+    let field = schemas.usable(id).expect("inserted").and_then(|()| registered_value_field(&schemas, id));
+    field.map_err(|why| anyhow::anyhow!("subject {subject:?}'s newest schema (ID {id}): {why}"))
 }

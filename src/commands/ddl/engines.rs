@@ -43,6 +43,8 @@ pub struct TableLayout {
     pub first_date: Option<String>,
     /// The typed `value` column, for an archive of typed values.
     pub values: Option<Field>,
+    /// The typed `key` column, for an archive of typed keys.
+    pub keys: Option<Field>,
 }
 
 /// A table name from a topic name: letters, digits and `_` (others become `_`).
@@ -98,13 +100,18 @@ fn duckdb(l: &TableLayout) -> String {
     )
 }
 
-fn hive_columns(values: Option<&Field>) -> String {
+fn hive_columns(l: &TableLayout) -> String {
     let mut columns: Vec<(String, String)> =
         HIVE_COLUMNS.iter().map(|(name, ty)| (name.to_string(), ty.to_string())).collect();
-    if let Some(value) = values {
+    if let Some(value) = &l.values {
         columns[4].1 = hive_type(value.data_type());
         columns.push(("value_raw".into(), "binary".into()));
         columns.push(("value_error".into(), "string".into()));
+    }
+    if let Some(key) = &l.keys {
+        columns[3].1 = hive_type(key.data_type());
+        columns.push(("key_raw".into(), "binary".into()));
+        columns.push(("key_error".into(), "string".into()));
     }
     columns.iter().map(|(name, ty)| format!("  `{name}` {ty}")).collect::<Vec<_>>().join(",\n")
 }
@@ -196,7 +203,7 @@ fn athena(l: &TableLayout) -> Result<String, DdlError> {
     let mut out = format!(
         "CREATE EXTERNAL TABLE IF NOT EXISTS `{}` (\n{}\n)\nPARTITIONED BY ({})\nSTORED AS PARQUET\nLOCATION '{}'\nTBLPROPERTIES (\n",
         l.table,
-        hive_columns(l.values.as_ref()),
+        hive_columns(l),
         folders.join(", "),
         l.location
     );
@@ -215,7 +222,7 @@ fn spark(l: &TableLayout) -> String {
          -- Spark finds the partitions (folders) present now; run again as new ones appear:\n\
          ALTER TABLE `{}` RECOVER PARTITIONS;\n",
         l.table,
-        hive_columns(l.values.as_ref()),
+        hive_columns(l),
         folders.join(",\n"),
         names.join(", "),
         location,
@@ -235,6 +242,7 @@ mod tests {
             partitions: Some(12),
             first_date: Some("2026-11-01".into()),
             values: None,
+            keys: None,
         }
     }
 
@@ -299,7 +307,7 @@ mod tests {
 
     /// The types Avro and Protobuf values add to JSON's: unsigned integers, durations, times, fixed.
     #[test]
-    fn registry_value_types_are_declared_as_their_parquet_columns_read() {
+    fn registry_value_and_key_types_are_declared_as_their_parquet_columns_read() {
         use arrow_schema::TimeUnit::Microsecond;
         let fields: Vec<Field> = [
             ("u64", DataType::UInt64),
@@ -313,9 +321,13 @@ mod tests {
         .map(|(name, ty)| Field::new(name, ty, true))
         .collect();
         let value = Field::new("value", DataType::Struct(fields.into()), true);
-        let text = ddl(Engine::Athena, &TableLayout { values: Some(value), ..layout(None) }).unwrap();
+        let id = Field::new("id", DataType::Int32, true);
+        let key = Field::new("key", DataType::Struct(vec![id].into()), true);
+        let text = ddl(Engine::Athena, &TableLayout { values: Some(value), keys: Some(key), ..layout(None) }).unwrap();
         let want = "`value` struct<u64:decimal(20,0),u32:bigint,took:bigint,at:bigint,digest:binary,placed:timestamp>";
         assert!(text.contains(want), "{text}");
+        assert!(text.contains("`key` struct<id:int>,"), "a typed key: {text}");
+        assert!(text.contains("`value_error` string,\n  `key_raw` binary,\n  `key_error` string\n)"), "{text}");
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct DdlOptions {
     pub partitions: Option<i32>,
     /// The typed `value` column, for an archive of typed values.
     pub values: Option<arrow_schema::Field>,
+    /// The typed `key` column, for an archive of typed keys.
+    pub keys: Option<arrow_schema::Field>,
 }
 
 /// The definition, for the layout of the first object listed under the topic's folder.
@@ -65,6 +67,7 @@ pub async fn table_ddl(
         partitions: opts.partitions,
         first_date: first.bucket.map(|b| b.date()),
         values: opts.values.clone(),
+        keys: opts.keys.clone(),
     };
     Ok(ddl(opts.engine, &layout)?)
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
+use arrow_array::Array;
 
 use super::sample_records;
 use crate::archive::partition::{OffsetRange, TopicPartition};
@@ -52,16 +53,23 @@ fn zigzag(n: i64) -> u8 {
 /// `records` (one file: none refused) as a Parquet file of Avro values, spooled to disk beyond
 /// `threshold` bytes.
 fn avro_file(schemas: &[(u32, &'static str)], records: &[Record], threshold: u64) -> bytes::Bytes {
+    encode_file(&avro(schemas, false), &ValueFormat::Raw, records, threshold)
+}
+
+/// Avro values or keys of `schemas` (keeping every value's bytes with `keep_raw`).
+fn avro(schemas: &[(u32, &'static str)], keep_raw: bool) -> ValueFormat {
     let schemas = schemas.iter().map(|(id, text)| (SchemaId(*id), *text)).collect();
-    let avro = crate::values::AvroValues {
-        schemas: Arc::new(Schemas(schemas)),
-        keep_raw: false,
-        successors: Default::default(),
-    };
+    let schemas = Arc::new(Schemas(schemas));
+    ValueFormat::Avro(Arc::new(crate::values::AvroValues { schemas, keep_raw, successors: Default::default() }))
+}
+
+/// `records` (one file: none refused) as a Parquet file of `values` and `keys`, spooled to disk beyond
+/// `threshold` bytes.
+fn encode_file(values: &ValueFormat, keys: &ValueFormat, records: &[Record], threshold: u64) -> bytes::Bytes {
     let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let spool = Spool::new(SpoolOptions { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
-    let mut enc = FileEncoder::new(spec, &ValueFormat::Avro(Arc::new(avro)), spool).unwrap();
+    let mut enc = FileEncoder::with_keys(spec, values, keys, spool).unwrap();
     for r in records {
         assert!(enc.append(r, true).unwrap(), "offset {}: one file", r.offset);
     }
@@ -141,4 +149,60 @@ fn values_of_a_record_without_fields_come_back() {
     let records: Vec<Record> = (0..3).map(|i| record(i, frame(SchemaId(9), &[]))).collect();
     let data = avro_file(&[(9, empty)], &records, 1 << 30);
     assert_eq!(decode(FileKind::Parquet, data).unwrap().records, records);
+}
+
+/// Typed keys (`--key-format avro`) beside typed values: the key is a struct of the key schema's
+/// fields, widened like values when a newer version comes after rows were written; a key that does not
+/// fit is a key misfit (its reason in `key_error`), never a roll; every key keeps its bytes in `key_raw`,
+/// so the records come back byte for byte; the footer names the keys' schemas.
+#[test]
+fn typed_keys_are_a_struct_widen_like_values_and_come_back_byte_for_byte() {
+    let value = r#"{"type":"record","name":"V","fields":[{"name":"n","type":"int"}]}"#;
+    let k1 = r#"{"type":"record","name":"K","fields":[{"name":"id","type":"int"}]}"#;
+    let k2 = r#"{"type":"record","name":"K","fields":[{"name":"id","type":"int"},{"name":"region","type":"int","default":4}]}"#;
+    let old_rows = parquet::BATCH_ROWS as i64 + 10;
+    let keyed = |i: i64, key: Option<Vec<u8>>| Record { key, ..record(i, frame(SchemaId(9), &[zigzag(i % 50)])) };
+    let mut records: Vec<Record> =
+        (0..old_rows).map(|i| keyed(i, Some(frame(SchemaId(1), &[zigzag(i % 60)])))).collect();
+    records.push(keyed(old_rows, Some(frame(SchemaId(2), &[zigzag(5), zigzag(1)]))));
+    records.push(keyed(old_rows + 1, Some(b"plain text key".to_vec())));
+    records.push(keyed(old_rows + 2, None));
+    let schemas = [(1, k1), (2, k2), (9, value)];
+    for threshold in [1 << 30, 0] {
+        let data = encode_file(&avro(&schemas, false), &avro(&schemas, true), &records, threshold);
+        let reader = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data.clone()).unwrap();
+        let footer = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+        let kv = |key: &str| footer.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone());
+        assert_eq!(
+            (kv(parquet::KEY_SCHEMA_IDS_KEY), kv(parquet::KEY_MISFITS_KEY)),
+            (Some("1,2".into()), Some("1".into()))
+        );
+        let (mut regions, mut errors, mut raw) = (Vec::new(), Vec::new(), 0);
+        for batch in reader.build().unwrap() {
+            let batch = batch.unwrap();
+            let key = batch.column_by_name("key").unwrap().as_struct();
+            let region =
+                key.column_by_name("region").expect("widened to k2").as_primitive::<arrow_array::types::Int32Type>();
+            regions.extend((0..key.len()).map(|i| (!key.is_null(i)).then(|| region.value(i))));
+            errors.extend(
+                batch
+                    .column_by_name(parquet::KEY_ERROR)
+                    .unwrap()
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|e| e.map(str::to_string)),
+            );
+            raw += batch.column_by_name(parquet::KEY_RAW).unwrap().as_binary::<i32>().iter().flatten().count();
+        }
+        let want: Vec<Option<i32>> = (0..old_rows).map(|_| Some(4)).chain([Some(1), None, None]).collect();
+        assert_eq!(regions, want, "threshold {threshold}: the older keys take the default");
+        assert!(
+            errors[old_rows as usize + 1].as_deref().is_some_and(|e| e.starts_with("key: ")),
+            "{:?}",
+            errors.last()
+        );
+        assert_eq!(raw, records.len() - 1, "every key keeps its bytes");
+        let decoded = decode(FileKind::Parquet, data).unwrap();
+        assert_eq!(decoded.records, records, "threshold {threshold}: byte for byte");
+    }
 }

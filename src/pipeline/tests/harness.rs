@@ -157,6 +157,7 @@ pub(super) fn plain(roll: RollPolicy) -> TopicProfile {
         roll,
         bucketing: None,
         values: Default::default(),
+        keys: Default::default(),
         dlq_topic: None,
     }
 }
