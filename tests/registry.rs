@@ -564,7 +564,7 @@ async fn run_with_the_registry_format_decodes_each_topic_by_its_values_schema_ty
 /// The `value` column `ddl --engine athena` declares for `topic`'s archive from the registry's subject
 /// `TOPIC-value`.
 fn athena_value_column(dest: &TestDest, topic: &str) -> String {
-    athena_column(dest, topic, &[], "value")
+    athena_column(dest, topic, &["--value-subject", &format!("{topic}-value")], "value")
 }
 
 /// The `column` `ddl --engine athena ARGS` declares for `topic`'s archive, through the registry.

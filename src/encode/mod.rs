@@ -190,30 +190,17 @@ impl FileEncoder {
         }
     }
 
-    /// What the file's typed values came to (`--value-format json`).
-    pub fn value_stats(&self) -> Option<&ValueStats> {
-        match self {
-            FileEncoder::Parquet(e) => e.value_stats(),
-            FileEncoder::Jsonl(e) => e.value_stats(),
-        }
-    }
-
-    /// What the file's typed keys came to (`--key-format`).
-    pub fn key_stats(&self) -> Option<&ValueStats> {
-        match self {
-            FileEncoder::Parquet(e) => e.key_stats(),
-            FileEncoder::Jsonl(_) => None,
-        }
-    }
-
     pub fn finish(self, meta: &FileMeta) -> Result<Finished, EncodeError> {
         match self {
             FileEncoder::Parquet(e) => {
-                let spool = e.finish(meta)?;
+                let (spool, [values, keys]) = e.finish(meta)?;
                 let footer = Some(Arc::new(parquet_footer(spool.data())?));
-                Ok(Finished { spool, footer })
+                Ok(Finished { spool, footer, values, keys })
             }
-            FileEncoder::Jsonl(e) => Ok(Finished { spool: e.finish()?, footer: None }),
+            FileEncoder::Jsonl(e) => {
+                let values = e.value_stats().cloned();
+                Ok(Finished { spool: e.finish()?, footer: None, values, keys: None })
+            }
         }
     }
 }
@@ -236,6 +223,9 @@ fn parquet_footer(data: &SpoolData) -> Result<ParquetMetaData, EncodeError> {
 pub struct Finished {
     pub spool: SealedSpool,
     pub footer: Option<Arc<ParquetMetaData>>,
+    /// What the file's typed values and keys came to, all of its batches taken.
+    pub values: Option<ValueStats>,
+    pub keys: Option<ValueStats>,
 }
 
 /// A record whose value did not fit the value schema, and why (for `--dlq-topic`).

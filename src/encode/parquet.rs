@@ -153,9 +153,13 @@ impl Builders {
         }
     }
 
-    /// Takes a record, or (`may_roll`) refuses one whose value the file's schema cannot hold. A key never
-    /// rolls the file: one its key schema cannot hold is a key misfit (every key keeps its bytes).
+    /// Takes a record, or (`may_roll`) refuses one whose value the file's schema cannot hold, or whose
+    /// key has a schema while the file's keys have none (its first batch had no typed key). Other keys
+    /// never roll the file: one its key schema cannot hold is a key misfit (every key keeps its bytes).
     fn push(&mut self, r: &Record, may_roll: bool) -> bool {
+        if may_roll && self.key.typed().is_some_and(|k| k.refuses(r.key.as_deref())) {
+            return false;
+        }
         match &mut self.value {
             ValueColumn::Raw(b) => b.append_option(r.value.as_deref()),
             ValueColumn::Typed(t) => {
@@ -374,15 +378,8 @@ impl ParquetEncoder {
         self.writer_memory + BUILDER_GROWTH * self.builders.bytes
     }
 
-    pub fn value_stats(&self) -> Option<&ValueStats> {
-        self.builders.value_stats()
-    }
-
-    pub fn key_stats(&self) -> Option<&ValueStats> {
-        self.builders.key_stats()
-    }
-
-    pub fn finish(mut self, meta: &FileMeta) -> Result<SealedSpool, EncodeError> {
+    /// The sealed file, and what its typed values and keys came to (all of its batches taken).
+    pub fn finish(mut self, meta: &FileMeta) -> Result<(SealedSpool, [Option<ValueStats>; 2]), EncodeError> {
         self.write_buffered()?;
         let Some(mut writer) = self.writer else {
             return Err(EncodeError::BadParquet("a file without records has no schema".into()));
@@ -413,7 +410,8 @@ impl ParquetEncoder {
             let ids: Vec<String> = stats.schema_ids.iter().map(u32::to_string).collect();
             writer.append_key_value_metadata(KeyValue::new(KEY_SCHEMA_IDS_KEY.into(), ids.join(",")));
         }
-        Ok(writer.into_inner()?.seal()?)
+        let stats = [self.builders.value_stats().cloned(), self.builders.key_stats().cloned()];
+        Ok((writer.into_inner()?.seal()?, stats))
     }
 }
 

@@ -119,18 +119,19 @@ fn an_inferred_schema_is_fixed_by_the_first_batch_and_new_fields_ask_for_a_new_f
     offset += 1;
     assert!(!enc.append(&record(offset, r#"{"a":1,"d":2}"#), true).unwrap());
     assert!(enc.append(&record(offset, r#"{"a":1,"d":2}"#), false).unwrap(), "taken (raw) when it may not roll");
-    let stats = enc.value_stats().unwrap().clone();
-    assert_eq!(stats.misfits, 2);
-    assert_eq!(
-        stats.first_misfit.unwrap(),
-        (5, "value.a: a string here, a number in earlier records of this file".into())
-    );
     let meta = FileMeta {
         tp: TopicPartition::new("t", 1).unwrap(),
         range: OffsetRange::new(0, offset).unwrap(),
         records: offset as u64 + 1,
     };
-    let decoded = decode(FileKind::Parquet, enc.finish(&meta).unwrap().spool.read_all().unwrap()).unwrap();
+    let finished = enc.finish(&meta).unwrap();
+    let stats = finished.values.unwrap();
+    assert_eq!(stats.misfits, 2);
+    assert_eq!(
+        stats.first_misfit.unwrap(),
+        (5, "value.a: a string here, a number in earlier records of this file".into())
+    );
+    let decoded = decode(FileKind::Parquet, finished.spool.read_all().unwrap()).unwrap();
     assert_eq!((decoded.records.len() as i64, decoded.misfits), (offset + 1, 2));
     assert_eq!(decoded.records[7].value.as_deref(), Some(&br#"{"a":7,"b":{"c":true}}"#[..]));
     assert_eq!(decoded.records[5].value.as_deref(), Some(&br#"{"a":"five"}"#[..]), "a misfit's bytes");

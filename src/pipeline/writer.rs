@@ -466,8 +466,6 @@ impl PartitionWriter {
         let Some(file) = self.open.take() else { return Ok(()) };
         budget.release(file.buffered);
         let range = OffsetRange::new(file.first, file.last).expect("offsets grow within a file");
-        let values = file.encoder.value_stats().cloned();
-        let keys = file.encoder.key_stats().cloned();
         let kind = self.file_spec(settings).kind();
         let mut key = ObjectKey::new(settings.prefix.clone(), self.tp.clone(), range, kind).in_bucket(file.bucket);
         let chain_start = self.chain_next;
@@ -503,12 +501,18 @@ impl PartitionWriter {
                     topic_id: self.topic.id().map(str::to_string),
                     time_source: key.bucket.and(self.profile.bucketing).map(|b| b.source),
                     object: Some(key.relative()),
-                    schema_ids: values.as_ref().map(|v| v.schema_ids.iter().copied().collect()).unwrap_or_default(),
+                    // Once the file's last batch is taken (below).
+                    schema_ids: Vec::new(),
                 })
             }
         };
         let meta = FileMeta { tp: self.tp.clone(), range: key.range, records: file.records };
-        let Finished { spool, footer } = file.encoder.finish(&meta)?;
+        // The values' and keys' stats are complete only once the last batch is taken (misfits found then).
+        let Finished { spool, footer, values, keys } = file.encoder.finish(&meta)?;
+        let claim = claim.map(|claim| Claim {
+            schema_ids: values.as_ref().map(|v| v.schema_ids.iter().copied().collect()).unwrap_or_default(),
+            ..claim
+        });
         // The uploader only ends when this writer is closed or it gave up the chain (a restart is
         // then on its way), so a failed send loses nothing.
         let sealed = SealedFile { key, records: file.records, spool, footer, reason, chain_start, claim, values, keys };

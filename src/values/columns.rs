@@ -304,6 +304,11 @@ impl ValueColumns for JsonColumns {
         true
     }
 
+    /// Plain JSON names no schema (a file without one infers it).
+    fn refuses(&self, _value: Option<&[u8]>) -> bool {
+        false
+    }
+
     /// A JSON file's schema never changes once taken.
     fn widened(&self) -> bool {
         false

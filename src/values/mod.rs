@@ -29,6 +29,12 @@ pub trait ValueColumns: Send {
     /// fit this file's schema but would fit the next file's (then nothing is taken).
     fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool;
 
+    /// Whether `push` with `may_roll` would refuse `value` for a reason that needs no look at the
+    /// file's versions: the file has no schema (its first batch had no value with a usable one) and
+    /// `value` has one, or (`registry`) it is of another schema type. Asked of a key before its record's
+    /// value is pushed: a key refused once the value was taken could not be undone.
+    fn refuses(&self, value: Option<&[u8]>) -> bool;
+
     /// The three columns' fields, in order, once the file's schema is known.
     fn fields(&self) -> Option<[arrow_schema::Field; 3]>;
 
@@ -48,6 +54,11 @@ pub trait ValueColumns: Send {
 
     /// What the file's values came to so far.
     fn stats(&self) -> &columns::ValueStats;
+}
+
+/// `bytes` as text, or why they are not UTF-8 (a decoder's misfit reason).
+pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(bytes).map_err(|e| format!("a string that is not UTF-8 ({e})"))
 }
 
 /// The typed columns for `format`'s values; `None` for raw values (a binary column of their bytes).

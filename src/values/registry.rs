@@ -71,6 +71,15 @@ impl ValueColumns for RegistryColumns {
         columns.push(offset, value, may_roll)
     }
 
+    fn refuses(&self, value: Option<&[u8]>) -> bool {
+        let Some(ty) = self.schema_type(value) else { return false };
+        match &self.columns {
+            None => false,
+            Some((None, _)) => true,
+            Some((Some(file), columns)) => *file != ty || columns.refuses(value),
+        }
+    }
+
     fn fields(&self) -> Option<[Field; 3]> {
         self.columns.as_ref().and_then(|(_, columns)| columns.fields())
     }

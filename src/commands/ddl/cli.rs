@@ -29,11 +29,11 @@ pub struct DdlArgs {
     partitions: Option<i32>,
     /// For an archive of typed values (--value-format json): the Avro schema file (.avsc) whose fields
     /// `value` is declared with (Athena and Spark; DuckDB's view reads them from the files).
-    #[arg(long, conflicts_with = "schema_registry_url")]
+    #[arg(long, conflicts_with = "value_subject")]
     value_schema: Option<PathBuf>,
     /// For an archive of Schema Registry values (--value-format avro, protobuf, json-schema or registry,
     /// with --schema-registry-url): the subject whose newest version `value` is declared with (a
-    /// Protobuf schema: its first message) [default: TOPIC-value, unless --key-subject is given].
+    /// Protobuf schema: its first message), TOPIC-value with Confluent's default naming.
     #[arg(long, requires = "schema_registry_url")]
     value_subject: Option<String>,
     /// For an archive of typed keys (--key-format, with --schema-registry-url): the subject whose newest
@@ -46,18 +46,15 @@ pub struct DdlArgs {
 
 pub async fn run(args: DdlArgs) -> anyhow::Result<()> {
     let (dest, store) = args.archive.open().await?;
-    let registry = args.registry.client()?;
-    let value_subject = match (&args.value_subject, &args.key_subject) {
-        (Some(subject), _) => Some(subject.clone()),
-        (None, None) => registry.as_ref().map(|_| format!("{}-value", args.topic)),
-        (None, Some(_)) => None,
-    };
-    let values = match (&args.value_schema, &registry, value_subject) {
+    // The registry only when a subject is named (its URL may be in the environment for `run`).
+    let subjects = args.value_subject.is_some() || args.key_subject.is_some();
+    let registry = if subjects { args.registry.client()? } else { None };
+    let values = match (&args.value_schema, &registry, &args.value_subject) {
         (Some(path), _, _) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
             Some(value_field(&crate::values::ValueSchema::from_avro(&text)?))
         }
-        (None, Some(registry), Some(subject)) => Some(registered_field(registry, &subject).await?),
+        (None, Some(registry), Some(subject)) => Some(registered_field(registry, subject).await?),
         _ => None,
     };
     let keys = match (&registry, &args.key_subject) {

@@ -151,6 +151,26 @@ fn values_of_a_record_without_fields_come_back() {
     assert_eq!(decode(FileKind::Parquet, data).unwrap().records, records);
 }
 
+/// A file whose first batch had no typed key (keyless records) has no key schema: the first key with
+/// one starts the next file rather than be a misfit for the rest of this one; a re-written file, which
+/// cannot roll, keeps it as a key misfit.
+#[test]
+fn a_typed_key_after_a_first_batch_without_one_starts_the_next_file() {
+    let k1 = r#"{"type":"record","name":"K","fields":[{"name":"id","type":"int"}]}"#;
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+    let mut enc = FileEncoder::with_keys(spec, &ValueFormat::Raw, &avro(&[(1, k1)], true), spool).unwrap();
+    let keyless = parquet::BATCH_ROWS as i64;
+    for i in 0..keyless {
+        assert!(enc.append(&Record { key: None, ..record(i, vec![1]) }, true).unwrap());
+    }
+    let typed = Record { key: Some(frame(SchemaId(1), &[zigzag(3)])), ..record(keyless, vec![1]) };
+    assert!(!enc.append(&typed, true).unwrap(), "the first typed key rolls the file");
+    assert!(enc.append(&Record { key: None, ..record(keyless, vec![1]) }, true).unwrap(), "a keyless one does not");
+    assert!(enc.append(&typed, false).unwrap(), "taken by a file that cannot roll");
+}
+
 /// Typed keys (`--key-format avro`) beside typed values: the key is a struct of the key schema's
 /// fields, widened like values when a newer version comes after rows were written; a key that does not
 /// fit is a key misfit (its reason in `key_error`), never a roll; every key keeps its bytes in `key_raw`,
@@ -205,4 +225,19 @@ fn typed_keys_are_a_struct_widen_like_values_and_come_back_byte_for_byte() {
         let decoded = decode(FileKind::Parquet, data).unwrap();
         assert_eq!(decoded.records, records, "threshold {threshold}: byte for byte");
     }
+}
+
+/// A schema that is not a record (a key or value of `"long"` or `"string"`, as Confluent's serializers
+/// register for plain keys) is a struct of one field, `value`, and its values come back from it.
+#[test]
+fn values_of_a_schema_that_is_not_a_record_are_a_struct_of_one_field() {
+    let records: Vec<Record> = (0..20).map(|i| record(i, frame(SchemaId(1), &[zigzag(i - 10)]))).collect();
+    let data = avro_file(&[(1, r#""long""#)], &records, 1 << 30);
+    let reader = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data.clone()).unwrap();
+    let batch = reader.build().unwrap().next().unwrap().unwrap();
+    let value = batch.column_by_name("value").unwrap().as_struct();
+    let column = value.column_by_name(crate::values::avro::NOT_A_RECORD_FIELD).unwrap();
+    assert_eq!(column.as_primitive::<Int64Type>().values().to_vec(), (-10..10).collect::<Vec<i64>>());
+    assert_eq!(kept(&data), vec![false; 20], "given back from the column");
+    assert_eq!(decode(FileKind::Parquet, data).unwrap().records, records, "byte for byte");
 }

@@ -66,3 +66,20 @@ async fn misfits_reach_the_dead_letter_sink_before_their_object_is_uploaded() {
     assert_eq!((decoded.records.len(), decoded.misfits), (3, 2));
     h.task.abort();
 }
+
+/// Misfits found only when the file's last batch is taken (here: a value the file's inferred schema
+/// cannot hold, found as the schema is inferred) are counted like any other: a file's stats are read
+/// once it is finished.
+#[tokio::test]
+async fn misfits_found_as_the_last_batch_is_taken_are_counted() {
+    let h = harness_inferred(policy(3));
+    h.assign(0, Some(0)).await;
+    let epoch = h.epochs.lock().unwrap()[&0];
+    for (offset, value) in [(0, &br#"{"a":1}"#[..]), (1, br#"{"a":"one"}"#), (2, br#"{"a":2}"#)] {
+        let record = crate::archive::record::Record { value: Some(value.to_vec()), ..rec(offset, 0) };
+        h.records.send(vec![Fetched { tp: tp(0), epoch, record, retention_gap: None }]).await.unwrap();
+    }
+    h.wait_keys(1).await;
+    eventually("the misfit counted", || h.metrics.value_misfits.get() == 1).await;
+    h.task.abort();
+}

@@ -146,7 +146,7 @@ impl<'a> Reader<'a> {
     }
 
     pub(super) fn string(&mut self) -> Result<&'a str, DecodeError> {
-        std::str::from_utf8(self.bytes()?).map_err(|e| format!("a string that is not UTF-8 ({e})"))
+        crate::values::utf8(self.bytes()?)
     }
 
     /// The next block's item count of an array or map (0 ends it), at most what the bytes left can hold

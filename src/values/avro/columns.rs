@@ -247,6 +247,11 @@ impl ValueColumns for AvroColumns {
         true
     }
 
+    fn refuses(&self, value: Option<&[u8]>) -> bool {
+        let usable = || matches!(self.avro.schemas.avro(split(value?).ok()?.0), Some(Ok(_))).then_some(());
+        self.placeholder && usable().is_some()
+    }
+
     fn fields(&self) -> Option<[Field; 3]> {
         self.value_field().map(typed_fields)
     }

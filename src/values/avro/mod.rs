@@ -81,19 +81,36 @@ pub enum Avro {
     Uuid,
 }
 
-/// The schema's top-level record (a Kafka value is one record).
+/// The name of the one field of a schema that is not a record, read as a record (see [`parse_record`]).
+pub const NOT_A_RECORD_FIELD: &str = "value";
+
+/// The schema's top-level record. A schema of another type (a Schema Registry key or value of
+/// `"string"` or `"long"`, say) is read as a record of one field, [`NOT_A_RECORD_FIELD`]: a record's
+/// encoding is its fields' one after another, so the bytes are the same.
 pub fn parse_record(text: &str) -> Result<AvroRecord, SchemaError> {
-    let root: Value = serde_json::from_str(text).map_err(|e| SchemaError::NotJson(e.to_string()))?;
-    let mut parser = Parser { names: HashMap::new(), path: vec!["schema".into()] };
-    match parser.node(&root, "")? {
-        Avro::Record(fields) => Ok(fields),
-        _ => Err(parser.fail("the top level must be a record (a JSON object per Kafka value)".into())),
-    }
+    parse_top(text).map(|(fields, _)| fields)
 }
 
-/// The fields of the top-level record, as JSON values are typed.
+/// The top-level record, and whether the schema is one.
+fn parse_top(text: &str) -> Result<(AvroRecord, bool), SchemaError> {
+    let root: Value = serde_json::from_str(text).map_err(|e| SchemaError::NotJson(e.to_string()))?;
+    let mut parser = Parser { names: HashMap::new(), path: vec!["schema".into()] };
+    Ok(match parser.node(&root, "")? {
+        Avro::Record(fields) => (fields, true),
+        other => (Arc::from([AvroField { name: NOT_A_RECORD_FIELD.into(), avro: other, default: None }]), false),
+    })
+}
+
+/// The fields of the top-level record, as JSON values are typed (a JSON object per value: the top level
+/// must be a record).
 pub(super) fn parse(text: &str) -> Result<Fields, SchemaError> {
-    parse_record(text).map(|fields| json::fields(&fields))
+    match parse_top(text)? {
+        (fields, true) => Ok(json::fields(&fields)),
+        (_, false) => Err(SchemaError::Unsupported {
+            path: "schema".into(),
+            why: "the top level must be a record (a JSON object per Kafka value)".into(),
+        }),
+    }
 }
 
 struct Parser {

@@ -126,6 +126,11 @@ impl ValueColumns for JsonSchemaColumns {
         true
     }
 
+    fn refuses(&self, value: Option<&[u8]>) -> bool {
+        let usable = || matches!(self.values.schemas.json_schema(split(value?).ok()?.0), Some(Ok(_))).then_some(());
+        self.schemaless && usable().is_some()
+    }
+
     fn fields(&self) -> Option<[Field; 3]> {
         self.columns.fields()
     }

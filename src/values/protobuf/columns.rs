@@ -187,6 +187,15 @@ impl ValueColumns for ProtobufColumns {
         true
     }
 
+    fn refuses(&self, value: Option<&[u8]>) -> bool {
+        let usable = || {
+            let (id, body) = split(value?).ok()?;
+            let file = self.values.schemas.protobuf(id)?.ok()?;
+            file.message(&indexes::split(body).ok()?.0).ok().map(drop)
+        };
+        self.placeholder && usable().is_some()
+    }
+
     fn fields(&self) -> Option<[Field; 3]> {
         self.value_field().map(typed_fields)
     }

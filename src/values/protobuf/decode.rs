@@ -271,7 +271,7 @@ fn check_value(ty: &Proto, wire: u8, r: &mut Reader, depth: usize) -> Result<(),
         Proto::Double | Proto::Fixed64 | Proto::SFixed64 => drop(r.take(8)?),
         Proto::Float | Proto::Fixed32 | Proto::SFixed32 => drop(r.take(4)?),
         Proto::String => {
-            std::str::from_utf8(r.len_delimited()?).map_err(|e| format!("a string that is not UTF-8 ({e})"))?;
+            crate::values::utf8(r.len_delimited()?)?;
         }
         Proto::Bytes | Proto::Opaque => drop(r.len_delimited()?),
         Proto::Message(message) => check_message(message, r.len_delimited()?, depth + 1)?,
@@ -471,7 +471,7 @@ fn append_value(
             cast::<StringBuilder>(b).append_value(symbol)
         }
         Proto::String => {
-            let s = std::str::from_utf8(value).map_err(|e| format!("a string that is not UTF-8 ({e})"))?;
+            let s = crate::values::utf8(value)?;
             cast::<StringBuilder>(b).append_value(s)
         }
         Proto::Bytes | Proto::Opaque => cast::<BinaryBuilder>(b).append_value(value),
