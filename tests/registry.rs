@@ -401,7 +401,8 @@ async fn a_registry_that_refuses_or_is_not_there_stops_start_up_saying_why() {
 /// `run --value-format protobuf` against the real registry (over HTTPS, trusting the test CA) and
 /// confluent-kafka's ProtobufSerializer: a
 /// nested message that imports another registered file (a reference the archiver fetches) and the
-/// well-known Timestamp and StringValue, moving from version 1 to 2 (an added field) half-way. The
+/// well-known Timestamp and StringValue, moving from version 1 to 2 (an added field) half-way; the first
+/// archiver is killed (SIGKILL) after its first object and another goes on under a new group. The
 /// files are cut by size, not by version (no `schema` roll); DuckDB reads the typed columns (the enum as
 /// its symbol, the Timestamp as a timestamp, the referenced message as a struct) with the producer's
 /// sums; a value not in the wire format is a misfit; every offset is archived once and restored byte
@@ -419,16 +420,24 @@ async fn run_archives_registry_protobuf_values_with_references_across_two_versio
     assert_eq!(first[5], 0, "message indexes [0], written as a single 0");
 
     let spool = tempfile::tempdir().unwrap();
-    let mut args = archiver_args(&dest, &unique("g"), &topic, 150, spool.path());
     // Over HTTPS, the registry's certificate signed by the test CA.
     let (registry, ca) = (env("KSA_TEST_SCHEMA_REGISTRY_HTTPS"), env("KSA_TEST_CA"));
-    let registry_args = ["--value-format", "protobuf", "--schema-registry-url", &registry, "--schema-registry-ca", &ca];
-    args.extend(registry_args.map(String::from));
-    assert_check_reaches(&args, &registry);
-    let mut archiver = ArchiverProcess::spawn("registry-protobuf", &set_flag(args, "--roll-age", "5s"));
+    let args = |group: &str| {
+        let mut args = archiver_args(&dest, group, &topic, 150, spool.path());
+        let registry_args =
+            ["--value-format", "protobuf", "--schema-registry-url", &registry, "--schema-registry-ca", &ca];
+        args.extend(registry_args.map(String::from));
+        set_flag(args, "--roll-age", "5s")
+    };
+    assert_check_reaches(&args(&unique("g")), &registry);
+    // Killed (SIGKILL) after its first object; another archiver under a new group goes on from the archive.
+    let mut killed = ArchiverProcess::spawn("registry-protobuf-killed", &args(&unique("g")));
+    wait_objects(store.as_ref(), &prefix, &topic, 1, &mut killed).await;
+    killed.kill_hard();
+    let mut archiver = ArchiverProcess::spawn("registry-protobuf", &args(&unique("g")));
     wait_archived(store.as_ref(), &prefix, &topic, &last_offsets(&in_kafka), &mut [&mut archiver]).await;
     assert!(archiver.terminate().success(), "{}", archiver.log_text());
-    let log = archiver.log_text();
+    let log = killed.log_text() + &archiver.log_text();
     assert!(!log.contains("reason=\"schema\""), "a compatible version does not roll a file:\n{log}");
     assert_exactly_once(&dest, &topic, &in_kafka).await;
     assert_eq!(verify_deep(&dest, &topic).await.value_misfits, 1);
