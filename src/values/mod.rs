@@ -29,9 +29,8 @@ pub trait ValueColumns: Send {
     /// fit this file's schema but would fit the next file's (then nothing is taken).
     fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool;
 
-    /// Whether `push` with `may_roll` would refuse `value` for a reason that needs no look at the
-    /// file's versions: the file has no schema (its first batch had no value with a usable one) and
-    /// `value` has one, or (`registry`) it is of another schema type. Asked of a key before its record's
+    /// Whether `push` with `may_roll` would refuse `value` because the file has no schema (its first
+    /// batch had no value with a usable one) and `value` has one. Asked of a key before its record's
     /// value is pushed: a key refused once the value was taken could not be undone.
     fn refuses(&self, value: Option<&[u8]>) -> bool;
 

@@ -71,12 +71,13 @@ impl ValueColumns for RegistryColumns {
         columns.push(offset, value, may_roll)
     }
 
+    /// A value with a schema in a file without one. Not one of another type: keys of two types taking
+    /// turns would roll a file at every turn (values roll at the first of each, in `push`).
     fn refuses(&self, value: Option<&[u8]>) -> bool {
-        let Some(ty) = self.schema_type(value) else { return false };
         match &self.columns {
+            Some((None, _)) => self.schema_type(value).is_some(),
+            Some((Some(_), columns)) => columns.refuses(value),
             None => false,
-            Some((None, _)) => true,
-            Some((Some(file), columns)) => *file != ty || columns.refuses(value),
         }
     }
 

@@ -86,7 +86,9 @@ pub const NOT_A_RECORD_FIELD: &str = "value";
 
 /// The schema's top-level record. A schema of another type (a Schema Registry key or value of
 /// `"string"` or `"long"`, say) is read as a record of one field, [`NOT_A_RECORD_FIELD`]: a record's
-/// encoding is its fields' one after another, so the bytes are the same.
+/// encoding is its fields' one after another, so the bytes are the same. Not a union holding a record
+/// (`["null", {"type": "record", ...}]`): as a record of one field it would not resolve against the
+/// record itself, its other versions' schema.
 pub fn parse_record(text: &str) -> Result<AvroRecord, SchemaError> {
     parse_top(text).map(|(fields, _)| fields)
 }
@@ -97,6 +99,10 @@ fn parse_top(text: &str) -> Result<(AvroRecord, bool), SchemaError> {
     let mut parser = Parser { names: HashMap::new(), path: vec!["schema".into()] };
     Ok(match parser.node(&root, "")? {
         Avro::Record(fields) => (fields, true),
+        Avro::Nullable { inner, .. } | Avro::Single(inner) if matches!(*inner, Avro::Record(_)) => {
+            let why = "a union holding a record at the top level (a record is needed there)";
+            return Err(parser.fail(why.into()));
+        }
         other => (Arc::from([AvroField { name: NOT_A_RECORD_FIELD.into(), avro: other, default: None }]), false),
     })
 }
@@ -358,6 +364,11 @@ mod tests {
         let unknown = r#"{"type":"record","name":"R","fields":[{"name":"x","type":"Later"}]}"#;
         assert!(parse(unknown).unwrap_err().to_string().contains("unknown type \"Later\""));
         assert!(parse(r#""string""#).unwrap_err().to_string().contains("top level must be a record"));
+        // A registered schema of another type is a record of one field; not a union holding a record.
+        let plain = parse_record(r#"["null", "string"]"#).unwrap();
+        assert_eq!((plain.len(), plain[0].name.as_str()), (1, NOT_A_RECORD_FIELD));
+        let nullable = parse_record(r#"["null", {"type":"record","name":"R","fields":[]}]"#).unwrap_err();
+        assert!(nullable.to_string().contains("a union holding a record"), "{nullable}");
         assert!(matches!(parse("{"), Err(SchemaError::NotJson(_))));
         let wide = r#"{"type":"record","name":"R","fields":[{"name":"x","type":
             {"type":"bytes","logicalType":"decimal","precision":40,"scale":2}}]}"#;
