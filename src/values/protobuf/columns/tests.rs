@@ -92,16 +92,21 @@ fn a_newer_version_widens_the_file_an_older_one_is_held_and_a_changed_one_rolls(
     assert!(error.as_string::<i32>().value(1).contains("does not hold (M.id: the type changed"));
 }
 
-/// A batch's rows were checked under the file's message: a newer one that would read them otherwise
-/// (a field the older lacks, which it skipped unchecked) is not widened to.
-#[test]
-fn a_newer_version_under_which_the_batch_would_not_decode_is_not_widened_to() {
+/// Columns whose schemas are 1 (`M { int32 a = 1; }`) and 2 (the same, and `double b = 2`).
+fn a_then_a_and_b() -> ProtobufColumns {
     let cache = SchemaCache::default();
     let protobuf =
         |text: &str| RegisteredSchema { schema_type: "PROTOBUF".into(), schema: text.into(), references: vec![] };
     cache.insert(SchemaId(1), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; }"#)));
     cache.insert(SchemaId(2), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; double b = 2; }"#)));
-    let mut c = ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache) }));
+    ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache) }))
+}
+
+/// A batch's rows were checked under the file's message: a newer one that would read them otherwise
+/// (a field the older lacks, which it skipped unchecked) is not widened to.
+#[test]
+fn a_newer_version_under_which_the_batch_would_not_decode_is_not_widened_to() {
+    let mut c = a_then_a_and_b();
     // Field 2 as a varint: unknown to version 1, a wire type version 2's double does not have.
     assert!(c.push(0, Some(&frame(SchemaId(1), &[0, 0x08, 1, 0x10, 5])), true));
     let v2 = frame(SchemaId(2), &[0, 0x08, 2, 0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f]);
@@ -129,12 +134,7 @@ fn rows_taken_before_a_widening_are_read_again_from_their_bytes() {
 /// are widened column by column: the added field shows its default, and nothing fails.
 #[test]
 fn taken_rows_that_would_not_decode_under_the_newer_message_are_widened_by_column() {
-    let cache = SchemaCache::default();
-    let protobuf =
-        |text: &str| RegisteredSchema { schema_type: "PROTOBUF".into(), schema: text.into(), references: vec![] };
-    cache.insert(SchemaId(1), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; }"#)));
-    cache.insert(SchemaId(2), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; double b = 2; }"#)));
-    let mut c = ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache) }));
+    let mut c = a_then_a_and_b();
     assert!(c.push(0, Some(&frame(SchemaId(1), &[0, 0x08, 1, 0x10, 5])), true), "field 2 as a varint");
     let taken = c.take(&[]).unwrap();
     assert!(c.push(1, Some(&frame(SchemaId(2), &[0, 0x08, 2])), true), "the open batch decodes under v2");
