@@ -8,9 +8,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
 use crate::registry::{RegistryAuth, RegistryOptions, SchemaCache};
-use crate::values::{
-    AvroValues, JsonSchemaValues, JsonValues, ProtobufValues, RegistryValues, ValueFormat, ValueSchema,
-};
+use crate::values::{JsonValues, SchemaType, ValueFormat, ValueSchema};
 
 impl Settings {
     pub(super) fn dlq_topic(&self) -> Result<Option<String>, ConfigError> {
@@ -90,13 +88,13 @@ impl Settings {
                 "JSON lines do not embed Schema Registry values yet: use --format parquet (or --value-format raw)";
             return Err(invalid("--value-format", &format.to_string(), why.into()));
         }
-        let schemas = schemas.clone();
-        Ok(match format {
-            ValueFormatName::Protobuf => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas })),
-            ValueFormatName::JsonSchema => ValueFormat::JsonSchema(Arc::new(JsonSchemaValues { schemas })),
-            ValueFormatName::Registry => ValueFormat::Registry(Arc::new(RegistryValues::new(schemas, keep_raw))),
-            _ => ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw, successors: Default::default() })),
-        })
+        let ty = match format {
+            ValueFormatName::Protobuf => Some(SchemaType::Protobuf),
+            ValueFormatName::JsonSchema => Some(SchemaType::Json),
+            ValueFormatName::Registry => None,
+            _ => Some(SchemaType::Avro),
+        };
+        Ok(ValueFormat::registered(ty, schemas.clone(), keep_raw))
     }
 
     /// `--key-format`: keys in the Schema Registry's wire format, each decoded by its schema as values
@@ -114,15 +112,13 @@ impl Settings {
             let why = "JSON lines keep keys as they are: use --format parquet (or --key-format raw)";
             return Err(invalid("--key-format", &format.to_string(), why.into()));
         }
-        let schemas = schemas.clone();
-        Ok(match format {
-            KeyFormatName::Protobuf => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas })),
-            KeyFormatName::JsonSchema => ValueFormat::JsonSchema(Arc::new(JsonSchemaValues { schemas })),
-            KeyFormatName::Registry => ValueFormat::Registry(Arc::new(RegistryValues::new(schemas, true))),
-            KeyFormatName::Avro | KeyFormatName::Raw => {
-                ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw: true, successors: Default::default() }))
-            }
-        })
+        let ty = match format {
+            KeyFormatName::Protobuf => Some(SchemaType::Protobuf),
+            KeyFormatName::JsonSchema => Some(SchemaType::Json),
+            KeyFormatName::Registry => None,
+            KeyFormatName::Avro | KeyFormatName::Raw => Some(SchemaType::Avro),
+        };
+        Ok(ValueFormat::registered(ty, schemas.clone(), true))
     }
 
     /// `--schema-registry-url` and its credentials.

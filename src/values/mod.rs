@@ -230,6 +230,19 @@ pub enum ValueFormat {
 }
 
 impl ValueFormat {
+    /// Values in the Schema Registry's wire format of schemas of type `ty` (`None`: of any type, each
+    /// file by its first value's), from `schemas`; `keep_raw`: every Avro value keeps its bytes too.
+    pub fn registered(ty: Option<SchemaType>, schemas: Arc<dyn SchemaSource>, keep_raw: bool) -> Self {
+        match ty {
+            Some(SchemaType::Avro) => {
+                ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw, successors: Default::default() }))
+            }
+            Some(SchemaType::Protobuf) => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas })),
+            Some(SchemaType::Json) => ValueFormat::JsonSchema(Arc::new(JsonSchemaValues { schemas })),
+            None => ValueFormat::Registry(Arc::new(RegistryValues::new(schemas, keep_raw))),
+        }
+    }
+
     pub fn json(&self) -> Option<&Arc<JsonValues>> {
         match self {
             ValueFormat::Json(j) => Some(j),
