@@ -96,27 +96,19 @@ pub enum KeyFormatName {
     Registry,
 }
 
+/// A choice as its flag spells it (clap's name for the variant: the same as its TOML spelling).
+fn flag_name(choice: &impl ValueEnum, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.write_str(choice.to_possible_value().expect("every variant is a choice").get_name())
+}
+
 impl Display for KeyFormatName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            KeyFormatName::Raw => "raw",
-            KeyFormatName::Avro => "avro",
-            KeyFormatName::Protobuf => "protobuf",
-            KeyFormatName::JsonSchema => "json-schema",
-            KeyFormatName::Registry => "registry",
-        })
+        flag_name(self, f)
     }
 }
 
 impl Display for ValueFormatName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ValueFormatName::Raw => "raw",
-            ValueFormatName::Json => "json",
-            ValueFormatName::Avro => "avro",
-            ValueFormatName::Protobuf => "protobuf",
-            ValueFormatName::JsonSchema => "json-schema",
-            ValueFormatName::Registry => "registry",
-        })
+        flag_name(self, f)
     }
 }
