@@ -1,12 +1,12 @@
 //! Decoding values into typed columns: records/s per core turning ~1 KiB Avro and Protobuf values
-//! (binary, as a Schema Registry serializer writes them after its header) into Arrow columns, checked
-//! then appended. Run with `cargo bench --bench values`; figures in docs/performance.md.
+//! (binary, as a Schema Registry serializer writes them after its header) into Arrow columns: Avro in
+//! one pass (checked as it is appended). Run with `cargo bench --bench values`; figures in docs/performance.md.
 
-use arrow_array::builder::StructBuilder;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use kafka_s3_archiver::values::avro::binary::{append_record, check, struct_fields, Reader};
-use kafka_s3_archiver::values::avro::{parse_record, Avro};
-use kafka_s3_archiver::values::protobuf::decode::{append_message, check as check_proto, Scratch};
+use kafka_s3_archiver::values::avro::binary::{append_record, struct_fields, Reader};
+use kafka_s3_archiver::values::avro::parse_record;
+use kafka_s3_archiver::values::column::Struct;
+use kafka_s3_archiver::values::protobuf::decode::{append_message, Scratch};
 use kafka_s3_archiver::values::protobuf::{arrow::struct_fields as proto_fields, schema::compile};
 
 #[path = "data/avro_order.rs"]
@@ -18,19 +18,17 @@ const RECORDS: usize = 10_000;
 
 fn decode(c: &mut Criterion) {
     let fields = parse_record(SCHEMA).expect("schema");
-    let schema = Avro::Record(fields.clone());
     let values: Vec<Vec<u8>> = (0..RECORDS).map(order).collect();
     let bytes: usize = values.iter().map(Vec::len).sum();
     let mut group = c.benchmark_group("avro_to_arrow");
     group.throughput(Throughput::Elements(RECORDS as u64));
     group.bench_function(format!("{RECORDS} records of {} B", bytes / RECORDS), |b| {
         b.iter(|| {
-            let mut builder = StructBuilder::from_fields(struct_fields(&fields), RECORDS);
+            let mut value = Struct::new(struct_fields(&fields), RECORDS);
             for v in &values {
-                check(&schema, &mut Reader::new(v)).expect("decodes");
-                append_record(&fields, &mut Reader::new(v), &mut builder).expect("appends");
+                append_record(&fields, &mut Reader::new(v), &mut value).expect("decodes");
             }
-            builder.finish()
+            value.finish().expect("valid arrays")
         })
     });
     group.finish();
@@ -108,12 +106,11 @@ fn decode_protobuf(c: &mut Criterion) {
     group.bench_function(format!("{RECORDS} records of {} B", bytes / RECORDS), |b| {
         let mut scratch = Scratch::default();
         b.iter(|| {
-            let mut builder = StructBuilder::from_fields(proto_fields(message), RECORDS);
+            let mut value = Struct::new(proto_fields(message), RECORDS);
             for v in &values {
-                check_proto(message, v).expect("decodes");
-                append_message(message, v, &mut builder, &mut scratch).expect("appends");
+                append_message(message, v, &mut value, &mut scratch).expect("decodes");
             }
-            builder.finish()
+            value.finish().expect("valid arrays")
         })
     });
     group.finish();

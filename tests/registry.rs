@@ -8,7 +8,6 @@
 
 mod common;
 
-use arrow_array::builder::StructBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::TimestampMillisecondType;
 use arrow_array::types::{Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type};
@@ -20,8 +19,9 @@ use kafka_s3_archiver::archive::partition::TopicPartition;
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
 use kafka_s3_archiver::store::list_all;
-use kafka_s3_archiver::values::avro::binary::{append_record, check, struct_fields, Reader};
-use kafka_s3_archiver::values::avro::{parse_record, Avro};
+use kafka_s3_archiver::values::avro::binary::{append_record, struct_fields, Reader};
+use kafka_s3_archiver::values::avro::parse_record;
+use kafka_s3_archiver::values::column::Struct;
 use serde_json::Value;
 
 const RECORDS: usize = 400;
@@ -125,18 +125,16 @@ async fn values_framed_by_confluents_avro_serializer_decode_into_what_was_produc
     let registered = registry_get(&format!("/schemas/ids/{id}"));
     assert!(registered.get("schemaType").is_none_or(|t| t == "AVRO"), "{registered}");
     let fields = parse_record(registered["schema"].as_str().unwrap()).unwrap();
-    let schema = Avro::Record(fields.clone());
 
-    let mut builder = StructBuilder::from_fields(struct_fields(&fields), RECORDS);
+    let mut value = Struct::new(struct_fields(&fields), RECORDS);
     for r in &records {
-        let value = r.value.as_deref().unwrap();
-        assert_eq!((value[0], u32::from_be_bytes(value[1..5].try_into().unwrap())), (0, id), "one schema");
-        check(&schema, &mut Reader::new(&value[5..])).unwrap_or_else(|e| panic!("offset {}: {e}", r.offset));
-        let mut reader = Reader::new(&value[5..]);
-        append_record(&fields, &mut reader, &mut builder).unwrap();
+        let payload = r.value.as_deref().unwrap();
+        assert_eq!((payload[0], u32::from_be_bytes(payload[1..5].try_into().unwrap())), (0, id), "one schema");
+        let mut reader = Reader::new(&payload[5..]);
+        append_record(&fields, &mut reader, &mut value).unwrap_or_else(|e| panic!("offset {}: {e}", r.offset));
         assert!(reader.at_end(), "offset {}: bytes left after the value", r.offset);
     }
-    let rows = builder.finish();
+    let rows = value.finish().unwrap();
     rows.to_data().validate_full().unwrap();
     for (row, want) in produced.iter().enumerate() {
         assert_eq!(want["offset"].as_i64(), Some(records[row].offset));

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{ArrayBuilder, ListBuilder, MapBuilder};
 use arrow_array::{ArrayRef, NullArray, StructArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Fields as ArrowFields, TimeUnit as ArrowUnit};
@@ -29,16 +28,6 @@ pub(crate) fn typed_value_field(fields: ArrowFields) -> Field {
     };
     Field::new(VALUE_FIELD, DataType::Struct(fields), true)
 }
-
-/// The builder as its concrete type (the one `make_builder` made for the value's Arrow type).
-pub(crate) fn cast<T: ArrayBuilder>(b: &mut dyn ArrayBuilder) -> &mut T {
-    b.as_any_mut().downcast_mut::<T>().expect("the builder made for this Arrow type")
-}
-
-/// A list builder as `make_builder` makes one.
-pub(crate) type DynList = ListBuilder<Box<dyn ArrayBuilder>>;
-/// A map builder as `make_builder` makes one.
-pub(crate) type DynMap = MapBuilder<Box<dyn ArrayBuilder>, Box<dyn ArrayBuilder>>;
 
 /// A batch's `value` column of `rows` rows when the file's struct has no fields (see
 /// [`typed_value_field`]): every row null.

@@ -5,6 +5,7 @@
 pub(crate) mod arrow;
 pub mod avro;
 mod check;
+pub mod column;
 pub(crate) mod columns;
 mod infer;
 pub mod json_schema;

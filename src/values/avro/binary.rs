@@ -1,19 +1,16 @@
-//! Avro's binary encoding, decoded straight into Arrow builders (no intermediate values): a value is
-//! first checked from end to end ([`check`]: every length, index, UTF-8 string and decimal), and only a
-//! value that passed is appended ([`append`]), so a bad value never leaves a partial row behind. Types
+//! Avro's binary encoding, decoded straight into Arrow columns (no intermediate values) in one pass: a
+//! value is appended as it is read ([`append`]), every length, index, UTF-8 string and decimal checked
+//! on the way, and a value found bad part way is cut back out of the column (`Column::truncate`), so
+//! it never leaves a partial row behind. [`check`] reads a value the same way without keeping it. Types
 //! map as in `values::arrow`, plus bytes→binary, fixed→fixed-size binary and time→time32/time64.
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    ArrayBuilder, BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, FixedSizeBinaryBuilder,
-    Float32Builder, Float64Builder, Int32Builder, Int64Builder, NullBuilder, StringBuilder, StructBuilder,
-    Time32MillisecondBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder, TimestampMillisecondBuilder,
-};
 use arrow_schema::{DataType, Field, Fields, TimeUnit as ArrowUnit};
 
 use super::{Avro, AvroField};
-use crate::values::arrow::{cast, placeholder_fields, DynList, DynMap};
+use crate::values::arrow::placeholder_fields;
+use crate::values::column::{Column, List, Struct};
 use crate::values::TimeUnit;
 
 /// Why a value does not decode: where, and what was wrong.
@@ -213,7 +210,83 @@ fn decimal(bytes: &[u8], precision: u8) -> Result<i128, DecodeError> {
     Ok(value)
 }
 
-/// Reads one value of `avro` to its end, checking everything [`append`] relies on.
+impl<'a> Reader<'a> {
+    fn boolean(&mut self) -> Result<bool, DecodeError> {
+        match self.take(1)?[0] {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(format!("a boolean byte {b}")),
+        }
+    }
+
+    pub(super) fn float(&mut self) -> Result<f32, DecodeError> {
+        Ok(f32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+
+    fn double(&mut self) -> Result<f64, DecodeError> {
+        Ok(f64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    fn uuid(&mut self) -> Result<&'a str, DecodeError> {
+        let s = self.string()?;
+        match is_uuid(s) {
+            true => Ok(s),
+            false => Err(format!("{s:?} is not a UUID (8-4-4-4-12 hexadecimal)")),
+        }
+    }
+
+    /// An enum's symbol, of `symbols`.
+    fn symbol<'s>(&mut self, symbols: &'s [String]) -> Result<&'s str, DecodeError> {
+        let i = self.int()?;
+        match usize::try_from(i).ok().and_then(|i| symbols.get(i)) {
+            Some(symbol) => Ok(symbol),
+            None => Err(format!("enum index {i} of {}", symbols.len())),
+        }
+    }
+
+    /// A decimal's unscaled value, in `fixed` bytes or as bytes.
+    fn decimal(&mut self, precision: u8, fixed: Option<usize>) -> Result<i128, DecodeError> {
+        let bytes = match fixed {
+            Some(size) => self.take(size)?,
+            None => self.bytes()?,
+        };
+        let value = decimal(bytes, precision)?;
+        if fixed.is_none() && !fewest_bytes(bytes) {
+            self.canonical = false;
+        }
+        Ok(value)
+    }
+
+    /// An array's or a map's blocks of items at least `width` bytes wide, each read by `item`.
+    #[inline]
+    pub(super) fn items(
+        &mut self,
+        width: usize,
+        mut item: impl FnMut(&mut Self) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
+        for block in 0.. {
+            let n = self.block(width)?;
+            if n == 0 {
+                break;
+            }
+            // Items of no width are bounded in the whole value, not only per block (a block costs a
+            // byte, and arrays nest).
+            if width == 0 {
+                self.empty_items += n;
+                if self.empty_items > MAX_EMPTY_ITEMS {
+                    return Err(format!("more than {MAX_EMPTY_ITEMS} items that take no bytes"));
+                }
+            }
+            (0..n).try_for_each(|_| item(self))?;
+            if block > 0 {
+                self.canonical = false;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads one value of `avro` to its end, checking what [`append`] checks, without appending it.
 pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
     match avro {
         Avro::Nullable { null_first, inner } => {
@@ -221,10 +294,7 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
                 check(inner, r)?;
             }
         }
-        Avro::Boolean => match r.take(1)?[0] {
-            0 | 1 => {}
-            b => return Err(format!("a boolean byte {b}")),
-        },
+        Avro::Boolean => drop(r.boolean()?),
         Avro::Int | Avro::Date | Avro::Time(TimeUnit::Millis) => drop(r.int()?),
         Avro::Long | Avro::Time(TimeUnit::Micros) | Avro::Timestamp { .. } => drop(r.long()?),
         Avro::Float => drop(r.take(4)?),
@@ -235,67 +305,18 @@ pub fn check(avro: &Avro, r: &mut Reader) -> Result<(), DecodeError> {
             r.single()?;
             check(inner, r)?;
         }
-        Avro::Uuid => {
-            let s = r.string()?;
-            if !is_uuid(s) {
-                return Err(format!("{s:?} is not a UUID (8-4-4-4-12 hexadecimal)"));
-            }
-        }
+        Avro::Uuid => drop(r.uuid()?),
         Avro::Fixed(size) => drop(r.take(*size)?),
-        Avro::Enum(symbols) => {
-            let i = r.int()?;
-            if usize::try_from(i).map_or(true, |i| i >= symbols.len()) {
-                return Err(format!("enum index {i} of {}", symbols.len()));
-            }
-        }
-        Avro::Array(items) => {
-            let width = min_width(items);
-            for block in 0.. {
-                let n = r.block(width)?;
-                if n == 0 {
-                    break;
-                }
-                // Items of no width are bounded in the whole value, not only per block (a block costs
-                // a byte, and arrays nest).
-                if width == 0 {
-                    r.empty_items += n;
-                    if r.empty_items > MAX_EMPTY_ITEMS {
-                        return Err(format!("more than {MAX_EMPTY_ITEMS} items that take no bytes"));
-                    }
-                }
-                (0..n).try_for_each(|_| check(items, r))?;
-                if block > 0 {
-                    r.canonical = false;
-                }
-            }
-        }
-        Avro::Map(values) => {
-            for block in 0.. {
-                // Each entry: a key (at least its length byte), then the value.
-                match r.block(1 + min_width(values))? {
-                    0 => break,
-                    n => (0..n).try_for_each(|_| r.string().and_then(|_| check(values, r)))?,
-                }
-                if block > 0 {
-                    r.canonical = false;
-                }
-            }
-        }
+        Avro::Enum(symbols) => drop(r.symbol(symbols)?),
+        Avro::Array(items) => r.items(min_width(items), |r| check(items, r))?,
+        // Each entry of a map: a key (at least its length byte), then the value.
+        Avro::Map(values) => r.items(1 + min_width(values), |r| r.string().and_then(|_| check(values, r)))?,
         Avro::Record(fields) => {
             for f in fields.iter() {
                 check(&f.avro, r).map_err(|e| format!("{}: {e}", f.name))?;
             }
         }
-        Avro::Decimal { precision, fixed, .. } => {
-            let bytes = match fixed {
-                Some(size) => r.take(*size)?,
-                None => r.bytes()?,
-            };
-            decimal(bytes, *precision)?;
-            if fixed.is_none() && !fewest_bytes(bytes) {
-                r.canonical = false;
-            }
-        }
+        Avro::Decimal { precision, fixed, .. } => drop(r.decimal(*precision, *fixed)?),
     }
     Ok(())
 }
@@ -332,138 +353,84 @@ fn is_uuid(s: &str) -> bool {
         && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
 }
 
-/// Appends one value of `avro`, which [`check`] passed, to `b` (made by `make_builder` for its type).
-pub fn append(avro: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(), DecodeError> {
-    match avro {
-        Avro::Nullable { null_first, inner } => match r.present(*null_first)? {
-            true => append(inner, r, b)?,
-            false => append_null(inner, b),
+/// Appends one value of `avro` to `column` (made by `Column::new` for its type) as it reads it,
+/// checking what [`check`] checks: a value that fails may leave part of itself behind, for the caller
+/// to cut back (`Column::truncate`).
+pub fn append(avro: &Avro, r: &mut Reader, column: &mut Column) -> Result<(), DecodeError> {
+    match (avro, column) {
+        (Avro::Nullable { null_first, inner }, column) => match r.present(*null_first)? {
+            true => append(inner, r, column)?,
+            false => column.push_null(),
         },
-        Avro::Single(inner) => {
+        (Avro::Single(inner), column) => {
             r.single()?;
-            append(inner, r, b)?;
+            append(inner, r, column)?;
         }
-        Avro::Boolean => cast::<BooleanBuilder>(b).append_value(r.take(1)?[0] == 1),
-        Avro::Int => cast::<Int32Builder>(b).append_value(r.int()?),
-        Avro::Date => cast::<Date32Builder>(b).append_value(r.int()?),
-        Avro::Time(TimeUnit::Millis) => cast::<Time32MillisecondBuilder>(b).append_value(r.int()?),
-        Avro::Long => cast::<Int64Builder>(b).append_value(r.long()?),
-        Avro::Time(TimeUnit::Micros) => cast::<Time64MicrosecondBuilder>(b).append_value(r.long()?),
-        Avro::Timestamp { unit: TimeUnit::Millis, .. } => {
-            cast::<TimestampMillisecondBuilder>(b).append_value(r.long()?)
+        (Avro::Boolean, Column::Boolean(c)) => c.push(r.boolean()?),
+        (Avro::Int | Avro::Date | Avro::Time(TimeUnit::Millis), Column::Int32(c)) => c.push(r.int()?),
+        (Avro::Long | Avro::Time(TimeUnit::Micros) | Avro::Timestamp { .. }, Column::Int64(c)) => c.push(r.long()?),
+        (Avro::Float, Column::Float32(c)) => c.push(r.float()?),
+        (Avro::Double, Column::Float64(c)) => c.push(r.double()?),
+        (Avro::Bytes, Column::Bytes(c)) => c.push(r.bytes()?),
+        (Avro::String | Avro::DecimalText { .. }, Column::Bytes(c)) => c.push(r.string()?.as_bytes()),
+        (Avro::Uuid, Column::Bytes(c)) => c.push(r.uuid()?.as_bytes()),
+        (Avro::Enum(symbols), Column::Bytes(c)) => c.push(r.symbol(symbols)?.as_bytes()),
+        (Avro::Fixed(size), Column::FixedSize(c)) => c.push(r.take(*size)?)?,
+        (Avro::Decimal { precision, fixed, .. }, Column::Decimal128(c)) => c.push(r.decimal(*precision, *fixed)?),
+        (Avro::Array(items), Column::List(list)) => append_list(r, min_width(items), list, |r, c| append(items, r, c))?,
+        (Avro::Map(values), Column::Map(map)) => {
+            append_map(r, 1 + min_width(values), map, |r, c| append(values, r, c))?
         }
-        Avro::Timestamp { unit: TimeUnit::Micros, .. } => {
-            cast::<TimestampMicrosecondBuilder>(b).append_value(r.long()?)
-        }
-        Avro::Float => cast::<Float32Builder>(b).append_value(f32::from_le_bytes(r.take(4)?.try_into().expect("4"))),
-        Avro::Double => cast::<Float64Builder>(b).append_value(f64::from_le_bytes(r.take(8)?.try_into().expect("8"))),
-        Avro::Bytes => cast::<BinaryBuilder>(b).append_value(r.bytes()?),
-        Avro::String | Avro::Uuid | Avro::DecimalText { .. } => cast::<StringBuilder>(b).append_value(r.string()?),
-        Avro::Enum(symbols) => cast::<StringBuilder>(b).append_value(&symbols[r.int()? as usize]),
-        Avro::Fixed(size) => {
-            cast::<FixedSizeBinaryBuilder>(b).append_value(r.take(*size)?).map_err(|e| e.to_string())?
-        }
-        Avro::Decimal { precision, fixed, .. } => {
-            let bytes = match fixed {
-                Some(size) => r.take(*size)?,
-                None => r.bytes()?,
-            };
-            cast::<Decimal128Builder>(b).append_value(decimal(bytes, *precision)?);
-        }
-        Avro::Array(items) => append_list(r, min_width(items), b, |r, b| append(items, r, b))?,
-        Avro::Map(values) => append_map(r, 1 + min_width(values), b, |r, b| append(values, r, b))?,
-        Avro::Record(fields) => append_record(fields, r, cast::<StructBuilder>(b))?,
+        (Avro::Record(fields), Column::Struct(s)) => append_record(fields, r, s)?,
+        (avro, _) => unreachable!("the column made for {avro:?} is of its Arrow type"),
     }
     Ok(())
 }
 
-/// Appends an array (its blocks of items at least `width` bytes wide, each appended by `item`) to `b`,
-/// a list builder.
+/// Appends an array (its blocks of items at least `width` bytes wide, each appended by `item`).
 #[inline]
 pub(super) fn append_list(
     r: &mut Reader,
     width: usize,
-    b: &mut dyn ArrayBuilder,
-    mut item: impl FnMut(&mut Reader, &mut dyn ArrayBuilder) -> Result<(), DecodeError>,
+    list: &mut List,
+    mut item: impl FnMut(&mut Reader, &mut Column) -> Result<(), DecodeError>,
 ) -> Result<(), DecodeError> {
-    let list = cast::<DynList>(b);
-    loop {
-        match r.block(width)? {
-            0 => break,
-            n => (0..n).try_for_each(|_| item(r, list.values().as_mut()))?,
-        }
-    }
-    list.append(true);
+    r.items(width, |r| item(r, list.items()))?;
+    list.close(true);
     Ok(())
 }
 
 /// Appends a map (its blocks of entries at least `width` bytes wide: a string key, then a value that
-/// `value` appends) to `b`, a map builder.
+/// `value` appends).
 #[inline]
 pub(super) fn append_map(
     r: &mut Reader,
     width: usize,
-    b: &mut dyn ArrayBuilder,
-    mut value: impl FnMut(&mut Reader, &mut dyn ArrayBuilder) -> Result<(), DecodeError>,
+    map: &mut List,
+    mut value: impl FnMut(&mut Reader, &mut Column) -> Result<(), DecodeError>,
 ) -> Result<(), DecodeError> {
-    let map = cast::<DynMap>(b);
-    loop {
-        match r.block(width)? {
-            0 => break,
-            n => (0..n).try_for_each(|_| {
-                cast::<StringBuilder>(map.keys().as_mut()).append_value(r.string()?);
-                value(r, map.values().as_mut())
-            })?,
-        }
-    }
-    map.append(true).map_err(|e| e.to_string())
-}
-
-/// Appends a record's fields to the struct builder's children, then the row.
-pub fn append_record(fields: &[AvroField], r: &mut Reader, b: &mut StructBuilder) -> Result<(), DecodeError> {
-    for (i, f) in fields.iter().enumerate() {
-        append(&f.avro, r, b.field_builders_mut()[i].as_mut())?;
-    }
-    if fields.is_empty() {
-        cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();
-    }
-    b.append(true);
+    r.items(width, |r| {
+        let Column::Struct(entry) = map.items() else { unreachable!("a map's entries are structs") };
+        let Column::Bytes(key) = entry.child(0) else { unreachable!("a map's keys are strings") };
+        key.push(r.string()?.as_bytes());
+        value(r, entry.child(1))?;
+        entry.close(true);
+        Ok(())
+    })?;
+    map.close(true);
     Ok(())
 }
 
-/// Appends a null of `avro` (its children get nulls too, which the null row hides).
-pub fn append_null(avro: &Avro, b: &mut dyn ArrayBuilder) {
-    match avro {
-        Avro::Nullable { inner, .. } | Avro::Single(inner) => append_null(inner, b),
-        Avro::Boolean => cast::<BooleanBuilder>(b).append_null(),
-        Avro::Int => cast::<Int32Builder>(b).append_null(),
-        Avro::Date => cast::<Date32Builder>(b).append_null(),
-        Avro::Time(TimeUnit::Millis) => cast::<Time32MillisecondBuilder>(b).append_null(),
-        Avro::Long => cast::<Int64Builder>(b).append_null(),
-        Avro::Time(TimeUnit::Micros) => cast::<Time64MicrosecondBuilder>(b).append_null(),
-        Avro::Timestamp { unit: TimeUnit::Millis, .. } => cast::<TimestampMillisecondBuilder>(b).append_null(),
-        Avro::Timestamp { unit: TimeUnit::Micros, .. } => cast::<TimestampMicrosecondBuilder>(b).append_null(),
-        Avro::Float => cast::<Float32Builder>(b).append_null(),
-        Avro::Double => cast::<Float64Builder>(b).append_null(),
-        Avro::Bytes => cast::<BinaryBuilder>(b).append_null(),
-        Avro::String | Avro::Uuid | Avro::Enum(_) | Avro::DecimalText { .. } => cast::<StringBuilder>(b).append_null(),
-        Avro::Fixed(_) => cast::<FixedSizeBinaryBuilder>(b).append_null(),
-        Avro::Decimal { .. } => cast::<Decimal128Builder>(b).append_null(),
-        Avro::Array(_) => cast::<DynList>(b).append(false),
-        Avro::Map(_) => cast::<DynMap>(b).append(false).expect("a null map entry"),
-        Avro::Record(fields) => append_null_record(fields, cast::<StructBuilder>(b)),
-    }
-}
-
-/// A null row of a record: every child a null too.
-pub fn append_null_record(fields: &[AvroField], b: &mut StructBuilder) {
+/// Appends a record's fields to the struct's children, then the row.
+pub fn append_record(fields: &[AvroField], r: &mut Reader, s: &mut Struct) -> Result<(), DecodeError> {
     for (i, f) in fields.iter().enumerate() {
-        append_null(&f.avro, b.field_builders_mut()[i].as_mut());
+        append(&f.avro, r, s.child(i)).map_err(|e| format!("{}: {e}", f.name))?;
     }
     if fields.is_empty() {
-        cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();
+        s.child(0).push_null();
     }
-    b.append_null();
+    s.close(true);
+    Ok(())
 }
 
 #[cfg(test)]

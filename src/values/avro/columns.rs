@@ -11,17 +11,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use arrow_array::builder::{BinaryBuilder, StructBuilder};
+use arrow_array::builder::BinaryBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, StructArray};
 use arrow_schema::{Field, Fields};
 
-use super::binary::{append_null_record, append_record, check, struct_fields, Reader};
+use super::binary::{append_record, check, struct_fields, DecodeError, Reader};
 use super::reencode::encode_record;
 use super::resolve::Resolution;
 use super::widen::widen_record;
 use super::{Avro, AvroField, AvroRecord};
 use crate::values::arrow::{placeholder_column, typed_value_field};
+use crate::values::column::Struct;
 use crate::values::columns::{typed_fields, ColumnsError, Rows, ValueStats};
 use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{AvroValues, ValueColumns};
@@ -87,6 +88,14 @@ pub struct AvroColumns {
     placeholder: bool,
     /// The batch's payloads (header included).
     batch: Rows,
+    /// The batch's `value` column, each value decoded into it as it is pushed (from the first value
+    /// that fits; the rows before are null) — unless the file's schema widened during the batch
+    /// (`redecode`): then its values are only checked, and decoded again from their bytes when the batch
+    /// is taken.
+    value: Option<Struct>,
+    redecode: bool,
+    /// The last batch's rows (room made for as many in the next).
+    rows: usize,
     /// The schema of the batches taken so far (the file's, unless it widened since).
     taken: Option<(SchemaId, AvroRecord)>,
     stats: ValueStats,
@@ -112,6 +121,9 @@ impl AvroColumns {
             schema: None,
             placeholder: false,
             batch: Rows::default(),
+            value: None,
+            redecode: false,
+            rows: 0,
             taken: None,
             stats: ValueStats::default(),
         }
@@ -146,18 +158,19 @@ impl AvroColumns {
             }
         }
         let file = self.schema.as_ref().expect("the file's schema, chosen above");
-        let mut reader = Reader::new(body);
         // A record without fields has only the placeholder column, which gives nothing back.
-        let given_back = id == file.id && file.text.is_some() && !file.fields.is_empty();
-        let (checked, exact) = match &file.ids[&id] {
-            Fit::Same => (check(&file.record, &mut reader), given_back),
-            Fit::Resolved(resolution) => (resolution.check(&mut reader), false),
-            Fit::Other(_) => unreachable!("a schema the file does not hold returned above"),
+        let exact = id == file.id && file.text.is_some() && !file.fields.is_empty();
+        let value = match self.redecode {
+            true => None,
+            false => Some(self.value.get_or_insert_with(|| {
+                let mut value = Struct::new(struct_fields(&file.fields), self.rows);
+                (0..self.batch.len()).for_each(|_| value.push_null());
+                value
+            })),
         };
-        match checked {
-            Ok(()) if reader.at_end() => Judged::Fits { id, keep: !(exact && reader.canonical()) },
-            Ok(()) => Judged::Misfit(format!("value: bytes left after the record of schema {id}")),
-            Err(why) => Judged::Misfit(format!("value: does not decode by schema {id}: {why}")),
+        match read(file, id, body, value) {
+            Ok(canonical) => Judged::Fits { id, keep: !(exact && canonical) },
+            Err(why) => Judged::Misfit(why),
         }
     }
 
@@ -184,29 +197,26 @@ impl AvroColumns {
         let text = self.avro.schemas.text(id);
         // The batch's rows are decoded as the newer version, which would not give their bytes back.
         self.batch.keep_all();
+        self.redecode = true;
+        self.value = None;
         self.schema = Some(FileSchema { id, record: Avro::Record(fields.clone()), fields: fields.clone(), text, ids });
         true
     }
 
-    /// The batch's `value` column: each value that fits decoded, a null row for every other.
-    fn decode(&self, schema: &FileSchema) -> Result<ArrayRef, ColumnsError> {
-        let mut value = StructBuilder::from_fields(struct_fields(&schema.fields), self.batch.len());
+    /// The batch's `value` column decoded from its bytes: each value that fits decoded, a null row for
+    /// every other.
+    fn decode(&self, schema: &FileSchema) -> Result<Struct, ColumnsError> {
+        let mut value = Struct::new(struct_fields(&schema.fields), self.batch.len());
         for i in 0..self.batch.len() {
             match self.batch.fitting(i) {
                 Some(payload) => {
                     let (id, body) = split(payload).map_err(|e| ColumnsError::Decode(e.to_string()))?;
-                    let mut body = Reader::new(body);
-                    match schema.ids.get(&id) {
-                        Some(Fit::Same) => append_record(&schema.fields, &mut body, &mut value),
-                        Some(Fit::Resolved(resolution)) => resolution.append(&mut body, &mut value),
-                        _ => unreachable!("a value that fits names a schema the file holds"),
-                    }
-                    .map_err(ColumnsError::Decode)?;
+                    read(schema, id, body, Some(&mut value)).map_err(ColumnsError::Decode)?;
                 }
-                None => append_null_record(&schema.fields, &mut value),
+                None => value.push_null(),
             }
         }
-        Ok(Arc::new(value.finish()))
+        Ok(value)
     }
 
     /// The file's `value` field: a nullable struct of its schema's fields, or the placeholder's.
@@ -222,6 +232,9 @@ impl AvroColumns {
 impl ValueColumns for AvroColumns {
     fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
         let Some(value) = value else {
+            if let Some(value) = self.value.as_mut() {
+                value.push_null();
+            }
             self.batch.push(None, None, false);
             return true;
         };
@@ -242,6 +255,9 @@ impl ValueColumns for AvroColumns {
         };
         if let Some(why) = &misfit {
             self.stats.misfit(offset, why);
+            if let Some(value) = self.value.as_mut() {
+                value.push_null();
+            }
         }
         self.batch.push(Some(value), misfit, keep);
         true
@@ -258,10 +274,23 @@ impl ValueColumns for AvroColumns {
 
     fn take(&mut self, _offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {
         self.placeholder |= self.schema.is_none();
+        let rows = self.batch.len();
+        let decoded = self.value.take().filter(|_| !self.redecode);
+        self.redecode = false;
         let value = match &self.schema {
-            Some(schema) if !schema.fields.is_empty() => self.decode(schema)?,
-            _ => placeholder_column(self.batch.len()),
+            Some(schema) if !schema.fields.is_empty() => {
+                let value = match decoded {
+                    Some(value) => value,
+                    None => self.decode(schema)?,
+                };
+                if value.rows() != rows {
+                    return Err(ColumnsError::RowCount { decoded: value.rows(), records: rows });
+                }
+                Arc::new(value.finish()?)
+            }
+            _ => placeholder_column(rows),
         };
+        self.rows = rows;
         let [raw, error] = self.batch.take_raw_and_error(self.avro.keep_raw);
         self.taken = self.schema.as_ref().map(|s| (s.id, s.fields.clone()));
         self.stats.value_schema = self.schema.as_ref().and_then(|s| Some((s.id.0, s.text.clone()?)));
@@ -290,6 +319,32 @@ impl ValueColumns for AvroColumns {
     fn stats(&self) -> &ValueStats {
         &self.stats
     }
+}
+
+/// Reads a value of schema `id` (which `file` holds) to its last byte into `value` (none: it is only
+/// checked); whether its bytes are in the canonical encoding, or why it does not decode (then `value`
+/// has no row of it).
+fn read(file: &FileSchema, id: SchemaId, body: &[u8], mut value: Option<&mut Struct>) -> Result<bool, String> {
+    let rows = value.as_ref().map(|v| v.rows());
+    let mut reader = Reader::new(body);
+    let read: Result<(), DecodeError> = match (&file.ids[&id], value.as_deref_mut()) {
+        (Fit::Same, Some(value)) => append_record(&file.fields, &mut reader, value),
+        (Fit::Same, None) => check(&file.record, &mut reader),
+        (Fit::Resolved(resolution), value) => resolution.check(&mut reader).and_then(|()| match value {
+            Some(value) => resolution.append(&mut Reader::new(body), value),
+            None => Ok(()),
+        }),
+        (Fit::Other(_), _) => unreachable!("a schema the file does not hold is not read"),
+    };
+    let read = match read {
+        Ok(()) if reader.at_end() => Ok(reader.canonical()),
+        Ok(()) => Err(format!("value: bytes left after the record of schema {id}")),
+        Err(why) => Err(format!("value: does not decode by schema {id}: {why}")),
+    };
+    if let (Err(_), Some(value), Some(rows)) = (&read, value, rows) {
+        value.truncate(rows);
+    }
+    read
 }
 
 /// The schema of a file whose first value names `id`: the newest version known to hold it (versions

@@ -8,15 +8,12 @@
 //! ([`Resolution::skips`]), and its values start a file of their own (a newer version becomes the next
 //! file's schema, and older versions then resolve into it).
 
-use arrow_array::builder::{
-    ArrayBuilder, BinaryBuilder, Float32Builder, Float64Builder, Int64Builder, NullBuilder, StructBuilder,
-};
 use serde_json::Value;
 
-use super::binary::{append, append_list, append_map, append_null, check, min_width, DecodeError, Reader};
+use super::binary::{append, append_list, append_map, check, min_width, DecodeError, Reader};
 use super::reencode::{bytes, long};
 use super::{Avro, AvroField};
-use crate::values::arrow::cast;
+use crate::values::column::{Column, Struct};
 
 /// How a writer's value is read as the reader's type.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,11 +25,10 @@ enum Resolved {
         from: Avro,
         to: Avro,
     },
-    /// A writer's nullable union read into the reader's (`reader`: the reader's inner type, for nulls).
+    /// A writer's nullable union read into the reader's.
     Nullable {
         null_first: bool,
         inner: Box<Resolved>,
-        reader: Avro,
     },
     /// A writer's one-branch union: its branch index, then the value.
     Single(Box<Resolved>),
@@ -82,9 +78,11 @@ impl Resolution {
         check(&self.writer, r)
     }
 
-    /// Appends a value that [`Resolution::check`] passed, as the reader's record, to `b`.
-    pub fn append(&self, r: &mut Reader, b: &mut StructBuilder) -> Result<(), DecodeError> {
-        append_record(&self.plan, r, b)
+    /// Appends a value that [`Resolution::check`] passed, as the reader's record, to `s` (nothing, if
+    /// it does not decode after all).
+    pub fn append(&self, r: &mut Reader, s: &mut Struct) -> Result<(), DecodeError> {
+        let rows = s.rows();
+        append_record(&self.plan, r, s).inspect_err(|_| s.truncate(rows))
     }
 }
 
@@ -120,11 +118,9 @@ fn resolve(writer: &Avro, reader: &Avro, path: &str, skips: &mut Vec<String>) ->
         return Ok(Resolved::Same(writer.clone()));
     }
     Ok(match (writer, reader) {
-        (Nullable { null_first, inner }, Nullable { inner: reader, .. }) => Resolved::Nullable {
-            null_first: *null_first,
-            inner: Box::new(resolve(inner, reader, path, skips)?),
-            reader: reader.as_ref().clone(),
-        },
+        (Nullable { null_first, inner }, Nullable { inner: reader, .. }) => {
+            Resolved::Nullable { null_first: *null_first, inner: Box::new(resolve(inner, reader, path, skips)?) }
+        }
         (Nullable { .. }, _) => return Err(format!("{path}: a null cannot be read as the reader's non-null type")),
         (_, Nullable { inner, .. } | Single(inner)) => resolve(writer, inner, path, skips)?,
         (Single(inner), _) => Resolved::Single(Box::new(resolve(inner, reader, path, skips)?)),
@@ -143,54 +139,58 @@ fn resolve(writer: &Avro, reader: &Avro, path: &str, skips: &mut Vec<String>) ->
     })
 }
 
-fn append_resolved(resolved: &Resolved, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(), DecodeError> {
-    match resolved {
-        Resolved::Same(avro) => append(avro, r, b)?,
-        Resolved::Widen { from, to } => widen(from, to, r, b)?,
-        Resolved::Nullable { null_first, inner, reader } => match r.present(*null_first)? {
-            true => append_resolved(inner, r, b)?,
-            false => append_null(reader, b),
+fn append_resolved(resolved: &Resolved, r: &mut Reader, column: &mut Column) -> Result<(), DecodeError> {
+    match (resolved, column) {
+        (Resolved::Same(avro), column) => append(avro, r, column)?,
+        (Resolved::Widen { from, to }, column) => widen(from, to, r, column)?,
+        (Resolved::Nullable { null_first, inner }, column) => match r.present(*null_first)? {
+            true => append_resolved(inner, r, column)?,
+            false => column.push_null(),
         },
-        Resolved::Single(inner) => {
+        (Resolved::Single(inner), column) => {
             r.single()?;
-            append_resolved(inner, r, b)?;
+            append_resolved(inner, r, column)?;
         }
-        Resolved::Array { items, width } => append_list(r, *width, b, |r, b| append_resolved(items, r, b))?,
-        Resolved::Map { values, width } => append_map(r, *width, b, |r, b| append_resolved(values, r, b))?,
-        Resolved::Record(plan) => append_record(plan, r, cast::<StructBuilder>(b))?,
+        (Resolved::Array { items, width }, Column::List(list)) => {
+            append_list(r, *width, list, |r, c| append_resolved(items, r, c))?
+        }
+        (Resolved::Map { values, width }, Column::Map(map)) => {
+            append_map(r, *width, map, |r, c| append_resolved(values, r, c))?
+        }
+        (Resolved::Record(plan), Column::Struct(s)) => append_record(plan, r, s)?,
+        (resolved, _) => unreachable!("the column made for {resolved:?}'s reader type is of its Arrow type"),
     }
     Ok(())
 }
 
-fn append_record(plan: &RecordPlan, r: &mut Reader, b: &mut StructBuilder) -> Result<(), DecodeError> {
+fn append_record(plan: &RecordPlan, r: &mut Reader, s: &mut Struct) -> Result<(), DecodeError> {
     for (writer, target) in &plan.writer {
         match target {
-            Some((i, resolved)) => append_resolved(resolved, r, b.field_builders_mut()[*i].as_mut())?,
+            Some((i, resolved)) => append_resolved(resolved, r, s.child(*i))?,
             None => check(writer, r)?,
         }
     }
     for (i, avro, default) in &plan.defaults {
-        append(avro, &mut Reader::new(default), b.field_builders_mut()[*i].as_mut())?;
+        append(avro, &mut Reader::new(default), s.child(*i))?;
     }
     if plan.empty {
-        cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();
+        s.child(0).push_null();
     }
-    b.append(true);
+    s.close(true);
     Ok(())
 }
 
 /// A promoted value, converted as Java's casts (and Arrow's) convert it: each straight to the wider type.
-fn widen(from: &Avro, to: &Avro, r: &mut Reader, b: &mut dyn ArrayBuilder) -> Result<(), DecodeError> {
-    let float = |r: &mut Reader| Ok::<_, DecodeError>(f32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes")));
-    match (from, to) {
-        (Avro::Int, Avro::Long) => cast::<Int64Builder>(b).append_value(i64::from(r.int()?)),
-        (Avro::Int, Avro::Float) => cast::<Float32Builder>(b).append_value(r.int()? as f32),
-        (Avro::Int, Avro::Double) => cast::<Float64Builder>(b).append_value(f64::from(r.int()?)),
-        (Avro::Long, Avro::Float) => cast::<Float32Builder>(b).append_value(r.long()? as f32),
-        (Avro::Long, Avro::Double) => cast::<Float64Builder>(b).append_value(r.long()? as f64),
-        (Avro::Float, Avro::Double) => cast::<Float64Builder>(b).append_value(f64::from(float(r)?)),
-        (Avro::String, Avro::Bytes) => cast::<BinaryBuilder>(b).append_value(r.bytes()?),
-        _ => unreachable!("only the promotions `resolve` allows"),
+fn widen(from: &Avro, to: &Avro, r: &mut Reader, column: &mut Column) -> Result<(), DecodeError> {
+    match (from, to, column) {
+        (Avro::Int, Avro::Long, Column::Int64(c)) => c.push(i64::from(r.int()?)),
+        (Avro::Int, Avro::Float, Column::Float32(c)) => c.push(r.int()? as f32),
+        (Avro::Int, Avro::Double, Column::Float64(c)) => c.push(f64::from(r.int()?)),
+        (Avro::Long, Avro::Float, Column::Float32(c)) => c.push(r.long()? as f32),
+        (Avro::Long, Avro::Double, Column::Float64(c)) => c.push(r.long()? as f64),
+        (Avro::Float, Avro::Double, Column::Float64(c)) => c.push(f64::from(r.float()?)),
+        (Avro::String, Avro::Bytes, Column::Bytes(c)) => c.push(r.bytes()?),
+        _ => unreachable!("only the promotions `resolve` allows, into their columns"),
     }
     Ok(())
 }

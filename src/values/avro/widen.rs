@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::make_builder;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, ListArray, MapArray, StructArray};
 
 use super::binary::{append, data_type, field, struct_fields, Reader};
 use super::resolve::default_bytes;
 use super::{Avro, AvroField};
+use crate::values::column::Column;
 
 /// `array` (a struct of `from`'s fields) as a struct of `to`'s.
 pub fn widen_record(array: &StructArray, from: &[AvroField], to: &[AvroField]) -> Result<StructArray, String> {
@@ -72,11 +72,11 @@ fn bare(avro: &Avro) -> &Avro {
 /// `rows` copies of a field's default.
 fn defaults(f: &AvroField, rows: usize) -> Result<ArrayRef, String> {
     let bytes = default_bytes(f).map_err(|e| format!("{}: {e}", f.name))?;
-    let mut builder = make_builder(&data_type(&f.avro), rows);
+    let mut column = Column::new(&data_type(&f.avro), rows);
     for _ in 0..rows {
-        append(&f.avro, &mut Reader::new(&bytes), builder.as_mut())?;
+        append(&f.avro, &mut Reader::new(&bytes), &mut column)?;
     }
-    Ok(builder.finish())
+    column.finish().map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

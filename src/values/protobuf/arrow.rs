@@ -5,15 +5,11 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    ArrayBuilder, BinaryBuilder, BooleanBuilder, DurationMicrosecondBuilder, Float32Builder, Float64Builder,
-    Int32Builder, Int64Builder, NullBuilder, StringBuilder, StructBuilder, TimestampMicrosecondBuilder, UInt32Builder,
-    UInt64Builder,
-};
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 
 use super::{Kind, Proto, ProtoField, ProtoMessage};
-use crate::values::arrow::{cast, placeholder_fields, DynList, DynMap};
+use crate::values::arrow::placeholder_fields;
+use crate::values::column::Column;
 
 /// The Arrow type of one value of `ty`.
 pub fn data_type(ty: &Proto) -> DataType {
@@ -59,72 +55,33 @@ pub fn struct_fields(message: &ProtoMessage) -> Fields {
     }
 }
 
-/// Appends a null of `f` to `b` (made for its Arrow type).
-pub fn append_null_field(f: &ProtoField, b: &mut dyn ArrayBuilder) {
-    match &f.kind {
-        Kind::Single | Kind::Optional => append_null(&f.ty, b),
-        Kind::Repeated => cast::<DynList>(b).append(false),
-        Kind::Map(_) => cast::<DynMap>(b).append(false).expect("a null map"),
-    }
-}
-
-/// Appends a null of `ty`.
-pub fn append_null(ty: &Proto, b: &mut dyn ArrayBuilder) {
-    match ty {
-        Proto::Double => cast::<Float64Builder>(b).append_null(),
-        Proto::Float => cast::<Float32Builder>(b).append_null(),
-        Proto::Int32 | Proto::SInt32 | Proto::SFixed32 => cast::<Int32Builder>(b).append_null(),
-        Proto::Int64 | Proto::SInt64 | Proto::SFixed64 => cast::<Int64Builder>(b).append_null(),
-        Proto::UInt32 | Proto::Fixed32 => cast::<UInt32Builder>(b).append_null(),
-        Proto::UInt64 | Proto::Fixed64 => cast::<UInt64Builder>(b).append_null(),
-        Proto::Bool => cast::<BooleanBuilder>(b).append_null(),
-        Proto::String | Proto::Enum(_) => cast::<StringBuilder>(b).append_null(),
-        Proto::Bytes | Proto::Opaque => cast::<BinaryBuilder>(b).append_null(),
-        Proto::Message(message) => append_null_message(message, cast::<StructBuilder>(b)),
-        Proto::Timestamp => cast::<TimestampMicrosecondBuilder>(b).append_null(),
-        Proto::Duration => cast::<DurationMicrosecondBuilder>(b).append_null(),
-        Proto::Wrapper(inner) => append_null(inner, b),
-    }
-}
-
-/// A null row of a message: every child a null too.
-pub fn append_null_message(message: &ProtoMessage, b: &mut StructBuilder) {
-    for (i, f) in message.fields.iter().enumerate() {
-        append_null_field(f, b.field_builders_mut()[i].as_mut());
-    }
-    if message.fields.is_empty() {
-        cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();
-    }
-    b.append_null();
-}
-
 /// Appends what an absent field holds: its default without presence, a null with it, an empty list
 /// or map.
-pub fn append_absent(f: &ProtoField, b: &mut dyn ArrayBuilder) {
-    match &f.kind {
-        Kind::Single => append_default(&f.ty, b),
-        Kind::Optional => append_null(&f.ty, b),
-        Kind::Repeated => cast::<DynList>(b).append(true),
-        Kind::Map(_) => cast::<DynMap>(b).append(true).expect("an empty map"),
+pub fn append_absent(f: &ProtoField, column: &mut Column) {
+    match (&f.kind, column) {
+        (Kind::Single, column) => append_default(&f.ty, column),
+        (Kind::Optional, column) => column.push_null(),
+        (Kind::Repeated, Column::List(list)) | (Kind::Map(_), Column::Map(list)) => list.close(true),
+        (kind, _) => unreachable!("the column made for a {kind:?} field is of its Arrow type"),
     }
 }
 
 /// Appends the value of an absent field without presence (proto3's defaults: zero, empty, the enum's
 /// first symbol); a type that always has presence gets a null.
-pub fn append_default(ty: &Proto, b: &mut dyn ArrayBuilder) {
-    match ty {
-        Proto::Double => cast::<Float64Builder>(b).append_value(0.0),
-        Proto::Float => cast::<Float32Builder>(b).append_value(0.0),
-        Proto::Int32 | Proto::SInt32 | Proto::SFixed32 => cast::<Int32Builder>(b).append_value(0),
-        Proto::Int64 | Proto::SInt64 | Proto::SFixed64 => cast::<Int64Builder>(b).append_value(0),
-        Proto::UInt32 | Proto::Fixed32 => cast::<UInt32Builder>(b).append_value(0),
-        Proto::UInt64 | Proto::Fixed64 => cast::<UInt64Builder>(b).append_value(0),
-        Proto::Bool => cast::<BooleanBuilder>(b).append_value(false),
-        Proto::String => cast::<StringBuilder>(b).append_value(""),
-        Proto::Enum(e) => cast::<StringBuilder>(b).append_value(e.default_symbol()),
-        Proto::Bytes => cast::<BinaryBuilder>(b).append_value(b""),
-        Proto::Message(_) | Proto::Opaque | Proto::Timestamp | Proto::Duration | Proto::Wrapper(_) => {
-            append_null(ty, b)
+pub fn append_default(ty: &Proto, column: &mut Column) {
+    match (ty, column) {
+        (Proto::Double, Column::Float64(c)) => c.push(0.0),
+        (Proto::Float, Column::Float32(c)) => c.push(0.0),
+        (Proto::Int32 | Proto::SInt32 | Proto::SFixed32, Column::Int32(c)) => c.push(0),
+        (Proto::Int64 | Proto::SInt64 | Proto::SFixed64, Column::Int64(c)) => c.push(0),
+        (Proto::UInt32 | Proto::Fixed32, Column::UInt32(c)) => c.push(0),
+        (Proto::UInt64 | Proto::Fixed64, Column::UInt64(c)) => c.push(0),
+        (Proto::Bool, Column::Boolean(c)) => c.push(false),
+        (Proto::String | Proto::Bytes, Column::Bytes(c)) => c.push(b""),
+        (Proto::Enum(e), Column::Bytes(c)) => c.push(e.default_symbol().as_bytes()),
+        (Proto::Message(_) | Proto::Opaque | Proto::Timestamp | Proto::Duration | Proto::Wrapper(_), column) => {
+            column.push_null()
         }
+        (ty, _) => unreachable!("the column made for {ty:?} is of its Arrow type"),
     }
 }

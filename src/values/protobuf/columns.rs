@@ -10,17 +10,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::builder::StructBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::Field;
 
-use super::arrow::{append_null_message, struct_fields};
-use super::decode::{append_message, check, Scratch};
+use super::arrow::struct_fields;
+use super::decode::{append_message, Scratch};
 use super::fit::holds;
 use super::widen::widen_message;
 use super::{indexes, ProtoMessage};
 use crate::values::arrow::typed_value_field;
+use crate::values::column::Struct;
 use crate::values::columns::{typed_fields, ColumnsError, Rows, ValueStats};
 use crate::values::wire::{split, SchemaId};
 use crate::values::{ProtobufValues, ValueColumns};
@@ -44,6 +44,9 @@ pub struct ProtobufColumns {
     /// (all null), and a value with a schema starts the next file.
     placeholder: bool,
     batch: Rows,
+    /// The batch's `value` column, each value decoded into it as it is pushed (from the first value
+    /// that fits; the rows before are null).
+    value: Option<Struct>,
     /// The message of the batches taken so far (the file's, unless it widened since), and how many
     /// times the file's had widened then.
     taken: Option<(u32, ProtoMessage)>,
@@ -66,6 +69,7 @@ impl ProtobufColumns {
             schema: None,
             placeholder: false,
             batch: Rows::default(),
+            value: None,
             taken: None,
             scratch: Scratch::default(),
             stats: ValueStats::default(),
@@ -113,7 +117,12 @@ impl ProtobufColumns {
             }
         }
         let schema = self.schema.as_ref().expect("the file's schema, chosen above");
-        match check(&schema.message, bytes) {
+        let value = self.value.get_or_insert_with(|| {
+            let mut value = Struct::new(struct_fields(&schema.message), self.batch.len());
+            (0..self.batch.len()).for_each(|_| value.push_null());
+            value
+        });
+        match append_message(&schema.message, bytes, value, &mut self.scratch) {
             Ok(()) => Judged::Fits(id),
             Err(why) => Judged::Misfit(format!("value: does not decode by schema {id}: {why}")),
         }
@@ -137,21 +146,13 @@ impl ProtobufColumns {
             }
             seen.insert((*id, path.clone()), now);
         }
-        // The batch's rows were checked under the file's message: they must decode under the new one
-        // too (the fields it adds were skipped unchecked).
-        let decodes = |payload: &[u8]| check(message, body(payload)?);
-        if (0..self.batch.len()).filter_map(|i| self.batch.fitting(i)).any(|payload| decodes(payload).is_err()) {
-            return false;
-        }
+        // The batch's rows were decoded under the file's message: they must decode under the new one
+        // too (the fields it adds were skipped unchecked), and are decoded again under it.
+        let fitting = (0..self.batch.len()).map(|i| self.batch.fitting(i));
+        let Ok(value) = decode_values(message, fitting, self.batch.len(), &mut self.scratch) else { return false };
+        self.value = Some(value);
         *schema = FileSchema { message: message.clone(), widenings: schema.widenings + 1, seen };
         true
-    }
-
-    /// The batch's `value` column: each value that fits decoded, a null row for every other.
-    fn decode(&mut self) -> Result<ArrayRef, ColumnsError> {
-        let schema = self.schema.as_ref().expect("a file with values has a schema");
-        let fitting = (0..self.batch.len()).map(|i| self.batch.fitting(i));
-        decode_values(&schema.message, fitting, self.batch.len(), &mut self.scratch)
     }
 
     fn value_field(&self) -> Option<Field> {
@@ -166,6 +167,9 @@ impl ProtobufColumns {
 impl ValueColumns for ProtobufColumns {
     fn push(&mut self, offset: i64, value: Option<&[u8]>, may_roll: bool) -> bool {
         let Some(value) = value else {
+            if let Some(value) = self.value.as_mut() {
+                value.push_null();
+            }
             self.batch.push(None, None, false);
             return true;
         };
@@ -182,6 +186,9 @@ impl ValueColumns for ProtobufColumns {
         };
         if let Some(why) = &misfit {
             self.stats.misfit(offset, why);
+            if let Some(value) = self.value.as_mut() {
+                value.push_null();
+            }
         }
         self.batch.push(Some(value), misfit, true);
         true
@@ -202,9 +209,18 @@ impl ValueColumns for ProtobufColumns {
 
     fn take(&mut self, _offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {
         self.placeholder |= self.schema.is_none();
-        let value = match self.schema.is_some() {
-            true => self.decode()?,
-            false => crate::values::arrow::placeholder_column(self.batch.len()),
+        let rows = self.batch.len();
+        let value = match (&self.schema, self.value.take()) {
+            (Some(_), Some(value)) if value.rows() != rows => {
+                return Err(ColumnsError::RowCount { decoded: value.rows(), records: rows })
+            }
+            (Some(_), Some(value)) => Arc::new(value.finish()?),
+            // No value fitted: every row is null.
+            (Some(schema), None) => {
+                let nulls = std::iter::repeat_n(None, rows);
+                Arc::new(decode_values(&schema.message, nulls, rows, &mut self.scratch)?.finish()?)
+            }
+            (None, _) => crate::values::arrow::placeholder_column(rows),
         };
         let [raw, error] = self.batch.take_raw_and_error(true);
         self.taken = self.schema.as_ref().map(|s| (s.widenings, s.message.clone()));
@@ -230,9 +246,8 @@ impl ValueColumns for ProtobufColumns {
         let (bytes, errors) = (raw.as_binary::<i32>(), error.as_string::<i32>());
         let fitting =
             || (0..bytes.len()).map(|i| Some(bytes.value(i)).filter(|_| bytes.is_valid(i) && errors.is_null(i)));
-        if fitting().flatten().all(|payload| body(payload).is_ok_and(|b| check(&now.message, b).is_ok())) {
-            let value = decode_values(&now.message, fitting(), bytes.len(), &mut Scratch::default())?;
-            return Ok([value, raw, error]);
+        if let Ok(value) = decode_values(&now.message, fitting(), bytes.len(), &mut Scratch::default()) {
+            return Ok([Arc::new(value.finish()?), raw, error]);
         }
         let widened = widen_message(value.as_struct(), taken, &now.message).map_err(ColumnsError::Decode)?;
         Ok([Arc::new(widened), raw, error])
@@ -249,25 +264,25 @@ fn body(payload: &[u8]) -> Result<&[u8], String> {
     Ok(indexes::split(body)?.1)
 }
 
-/// A `value` column of `rows` rows: each payload (which [`check`] passed under `message`) decoded, a null
-/// row for every `None`.
+/// A `value` column of `rows` rows: each payload decoded under `message`, a null row for every `None`;
+/// an error if one does not decode.
 fn decode_values<'a>(
     message: &ProtoMessage,
     payloads: impl Iterator<Item = Option<&'a [u8]>>,
     rows: usize,
     scratch: &mut Scratch,
-) -> Result<ArrayRef, ColumnsError> {
-    let mut value = StructBuilder::from_fields(struct_fields(message), rows);
+) -> Result<Struct, ColumnsError> {
+    let mut value = Struct::new(struct_fields(message), rows);
     for payload in payloads {
         match payload {
             Some(payload) => {
                 let bytes = body(payload).map_err(ColumnsError::Decode)?;
                 append_message(message, bytes, &mut value, scratch).map_err(ColumnsError::Decode)?;
             }
-            None => append_null_message(message, &mut value),
+            None => value.push_null(),
         }
     }
-    Ok(Arc::new(value.finish()))
+    Ok(value)
 }
 
 #[cfg(test)]

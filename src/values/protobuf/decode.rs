@@ -1,18 +1,13 @@
-//! Protobuf's binary encoding, decoded straight into Arrow builders: a value is first checked from end
-//! to end ([`check`]: every tag, wire type, length, UTF-8 string, enum number and timestamp), and only a
-//! value that passed is appended ([`append_message`]), so a bad value never leaves a partial row behind.
+//! Protobuf's binary encoding, decoded straight into Arrow columns in one pass ([`append_message`]):
+//! every tag, wire type, length, UTF-8 string, enum number and timestamp is checked as the value is
+//! appended, and a value found bad part way is cut back out of the columns, so it never leaves a
+//! partial row behind.
 //! Fields may come in any order and a singular field more than once (the last wins); repeated scalars
 //! packed or not; fields the message lacks are skipped (groups included).
 
-use arrow_array::builder::{
-    ArrayBuilder, BinaryBuilder, BooleanBuilder, DurationMicrosecondBuilder, Float32Builder, Float64Builder,
-    Int32Builder, Int64Builder, NullBuilder, StringBuilder, StructBuilder, TimestampMicrosecondBuilder, UInt32Builder,
-    UInt64Builder,
-};
-
-use super::arrow::{append_absent, append_default};
+use super::arrow::{append_absent, append_default, struct_fields};
 use super::{Kind, Proto, ProtoField, ProtoMessage};
-use crate::values::arrow::{cast, DynList, DynMap};
+use crate::values::column::{Column, Struct};
 
 /// Why a value does not decode: where, and what was wrong.
 pub type DecodeError = String;
@@ -147,47 +142,6 @@ fn wire_type(ty: &Proto) -> u8 {
     }
 }
 
-/// Checks a whole message: everything [`append_message`] relies on.
-pub fn check(message: &ProtoMessage, bytes: &[u8]) -> Result<(), DecodeError> {
-    check_message(message, bytes, 0)
-}
-
-fn check_message(message: &ProtoMessage, bytes: &[u8], depth: usize) -> Result<(), DecodeError> {
-    if depth > MAX_DEPTH {
-        return Err(format!("messages nested deeper than {MAX_DEPTH}"));
-    }
-    let mut once = Once::new(message.fields.len());
-    // The member of each oneof set so far.
-    let mut members: Vec<Option<usize>> = vec![None; message.oneofs];
-    // Each map entry's key (its bytes) with its field's index.
-    let mut keys: Vec<(usize, &[u8])> = Vec::new();
-    let mut r = Reader::new(bytes);
-    while !r.at_end() {
-        let (number, wire) = r.tag()?;
-        match message.index(number) {
-            None => r.skip(number, wire, depth)?,
-            Some(i) => {
-                let f = &message.fields[i];
-                let key = check_field(f, wire, &mut r, depth).map_err(|e| format!("{}: {e}", f.name))?;
-                keys.extend(key.map(|k| (i, k)));
-                if is_message(f) && !once.first(i) {
-                    return Err(format!("{}: a message field given twice (merging them is not supported)", f.name));
-                }
-                if let Some(oneof) = f.oneof {
-                    if *members[oneof].get_or_insert(i) != i {
-                        return Err(format!("{}: a second member of its oneof is set", f.name));
-                    }
-                }
-            }
-        }
-    }
-    keys.sort_unstable();
-    match keys.windows(2).find(|pair| pair[0] == pair[1]) {
-        Some(pair) => Err(format!("{}: a map key given twice", message.fields[pair[0].0].name)),
-        None => Ok(()),
-    }
-}
-
 /// A singular field whose repeats protobuf would merge (a message, or a well-known one).
 fn is_message(f: &ProtoField) -> bool {
     matches!(f.kind, Kind::Single | Kind::Optional)
@@ -215,78 +169,6 @@ impl Once {
         }
         !std::mem::replace(&mut self.large[i], true)
     }
-}
-
-/// Checks one occurrence of `f`; a map entry's key bytes (empty when it has none).
-fn check_field<'a>(
-    f: &ProtoField,
-    wire: u8,
-    r: &mut Reader<'a>,
-    depth: usize,
-) -> Result<Option<&'a [u8]>, DecodeError> {
-    match &f.kind {
-        Kind::Map(key) if wire == LEN => {
-            let entry = r.len_delimited()?;
-            let mut e = Reader::new(entry);
-            let mut key_bytes: &[u8] = &[];
-            while !e.at_end() {
-                match e.tag()? {
-                    (1, w) => {
-                        let start = e.pos;
-                        check_value(key, w, &mut e, depth)?;
-                        key_bytes = &entry[start..e.pos];
-                    }
-                    (2, w) => check_value(&f.ty, w, &mut e, depth)?,
-                    (n, w) => e.skip(n, w, depth)?,
-                }
-            }
-            Ok(Some(key_bytes))
-        }
-        Kind::Map(_) => Err(format!("a map entry of wire type {wire}")),
-        Kind::Repeated if wire == LEN && wire_type(&f.ty) != LEN => {
-            let mut packed = Reader::new(r.len_delimited()?);
-            while !packed.at_end() {
-                check_value(&f.ty, wire_type(&f.ty), &mut packed, depth)?;
-            }
-            Ok(None)
-        }
-        _ => check_value(&f.ty, wire, r, depth).map(|()| None),
-    }
-}
-
-fn check_value(ty: &Proto, wire: u8, r: &mut Reader, depth: usize) -> Result<(), DecodeError> {
-    if wire != wire_type(ty) {
-        return Err(format!("wire type {wire}, which the schema's type does not have"));
-    }
-    match ty {
-        Proto::Int32 | Proto::Int64 | Proto::UInt32 | Proto::UInt64 | Proto::SInt32 | Proto::SInt64 | Proto::Bool => {
-            r.varint()?;
-        }
-        Proto::Enum(e) => {
-            let number = r.varint()? as i32;
-            if e.symbol(number).is_none() {
-                return Err(format!("{number} is not a value of enum {}", e.name));
-            }
-        }
-        Proto::Double | Proto::Fixed64 | Proto::SFixed64 => drop(r.take(8)?),
-        Proto::Float | Proto::Fixed32 | Proto::SFixed32 => drop(r.take(4)?),
-        Proto::String => {
-            crate::values::utf8(r.len_delimited()?)?;
-        }
-        Proto::Bytes | Proto::Opaque => drop(r.len_delimited()?),
-        Proto::Message(message) => check_message(message, r.len_delimited()?, depth + 1)?,
-        Proto::Timestamp | Proto::Duration => drop(micros(r.len_delimited()?)?),
-        Proto::Wrapper(inner) => {
-            let mut w = Reader::new(r.len_delimited()?);
-            while !w.at_end() {
-                match w.tag()? {
-                    (1, wire) => check_value(inner, wire, &mut w, depth)?,
-                    (n, wire) => w.skip(n, wire, depth)?,
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A Timestamp's or Duration's microseconds (`seconds` = 1, `nanos` = 2; nanoseconds below a
@@ -319,43 +201,47 @@ struct Occurrence {
     end: usize,
 }
 
-/// Reusable lists of occurrences, one per nesting depth.
+/// Reusable lists: occurrences, one per nesting depth, and a map's keys (where each is in its message).
 #[derive(Default)]
-pub struct Scratch(Vec<Vec<Occurrence>>);
+pub struct Scratch {
+    found: Vec<Vec<Occurrence>>,
+    keys: Vec<(usize, usize)>,
+}
 
-/// Appends a message [`check`] passed to `b`, a struct builder of its fields.
+/// Whether a message decodes under `message` (checked as [`append_message`] checks it; nothing kept).
+pub fn check(message: &ProtoMessage, bytes: &[u8]) -> Result<(), DecodeError> {
+    append_message(message, bytes, &mut Struct::new(struct_fields(message), 1), &mut Scratch::default())
+}
+
+/// Appends a message to `s` (a struct of its fields) as its next row, reading and checking it in one
+/// pass: every tag, wire type, length, UTF-8 string, enum number, timestamp, map key and oneof. A
+/// message that does not decode leaves no row.
 pub fn append_message(
     message: &ProtoMessage,
     bytes: &[u8],
-    b: &mut StructBuilder,
+    s: &mut Struct,
     scratch: &mut Scratch,
 ) -> Result<(), DecodeError> {
-    append_at(message, bytes, b, scratch, 0)
+    let rows = s.rows();
+    append_at(message, bytes, s, scratch, 0).inspect_err(|_| s.truncate(rows))
 }
 
 fn append_at(
     message: &ProtoMessage,
     bytes: &[u8],
-    b: &mut StructBuilder,
+    s: &mut Struct,
     scratch: &mut Scratch,
     depth: usize,
 ) -> Result<(), DecodeError> {
-    if scratch.0.len() <= depth {
-        scratch.0.resize_with(depth + 1, Vec::new);
+    if depth > MAX_DEPTH {
+        return Err(format!("messages nested deeper than {MAX_DEPTH}"));
     }
-    let mut found = std::mem::take(&mut scratch.0[depth]);
+    if scratch.found.len() <= depth {
+        scratch.found.resize_with(depth + 1, Vec::new);
+    }
+    let mut found = std::mem::take(&mut scratch.found[depth]);
     found.clear();
-    let mut r = Reader::new(bytes);
-    while !r.at_end() {
-        let (number, wire) = r.tag()?;
-        match message.index(number) {
-            None => r.skip(number, wire, depth)?,
-            Some(index) => {
-                let value = r.value(number, wire, depth)?;
-                found.push(Occurrence { index, wire, start: r.pos - value.len(), end: r.pos });
-            }
-        }
-    }
+    scan(message, bytes, depth, &mut found)?;
     // Fields usually come in the order they are declared; a stable sort keeps a repeated field's order.
     if !found.is_sorted_by_key(|o| o.index) {
         found.sort_by_key(|o| o.index);
@@ -365,13 +251,41 @@ fn append_at(
         let n = rest.iter().take_while(|o| o.index == i).count();
         let (mine, next) = rest.split_at(n);
         rest = next;
-        append_field(f, bytes, mine, b.field_builders_mut()[i].as_mut(), scratch, depth)?;
+        append_field(f, bytes, mine, s.child(i), scratch, depth).map_err(|e| format!("{}: {e}", f.name))?;
     }
     if message.fields.is_empty() {
-        cast::<NullBuilder>(b.field_builders_mut()[0].as_mut()).append_null();
+        s.child(0).push_null();
     }
-    scratch.0[depth] = found;
-    b.append(true);
+    scratch.found[depth] = found;
+    s.close(true);
+    Ok(())
+}
+
+/// Where each of the message's fields occurs in its bytes (the fields it lacks read past), checking
+/// that a message field comes once and a oneof has one member set.
+fn scan(message: &ProtoMessage, bytes: &[u8], depth: usize, found: &mut Vec<Occurrence>) -> Result<(), DecodeError> {
+    let mut once = Once::new(message.fields.len());
+    // The member of each oneof set so far.
+    let mut members: Vec<Option<usize>> = vec![None; message.oneofs];
+    let mut r = Reader::new(bytes);
+    while !r.at_end() {
+        let (number, wire) = r.tag()?;
+        let Some(index) = message.index(number) else {
+            r.skip(number, wire, depth)?;
+            continue;
+        };
+        let f = &message.fields[index];
+        if is_message(f) && !once.first(index) {
+            return Err(format!("{}: a message field given twice (merging them is not supported)", f.name));
+        }
+        if let Some(oneof) = f.oneof {
+            if *members[oneof].get_or_insert(index) != index {
+                return Err(format!("{}: a second member of its oneof is set", f.name));
+            }
+        }
+        let value = r.value(number, wire, depth).map_err(|e| format!("{}: {e}", f.name))?;
+        found.push(Occurrence { index, wire, start: r.pos - value.len(), end: r.pos });
+    }
     Ok(())
 }
 
@@ -379,119 +293,163 @@ fn append_field(
     f: &ProtoField,
     bytes: &[u8],
     found: &[Occurrence],
-    b: &mut dyn ArrayBuilder,
+    column: &mut Column,
     scratch: &mut Scratch,
     depth: usize,
 ) -> Result<(), DecodeError> {
     let value = |o: &Occurrence| &bytes[o.start..o.end];
-    match (&f.kind, found.last()) {
-        (_, None) => append_absent(f, b),
-        (Kind::Single | Kind::Optional, Some(last)) => append_value(&f.ty, value(last), b, scratch, depth)?,
+    match (&f.kind, found.split_last()) {
+        (_, None) => append_absent(f, column),
+        (Kind::Single | Kind::Optional, Some((last, earlier))) => {
+            // The last occurrence wins; the earlier ones must decode too.
+            for o in earlier {
+                let rows = column.rows();
+                append_value(&f.ty, o.wire, value(o), column, scratch, depth)?;
+                column.truncate(rows);
+            }
+            append_value(&f.ty, last.wire, value(last), column, scratch, depth)?
+        }
         (Kind::Repeated, _) => {
-            let list = cast::<DynList>(b);
+            let Column::List(list) = column else { unreachable!("a repeated field's column is a list") };
+            let wire = wire_type(&f.ty);
             for o in found {
-                if o.wire == LEN && wire_type(&f.ty) != LEN {
+                if o.wire == LEN && wire != LEN {
                     let mut packed = Reader::new(value(o));
                     while !packed.at_end() {
                         let start = packed.pos;
-                        skip_value(&f.ty, &mut packed)?;
-                        append_value(&f.ty, &packed.buf[start..packed.pos], list.values().as_mut(), scratch, depth)?;
+                        packed.skip(0, wire, depth)?;
+                        append_value(&f.ty, wire, &packed.buf[start..packed.pos], list.items(), scratch, depth)?;
                     }
                 } else {
-                    append_value(&f.ty, value(o), list.values().as_mut(), scratch, depth)?;
+                    append_value(&f.ty, o.wire, value(o), list.items(), scratch, depth)?;
                 }
             }
-            list.append(true);
+            list.close(true);
         }
         (Kind::Map(key), _) => {
-            let map = cast::<DynMap>(b);
+            let Column::Map(map) = column else { unreachable!("a map field's column is a map") };
+            let mut keys = std::mem::take(&mut scratch.keys);
+            keys.clear();
             for o in found {
-                let (mut k, mut v) = (None, None);
-                let mut e = Reader::new(value(o));
-                while !e.at_end() {
-                    let (number, wire) = e.tag()?;
-                    let span = e.value(number, wire, depth)?;
-                    match number {
-                        1 => k = Some(span),
-                        2 => v = Some(span),
-                        _ => {}
-                    }
-                }
-                match k {
-                    Some(k) => append_value(key, k, map.keys().as_mut(), scratch, depth)?,
-                    None => append_default(key, map.keys().as_mut()),
-                }
-                match (v, &f.ty) {
-                    (Some(v), _) => append_value(&f.ty, v, map.values().as_mut(), scratch, depth)?,
-                    // An entry without its value has the default: for a message, one without fields set.
-                    (
-                        None,
-                        Proto::Message(_) | Proto::Timestamp | Proto::Duration | Proto::Wrapper(_) | Proto::Opaque,
-                    ) => append_value(&f.ty, &[], map.values().as_mut(), scratch, depth)?,
-                    (None, _) => append_default(&f.ty, map.values().as_mut()),
-                }
+                let Column::Struct(entry) = map.items() else { unreachable!("a map's entries are structs") };
+                keys.push(append_entry(key, &f.ty, bytes, o, entry, scratch, depth)?);
             }
-            map.append(true).map_err(|e| e.to_string())?;
+            let duplicate = match keys.len() {
+                0 | 1 => false,
+                _ => {
+                    keys.sort_unstable_by(|a, b| bytes[a.0..a.1].cmp(&bytes[b.0..b.1]));
+                    keys.windows(2).any(|pair| bytes[pair[0].0..pair[0].1] == bytes[pair[1].0..pair[1].1])
+                }
+            };
+            scratch.keys = keys;
+            if duplicate {
+                return Err("a map key given twice".into());
+            }
+            map.close(true);
         }
     }
     Ok(())
 }
 
-/// Reads past one packed value of `ty`.
-fn skip_value(ty: &Proto, r: &mut Reader) -> Result<(), DecodeError> {
-    r.skip(0, wire_type(ty), 0)
+/// Appends one map entry (occurrence `o` of a map field, its keys of `key` and values of `ty`) to
+/// `entry`; where its key's bytes are in `bytes` (none: the entry has no key, the default).
+fn append_entry(
+    key: &Proto,
+    ty: &Proto,
+    bytes: &[u8],
+    o: &Occurrence,
+    entry: &mut Struct,
+    scratch: &mut Scratch,
+    depth: usize,
+) -> Result<(usize, usize), DecodeError> {
+    if o.wire != LEN {
+        return Err(format!("a map entry of wire type {}", o.wire));
+    }
+    let (mut k, mut v) = (None, None);
+    let mut e = Reader::new(&bytes[o.start..o.end]);
+    while !e.at_end() {
+        let (number, wire) = e.tag()?;
+        let span = e.value(number, wire, depth)?;
+        let at = (wire, o.start + e.pos - span.len(), o.start + e.pos);
+        match number {
+            1 => k = Some(at),
+            2 => v = Some(at),
+            _ => {}
+        }
+    }
+    match k {
+        Some((wire, start, end)) => append_value(key, wire, &bytes[start..end], entry.child(0), scratch, depth)?,
+        None => append_default(key, entry.child(0)),
+    }
+    match (v, ty) {
+        (Some((wire, start, end)), _) => append_value(ty, wire, &bytes[start..end], entry.child(1), scratch, depth)?,
+        // An entry without its value has the default: for a message, one without fields set.
+        (None, Proto::Message(_) | Proto::Timestamp | Proto::Duration | Proto::Wrapper(_) | Proto::Opaque) => {
+            append_value(ty, LEN, &[], entry.child(1), scratch, depth)?
+        }
+        (None, _) => append_default(ty, entry.child(1)),
+    }
+    entry.close(true);
+    Ok(k.map_or((o.start, o.start), |(_, start, end)| (start, end)))
 }
 
-/// Appends one value of `ty` whose bytes (a length-delimited one's without its length) are `value`.
+/// Appends one value of `ty` written with wire type `wire`, whose bytes (a length-delimited one's
+/// without its length) are `value`.
 fn append_value(
     ty: &Proto,
+    wire: u8,
     value: &[u8],
-    b: &mut dyn ArrayBuilder,
+    column: &mut Column,
     scratch: &mut Scratch,
     depth: usize,
 ) -> Result<(), DecodeError> {
+    if wire != wire_type(ty) {
+        return Err(format!("wire type {wire}, which the schema's type does not have"));
+    }
     let mut r = Reader::new(value);
-    match ty {
-        Proto::Int32 => cast::<Int32Builder>(b).append_value(r.varint()? as i32),
-        Proto::SInt32 => cast::<Int32Builder>(b).append_value(unzigzag(r.varint()?) as i32),
-        Proto::SFixed32 => cast::<Int32Builder>(b).append_value(i32::from_le_bytes(r.fixed()?)),
-        Proto::Int64 => cast::<Int64Builder>(b).append_value(r.varint()? as i64),
-        Proto::SInt64 => cast::<Int64Builder>(b).append_value(unzigzag(r.varint()?)),
-        Proto::SFixed64 => cast::<Int64Builder>(b).append_value(i64::from_le_bytes(r.fixed()?)),
-        Proto::UInt32 => cast::<UInt32Builder>(b).append_value(r.varint()? as u32),
-        Proto::Fixed32 => cast::<UInt32Builder>(b).append_value(u32::from_le_bytes(r.fixed()?)),
-        Proto::UInt64 => cast::<UInt64Builder>(b).append_value(r.varint()?),
-        Proto::Fixed64 => cast::<UInt64Builder>(b).append_value(u64::from_le_bytes(r.fixed()?)),
-        Proto::Double => cast::<Float64Builder>(b).append_value(f64::from_le_bytes(r.fixed()?)),
-        Proto::Float => cast::<Float32Builder>(b).append_value(f32::from_le_bytes(r.fixed()?)),
-        Proto::Bool => cast::<BooleanBuilder>(b).append_value(r.varint()? != 0),
-        Proto::Enum(e) => {
+    match (ty, column) {
+        (Proto::Int32, Column::Int32(c)) => c.push(r.varint()? as i32),
+        (Proto::SInt32, Column::Int32(c)) => c.push(unzigzag(r.varint()?) as i32),
+        (Proto::SFixed32, Column::Int32(c)) => c.push(i32::from_le_bytes(r.fixed()?)),
+        (Proto::Int64, Column::Int64(c)) => c.push(r.varint()? as i64),
+        (Proto::SInt64, Column::Int64(c)) => c.push(unzigzag(r.varint()?)),
+        (Proto::SFixed64, Column::Int64(c)) => c.push(i64::from_le_bytes(r.fixed()?)),
+        (Proto::UInt32, Column::UInt32(c)) => c.push(r.varint()? as u32),
+        (Proto::Fixed32, Column::UInt32(c)) => c.push(u32::from_le_bytes(r.fixed()?)),
+        (Proto::UInt64, Column::UInt64(c)) => c.push(r.varint()?),
+        (Proto::Fixed64, Column::UInt64(c)) => c.push(u64::from_le_bytes(r.fixed()?)),
+        (Proto::Double, Column::Float64(c)) => c.push(f64::from_le_bytes(r.fixed()?)),
+        (Proto::Float, Column::Float32(c)) => c.push(f32::from_le_bytes(r.fixed()?)),
+        (Proto::Bool, Column::Boolean(c)) => c.push(r.varint()? != 0),
+        (Proto::Enum(e), Column::Bytes(c)) => {
             let number = r.varint()? as i32;
             let symbol = e.symbol(number).ok_or_else(|| format!("{number} is not a value of enum {}", e.name))?;
-            cast::<StringBuilder>(b).append_value(symbol)
+            c.push(symbol.as_bytes())
         }
-        Proto::String => {
-            let s = crate::values::utf8(value)?;
-            cast::<StringBuilder>(b).append_value(s)
-        }
-        Proto::Bytes | Proto::Opaque => cast::<BinaryBuilder>(b).append_value(value),
-        Proto::Message(message) => append_at(message, value, cast::<StructBuilder>(b), scratch, depth + 1)?,
-        Proto::Timestamp => cast::<TimestampMicrosecondBuilder>(b).append_value(micros(value)?),
-        Proto::Duration => cast::<DurationMicrosecondBuilder>(b).append_value(micros(value)?),
-        Proto::Wrapper(inner) => {
+        (Proto::String, Column::Bytes(c)) => c.push(crate::values::utf8(value)?.as_bytes()),
+        (Proto::Bytes | Proto::Opaque, Column::Bytes(c)) => c.push(value),
+        (Proto::Message(message), Column::Struct(s)) => append_at(message, value, s, scratch, depth + 1)?,
+        (Proto::Timestamp | Proto::Duration, Column::Int64(c)) => c.push(micros(value)?),
+        (Proto::Wrapper(inner), column) => {
             let mut last = None;
             while !r.at_end() {
                 let (number, wire) = r.tag()?;
                 let span = r.value(number, wire, depth)?;
                 if number == 1 {
-                    last = Some(span);
+                    // The last wins; an earlier one must decode too.
+                    if let Some((wire, span)) = last.replace((wire, span)) {
+                        let rows = column.rows();
+                        append_value(inner, wire, span, column, scratch, depth)?;
+                        column.truncate(rows);
+                    }
                 }
             }
             match last {
-                Some(v) => append_value(inner, v, b, scratch, depth)?,
-                None => append_default(inner, b),
+                Some((wire, v)) => append_value(inner, wire, v, column, scratch, depth)?,
+                None => append_default(inner, column),
             }
         }
+        (ty, _) => unreachable!("the column made for {ty:?} is of its Arrow type"),
     }
     Ok(())
 }

@@ -1,18 +1,18 @@
 use std::sync::Arc;
 
-use arrow_array::builder::StructBuilder;
 use arrow_array::{Array, RecordBatch, StructArray};
 use arrow_schema::{Field, Schema};
 use base64::Engine;
 use prost::Message;
 use prost_reflect::DynamicMessage;
 
-use super::arrow::{append_null_message, struct_fields};
+use super::arrow::struct_fields;
 use super::decode::{append_message, check, Scratch};
 use super::fit::holds;
 use super::schema::compile;
 use super::widen::widen_message;
 use super::ProtoMessage;
+use crate::values::column::Struct;
 
 pub(crate) const ORDERS: &str = r#"
 syntax = "proto3";
@@ -74,18 +74,15 @@ fn message(text: &str, indexes: &[i32]) -> ProtoMessage {
 
 /// `values` (None: a null row) decoded by `message` into one struct column.
 fn decode_all(message: &ProtoMessage, values: &[Option<&[u8]>]) -> StructArray {
-    let mut b = StructBuilder::from_fields(struct_fields(message), values.len());
+    let mut b = Struct::new(struct_fields(message), values.len());
     let mut scratch = Scratch::default();
     for value in values {
         match value {
-            Some(bytes) => {
-                check(message, bytes).unwrap();
-                append_message(message, bytes, &mut b, &mut scratch).unwrap();
-            }
-            None => append_null_message(message, &mut b),
+            Some(bytes) => append_message(message, bytes, &mut b, &mut scratch).unwrap(),
+            None => b.push_null(),
         }
     }
-    b.finish()
+    b.finish().unwrap()
 }
 
 /// Each row as a JSON line (null fields left out).

@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::make_builder;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, ListArray, MapArray, StructArray};
 use arrow_schema::DataType;
 
 use super::arrow::{append_absent, data_type, field, struct_fields};
 use super::{Kind, Proto, ProtoField, ProtoMessage};
+use crate::values::column::Column;
 
 /// `rows` (a struct of `from`'s fields) as a struct of `to`'s.
 pub fn widen_message(rows: &StructArray, from: &ProtoMessage, to: &ProtoMessage) -> Result<StructArray, String> {
@@ -22,17 +22,17 @@ pub fn widen_message(rows: &StructArray, from: &ProtoMessage, to: &ProtoMessage)
     for f in to.fields.iter() {
         columns.push(match from.index(f.number) {
             Some(i) => widen_field(rows.column(i), &from.fields[i], f)?,
-            None => absent_column(f, rows.len()),
+            None => absent_column(f, rows.len())?,
         });
     }
     StructArray::try_new(struct_fields(to), columns, rows.nulls().cloned()).map_err(|e| e.to_string())
 }
 
 /// A column of `rows` rows in which `f` is absent.
-fn absent_column(f: &ProtoField, rows: usize) -> ArrayRef {
-    let mut b = make_builder(field(f).data_type(), rows);
-    (0..rows).for_each(|_| append_absent(f, b.as_mut()));
-    b.finish()
+fn absent_column(f: &ProtoField, rows: usize) -> Result<ArrayRef, String> {
+    let mut column = Column::new(field(f).data_type(), rows);
+    (0..rows).for_each(|_| append_absent(f, &mut column));
+    column.finish().map_err(|e| e.to_string())
 }
 
 fn widen_field(column: &ArrayRef, from: &ProtoField, to: &ProtoField) -> Result<ArrayRef, String> {

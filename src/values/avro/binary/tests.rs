@@ -82,14 +82,14 @@ fn order(i: i64) -> Vec<u8> {
 
 fn decode_rows(values: &[Vec<u8>]) -> StructArray {
     let Avro::Record(fields) = Avro::Record(parse_record(SCHEMA).unwrap()) else { unreachable!() };
-    let mut b = StructBuilder::from_fields(struct_fields(&fields), values.len());
+    let mut b = Struct::new(struct_fields(&fields), values.len());
     for v in values {
         check(&Avro::Record(fields.clone()), &mut Reader::new(v)).unwrap();
         let mut r = Reader::new(v);
         append_record(&fields, &mut r, &mut b).unwrap();
         assert!(r.at_end(), "every byte read");
     }
-    b.finish()
+    b.finish().unwrap()
 }
 
 #[test]
@@ -175,10 +175,10 @@ fn decimals_keep_their_sign_and_their_precision() {
 #[test]
 fn a_null_row_gives_every_child_a_null_and_the_array_stays_valid() {
     let fields = parse_record(SCHEMA).unwrap();
-    let mut b = StructBuilder::from_fields(struct_fields(&fields), 2);
+    let mut b = Struct::new(struct_fields(&fields), 2);
     append_record(&fields, &mut Reader::new(&order(3)), &mut b).unwrap();
-    append_null_record(&fields, &mut b);
-    let rows = b.finish();
+    b.push_null();
+    let rows = b.finish().unwrap();
     assert_eq!((rows.len(), rows.null_count()), (2, 1));
     assert!(rows.is_null(1) && rows.column_by_name("id").unwrap().is_null(1));
     rows.to_data().validate_full().unwrap();

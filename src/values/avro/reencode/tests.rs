@@ -1,4 +1,4 @@
-use arrow_array::builder::StructBuilder;
+use crate::values::column::Struct;
 use serde_json::json;
 
 use super::*;
@@ -58,14 +58,14 @@ fn values() -> Vec<Vec<u8>> {
 fn canonical_values_encode_back_to_their_very_bytes() {
     let fields = parse_record(SCHEMA).unwrap();
     let values = values();
-    let mut b = StructBuilder::from_fields(struct_fields(&fields), values.len());
+    let mut b = Struct::new(struct_fields(&fields), values.len());
     for v in &values {
         let mut r = Reader::new(v);
         check(&Avro::Record(fields.clone()), &mut r).unwrap();
         assert!(r.at_end() && r.canonical(), "canonical input");
         append_record(&fields, &mut Reader::new(v), &mut b).unwrap();
     }
-    let rows = b.finish();
+    let rows = b.finish().unwrap();
     for (i, v) in values.iter().enumerate() {
         let mut out = Vec::new();
         encode_record(&fields, &rows, i, &mut out).unwrap();

@@ -40,14 +40,14 @@ fn encoded(fields: &AvroRecord, value: serde_json::Value) -> Vec<u8> {
 /// Values of `writer` read as `reader`'s struct.
 fn read(writer: &AvroRecord, reader: &AvroRecord, values: &[Vec<u8>]) -> StructArray {
     let resolution = Resolution::new(writer, reader).unwrap();
-    let mut b = StructBuilder::from_fields(struct_fields(reader), values.len());
+    let mut b = Struct::new(struct_fields(reader), values.len());
     for v in values {
         resolution.check(&mut Reader::new(v)).unwrap();
         let mut r = Reader::new(v);
         resolution.append(&mut r, &mut b).unwrap();
         assert!(r.at_end(), "the whole value is read");
     }
-    b.finish()
+    b.finish().unwrap()
 }
 
 #[test]

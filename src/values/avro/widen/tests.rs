@@ -1,8 +1,8 @@
-use arrow_array::builder::StructBuilder;
+use crate::values::column::Struct;
 use serde_json::json;
 
 use super::*;
-use crate::values::avro::binary::{append_null_record, append_record};
+use crate::values::avro::binary::append_record;
 use crate::values::avro::resolve::{encode, Resolution};
 use crate::values::avro::{parse_record, AvroRecord};
 
@@ -41,12 +41,12 @@ fn values() -> Vec<Vec<u8>> {
 
 /// The rows decoded as `old`, a null row between them.
 fn decoded(old: &AvroRecord) -> StructArray {
-    let mut b = StructBuilder::from_fields(struct_fields(old), 3);
+    let mut b = Struct::new(struct_fields(old), 3);
     let values = values();
     append_record(old, &mut Reader::new(&values[0]), &mut b).unwrap();
-    append_null_record(old, &mut b);
+    b.push_null();
     append_record(old, &mut Reader::new(&values[1]), &mut b).unwrap();
-    b.finish()
+    b.finish().unwrap()
 }
 
 #[test]
@@ -55,12 +55,12 @@ fn widening_decoded_rows_equals_decoding_them_as_the_newer_schema() {
     let widened = widen_record(&decoded(&old), &old, &new).unwrap();
     widened.to_data().validate_full().unwrap();
     let resolution = Resolution::new(&old, &new).unwrap();
-    let mut b = StructBuilder::from_fields(struct_fields(&new), 3);
+    let mut b = Struct::new(struct_fields(&new), 3);
     let values = values();
     resolution.append(&mut Reader::new(&values[0]), &mut b).unwrap();
-    append_null_record(&new, &mut b);
+    b.push_null();
     resolution.append(&mut Reader::new(&values[1]), &mut b).unwrap();
-    let resolved = b.finish();
+    let resolved = b.finish().unwrap();
     assert_eq!(widened.data_type(), resolved.data_type());
     assert!(widened.is_null(1), "a null row stays null");
     for i in [0, 2] {

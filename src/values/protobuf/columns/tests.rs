@@ -71,6 +71,27 @@ fn values_decode_by_their_message_every_value_keeps_its_bytes_and_misfits_say_wh
     assert_eq!(c.stats().value_schema, None, "no footer schema: restore takes value_raw");
 }
 
+/// A value is decoded as it is read: one found bad after some of its fields were appended (`id`, then
+/// `inner.a` not UTF-8) is cut back out of the columns, and the rows after it are whole.
+#[test]
+fn a_value_found_bad_part_way_leaves_no_partial_row() {
+    let mut c = columns();
+    let bad = frame(SchemaId(1), &[0, 0x08, 1, 0x12, 3, 0x0a, 1, 0xff]);
+    for (i, v) in [value(1, V1, r#"id: 7 inner { a: "x" }"#), bad, value(1, V1, "id: 8")].iter().enumerate() {
+        assert!(c.push(i as i64, Some(v), true));
+    }
+    let [value_col, _, error] = c.take(&[]).unwrap();
+    let typed = value_col.as_struct();
+    typed.to_data().validate_full().unwrap();
+    let ids = typed.column(0).as_primitive::<Int64Type>();
+    assert_eq!((typed.len(), ids.value(0), ids.value(2)), (3, 7, 8));
+    assert!(typed.is_null(1));
+    let inner = typed.column(1).as_struct();
+    assert_eq!(inner.column(0).as_string::<i32>().value(0), "x");
+    let why = error.as_string::<i32>().value(1);
+    assert!(why.contains("inner: a: a string that is not UTF-8"), "{why}");
+}
+
 #[test]
 fn a_newer_version_widens_the_file_an_older_one_is_held_and_a_changed_one_rolls() {
     let mut c = columns();

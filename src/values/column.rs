@@ -1,0 +1,364 @@
+//! A value column being built: one typed tree per Arrow type (no downcast per value, as Arrow's boxed
+//! builders need), which can be cut back to a row count ([`Column::truncate`]). A decoder appends a
+//! value while it reads it, in one pass, and a value found bad part way is undone by cutting the column
+//! back to the rows before it.
+
+use std::sync::Arc;
+
+use arrow_array::{make_array, Array, ArrayRef, ListArray, MapArray, NullArray, StructArray};
+use arrow_buffer::{ArrowNativeType, BooleanBufferBuilder, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_data::ArrayData;
+use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
+
+/// A column of one Arrow type, as its values are appended.
+pub enum Column {
+    /// A column of nulls only (the placeholder field of a record without fields).
+    Null(usize),
+    Boolean(Booleans),
+    /// Int32, Date32 and Time32 (the column's type says which).
+    Int32(Primitive<i32>),
+    /// Int64, Time64, Timestamp and Duration.
+    Int64(Primitive<i64>),
+    UInt32(Primitive<u32>),
+    UInt64(Primitive<u64>),
+    Float32(Primitive<f32>),
+    Float64(Primitive<f64>),
+    Decimal128(Primitive<i128>),
+    /// Utf8 (every value appended was checked to be UTF-8) or Binary.
+    Bytes(Bytes),
+    FixedSize(FixedSize),
+    List(Box<List>),
+    /// A map: a list of key-value structs.
+    Map(Box<List>),
+    Struct(Struct),
+}
+
+impl Column {
+    /// An empty column of `ty` (the types the value formats map to), room made for `rows` values.
+    pub fn new(ty: &DataType, rows: usize) -> Self {
+        match ty {
+            DataType::Null => Column::Null(0),
+            DataType::Boolean => Column::Boolean(Booleans {
+                values: BooleanBufferBuilder::new(rows),
+                nulls: NullBufferBuilder::new(rows),
+            }),
+            DataType::Int32 | DataType::Date32 | DataType::Time32(_) => Column::Int32(Primitive::new(ty, rows)),
+            DataType::Int64 | DataType::Time64(_) | DataType::Timestamp(..) | DataType::Duration(_) => {
+                Column::Int64(Primitive::new(ty, rows))
+            }
+            DataType::UInt32 => Column::UInt32(Primitive::new(ty, rows)),
+            DataType::UInt64 => Column::UInt64(Primitive::new(ty, rows)),
+            DataType::Float32 => Column::Float32(Primitive::new(ty, rows)),
+            DataType::Float64 => Column::Float64(Primitive::new(ty, rows)),
+            DataType::Decimal128(..) => Column::Decimal128(Primitive::new(ty, rows)),
+            DataType::Utf8 | DataType::Binary => Column::Bytes(Bytes::new(ty, rows)),
+            DataType::FixedSizeBinary(size) => Column::FixedSize(FixedSize {
+                size: usize::try_from(*size).expect("a fixed size is not negative"),
+                values: Vec::new(),
+                nulls: NullBufferBuilder::new(rows),
+            }),
+            DataType::List(item) => Column::List(Box::new(List::new(item.clone(), rows))),
+            DataType::Map(entries, _) => Column::Map(Box::new(List::new(entries.clone(), rows))),
+            DataType::Struct(fields) => Column::Struct(Struct::new(fields.clone(), rows)),
+            other => unreachable!("no value format maps to {other}"),
+        }
+    }
+
+    /// The rows appended.
+    pub fn rows(&self) -> usize {
+        match self {
+            Column::Null(len) => *len,
+            Column::Boolean(c) => c.nulls.len(),
+            Column::Int32(c) => c.values.len(),
+            Column::Int64(c) => c.values.len(),
+            Column::UInt32(c) => c.values.len(),
+            Column::UInt64(c) => c.values.len(),
+            Column::Float32(c) => c.values.len(),
+            Column::Float64(c) => c.values.len(),
+            Column::Decimal128(c) => c.values.len(),
+            Column::Bytes(c) => c.offsets.len() - 1,
+            Column::FixedSize(c) => c.nulls.len(),
+            Column::List(c) | Column::Map(c) => c.offsets.len() - 1,
+            Column::Struct(c) => c.len,
+        }
+    }
+
+    /// Appends a null (a struct's children get one too, which the null row hides).
+    pub fn push_null(&mut self) {
+        match self {
+            Column::Null(len) => *len += 1,
+            Column::Boolean(c) => {
+                c.values.append(false);
+                c.nulls.append_null();
+            }
+            Column::Int32(c) => c.push_null(),
+            Column::Int64(c) => c.push_null(),
+            Column::UInt32(c) => c.push_null(),
+            Column::UInt64(c) => c.push_null(),
+            Column::Float32(c) => c.push_null(),
+            Column::Float64(c) => c.push_null(),
+            Column::Decimal128(c) => c.push_null(),
+            Column::Bytes(c) => {
+                c.offsets.push(c.end());
+                c.nulls.append_null();
+            }
+            Column::FixedSize(c) => {
+                c.values.resize(c.values.len() + c.size, 0);
+                c.nulls.append_null();
+            }
+            Column::List(c) | Column::Map(c) => c.close(false),
+            Column::Struct(c) => c.push_null(),
+        }
+    }
+
+    /// Cuts the column back to its first `rows` rows (no more than it holds).
+    pub fn truncate(&mut self, rows: usize) {
+        match self {
+            Column::Null(len) => *len = rows,
+            Column::Boolean(c) => {
+                c.values.truncate(rows);
+                c.nulls.truncate(rows);
+            }
+            Column::Int32(c) => c.truncate(rows),
+            Column::Int64(c) => c.truncate(rows),
+            Column::UInt32(c) => c.truncate(rows),
+            Column::UInt64(c) => c.truncate(rows),
+            Column::Float32(c) => c.truncate(rows),
+            Column::Float64(c) => c.truncate(rows),
+            Column::Decimal128(c) => c.truncate(rows),
+            Column::Bytes(c) => {
+                c.offsets.truncate(rows + 1);
+                c.values.truncate(c.end() as usize);
+                c.nulls.truncate(rows);
+            }
+            Column::FixedSize(c) => {
+                c.values.truncate(rows * c.size);
+                c.nulls.truncate(rows);
+            }
+            Column::List(c) | Column::Map(c) => {
+                c.offsets.truncate(rows + 1);
+                c.items.truncate(*c.offsets.last().expect("an offset") as usize);
+                c.nulls.truncate(rows);
+            }
+            Column::Struct(c) => c.truncate(rows),
+        }
+    }
+
+    /// The column as an Arrow array.
+    pub fn finish(self) -> Result<ArrayRef, ArrowError> {
+        Ok(match self {
+            Column::Null(len) => Arc::new(NullArray::new(len)),
+            Column::Boolean(mut c) => {
+                let values = c.values.finish();
+                array(ArrayData::builder(DataType::Boolean).len(values.len()).add_buffer(values.into_inner()), c.nulls)?
+            }
+            Column::Int32(c) => c.finish()?,
+            Column::Int64(c) => c.finish()?,
+            Column::UInt32(c) => c.finish()?,
+            Column::UInt64(c) => c.finish()?,
+            Column::Float32(c) => c.finish()?,
+            Column::Float64(c) => c.finish()?,
+            Column::Decimal128(c) => c.finish()?,
+            Column::Bytes(c) => {
+                let data = ArrayData::builder(c.ty).len(c.offsets.len() - 1);
+                let data = data.add_buffer(Buffer::from_vec(c.offsets)).add_buffer(Buffer::from_vec(c.values));
+                array(data, c.nulls)?
+            }
+            Column::FixedSize(c) => {
+                let size = i32::try_from(c.size).expect("a fixed size fits an i32");
+                let data = ArrayData::builder(DataType::FixedSizeBinary(size)).len(c.nulls.len());
+                array(data.add_buffer(Buffer::from_vec(c.values)), c.nulls)?
+            }
+            Column::List(c) => {
+                let mut c = *c;
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(c.offsets));
+                Arc::new(ListArray::try_new(c.field, offsets, c.items.finish()?, c.nulls.finish())?)
+            }
+            Column::Map(c) => {
+                let mut c = *c;
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(c.offsets));
+                let entries = c.items.finish()?;
+                let entries = entries.as_any().downcast_ref::<StructArray>().expect("a map's entries are a struct");
+                Arc::new(MapArray::try_new(c.field, offsets, entries.clone(), c.nulls.finish(), false)?)
+            }
+            Column::Struct(c) => Arc::new(c.finish()?),
+        })
+    }
+}
+
+/// An array of `data` and `nulls`, its buffers checked.
+fn array(data: arrow_data::ArrayDataBuilder, mut nulls: NullBufferBuilder) -> Result<ArrayRef, ArrowError> {
+    Ok(make_array(data.nulls(nulls.finish()).build()?))
+}
+
+pub struct Booleans {
+    values: BooleanBufferBuilder,
+    nulls: NullBufferBuilder,
+}
+
+impl Booleans {
+    pub fn push(&mut self, value: bool) {
+        self.values.append(value);
+        self.nulls.append_non_null();
+    }
+}
+
+/// A column of fixed-width numbers.
+pub struct Primitive<T> {
+    ty: DataType,
+    values: Vec<T>,
+    nulls: NullBufferBuilder,
+}
+
+impl<T: ArrowNativeType> Primitive<T> {
+    fn new(ty: &DataType, rows: usize) -> Self {
+        Self { ty: ty.clone(), values: Vec::with_capacity(rows), nulls: NullBufferBuilder::new(rows) }
+    }
+
+    #[inline]
+    pub fn push(&mut self, value: T) {
+        self.values.push(value);
+        self.nulls.append_non_null();
+    }
+
+    fn push_null(&mut self) {
+        self.values.push(T::default());
+        self.nulls.append_null();
+    }
+
+    fn truncate(&mut self, rows: usize) {
+        self.values.truncate(rows);
+        self.nulls.truncate(rows);
+    }
+
+    fn finish(self) -> Result<ArrayRef, ArrowError> {
+        array(ArrayData::builder(self.ty).len(self.values.len()).add_buffer(Buffer::from_vec(self.values)), self.nulls)
+    }
+}
+
+/// Variable-length values: their bytes back to back, and where each ends.
+pub struct Bytes {
+    ty: DataType,
+    offsets: Vec<i32>,
+    values: Vec<u8>,
+    nulls: NullBufferBuilder,
+}
+
+impl Bytes {
+    fn new(ty: &DataType, rows: usize) -> Self {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        Self { ty: ty.clone(), offsets, values: Vec::new(), nulls: NullBufferBuilder::new(rows) }
+    }
+
+    fn end(&self) -> i32 {
+        *self.offsets.last().expect("an offset")
+    }
+
+    /// Appends a value (UTF-8 already, in a Utf8 column).
+    #[inline]
+    pub fn push(&mut self, value: &[u8]) {
+        self.values.extend_from_slice(value);
+        self.offsets.push(i32::try_from(self.values.len()).expect("a batch's values fit in 2 GiB"));
+        self.nulls.append_non_null();
+    }
+}
+
+pub struct FixedSize {
+    size: usize,
+    values: Vec<u8>,
+    nulls: NullBufferBuilder,
+}
+
+impl FixedSize {
+    /// Appends a value of the column's size; any other size is refused.
+    pub fn push(&mut self, value: &[u8]) -> Result<(), String> {
+        if value.len() != self.size {
+            return Err(format!("{} bytes where {} are fixed", value.len(), self.size));
+        }
+        self.values.extend_from_slice(value);
+        self.nulls.append_non_null();
+        Ok(())
+    }
+}
+
+/// A list (or a map): where each row's items end in the items' column.
+pub struct List {
+    field: FieldRef,
+    offsets: Vec<i32>,
+    nulls: NullBufferBuilder,
+    items: Column,
+}
+
+impl List {
+    fn new(field: FieldRef, rows: usize) -> Self {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        let items = Column::new(field.data_type(), rows);
+        Self { field, offsets, nulls: NullBufferBuilder::new(rows), items }
+    }
+
+    /// The items' column, to append a row's items to (then [`List::close`] ends the row).
+    pub fn items(&mut self) -> &mut Column {
+        &mut self.items
+    }
+
+    /// Ends a row: the items appended since the last (none for a null).
+    pub fn close(&mut self, valid: bool) {
+        self.offsets.push(i32::try_from(self.items.rows()).expect("a batch's items fit an i32"));
+        self.nulls.append(valid);
+    }
+}
+
+/// A struct: a column per field.
+pub struct Struct {
+    fields: Fields,
+    children: Vec<Column>,
+    nulls: NullBufferBuilder,
+    len: usize,
+}
+
+impl Struct {
+    pub fn new(fields: Fields, rows: usize) -> Self {
+        let children = fields.iter().map(|f| Column::new(f.data_type(), rows)).collect();
+        Self { fields, children, nulls: NullBufferBuilder::new(rows), len: 0 }
+    }
+
+    /// The rows appended.
+    pub fn rows(&self) -> usize {
+        self.len
+    }
+
+    /// Field `i`'s column.
+    #[inline]
+    pub fn child(&mut self, i: usize) -> &mut Column {
+        &mut self.children[i]
+    }
+
+    /// Ends a row (its fields appended to every child).
+    pub fn close(&mut self, valid: bool) {
+        self.nulls.append(valid);
+        self.len += 1;
+    }
+
+    /// Appends a null row.
+    pub fn push_null(&mut self) {
+        self.children.iter_mut().for_each(Column::push_null);
+        self.close(false);
+    }
+
+    /// Cuts the struct back to its first `rows` rows.
+    pub fn truncate(&mut self, rows: usize) {
+        self.children.iter_mut().for_each(|child| child.truncate(rows));
+        self.nulls.truncate(rows);
+        self.len = rows;
+    }
+
+    pub fn finish(mut self) -> Result<StructArray, ArrowError> {
+        let columns = self.children.into_iter().map(Column::finish).collect::<Result<Vec<_>, _>>()?;
+        StructArray::try_new(self.fields, columns, self.nulls.finish())
+    }
+}
+
+#[cfg(test)]
+mod tests;

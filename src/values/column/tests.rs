@@ -1,0 +1,99 @@
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
+use arrow_array::Array;
+use arrow_schema::{DataType, Field, Fields};
+
+use super::*;
+
+/// A struct of every kind of column: a nullable int, a string, a list of structs, a map, fixed bytes.
+fn fields() -> Fields {
+    let item = Fields::from(vec![Field::new("sku", DataType::Utf8, false), Field::new("qty", DataType::Int32, true)]);
+    let entries =
+        Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Int64, true)]);
+    Fields::from(vec![
+        Field::new("n", DataType::Int32, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("items", DataType::List(Arc::new(Field::new("item", DataType::Struct(item), true))), true),
+        Field::new("m", DataType::Map(Arc::new(Field::new("entries", DataType::Struct(entries), false)), false), true),
+        Field::new("f", DataType::FixedSizeBinary(2), true),
+        Field::new("b", DataType::Boolean, true),
+    ])
+}
+
+/// Row `i` appended to `s`, all of it (`whole`) or stopping half way, as a value found bad would.
+fn append(s: &mut Struct, i: i32, whole: bool) {
+    let Column::Int32(n) = s.child(0) else { unreachable!() };
+    n.push(i);
+    let Column::Bytes(text) = s.child(1) else { unreachable!() };
+    text.push(format!("row {i}").as_bytes());
+    let Column::List(items) = s.child(2) else { unreachable!() };
+    for k in 0..3 {
+        let Column::Struct(item) = items.items() else { unreachable!() };
+        let Column::Bytes(sku) = item.child(0) else { unreachable!() };
+        sku.push(format!("sku {i}.{k}").as_bytes());
+        if !whole && k == 1 {
+            return; // Part of an item, part of a list, part of a row.
+        }
+        let Column::Int32(qty) = item.child(1) else { unreachable!() };
+        qty.push(k);
+        item.close(true);
+    }
+    items.close(true);
+    let Column::Map(m) = s.child(3) else { unreachable!() };
+    let Column::Struct(entry) = m.items() else { unreachable!() };
+    let Column::Bytes(key) = entry.child(0) else { unreachable!() };
+    key.push(b"k");
+    entry.child(1).push_null();
+    entry.close(true);
+    m.close(true);
+    let Column::FixedSize(f) = s.child(4) else { unreachable!() };
+    f.push(&[i as u8, 0]).unwrap();
+    let Column::Boolean(b) = s.child(5) else { unreachable!() };
+    b.push(i % 2 == 0);
+    s.close(true);
+}
+
+#[test]
+fn a_row_cut_back_part_way_leaves_the_arrays_as_if_it_was_never_appended() {
+    let mut cut = Struct::new(fields(), 0);
+    let mut clean = Struct::new(fields(), 0);
+    for i in 0..4 {
+        append(&mut clean, i, true);
+        append(&mut cut, i, true);
+        let rows = cut.rows();
+        append(&mut cut, 100 + i, false);
+        cut.truncate(rows);
+        if i == 2 {
+            clean.push_null();
+            cut.push_null();
+        }
+    }
+    let (cut, clean) = (cut.finish().unwrap(), clean.finish().unwrap());
+    cut.to_data().validate_full().unwrap();
+    assert_eq!(cut.to_data(), clean.to_data());
+    assert_eq!((cut.len(), cut.null_count()), (5, 1));
+    assert_eq!(cut.column(0).as_primitive::<Int32Type>().values(), &[0, 1, 2, 0, 3]);
+    assert_eq!(cut.column(2).as_list::<i32>().value(4).len(), 3);
+}
+
+#[test]
+fn a_null_row_has_a_null_in_every_child_and_types_are_kept() {
+    let ty = DataType::Timestamp(arrow_schema::TimeUnit::Millisecond, Some("+00:00".into()));
+    let mut s = Struct::new(Fields::from(vec![Field::new("at", ty.clone(), true)]), 2);
+    let Column::Int64(at) = s.child(0) else { unreachable!() };
+    at.push(7);
+    s.close(true);
+    s.push_null();
+    let rows = s.finish().unwrap();
+    assert_eq!(rows.column(0).data_type(), &ty);
+    assert!(rows.is_null(1) && rows.column(0).is_null(1));
+    assert_eq!(rows.column(0).as_primitive::<arrow_array::types::TimestampMillisecondType>().value(0), 7);
+}
+
+#[test]
+fn a_fixed_size_value_of_another_size_is_refused() {
+    let Column::FixedSize(mut f) = Column::new(&DataType::FixedSizeBinary(4), 1) else { unreachable!() };
+    assert_eq!(f.push(&[1, 2]), Err("2 bytes where 4 are fixed".into()));
+}
