@@ -215,10 +215,10 @@ impl ValueColumns for ProtobufColumns {
                 return Err(ColumnsError::RowCount { decoded: value.rows(), records: rows })
             }
             (Some(_), Some(value)) => Arc::new(value.finish()?),
-            // No value fitted: every row is null.
+            // No value fitted (or the column is not at hand): decoded from the batch's bytes.
             (Some(schema), None) => {
-                let nulls = std::iter::repeat_n(None, rows);
-                Arc::new(decode_values(&schema.message, nulls, rows, &mut self.scratch)?.finish()?)
+                let fitting = (0..rows).map(|i| self.batch.fitting(i));
+                Arc::new(decode_values(&schema.message, fitting, rows, &mut self.scratch)?.finish()?)
             }
             (None, _) => crate::values::arrow::placeholder_column(rows),
         };

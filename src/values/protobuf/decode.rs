@@ -371,10 +371,16 @@ fn append_entry(
         let (number, wire) = e.tag()?;
         let span = e.value(number, wire, depth)?;
         let at = (wire, o.start + e.pos - span.len(), o.start + e.pos);
-        match number {
-            1 => k = Some(at),
-            2 => v = Some(at),
-            _ => {}
+        let (earlier, ty, child) = match number {
+            1 => (k.replace(at), key, 0),
+            2 => (v.replace(at), ty, 1),
+            _ => continue,
+        };
+        // The last wins; an earlier one must decode too.
+        if let Some((wire, start, end)) = earlier {
+            let rows = entry.child(child).rows();
+            append_value(ty, wire, &bytes[start..end], entry.child(child), scratch, depth)?;
+            entry.child(child).truncate(rows);
         }
     }
     match k {

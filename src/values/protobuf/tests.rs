@@ -232,6 +232,10 @@ fn what_protobuf_would_merge_or_keep_the_last_of_is_a_misfit_and_a_map_entry_wit
     // tags (5) {"x": 1} twice.
     assert!(why(&[0x2a, 5, 0x0a, 1, b'x', 0x10, 1, 0x2a, 5, 0x0a, 1, b'x', 0x10, 2])
         .contains("tags: a map key given twice"));
+    // An entry's key or value given twice: the last wins, and the earlier must decode too.
+    assert!(why(&[0x2a, 8, 0x0a, 1, b'x', 0x12, 1, b'a', 0x10, 1]).contains("tags: wire type 2"));
+    assert!(why(&[0x2a, 8, 0x0a, 1, 0xff, 0x0a, 1, b'x', 0x10, 1]).contains("tags: a string that is not UTF-8"));
+    assert!(check(&order, &[0x2a, 7, 0x0a, 1, b'x', 0x10, 1, 0x10, 2]).is_ok());
     // A Timestamp whose seconds (1) are length-delimited.
     assert!(why(&[0x32, 2, 0x0a, 0]).contains("placed: field 1 of wire type 2, not a varint"));
 
