@@ -1,11 +1,11 @@
 //! Decoding values into typed columns: records/s per core turning ~1 KiB Avro and Protobuf values
 //! (binary, as a Schema Registry serializer writes them after its header) into Arrow columns: Avro in
-//! one pass (checked as it is appended). Run with `cargo bench --bench values`; figures in docs/performance.md.
+//! one pass (checked as it is appended), into buffers sized by the batch before, as the service does. Run with `cargo bench --bench values`; figures in docs/performance.md.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kafka_s3_archiver::values::avro::binary::{append_record, struct_fields, Reader};
 use kafka_s3_archiver::values::avro::parse_record;
-use kafka_s3_archiver::values::column::Struct;
+use kafka_s3_archiver::values::column::{Room, Struct};
 use kafka_s3_archiver::values::protobuf::decode::{append_message, Scratch};
 use kafka_s3_archiver::values::protobuf::{arrow::struct_fields as proto_fields, schema::compile};
 
@@ -23,11 +23,13 @@ fn decode(c: &mut Criterion) {
     let mut group = c.benchmark_group("avro_to_arrow");
     group.throughput(Throughput::Elements(RECORDS as u64));
     group.bench_function(format!("{RECORDS} records of {} B", bytes / RECORDS), |b| {
+        let mut room = Room::default();
         b.iter(|| {
-            let mut value = Struct::new(struct_fields(&fields), RECORDS);
+            let mut value = Struct::new(struct_fields(&fields), &room);
             for v in &values {
                 append_record(&fields, &mut Reader::new(v), &mut value).expect("decodes");
             }
+            room = value.room();
             value.finish().expect("valid arrays")
         })
     });
@@ -104,12 +106,13 @@ fn decode_protobuf(c: &mut Criterion) {
     let mut group = c.benchmark_group("protobuf_to_arrow");
     group.throughput(Throughput::Elements(RECORDS as u64));
     group.bench_function(format!("{RECORDS} records of {} B", bytes / RECORDS), |b| {
-        let mut scratch = Scratch::default();
+        let (mut scratch, mut room) = (Scratch::default(), Room::default());
         b.iter(|| {
-            let mut value = Struct::new(proto_fields(message), RECORDS);
+            let mut value = Struct::new(proto_fields(message), &room);
             for v in &values {
                 append_message(message, v, &mut value, &mut scratch).expect("decodes");
             }
+            room = value.room();
             value.finish().expect("valid arrays")
         })
     });

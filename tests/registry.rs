@@ -21,7 +21,7 @@ use kafka_s3_archiver::commands::demo::generate::{generated, produce_records};
 use kafka_s3_archiver::store::list_all;
 use kafka_s3_archiver::values::avro::binary::{append_record, struct_fields, Reader};
 use kafka_s3_archiver::values::avro::parse_record;
-use kafka_s3_archiver::values::column::Struct;
+use kafka_s3_archiver::values::column::{Room, Struct};
 use serde_json::Value;
 
 const RECORDS: usize = 400;
@@ -126,7 +126,7 @@ async fn values_framed_by_confluents_avro_serializer_decode_into_what_was_produc
     assert!(registered.get("schemaType").is_none_or(|t| t == "AVRO"), "{registered}");
     let fields = parse_record(registered["schema"].as_str().unwrap()).unwrap();
 
-    let mut value = Struct::new(struct_fields(&fields), RECORDS);
+    let mut value = Struct::new(struct_fields(&fields), &Room::rows(RECORDS));
     for r in &records {
         let payload = r.value.as_deref().unwrap();
         assert_eq!((payload[0], u32::from_be_bytes(payload[1..5].try_into().unwrap())), (0, id), "one schema");

@@ -59,11 +59,12 @@ impl ValueSchema {
     /// Checks a record's value bytes.
     pub fn check(&self, bytes: &[u8]) -> Result<Fit, Misfit> {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| Misfit::new(format!("not JSON ({e})")))?;
-        if !value.is_object() {
-            return Err(Misfit::new(format!("not a JSON object (got {})", kind(&value))));
-        }
         let mut fit = Fit::default();
-        record(self.fields(), &value, &mut fit)?;
+        match &*self.fields {
+            [field] if self.wrapped => node(&field.node, &value, &mut fit)?,
+            _ if !value.is_object() => return Err(Misfit::new(format!("not a JSON object (got {})", kind(&value)))),
+            _ => record(&self.fields, &value, &mut fit)?,
+        }
         Ok(fit)
     }
 }

@@ -3,9 +3,10 @@
 //! value while it reads it, in one pass, and a value found bad part way is undone by cutting the column
 //! back to the rows before it.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use arrow_array::{make_array, Array, ArrayRef, ListArray, MapArray, NullArray, StructArray};
+use arrow_array::{make_array, Array, ArrayRef, BinaryArray, ListArray, MapArray, NullArray, StringArray, StructArray};
 use arrow_buffer::{ArrowNativeType, BooleanBufferBuilder, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
@@ -24,8 +25,9 @@ pub enum Column {
     Float32(Primitive<f32>),
     Float64(Primitive<f64>),
     Decimal128(Primitive<i128>),
-    /// Utf8 (every value appended was checked to be UTF-8) or Binary.
-    Bytes(Bytes),
+    /// Utf8: only strings are appended, so Arrow need not check the bytes again.
+    Utf8(Strings),
+    Binary(Bytes),
     FixedSize(FixedSize),
     List(Box<List>),
     /// A map: a list of key-value structs.
@@ -34,8 +36,9 @@ pub enum Column {
 }
 
 impl Column {
-    /// An empty column of `ty` (the types the value formats map to), room made for `rows` values.
-    pub fn new(ty: &DataType, rows: usize) -> Self {
+    /// An empty column of `ty` (the types the value formats map to), with `room` made.
+    pub fn new(ty: &DataType, room: &Room) -> Self {
+        let rows = room.rows;
         match ty {
             DataType::Null => Column::Null(0),
             DataType::Boolean => Column::Boolean(Booleans {
@@ -51,15 +54,16 @@ impl Column {
             DataType::Float32 => Column::Float32(Primitive::new(ty, rows)),
             DataType::Float64 => Column::Float64(Primitive::new(ty, rows)),
             DataType::Decimal128(..) => Column::Decimal128(Primitive::new(ty, rows)),
-            DataType::Utf8 | DataType::Binary => Column::Bytes(Bytes::new(ty, rows)),
-            DataType::FixedSizeBinary(size) => Column::FixedSize(FixedSize {
-                size: usize::try_from(*size).expect("a fixed size is not negative"),
-                values: Vec::new(),
-                nulls: NullBufferBuilder::new(rows),
-            }),
-            DataType::List(item) => Column::List(Box::new(List::new(item.clone(), rows))),
-            DataType::Map(entries, _) => Column::Map(Box::new(List::new(entries.clone(), rows))),
-            DataType::Struct(fields) => Column::Struct(Struct::new(fields.clone(), rows)),
+            DataType::Utf8 => Column::Utf8(Strings(Bytes::new(room))),
+            DataType::Binary => Column::Binary(Bytes::new(room)),
+            DataType::FixedSizeBinary(size) => {
+                let size = usize::try_from(*size).expect("a fixed size is not negative");
+                let (values, nulls) = (Vec::with_capacity(rows * size), NullBufferBuilder::new(rows));
+                Column::FixedSize(FixedSize { size, values, nulls })
+            }
+            DataType::List(item) => Column::List(Box::new(List::new(item.clone(), room))),
+            DataType::Map(entries, _) => Column::Map(Box::new(List::new(entries.clone(), room))),
+            DataType::Struct(fields) => Column::Struct(Struct::new(fields.clone(), room)),
             other => unreachable!("no value format maps to {other}"),
         }
     }
@@ -76,10 +80,21 @@ impl Column {
             Column::Float32(c) => c.values.len(),
             Column::Float64(c) => c.values.len(),
             Column::Decimal128(c) => c.values.len(),
-            Column::Bytes(c) => c.offsets.len() - 1,
+            Column::Utf8(Strings(c)) | Column::Binary(c) => c.offsets.len() - 1,
             Column::FixedSize(c) => c.nulls.len(),
             Column::List(c) | Column::Map(c) => c.offsets.len() - 1,
             Column::Struct(c) => c.len,
+        }
+    }
+
+    /// The room this column's rows take (see [`Room`]).
+    fn room(&self) -> Room {
+        let rows = self.rows();
+        match self {
+            Column::Utf8(Strings(c)) | Column::Binary(c) => Room { rows, bytes: c.values.len(), children: Vec::new() },
+            Column::List(c) | Column::Map(c) => Room { rows, bytes: 0, children: vec![c.items.room()] },
+            Column::Struct(c) => c.room(),
+            _ => Room::rows(rows),
         }
     }
 
@@ -98,7 +113,7 @@ impl Column {
             Column::Float32(c) => c.push_null(),
             Column::Float64(c) => c.push_null(),
             Column::Decimal128(c) => c.push_null(),
-            Column::Bytes(c) => {
+            Column::Utf8(Strings(c)) | Column::Binary(c) => {
                 c.offsets.push(c.end());
                 c.nulls.append_null();
             }
@@ -126,7 +141,7 @@ impl Column {
             Column::Float32(c) => c.truncate(rows),
             Column::Float64(c) => c.truncate(rows),
             Column::Decimal128(c) => c.truncate(rows),
-            Column::Bytes(c) => {
+            Column::Utf8(Strings(c)) | Column::Binary(c) => {
                 c.offsets.truncate(rows + 1);
                 c.values.truncate(c.end() as usize);
                 c.nulls.truncate(rows);
@@ -159,11 +174,16 @@ impl Column {
             Column::Float32(c) => c.finish()?,
             Column::Float64(c) => c.finish()?,
             Column::Decimal128(c) => c.finish()?,
-            Column::Bytes(c) => {
-                let data = ArrayData::builder(c.ty).len(c.offsets.len() - 1);
-                let data = data.add_buffer(Buffer::from_vec(c.offsets)).add_buffer(Buffer::from_vec(c.values));
-                array(data, c.nulls)?
+            Column::Utf8(Strings(c)) => {
+                // Checks what `StringArray::try_new` checks but the bytes' UTF-8.
+                let binary = c.finish()?;
+                let (offsets, values, nulls) = binary.into_parts();
+                // SAFETY: `values` is valid UTF-8 and each offset a character boundary, as only `&str`s
+                // were appended (`Strings::push`), and a truncation cuts at a value's end; the offsets
+                // and nulls were just checked by `BinaryArray::try_new`.
+                Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
             }
+            Column::Binary(c) => Arc::new(c.finish()?),
             Column::FixedSize(c) => {
                 let size = i32::try_from(c.size).expect("a fixed size fits an i32");
                 let data = ArrayData::builder(DataType::FixedSizeBinary(size)).len(c.nulls.len());
@@ -183,6 +203,31 @@ impl Column {
             }
             Column::Struct(c) => Arc::new(c.finish()?),
         })
+    }
+}
+
+/// The room to make in a new column: its rows, its values' bytes (of a Utf8 or Binary column) and each
+/// child's room (a list's items, a struct's fields). Made from the last batch's ([`Struct::room`]), a
+/// batch's buffers are allocated once, not grown and copied value by value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Room {
+    rows: usize,
+    bytes: usize,
+    children: Vec<Room>,
+}
+
+impl Room {
+    /// Room for `rows` rows, in this column and its children alike (no bytes).
+    pub fn rows(rows: usize) -> Self {
+        Self { rows, bytes: 0, children: Vec::new() }
+    }
+
+    /// Child `i`'s room: as many rows as this column's where it has no room of its own.
+    fn child(&self, i: usize) -> Cow<'_, Room> {
+        match self.children.get(i) {
+            Some(room) => Cow::Borrowed(room),
+            None => Cow::Owned(Room::rows(self.rows)),
+        }
     }
 }
 
@@ -238,29 +283,42 @@ impl<T: ArrowNativeType> Primitive<T> {
 
 /// Variable-length values: their bytes back to back, and where each ends.
 pub struct Bytes {
-    ty: DataType,
     offsets: Vec<i32>,
     values: Vec<u8>,
     nulls: NullBufferBuilder,
 }
 
 impl Bytes {
-    fn new(ty: &DataType, rows: usize) -> Self {
-        let mut offsets = Vec::with_capacity(rows + 1);
+    fn new(room: &Room) -> Self {
+        let mut offsets = Vec::with_capacity(room.rows + 1);
         offsets.push(0);
-        Self { ty: ty.clone(), offsets, values: Vec::new(), nulls: NullBufferBuilder::new(rows) }
+        Self { offsets, values: Vec::with_capacity(room.bytes), nulls: NullBufferBuilder::new(room.rows) }
     }
 
     fn end(&self) -> i32 {
         *self.offsets.last().expect("an offset")
     }
 
-    /// Appends a value (UTF-8 already, in a Utf8 column).
     #[inline]
     pub fn push(&mut self, value: &[u8]) {
         self.values.extend_from_slice(value);
         self.offsets.push(i32::try_from(self.values.len()).expect("a batch's values fit in 2 GiB"));
         self.nulls.append_non_null();
+    }
+
+    fn finish(mut self) -> Result<BinaryArray, ArrowError> {
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(self.offsets));
+        BinaryArray::try_new(offsets, Buffer::from_vec(self.values), self.nulls.finish())
+    }
+}
+
+/// Strings: [`Bytes`] that are UTF-8.
+pub struct Strings(Bytes);
+
+impl Strings {
+    #[inline]
+    pub fn push(&mut self, value: &str) {
+        self.0.push(value.as_bytes());
     }
 }
 
@@ -291,11 +349,11 @@ pub struct List {
 }
 
 impl List {
-    fn new(field: FieldRef, rows: usize) -> Self {
-        let mut offsets = Vec::with_capacity(rows + 1);
+    fn new(field: FieldRef, room: &Room) -> Self {
+        let mut offsets = Vec::with_capacity(room.rows + 1);
         offsets.push(0);
-        let items = Column::new(field.data_type(), rows);
-        Self { field, offsets, nulls: NullBufferBuilder::new(rows), items }
+        let items = Column::new(field.data_type(), &room.child(0));
+        Self { field, offsets, nulls: NullBufferBuilder::new(room.rows), items }
     }
 
     /// The items' column, to append a row's items to (then [`List::close`] ends the row).
@@ -319,14 +377,20 @@ pub struct Struct {
 }
 
 impl Struct {
-    pub fn new(fields: Fields, rows: usize) -> Self {
-        let children = fields.iter().map(|f| Column::new(f.data_type(), rows)).collect();
-        Self { fields, children, nulls: NullBufferBuilder::new(rows), len: 0 }
+    /// An empty struct of `fields`, with `room` made.
+    pub fn new(fields: Fields, room: &Room) -> Self {
+        let children = fields.iter().enumerate().map(|(i, f)| Column::new(f.data_type(), &room.child(i))).collect();
+        Self { fields, children, nulls: NullBufferBuilder::new(room.rows), len: 0 }
     }
 
     /// The rows appended.
     pub fn rows(&self) -> usize {
         self.len
+    }
+
+    /// The room this struct's rows take, to make in the next struct like it.
+    pub fn room(&self) -> Room {
+        Room { rows: self.len, bytes: 0, children: self.children.iter().map(Column::room).collect() }
     }
 
     /// Field `i`'s column.

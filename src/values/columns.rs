@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::values::avro::NOT_A_RECORD_FIELD;
 use crate::values::{value_field, Inference, JsonValues, ValueColumns, ValueSchema};
 use arrow_array::builder::{BinaryBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
@@ -208,6 +209,13 @@ impl JsonColumns {
         ReaderBuilder::new_with_field(field.clone()).with_batch_size(rows.max(1)).build_decoder()
     }
 
+    /// What comes before each value's JSON for the decoder, if the schema reads it as an object's one
+    /// field (`ValueSchema::wrapped`): the object's opening and the field's name.
+    fn wrap(&self) -> Option<Vec<u8>> {
+        let wrapped = self.schema.as_ref().is_some_and(|(schema, _)| schema.wrapped());
+        wrapped.then(|| format!("{{{}:", Value::from(NOT_A_RECORD_FIELD)).into_bytes())
+    }
+
     /// Decodes the rows that fit, a null for every other row.
     fn decode_all(&self) -> Result<ArrayRef, ColumnsError> {
         self.decode_rows((0..self.batch.len()).map(|i| self.json_of(i)), self.batch.len())
@@ -220,8 +228,12 @@ impl JsonColumns {
         rows: usize,
     ) -> Result<ArrayRef, ColumnsError> {
         let mut decoder = self.decoder(rows)?;
+        let wrap = self.wrap();
         for text in texts {
-            feed(&mut decoder, text.unwrap_or(b"null"))?;
+            match text {
+                Some(text) => feed(&mut decoder, text, wrap.as_deref())?,
+                None => feed(&mut decoder, b"null", None)?,
+            }
         }
         let value = decoder.flush()?.map(|batch| batch.column(0).clone());
         match value {
@@ -244,7 +256,7 @@ impl JsonColumns {
         for (i, &offset) in offsets.iter().enumerate() {
             let Some(text) = self.json_of(i) else { continue };
             let mut decoder = self.decoder(1)?;
-            if let Err(e) = feed(&mut decoder, text).and_then(|()| decoder.flush().map(drop)) {
+            if let Err(e) = feed(&mut decoder, text, self.wrap().as_deref()).and_then(|()| decoder.flush().map(drop)) {
                 let why = format!("value: {e}");
                 self.stats.misfit(offset, &why);
                 self.batch.rows[i].misfit = Some(why);
@@ -254,9 +266,18 @@ impl JsonColumns {
     }
 }
 
-fn feed(decoder: &mut Decoder, text: &[u8]) -> Result<(), ArrowError> {
-    let read = decoder.decode(text)?;
-    if read != text.len() || decoder.decode(b"\n")? != 1 || decoder.has_partial_record() {
+/// Feeds one value's JSON `text` to the decoder, after `wrap` (and a closing brace) if it is one.
+fn feed(decoder: &mut Decoder, text: &[u8], wrap: Option<&[u8]>) -> Result<(), ArrowError> {
+    let parts = match wrap {
+        Some(open) => [open, text, b"}"],
+        None => [text, b"", b""],
+    };
+    for part in parts {
+        if decoder.decode(part)? != part.len() {
+            return Err(ArrowError::JsonError("a value is not one complete JSON document".into()));
+        }
+    }
+    if decoder.decode(b"\n")? != 1 || decoder.has_partial_record() {
         return Err(ArrowError::JsonError("a value is not one complete JSON document".into()));
     }
     Ok(())

@@ -39,7 +39,7 @@ impl Inference {
     }
 
     pub fn schema(&self) -> ValueSchema {
-        ValueSchema { fields: fields(&self.fields) }
+        ValueSchema { fields: fields(&self.fields), wrapped: false }
     }
 }
 

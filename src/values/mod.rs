@@ -196,20 +196,33 @@ pub struct FieldNode {
 
 pub type Fields = Arc<[FieldNode]>;
 
-/// The declared schema of a topic's values: a record (a JSON object) at the top.
+/// The declared schema of a topic's values: a record (a JSON object) at the top, or (`wrapped`) a
+/// schema of another type, each value read as an object of one field, [`avro::NOT_A_RECORD_FIELD`],
+/// holding it (a Schema Registry key of JSON Schema `{"type": "string"}`, say).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueSchema {
     fields: Fields,
+    wrapped: bool,
 }
 
 impl ValueSchema {
     /// Reads an Avro schema (`.avsc`) whose top level is a record.
     pub fn from_avro(text: &str) -> Result<Self, SchemaError> {
-        avro::parse(text).map(|fields| Self { fields })
+        avro::parse(text).map(|fields| Self { fields, wrapped: false })
+    }
+
+    /// A schema of one field, [`avro::NOT_A_RECORD_FIELD`], that each whole value is read as.
+    fn wrapping(node: Node) -> Self {
+        Self { fields: Arc::from([FieldNode { name: avro::NOT_A_RECORD_FIELD.into(), node }]), wrapped: true }
     }
 
     pub fn fields(&self) -> &Fields {
         &self.fields
+    }
+
+    /// Whether each value is read as the one field of an object (see [`ValueSchema`]).
+    pub fn wrapped(&self) -> bool {
+        self.wrapped
     }
 }
 

@@ -371,10 +371,10 @@ pub fn append(avro: &Avro, r: &mut Reader, column: &mut Column) -> Result<(), De
         (Avro::Long | Avro::Time(TimeUnit::Micros) | Avro::Timestamp { .. }, Column::Int64(c)) => c.push(r.long()?),
         (Avro::Float, Column::Float32(c)) => c.push(r.float()?),
         (Avro::Double, Column::Float64(c)) => c.push(r.double()?),
-        (Avro::Bytes, Column::Bytes(c)) => c.push(r.bytes()?),
-        (Avro::String | Avro::DecimalText { .. }, Column::Bytes(c)) => c.push(r.string()?.as_bytes()),
-        (Avro::Uuid, Column::Bytes(c)) => c.push(r.uuid()?.as_bytes()),
-        (Avro::Enum(symbols), Column::Bytes(c)) => c.push(r.symbol(symbols)?.as_bytes()),
+        (Avro::Bytes, Column::Binary(c)) => c.push(r.bytes()?),
+        (Avro::String | Avro::DecimalText { .. }, Column::Utf8(c)) => c.push(r.string()?),
+        (Avro::Uuid, Column::Utf8(c)) => c.push(r.uuid()?),
+        (Avro::Enum(symbols), Column::Utf8(c)) => c.push(r.symbol(symbols)?),
         (Avro::Fixed(size), Column::FixedSize(c)) => c.push(r.take(*size)?)?,
         (Avro::Decimal { precision, fixed, .. }, Column::Decimal128(c)) => c.push(r.decimal(*precision, *fixed)?),
         (Avro::Array(items), Column::List(list)) => append_list(r, min_width(items), list, |r, c| append(items, r, c))?,
@@ -411,8 +411,8 @@ pub(super) fn append_map(
 ) -> Result<(), DecodeError> {
     r.items(width, |r| {
         let Column::Struct(entry) = map.items() else { unreachable!("a map's entries are structs") };
-        let Column::Bytes(key) = entry.child(0) else { unreachable!("a map's keys are strings") };
-        key.push(r.string()?.as_bytes());
+        let Column::Utf8(key) = entry.child(0) else { unreachable!("a map's keys are strings") };
+        key.push(r.string()?);
         value(r, entry.child(1))?;
         entry.close(true);
         Ok(())

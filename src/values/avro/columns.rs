@@ -22,7 +22,7 @@ use super::resolve::Resolution;
 use super::widen::widen_record;
 use super::{Avro, AvroField, AvroRecord};
 use crate::values::arrow::{placeholder_column, typed_value_field};
-use crate::values::column::Struct;
+use crate::values::column::{Room, Struct};
 use crate::values::columns::{typed_fields, ColumnsError, Rows, ValueStats};
 use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{AvroValues, ValueColumns};
@@ -94,8 +94,8 @@ pub struct AvroColumns {
     /// is taken.
     value: Option<Struct>,
     redecode: bool,
-    /// The last batch's rows (room made for as many in the next).
-    rows: usize,
+    /// The room the last batch's `value` column took, made in the next one's.
+    room: Room,
     /// The schema of the batches taken so far (the file's, unless it widened since).
     taken: Option<(SchemaId, AvroRecord)>,
     stats: ValueStats,
@@ -123,7 +123,7 @@ impl AvroColumns {
             batch: Rows::default(),
             value: None,
             redecode: false,
-            rows: 0,
+            room: Room::default(),
             taken: None,
             stats: ValueStats::default(),
         }
@@ -163,7 +163,7 @@ impl AvroColumns {
         let value = match self.redecode {
             true => None,
             false => Some(self.value.get_or_insert_with(|| {
-                let mut value = Struct::new(struct_fields(&file.fields), self.rows);
+                let mut value = Struct::new(struct_fields(&file.fields), &self.room);
                 (0..self.batch.len()).for_each(|_| value.push_null());
                 value
             })),
@@ -206,7 +206,7 @@ impl AvroColumns {
     /// The batch's `value` column decoded from its bytes: each value that fits decoded, a null row for
     /// every other.
     fn decode(&self, schema: &FileSchema) -> Result<Struct, ColumnsError> {
-        let mut value = Struct::new(struct_fields(&schema.fields), self.batch.len());
+        let mut value = Struct::new(struct_fields(&schema.fields), &Room::rows(self.batch.len()));
         for i in 0..self.batch.len() {
             match self.batch.fitting(i) {
                 Some(payload) => {
@@ -286,11 +286,11 @@ impl ValueColumns for AvroColumns {
                 if value.rows() != rows {
                     return Err(ColumnsError::RowCount { decoded: value.rows(), records: rows });
                 }
+                self.room = value.room();
                 Arc::new(value.finish()?)
             }
             _ => placeholder_column(rows),
         };
-        self.rows = rows;
         let [raw, error] = self.batch.take_raw_and_error(self.avro.keep_raw);
         self.taken = self.schema.as_ref().map(|s| (s.id, s.fields.clone()));
         self.stats.value_schema = self.schema.as_ref().and_then(|s| Some((s.id.0, s.text.clone()?)));

@@ -189,7 +189,7 @@ fn widen(from: &Avro, to: &Avro, r: &mut Reader, column: &mut Column) -> Result<
         (Avro::Long, Avro::Float, Column::Float32(c)) => c.push(r.long()? as f32),
         (Avro::Long, Avro::Double, Column::Float64(c)) => c.push(r.long()? as f64),
         (Avro::Float, Avro::Double, Column::Float64(c)) => c.push(f64::from(r.float()?)),
-        (Avro::String, Avro::Bytes, Column::Bytes(c)) => c.push(r.bytes()?),
+        (Avro::String, Avro::Bytes, Column::Binary(c)) => c.push(r.bytes()?),
         _ => unreachable!("only the promotions `resolve` allows, into their columns"),
     }
     Ok(())

@@ -11,7 +11,7 @@ use arrow_array::{Array, ArrayRef, ListArray, MapArray, StructArray};
 use super::binary::{append, data_type, field, struct_fields, Reader};
 use super::resolve::default_bytes;
 use super::{Avro, AvroField};
-use crate::values::column::Column;
+use crate::values::column::{Column, Room};
 
 /// `array` (a struct of `from`'s fields) as a struct of `to`'s.
 pub fn widen_record(array: &StructArray, from: &[AvroField], to: &[AvroField]) -> Result<StructArray, String> {
@@ -72,7 +72,7 @@ fn bare(avro: &Avro) -> &Avro {
 /// `rows` copies of a field's default.
 fn defaults(f: &AvroField, rows: usize) -> Result<ArrayRef, String> {
     let bytes = default_bytes(f).map_err(|e| format!("{}: {e}", f.name))?;
-    let mut column = Column::new(&data_type(&f.avro), rows);
+    let mut column = Column::new(&data_type(&f.avro), &Room::rows(rows));
     for _ in 0..rows {
         append(&f.avro, &mut Reader::new(&bytes), &mut column)?;
     }

@@ -26,13 +26,13 @@ fn fields() -> Fields {
 fn append(s: &mut Struct, i: i32, whole: bool) {
     let Column::Int32(n) = s.child(0) else { unreachable!() };
     n.push(i);
-    let Column::Bytes(text) = s.child(1) else { unreachable!() };
-    text.push(format!("row {i}").as_bytes());
+    let Column::Utf8(text) = s.child(1) else { unreachable!() };
+    text.push(&format!("row {i}"));
     let Column::List(items) = s.child(2) else { unreachable!() };
     for k in 0..3 {
         let Column::Struct(item) = items.items() else { unreachable!() };
-        let Column::Bytes(sku) = item.child(0) else { unreachable!() };
-        sku.push(format!("sku {i}.{k}").as_bytes());
+        let Column::Utf8(sku) = item.child(0) else { unreachable!() };
+        sku.push(&format!("sku {i}.{k}"));
         if !whole && k == 1 {
             return; // Part of an item, part of a list, part of a row.
         }
@@ -43,8 +43,8 @@ fn append(s: &mut Struct, i: i32, whole: bool) {
     items.close(true);
     let Column::Map(m) = s.child(3) else { unreachable!() };
     let Column::Struct(entry) = m.items() else { unreachable!() };
-    let Column::Bytes(key) = entry.child(0) else { unreachable!() };
-    key.push(b"k");
+    let Column::Utf8(key) = entry.child(0) else { unreachable!() };
+    key.push("k");
     entry.child(1).push_null();
     entry.close(true);
     m.close(true);
@@ -57,8 +57,8 @@ fn append(s: &mut Struct, i: i32, whole: bool) {
 
 #[test]
 fn a_row_cut_back_part_way_leaves_the_arrays_as_if_it_was_never_appended() {
-    let mut cut = Struct::new(fields(), 0);
-    let mut clean = Struct::new(fields(), 0);
+    let mut cut = Struct::new(fields(), &Room::default());
+    let mut clean = Struct::new(fields(), &Room::default());
     for i in 0..4 {
         append(&mut clean, i, true);
         append(&mut cut, i, true);
@@ -81,7 +81,7 @@ fn a_row_cut_back_part_way_leaves_the_arrays_as_if_it_was_never_appended() {
 #[test]
 fn a_null_row_has_a_null_in_every_child_and_types_are_kept() {
     let ty = DataType::Timestamp(arrow_schema::TimeUnit::Millisecond, Some("+00:00".into()));
-    let mut s = Struct::new(Fields::from(vec![Field::new("at", ty.clone(), true)]), 2);
+    let mut s = Struct::new(Fields::from(vec![Field::new("at", ty.clone(), true)]), &Room::rows(2));
     let Column::Int64(at) = s.child(0) else { unreachable!() };
     at.push(7);
     s.close(true);
@@ -94,6 +94,24 @@ fn a_null_row_has_a_null_in_every_child_and_types_are_kept() {
 
 #[test]
 fn a_fixed_size_value_of_another_size_is_refused() {
-    let Column::FixedSize(mut f) = Column::new(&DataType::FixedSizeBinary(4), 1) else { unreachable!() };
+    let Column::FixedSize(mut f) = Column::new(&DataType::FixedSizeBinary(4), &Room::rows(1)) else { unreachable!() };
     assert_eq!(f.push(&[1, 2]), Err("2 bytes where 4 are fixed".into()));
+}
+
+#[test]
+fn a_struct_made_with_the_room_of_the_last_needs_no_more() {
+    let mut last = Struct::new(fields(), &Room::default());
+    (0..5).for_each(|i| append(&mut last, i, true));
+    let room = last.room();
+    assert_eq!((room.rows, room.children.len()), (5, 6));
+    assert_eq!((room.children[1].rows, room.children[1].bytes), (5, "row 0".len() * 5));
+    let items = &room.children[2].children[0];
+    assert_eq!((items.rows, items.children[0].bytes), (15, "sku 0.0".len() * 15));
+    let mut next = Struct::new(fields(), &room);
+    let Column::Utf8(Strings(text)) = next.child(1) else { unreachable!() };
+    assert!(text.values.capacity() >= 25 && text.offsets.capacity() >= 6);
+    let Column::List(list) = next.child(2) else { unreachable!() };
+    let Column::Struct(item) = list.items() else { unreachable!() };
+    let Column::Utf8(Strings(sku)) = item.child(0) else { unreachable!() };
+    assert!(sku.values.capacity() >= 105 && sku.offsets.capacity() >= 16);
 }

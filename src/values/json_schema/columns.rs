@@ -61,7 +61,7 @@ impl JsonSchemaColumns {
             self.seen.insert(id, None);
             return Ok(Ok(()));
         };
-        let held = self.seen.entry(id).or_insert_with(|| holds(file.fields(), schema.fields()).err()).clone();
+        let held = self.seen.entry(id).or_insert_with(|| holds(file, &schema).err()).clone();
         match held {
             Some(why) if !self.widen_to(&schema) => Ok(Err(why)),
             _ => Ok(Ok(())),
@@ -74,13 +74,13 @@ impl JsonSchemaColumns {
     /// allows any by default). Whether it did.
     fn widen_to(&mut self, schema: &ValueSchema) -> bool {
         let Some(file) = self.columns.schema() else { return false };
-        if self.columns.stats().ignored_fields > 0 || holds(schema.fields(), file.fields()).is_err() {
+        if self.columns.stats().ignored_fields > 0 || holds(schema, file).is_err() {
             return false;
         }
         let mut seen = HashMap::with_capacity(self.seen.len());
         for (id, held) in &self.seen {
             let now = match self.values.schemas.json_schema(*id) {
-                Some(Ok(version)) => holds(schema.fields(), version.fields()).err(),
+                Some(Ok(version)) => holds(schema, &version).err(),
                 _ => Some(format!("schema {id} is no longer at hand")),
             };
             if held.is_none() && now.is_some() {

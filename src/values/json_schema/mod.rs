@@ -6,33 +6,41 @@
 //! list; `integer`, `number`, `boolean`, `string` (formats `date-time`, `date` and `uuid` typed as such,
 //! a string `enum` an enum); a type list or a `oneOf`/`anyOf` of `null` and one schema is nullable;
 //! `$ref` to the document's own `#/definitions/…` or `#/$defs/…`. Anything else is refused with where
-//! and why (its values are then misfits).
+//! and why (its values are then misfits). A record's fields are in the order its properties are written.
 
 pub(crate) mod columns;
 pub mod fit;
+mod order;
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+
+use order::KeyOrder;
 
 use super::{FieldNode, Node, SchemaError, TimeUnit, ValueSchema, ValueType};
 
 /// `$ref`s nested in one another, at most.
 const MAX_REFS: usize = 64;
 
-/// The value schema a JSON Schema declares; its top level must be an object with properties.
+/// The value schema a JSON Schema declares: an object's properties, or a schema of another type whose
+/// values are each read as an object's one field (`ValueSchema::wrapping`; a key of `{"type":
+/// "string"}`, say).
 pub fn parse(text: &str) -> Result<ValueSchema, SchemaError> {
     let root: Value = serde_json::from_str(text).map_err(|e| SchemaError::NotJson(e.to_string()))?;
-    let mut reader = Reader { root: &root, path: vec!["schema".into()], expanding: Vec::new() };
+    let order = KeyOrder::new(text, &root).map_err(|e| SchemaError::NotJson(e.to_string()))?;
+    let mut reader = Reader { root: &root, order, path: vec!["schema".into()], expanding: Vec::new() };
     let node = reader.node(&root)?;
-    match node.ty {
-        ValueType::Record(fields) => Ok(ValueSchema { fields }),
-        _ => Err(reader.fail("the top level must be an object with properties (a JSON object per Kafka value)")),
-    }
+    Ok(match node.ty {
+        ValueType::Record(fields) => ValueSchema { fields, wrapped: false },
+        _ => ValueSchema::wrapping(node),
+    })
 }
 
 struct Reader<'a> {
     root: &'a Value,
+    /// The order of the text's keys, which `root` does not keep.
+    order: KeyOrder,
     path: Vec<String>,
     /// The `$ref`s being expanded, outermost first (one among them again is a cycle).
     expanding: Vec<String>,
@@ -99,7 +107,7 @@ impl<'a> Reader<'a> {
             .and_then(Value::as_array)
             .map_or_else(Vec::new, |r| r.iter().filter_map(Value::as_str).collect());
         let mut fields = Vec::with_capacity(properties.len());
-        for (name, schema) in properties {
+        for (name, schema) in self.order.entries(properties) {
             let mut node = self.child(name, schema)?;
             node.nullable |= !required.contains(&name.as_str());
             fields.push(FieldNode { name: name.clone(), node });

@@ -77,8 +77,9 @@ pub fn append_default(ty: &Proto, column: &mut Column) {
         (Proto::UInt32 | Proto::Fixed32, Column::UInt32(c)) => c.push(0),
         (Proto::UInt64 | Proto::Fixed64, Column::UInt64(c)) => c.push(0),
         (Proto::Bool, Column::Boolean(c)) => c.push(false),
-        (Proto::String | Proto::Bytes, Column::Bytes(c)) => c.push(b""),
-        (Proto::Enum(e), Column::Bytes(c)) => c.push(e.default_symbol().as_bytes()),
+        (Proto::String, Column::Utf8(c)) => c.push(""),
+        (Proto::Bytes, Column::Binary(c)) => c.push(b""),
+        (Proto::Enum(e), Column::Utf8(c)) => c.push(e.default_symbol()),
         (Proto::Message(_) | Proto::Opaque | Proto::Timestamp | Proto::Duration | Proto::Wrapper(_), column) => {
             column.push_null()
         }

@@ -20,7 +20,7 @@ use super::fit::holds;
 use super::widen::widen_message;
 use super::{indexes, ProtoMessage};
 use crate::values::arrow::typed_value_field;
-use crate::values::column::Struct;
+use crate::values::column::{Room, Struct};
 use crate::values::columns::{typed_fields, ColumnsError, Rows, ValueStats};
 use crate::values::wire::{split, SchemaId};
 use crate::values::{ProtobufValues, ValueColumns};
@@ -47,6 +47,8 @@ pub struct ProtobufColumns {
     /// The batch's `value` column, each value decoded into it as it is pushed (from the first value
     /// that fits; the rows before are null).
     value: Option<Struct>,
+    /// The room the last batch's `value` column took, made in the next one's.
+    room: Room,
     /// The message of the batches taken so far (the file's, unless it widened since), and how many
     /// times the file's had widened then.
     taken: Option<(u32, ProtoMessage)>,
@@ -70,6 +72,7 @@ impl ProtobufColumns {
             placeholder: false,
             batch: Rows::default(),
             value: None,
+            room: Room::default(),
             taken: None,
             scratch: Scratch::default(),
             stats: ValueStats::default(),
@@ -118,7 +121,7 @@ impl ProtobufColumns {
         }
         let schema = self.schema.as_ref().expect("the file's schema, chosen above");
         let value = self.value.get_or_insert_with(|| {
-            let mut value = Struct::new(struct_fields(&schema.message), self.batch.len());
+            let mut value = Struct::new(struct_fields(&schema.message), &self.room);
             (0..self.batch.len()).for_each(|_| value.push_null());
             value
         });
@@ -214,7 +217,10 @@ impl ValueColumns for ProtobufColumns {
             (Some(_), Some(value)) if value.rows() != rows => {
                 return Err(ColumnsError::RowCount { decoded: value.rows(), records: rows })
             }
-            (Some(_), Some(value)) => Arc::new(value.finish()?),
+            (Some(_), Some(value)) => {
+                self.room = value.room();
+                Arc::new(value.finish()?)
+            }
             // No value fitted (or the column is not at hand): decoded from the batch's bytes.
             (Some(schema), None) => {
                 let fitting = (0..rows).map(|i| self.batch.fitting(i));
@@ -272,7 +278,7 @@ fn decode_values<'a>(
     rows: usize,
     scratch: &mut Scratch,
 ) -> Result<Struct, ColumnsError> {
-    let mut value = Struct::new(struct_fields(message), rows);
+    let mut value = Struct::new(struct_fields(message), &Room::rows(rows));
     for payload in payloads {
         match payload {
             Some(payload) => {

@@ -5,7 +5,7 @@
 //! Fields may come in any order and a singular field more than once (the last wins); repeated scalars
 //! packed or not; fields the message lacks are skipped (groups included).
 
-use super::arrow::{append_absent, append_default, struct_fields};
+use super::arrow::{append_absent, append_default};
 use super::{Kind, Proto, ProtoField, ProtoMessage};
 use crate::values::column::{Column, Struct};
 
@@ -206,11 +206,6 @@ struct Occurrence {
 pub struct Scratch {
     found: Vec<Vec<Occurrence>>,
     keys: Vec<(usize, usize)>,
-}
-
-/// Whether a message decodes under `message` (checked as [`append_message`] checks it; nothing kept).
-pub fn check(message: &ProtoMessage, bytes: &[u8]) -> Result<(), DecodeError> {
-    append_message(message, bytes, &mut Struct::new(struct_fields(message), 1), &mut Scratch::default())
 }
 
 /// Appends a message to `s` (a struct of its fields) as its next row, reading and checking it in one
@@ -427,13 +422,13 @@ fn append_value(
         (Proto::Double, Column::Float64(c)) => c.push(f64::from_le_bytes(r.fixed()?)),
         (Proto::Float, Column::Float32(c)) => c.push(f32::from_le_bytes(r.fixed()?)),
         (Proto::Bool, Column::Boolean(c)) => c.push(r.varint()? != 0),
-        (Proto::Enum(e), Column::Bytes(c)) => {
+        (Proto::Enum(e), Column::Utf8(c)) => {
             let number = r.varint()? as i32;
             let symbol = e.symbol(number).ok_or_else(|| format!("{number} is not a value of enum {}", e.name))?;
-            c.push(symbol.as_bytes())
+            c.push(symbol)
         }
-        (Proto::String, Column::Bytes(c)) => c.push(crate::values::utf8(value)?.as_bytes()),
-        (Proto::Bytes | Proto::Opaque, Column::Bytes(c)) => c.push(value),
+        (Proto::String, Column::Utf8(c)) => c.push(crate::values::utf8(value)?),
+        (Proto::Bytes | Proto::Opaque, Column::Binary(c)) => c.push(value),
         (Proto::Message(message), Column::Struct(s)) => append_at(message, value, s, scratch, depth + 1)?,
         (Proto::Timestamp | Proto::Duration, Column::Int64(c)) => c.push(micros(value)?),
         (Proto::Wrapper(inner), column) => {

@@ -7,12 +7,17 @@ use prost::Message;
 use prost_reflect::DynamicMessage;
 
 use super::arrow::struct_fields;
-use super::decode::{append_message, check, Scratch};
+use super::decode::{append_message, DecodeError, Scratch};
 use super::fit::holds;
 use super::schema::compile;
 use super::widen::widen_message;
 use super::ProtoMessage;
-use crate::values::column::Struct;
+use crate::values::column::{Room, Struct};
+
+/// Whether a message decodes under `message` (checked as `append_message` checks it; nothing kept).
+fn check(message: &ProtoMessage, bytes: &[u8]) -> Result<(), DecodeError> {
+    append_message(message, bytes, &mut Struct::new(struct_fields(message), &Room::rows(1)), &mut Scratch::default())
+}
 
 pub(crate) const ORDERS: &str = r#"
 syntax = "proto3";
@@ -74,7 +79,7 @@ fn message(text: &str, indexes: &[i32]) -> ProtoMessage {
 
 /// `values` (None: a null row) decoded by `message` into one struct column.
 fn decode_all(message: &ProtoMessage, values: &[Option<&[u8]>]) -> StructArray {
-    let mut b = Struct::new(struct_fields(message), values.len());
+    let mut b = Struct::new(struct_fields(message), &Room::rows(values.len()));
     let mut scratch = Scratch::default();
     for value in values {
         match value {

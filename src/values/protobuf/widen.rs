@@ -11,7 +11,7 @@ use arrow_schema::DataType;
 
 use super::arrow::{append_absent, data_type, field, struct_fields};
 use super::{Kind, Proto, ProtoField, ProtoMessage};
-use crate::values::column::Column;
+use crate::values::column::{Column, Room};
 
 /// `rows` (a struct of `from`'s fields) as a struct of `to`'s.
 pub fn widen_message(rows: &StructArray, from: &ProtoMessage, to: &ProtoMessage) -> Result<StructArray, String> {
@@ -30,7 +30,7 @@ pub fn widen_message(rows: &StructArray, from: &ProtoMessage, to: &ProtoMessage)
 
 /// A column of `rows` rows in which `f` is absent.
 fn absent_column(f: &ProtoField, rows: usize) -> Result<ArrayRef, String> {
-    let mut column = Column::new(field(f).data_type(), rows);
+    let mut column = Column::new(field(f).data_type(), &Room::rows(rows));
     (0..rows).for_each(|_| append_absent(f, &mut column));
     column.finish().map_err(|e| e.to_string())
 }

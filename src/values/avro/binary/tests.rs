@@ -4,6 +4,7 @@ use arrow_array::{Array, StructArray};
 
 use super::*;
 use crate::values::avro::parse_record;
+use crate::values::column::Room;
 
 /// Avro's binary encoding, for building test values.
 #[derive(Default)]
@@ -82,7 +83,7 @@ fn order(i: i64) -> Vec<u8> {
 
 fn decode_rows(values: &[Vec<u8>]) -> StructArray {
     let Avro::Record(fields) = Avro::Record(parse_record(SCHEMA).unwrap()) else { unreachable!() };
-    let mut b = Struct::new(struct_fields(&fields), values.len());
+    let mut b = Struct::new(struct_fields(&fields), &Room::rows(values.len()));
     for v in values {
         check(&Avro::Record(fields.clone()), &mut Reader::new(v)).unwrap();
         let mut r = Reader::new(v);
@@ -175,7 +176,7 @@ fn decimals_keep_their_sign_and_their_precision() {
 #[test]
 fn a_null_row_gives_every_child_a_null_and_the_array_stays_valid() {
     let fields = parse_record(SCHEMA).unwrap();
-    let mut b = Struct::new(struct_fields(&fields), 2);
+    let mut b = Struct::new(struct_fields(&fields), &Room::rows(2));
     append_record(&fields, &mut Reader::new(&order(3)), &mut b).unwrap();
     b.push_null();
     let rows = b.finish().unwrap();

@@ -1,4 +1,4 @@
-use crate::values::column::Struct;
+use crate::values::column::{Room, Struct};
 use serde_json::json;
 
 use super::*;
@@ -58,7 +58,7 @@ fn values() -> Vec<Vec<u8>> {
 fn canonical_values_encode_back_to_their_very_bytes() {
     let fields = parse_record(SCHEMA).unwrap();
     let values = values();
-    let mut b = Struct::new(struct_fields(&fields), values.len());
+    let mut b = Struct::new(struct_fields(&fields), &Room::rows(values.len()));
     for v in &values {
         let mut r = Reader::new(v);
         check(&Avro::Record(fields.clone()), &mut r).unwrap();

@@ -6,6 +6,7 @@ use serde_json::json;
 use super::*;
 use crate::values::avro::binary::struct_fields;
 use crate::values::avro::{parse_record, AvroRecord};
+use crate::values::column::Room;
 
 const V1: &str = r#"{"type":"record","name":"Order","fields":[
     {"name":"id","type":"int"},
@@ -40,7 +41,7 @@ fn encoded(fields: &AvroRecord, value: serde_json::Value) -> Vec<u8> {
 /// Values of `writer` read as `reader`'s struct.
 fn read(writer: &AvroRecord, reader: &AvroRecord, values: &[Vec<u8>]) -> StructArray {
     let resolution = Resolution::new(writer, reader).unwrap();
-    let mut b = Struct::new(struct_fields(reader), values.len());
+    let mut b = Struct::new(struct_fields(reader), &Room::rows(values.len()));
     for v in values {
         resolution.check(&mut Reader::new(v)).unwrap();
         let mut r = Reader::new(v);

@@ -1,4 +1,4 @@
-use crate::values::column::Struct;
+use crate::values::column::{Room, Struct};
 use serde_json::json;
 
 use super::*;
@@ -41,7 +41,7 @@ fn values() -> Vec<Vec<u8>> {
 
 /// The rows decoded as `old`, a null row between them.
 fn decoded(old: &AvroRecord) -> StructArray {
-    let mut b = Struct::new(struct_fields(old), 3);
+    let mut b = Struct::new(struct_fields(old), &Room::rows(3));
     let values = values();
     append_record(old, &mut Reader::new(&values[0]), &mut b).unwrap();
     b.push_null();
@@ -55,7 +55,7 @@ fn widening_decoded_rows_equals_decoding_them_as_the_newer_schema() {
     let widened = widen_record(&decoded(&old), &old, &new).unwrap();
     widened.to_data().validate_full().unwrap();
     let resolution = Resolution::new(&old, &new).unwrap();
-    let mut b = Struct::new(struct_fields(&new), 3);
+    let mut b = Struct::new(struct_fields(&new), &Room::rows(3));
     let values = values();
     resolution.append(&mut Reader::new(&values[0]), &mut b).unwrap();
     b.push_null();

@@ -1,5 +1,6 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
+use arrow_array::Array;
 
 use super::*;
 use crate::registry::{RegisteredSchema, SchemaCache};
@@ -14,6 +15,8 @@ fn columns() -> JsonSchemaColumns {
     cache.insert(SchemaId(1), Ok(json(V1)));
     cache.insert(SchemaId(2), Ok(json(V2)));
     cache.insert(SchemaId(3), Ok(json(r#"{"type":"object","properties":{"id":{"type":"string"}}}"#)));
+    cache.insert(SchemaId(4), Ok(json(r#"{"type":"string","format":"uuid"}"#)));
+    cache.insert(SchemaId(6), Ok(json(r#"{"type":"array","items":{"type":"integer"}}"#)));
     JsonSchemaColumns::new(Arc::new(JsonSchemaValues { schemas: Arc::new(cache) }))
 }
 
@@ -67,4 +70,30 @@ fn a_file_holding_an_undeclared_property_rolls_at_a_newer_version_rather_than_wi
     assert!(c.push(0, Some(&frame(SchemaId(1), br#"{"id":1,"n":5}"#)), true), "n is not v1's: ignored");
     assert!(!c.push(1, Some(&frame(SchemaId(2), br#"{"id":2,"n":"x"}"#)), true), "v2 types n otherwise");
     assert!(!c.widened());
+}
+
+#[test]
+fn a_schema_not_of_objects_types_each_whole_value_as_the_field_value() {
+    let mut c = columns();
+    let uuid = "0b0c6f3e-6f6c-4a3e-9b1a-2f1d3c4b5a69";
+    assert!(c.push(0, Some(&frame(SchemaId(4), format!("{uuid:?}").as_bytes())), true));
+    assert!(c.push(1, Some(&frame(SchemaId(4), b"\"not a uuid\"")), true), "does not fit: a misfit");
+    assert!(c.push(2, Some(&frame(SchemaId(4), br#"{"value":"0b0c6f3e-6f6c-4a3e-9b1a-2f1d3c4b5a69"}"#)), true));
+    assert!(c.push(3, Some(&frame(SchemaId(4), format!("{uuid:?}}} {{\"value\":{uuid:?}").as_bytes())), true));
+    assert!(!c.push(4, Some(&frame(SchemaId(1), br#"{"id":1}"#)), true), "a schema of objects rolls");
+    let [value, _, error] = c.take(&[0, 1, 2, 3]).unwrap();
+    let value = value.as_struct();
+    assert_eq!(value.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(), ["value"]);
+    assert_eq!(value.column(0).as_string::<i32>().value(0), uuid);
+    assert_eq!((value.null_count(), c.stats().misfits), (3, 3));
+    let error = error.as_string::<i32>();
+    assert!(error.value(1).contains("got \"not a uuid\""), "{}", error.value(1));
+    assert!(error.value(2).contains("got {"), "an object is not the string: {}", error.value(2));
+    assert!(error.value(3).contains("not JSON"), "no second value slips in: {}", error.value(3));
+
+    let mut arrays = columns();
+    assert!(arrays.push(0, Some(&frame(SchemaId(6), b"[1, 2, 3]")), true));
+    let [value, _, _] = arrays.take(&[0]).unwrap();
+    let list = value.as_struct().column(0).as_list::<i32>().value(0);
+    assert_eq!(list.as_primitive::<Int64Type>().values(), &[1, 2, 3]);
 }
