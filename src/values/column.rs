@@ -58,7 +58,7 @@ impl Column {
             DataType::Binary => Column::Binary(Bytes::new(room)),
             DataType::FixedSizeBinary(size) => {
                 let size = usize::try_from(*size).expect("a fixed size is not negative");
-                let (values, nulls) = (Vec::with_capacity(rows * size), NullBufferBuilder::new(rows));
+                let (values, nulls) = (Vec::with_capacity(room.bytes), NullBufferBuilder::new(rows));
                 Column::FixedSize(FixedSize { size, values, nulls })
             }
             DataType::List(item) => Column::List(Box::new(List::new(item.clone(), room))),
@@ -92,6 +92,7 @@ impl Column {
         let rows = self.rows();
         match self {
             Column::Utf8(Strings(c)) | Column::Binary(c) => Room { rows, bytes: c.values.len(), children: Vec::new() },
+            Column::FixedSize(c) => Room { rows, bytes: c.values.len(), children: Vec::new() },
             Column::List(c) | Column::Map(c) => Room { rows, bytes: 0, children: vec![c.items.room()] },
             Column::Struct(c) => c.room(),
             _ => Room::rows(rows),
@@ -206,8 +207,9 @@ impl Column {
     }
 }
 
-/// The room to make in a new column: its rows, its values' bytes (of a Utf8 or Binary column) and each
-/// child's room (a list's items, a struct's fields). Made from the last batch's ([`Struct::room`]), a
+/// The room to make in a new column: its rows, its values' bytes (of a Utf8, Binary or fixed-size
+/// column) and each child's room (a list's items, a struct's fields): only what a batch took, never
+/// more than it. Made from the last batch's ([`Struct::room`]), a
 /// batch's buffers are allocated once, not grown and copied value by value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Room {
@@ -217,12 +219,12 @@ pub struct Room {
 }
 
 impl Room {
-    /// Room for `rows` rows, in this column and its children alike (no bytes).
+    /// Room for `rows` rows, in this column and its struct fields alike (no bytes, no list items).
     pub fn rows(rows: usize) -> Self {
         Self { rows, bytes: 0, children: Vec::new() }
     }
 
-    /// Child `i`'s room: as many rows as this column's where it has no room of its own.
+    /// Struct field `i`'s room: as many rows as the struct's where it has no room of its own.
     fn child(&self, i: usize) -> Cow<'_, Room> {
         match self.children.get(i) {
             Some(room) => Cow::Borrowed(room),
@@ -352,7 +354,7 @@ impl List {
     fn new(field: FieldRef, room: &Room) -> Self {
         let mut offsets = Vec::with_capacity(room.rows + 1);
         offsets.push(0);
-        let items = Column::new(field.data_type(), &room.child(0));
+        let items = Column::new(field.data_type(), room.children.first().unwrap_or(&Room::default()));
         Self { field, offsets, nulls: NullBufferBuilder::new(room.rows), items }
     }
 

@@ -32,7 +32,7 @@ fn append(s: &mut Struct, i: i32, whole: bool) {
     for k in 0..3 {
         let Column::Struct(item) = items.items() else { unreachable!() };
         let Column::Utf8(sku) = item.child(0) else { unreachable!() };
-        sku.push(&format!("sku {i}.{k}"));
+        sku.push(&format!("sku {i}.{k} ✓"));
         if !whole && k == 1 {
             return; // Part of an item, part of a list, part of a row.
         }
@@ -106,12 +106,25 @@ fn a_struct_made_with_the_room_of_the_last_needs_no_more() {
     assert_eq!((room.rows, room.children.len()), (5, 6));
     assert_eq!((room.children[1].rows, room.children[1].bytes), (5, "row 0".len() * 5));
     let items = &room.children[2].children[0];
-    assert_eq!((items.rows, items.children[0].bytes), (15, "sku 0.0".len() * 15));
+    assert_eq!((items.rows, items.children[0].bytes), (15, "sku 0.0 ✓".len() * 15));
     let mut next = Struct::new(fields(), &room);
     let Column::Utf8(Strings(text)) = next.child(1) else { unreachable!() };
     assert!(text.values.capacity() >= 25 && text.offsets.capacity() >= 6);
     let Column::List(list) = next.child(2) else { unreachable!() };
     let Column::Struct(item) = list.items() else { unreachable!() };
     let Column::Utf8(Strings(sku)) = item.child(0) else { unreachable!() };
-    assert!(sku.values.capacity() >= 105 && sku.offsets.capacity() >= 16);
+    assert!(sku.values.capacity() >= 15 * 11 && sku.offsets.capacity() >= 16);
+}
+
+#[test]
+fn room_for_rows_alone_reserves_no_list_items_and_no_fixed_bytes() {
+    let huge = Field::new("f", DataType::FixedSizeBinary(1 << 30), true);
+    let list = Field::new("l", DataType::List(Arc::new(huge.clone())), true);
+    let mut s = Struct::new(Fields::from(vec![huge, list]), &Room::rows(4096));
+    let Column::FixedSize(f) = s.child(0) else { unreachable!() };
+    assert_eq!(f.values.capacity(), 0, "no 4 TiB for values not read yet");
+    let Column::List(l) = s.child(1) else { unreachable!() };
+    assert_eq!((l.offsets.capacity() >= 4097, l.items.rows()), (true, 0));
+    let Column::FixedSize(items) = l.items() else { unreachable!() };
+    assert_eq!(items.values.capacity(), 0);
 }

@@ -23,13 +23,17 @@ use super::{FieldNode, Node, SchemaError, TimeUnit, ValueSchema, ValueType};
 /// `$ref`s nested in one another, at most.
 const MAX_REFS: usize = 64;
 
+/// Schemas read in all, `$ref`s expanded, at most: definitions that each refer to the next twice would
+/// otherwise expand exponentially.
+const MAX_NODES: usize = 100_000;
+
 /// The value schema a JSON Schema declares: an object's properties, or a schema of another type whose
 /// values are each read as an object's one field (`ValueSchema::wrapping`; a key of `{"type":
 /// "string"}`, say).
 pub fn parse(text: &str) -> Result<ValueSchema, SchemaError> {
     let root: Value = serde_json::from_str(text).map_err(|e| SchemaError::NotJson(e.to_string()))?;
     let order = KeyOrder::new(text, &root).map_err(|e| SchemaError::NotJson(e.to_string()))?;
-    let mut reader = Reader { root: &root, order, path: vec!["schema".into()], expanding: Vec::new() };
+    let mut reader = Reader { root: &root, order, path: vec!["schema".into()], expanding: Vec::new(), nodes: 0 };
     let node = reader.node(&root)?;
     Ok(match node.ty {
         ValueType::Record(fields) => ValueSchema { fields, wrapped: false },
@@ -44,6 +48,8 @@ struct Reader<'a> {
     path: Vec<String>,
     /// The `$ref`s being expanded, outermost first (one among them again is a cycle).
     expanding: Vec<String>,
+    /// Schemas read so far (see `MAX_NODES`).
+    nodes: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -53,6 +59,10 @@ impl<'a> Reader<'a> {
 
     fn node(&mut self, schema: &'a Value) -> Result<Node, SchemaError> {
         let Value::Object(o) = schema else { return Err(self.fail("a schema is an object here")) };
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err(self.fail(&format!("more than {MAX_NODES} types once its $refs are expanded")));
+        }
         if let Some(Value::String(target)) = o.get("$ref") {
             return self.reference(target);
         }

@@ -42,12 +42,16 @@ impl KeyOrder {
         }
     }
 
-    /// `o`'s entries in the text's order (sorted, for an object not of the parsed value).
+    /// `o`'s entries in the text's order; any the text's keys do not name (serde_json's own, say) after
+    /// them, sorted.
     pub(super) fn entries<'a>(&self, o: &'a Map<String, Value>) -> Vec<(&'a String, &'a Value)> {
-        match self.0.get(&(o as *const _)) {
-            Some(names) => names.iter().filter_map(|name| o.get_key_value(name)).collect(),
-            None => o.iter().collect(),
+        let names = self.0.get(&(o as *const _)).map_or(&[][..], Vec::as_slice);
+        let mut entries: Vec<_> = names.iter().filter_map(|name| o.get_key_value(name)).collect();
+        if entries.len() < o.len() {
+            let named: HashSet<&String> = entries.iter().map(|(name, _)| *name).collect();
+            entries.extend(o.iter().filter(|(name, _)| !named.contains(name)));
         }
+        entries
     }
 }
 

@@ -114,3 +114,20 @@ fn fields_are_in_the_order_the_schema_writes_its_properties() {
     let ValueType::Record(b) = &node(schema.fields(), "b").ty else { panic!("the last b, an object") };
     assert_eq!(names(b), ["z", "y"]);
 }
+
+#[test]
+fn a_schema_whose_refs_expand_exponentially_is_refused_and_keys_the_text_lacks_are_kept() {
+    // d0 refers to d1 twice, d1 to d2 twice, …: 2^40 types once expanded, in a few KB of text.
+    let definitions: Vec<String> = (0..40)
+        .map(|i| format!(r##""d{i}":{{"type":"object","properties":{{"a":{{"$ref":"#/definitions/d{n}"}},"b":{{"$ref":"#/definitions/d{n}"}}}}}}"##, n = i + 1))
+        .collect();
+    let text = format!(
+        r##"{{"type":"object","properties":{{"p":{{"$ref":"#/definitions/d0"}}}},"definitions":{{{},"d40":{{"type":"integer"}}}}}}"##,
+        definitions.join(",")
+    );
+    assert!(parse(&text).unwrap_err().to_string().contains("more than 100000 types"));
+    // serde_json reads an object of its raw-value key as the JSON inside: keys the text does not show.
+    let raw = r#"{"type":"object","properties":{"$serde_json::private::RawValue":"{\"b\":{\"type\":\"string\"},\"a\":{\"type\":\"integer\"}}"}}"#;
+    let fields = parse(raw).unwrap();
+    assert_eq!(fields.fields().iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+}
