@@ -209,8 +209,8 @@ impl Column {
 
 /// The room to make in a new column: its rows, its values' bytes (of a Utf8, Binary or fixed-size
 /// column) and each child's room (a list's items, a struct's fields): only what a batch took, never
-/// more than it. Made from the last batch's ([`Struct::room`]), a
-/// batch's buffers are allocated once, not grown and copied value by value.
+/// more than it. Made from the last batch's ([`Struct::room`]), a batch's buffers are allocated once,
+/// not grown and copied value by value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Room {
     rows: usize,
