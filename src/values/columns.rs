@@ -253,10 +253,11 @@ impl JsonColumns {
     }
 
     fn refuse_undecodable(&mut self, offsets: &[i64]) -> Result<(), ColumnsError> {
+        let wrap = self.wrap();
         for (i, &offset) in offsets.iter().enumerate() {
             let Some(text) = self.json_of(i) else { continue };
             let mut decoder = self.decoder(1)?;
-            if let Err(e) = feed(&mut decoder, text, self.wrap().as_deref()).and_then(|()| decoder.flush().map(drop)) {
+            if let Err(e) = feed(&mut decoder, text, wrap.as_deref()).and_then(|()| decoder.flush().map(drop)) {
                 let why = format!("value: {e}");
                 self.stats.misfit(offset, &why);
                 self.batch.rows[i].misfit = Some(why);
@@ -272,15 +273,16 @@ fn feed(decoder: &mut Decoder, text: &[u8], wrap: Option<&[u8]>) -> Result<(), A
         Some(open) => [open, text, b"}"],
         None => [text, b"", b""],
     };
-    for part in parts {
+    let incomplete = || ArrowError::JsonError("a value is not one complete JSON document".into());
+    for part in parts.into_iter().chain([&b"\n"[..]]) {
         if decoder.decode(part)? != part.len() {
-            return Err(ArrowError::JsonError("a value is not one complete JSON document".into()));
+            return Err(incomplete());
         }
     }
-    if decoder.decode(b"\n")? != 1 || decoder.has_partial_record() {
-        return Err(ArrowError::JsonError("a value is not one complete JSON document".into()));
+    match decoder.has_partial_record() {
+        true => Err(incomplete()),
+        false => Ok(()),
     }
-    Ok(())
 }
 
 impl ValueColumns for JsonColumns {
