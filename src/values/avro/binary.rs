@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit as ArrowUnit};
 
 use super::{Avro, AvroField};
 use crate::values::arrow::placeholder_fields;
-use crate::values::column::{Column, List, Struct};
+use crate::values::column::{Column, List, Strings, Struct};
 use crate::values::TimeUnit;
 
 /// Why a value does not decode: where, and what was wrong.
@@ -71,11 +71,21 @@ pub struct Reader<'a> {
     canonical: bool,
     /// Array items of no width read so far (see `MAX_EMPTY_ITEMS`).
     empty_items: usize,
+    /// Strings are appended to their columns unchecked, for the columns to check once the value is
+    /// read (`Column::validate`).
+    unchecked: bool,
 }
 
 impl<'a> Reader<'a> {
+    /// A reader that checks each string as it reads it.
     pub fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0, canonical: true, empty_items: 0 }
+        Self { buf, pos: 0, canonical: true, empty_items: 0, unchecked: false }
+    }
+
+    /// A reader that appends strings unchecked: their columns are to be checked once the value is read
+    /// (`Column::validate`; one check of a run of bytes costs less than one per string).
+    pub fn unchecked(buf: &'a [u8]) -> Self {
+        Self { unchecked: true, ..Self::new(buf) }
     }
 
     /// Whether the bytes read so far encode back to themselves (see [`Reader::canonical`]'s field).
@@ -88,6 +98,7 @@ impl<'a> Reader<'a> {
         self.pos == self.buf.len()
     }
 
+    #[inline(always)]
     pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
         let end = end.ok_or_else(|| format!("ends after {} bytes, {n} more needed", self.buf.len()))?;
@@ -97,6 +108,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A zig-zag varint.
+    #[inline(always)]
     pub(super) fn long(&mut self) -> Result<i64, DecodeError> {
         let Some(&first) = self.buf.get(self.pos) else { return Err("ends inside a number".into()) };
         self.pos += 1;
@@ -127,16 +139,19 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline]
     pub(super) fn int(&mut self) -> Result<i32, DecodeError> {
         let v = self.long()?;
         i32::try_from(v).map_err(|_| format!("{v} is out of range for an int"))
     }
 
+    #[inline(always)]
     fn len(&mut self) -> Result<usize, DecodeError> {
         let n = self.long()?;
         usize::try_from(n).map_err(|_| format!("a negative length ({n})"))
     }
 
+    #[inline(always)]
     pub(super) fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         let n = self.len()?;
         self.take(n)
@@ -144,6 +159,16 @@ impl<'a> Reader<'a> {
 
     pub(super) fn string(&mut self) -> Result<&'a str, DecodeError> {
         crate::values::utf8(self.bytes()?)
+    }
+
+    /// Appends a string to `column`: checked now, or by the column later (see [`Reader::unchecked`]).
+    #[inline]
+    pub(super) fn string_into(&mut self, column: &mut Strings) -> Result<(), DecodeError> {
+        match self.unchecked {
+            true => column.push_unchecked(self.bytes()?),
+            false => column.push(self.string()?),
+        }
+        Ok(())
     }
 
     /// The next block's item count of an array or map (0 ends it), at most what the bytes left can hold
@@ -372,7 +397,7 @@ pub fn append(avro: &Avro, r: &mut Reader, column: &mut Column) -> Result<(), De
         (Avro::Float, Column::Float32(c)) => c.push(r.float()?),
         (Avro::Double, Column::Float64(c)) => c.push(r.double()?),
         (Avro::Bytes, Column::Binary(c)) => c.push(r.bytes()?),
-        (Avro::String | Avro::DecimalText { .. }, Column::Utf8(c)) => c.push(r.string()?),
+        (Avro::String | Avro::DecimalText { .. }, Column::Utf8(c)) => r.string_into(c)?,
         (Avro::Uuid, Column::Utf8(c)) => c.push(r.uuid()?),
         (Avro::Enum(symbols), Column::Utf8(c)) => c.push(r.symbol(symbols)?),
         (Avro::Fixed(size), Column::FixedSize(c)) => c.push(r.take(*size)?)?,
@@ -412,7 +437,7 @@ pub(super) fn append_map(
     r.items(width, |r| {
         let Column::Struct(entry) = map.items() else { unreachable!("a map's entries are structs") };
         let Column::Utf8(key) = entry.child(0) else { unreachable!("a map's keys are strings") };
-        key.push(r.string()?);
+        r.string_into(key)?;
         value(r, entry.child(1))?;
         entry.close(true);
         Ok(())

@@ -326,25 +326,46 @@ impl ValueColumns for AvroColumns {
 /// has no row of it).
 fn read(file: &FileSchema, id: SchemaId, body: &[u8], mut value: Option<&mut Struct>) -> Result<bool, String> {
     let rows = value.as_ref().map(|v| v.rows());
-    let mut reader = Reader::new(body);
-    let read: Result<(), DecodeError> = match (&file.ids[&id], value.as_deref_mut()) {
-        (Fit::Same, Some(value)) => append_record(&file.fields, &mut reader, value),
-        (Fit::Same, None) => check(&file.record, &mut reader),
-        (Fit::Resolved(resolution), value) => resolution.check(&mut reader).and_then(|()| match value {
-            Some(value) => resolution.append(&mut Reader::new(body), value),
-            None => Ok(()),
-        }),
-        (Fit::Other(_), _) => unreachable!("a schema the file does not hold is not read"),
-    };
-    let read = match read {
-        Ok(()) if reader.at_end() => Ok(reader.canonical()),
-        Ok(()) => Err(format!("value: bytes left after the record of schema {id}")),
-        Err(why) => Err(format!("value: does not decode by schema {id}: {why}")),
-    };
+    let mut read = decode(file, id, body, value.as_deref_mut(), true);
+    if let (Ok(_), Some(v), Some(rows)) = (&read, value.as_deref_mut(), rows) {
+        if v.validate().is_err() {
+            // A string that is not UTF-8: read again, each string checked as it comes, to say which.
+            v.truncate(rows);
+            read = decode(file, id, body, Some(v), false)
+                .and(Err(format!("value: does not decode by schema {id}: a string that is not UTF-8")));
+        }
+    }
     if let (Err(_), Some(value), Some(rows)) = (&read, value, rows) {
         value.truncate(rows);
     }
     read
+}
+
+/// Reads a value by the file's schema (appending it to `value` if given; its strings `unchecked`, see
+/// `Reader::unchecked`): whether its bytes are in Avro's canonical encoding, or why it does not decode.
+fn decode(
+    file: &FileSchema,
+    id: SchemaId,
+    body: &[u8],
+    value: Option<&mut Struct>,
+    unchecked: bool,
+) -> Result<bool, String> {
+    let reader = |body| if unchecked { Reader::unchecked(body) } else { Reader::new(body) };
+    let mut r = reader(body);
+    let read: Result<(), DecodeError> = match (&file.ids[&id], value) {
+        (Fit::Same, Some(value)) => append_record(&file.fields, &mut r, value),
+        (Fit::Same, None) => check(&file.record, &mut r),
+        (Fit::Resolved(resolution), value) => resolution.check(&mut r).and_then(|()| match value {
+            Some(value) => resolution.append(&mut reader(body), value),
+            None => Ok(()),
+        }),
+        (Fit::Other(_), _) => unreachable!("a schema the file does not hold is not read"),
+    };
+    match read {
+        Ok(()) if r.at_end() => Ok(r.canonical()),
+        Ok(()) => Err(format!("value: bytes left after the record of schema {id}")),
+        Err(why) => Err(format!("value: does not decode by schema {id}: {why}")),
+    }
 }
 
 /// The schema of a file whose first value names `id`: the newest version known to hold it (versions

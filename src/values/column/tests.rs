@@ -108,11 +108,11 @@ fn a_struct_made_with_the_room_of_the_last_needs_no_more() {
     let items = &room.children[2].children[0];
     assert_eq!((items.rows, items.children[0].bytes), (15, "sku 0.0 ✓".len() * 15));
     let mut next = Struct::new(fields(), &room);
-    let Column::Utf8(Strings(text)) = next.child(1) else { unreachable!() };
+    let Column::Utf8(Strings { bytes: text, .. }) = next.child(1) else { unreachable!() };
     assert!(text.values.capacity() >= 25 && text.offsets.capacity() >= 6);
     let Column::List(list) = next.child(2) else { unreachable!() };
     let Column::Struct(item) = list.items() else { unreachable!() };
-    let Column::Utf8(Strings(sku)) = item.child(0) else { unreachable!() };
+    let Column::Utf8(Strings { bytes: sku, .. }) = item.child(0) else { unreachable!() };
     assert!(sku.values.capacity() >= 15 * 11 && sku.offsets.capacity() >= 16);
 }
 
@@ -127,4 +127,41 @@ fn room_for_rows_alone_reserves_no_list_items_and_no_fixed_bytes() {
     assert_eq!((l.offsets.capacity() >= 4097, l.items.rows()), (true, 0));
     let Column::FixedSize(items) = l.items() else { unreachable!() };
     assert_eq!(items.values.capacity(), 0);
+}
+
+fn strings() -> Strings {
+    let Column::Utf8(s) = Column::new(&DataType::Utf8, &Room::default()) else { unreachable!() };
+    s
+}
+
+#[test]
+fn strings_appended_unchecked_are_checked_at_once_and_cut_back_when_bad() {
+    let mut s = strings();
+    s.push("checked");
+    s.push_unchecked("é and ".as_bytes());
+    s.push_unchecked(b"ascii");
+    assert_eq!(s.validate(), Ok(()));
+    s.push_unchecked(b"bad \xff");
+    assert!(s.validate().is_err(), "not UTF-8");
+    s.truncate(3);
+    assert_eq!(s.validate(), Ok(()));
+    let array = Column::Utf8(s).finish().expect("strings");
+    assert_eq!(array.as_string::<i32>().iter().flatten().collect::<Vec<_>>(), ["checked", "é and ", "ascii"]);
+}
+
+#[test]
+fn a_row_that_ends_inside_a_character_is_refused_though_the_bytes_are_utf8() {
+    let mut s = strings();
+    let e = "é".as_bytes();
+    s.push_unchecked(&e[..1]);
+    s.push_unchecked(&e[1..]);
+    assert!(s.validate().is_err(), "rows of half a character each");
+}
+
+#[test]
+fn finishing_checks_the_strings_not_checked_yet() {
+    let mut s = strings();
+    s.push("fine");
+    s.push_unchecked(b"\xc3");
+    assert!(Column::Utf8(s).finish().is_err(), "no string array of bytes that are not UTF-8");
 }

@@ -201,11 +201,13 @@ struct Occurrence {
     end: usize,
 }
 
-/// Reusable lists: occurrences, one per nesting depth, and a map's keys (where each is in its message).
+/// Reusable lists: occurrences, one per nesting depth, and a map's keys (where each is in its message);
+/// and whether strings are appended unchecked (`append_message` checks them once the message is read).
 #[derive(Default)]
 pub struct Scratch {
     found: Vec<Vec<Occurrence>>,
     keys: Vec<(usize, usize)>,
+    unchecked: bool,
 }
 
 /// Appends a message to `s` (a struct of its fields) as its next row, reading and checking it in one
@@ -218,7 +220,17 @@ pub fn append_message(
     scratch: &mut Scratch,
 ) -> Result<(), DecodeError> {
     let rows = s.rows();
-    append_at(message, bytes, s, scratch, 0).inspect_err(|_| s.truncate(rows))
+    // Strings are checked together once the message is read: one check of a run of bytes per column
+    // costs less than one per string.
+    scratch.unchecked = true;
+    let mut appended = append_at(message, bytes, s, scratch, 0);
+    if appended.is_ok() && s.validate().is_err() {
+        // A string that is not UTF-8: read again, each string checked as it comes, to say which.
+        s.truncate(rows);
+        scratch.unchecked = false;
+        appended = append_at(message, bytes, s, scratch, 0).and(Err("a string that is not UTF-8".into()));
+    }
+    appended.inspect_err(|_| s.truncate(rows))
 }
 
 fn append_at(
@@ -298,9 +310,7 @@ fn append_field(
         (Kind::Single | Kind::Optional, Some((last, earlier))) => {
             // The last occurrence wins; the earlier ones must decode too.
             for o in earlier {
-                let rows = column.rows();
-                append_value(&f.ty, o.wire, value(o), column, scratch, depth)?;
-                column.truncate(rows);
+                decode_overridden(&f.ty, o.wire, value(o), column, scratch, depth)?;
             }
             append_value(&f.ty, last.wire, value(last), column, scratch, depth)?
         }
@@ -373,9 +383,7 @@ fn append_entry(
         };
         // The last wins; an earlier one must decode too.
         if let Some((wire, start, end)) = earlier {
-            let rows = entry.child(child).rows();
-            append_value(ty, wire, &bytes[start..end], entry.child(child), scratch, depth)?;
-            entry.child(child).truncate(rows);
+            decode_overridden(ty, wire, &bytes[start..end], entry.child(child), scratch, depth)?;
         }
     }
     match k {
@@ -427,6 +435,7 @@ fn append_value(
             let symbol = e.symbol(number).ok_or_else(|| format!("{number} is not a value of enum {}", e.name))?;
             c.push(symbol)
         }
+        (Proto::String, Column::Utf8(c)) if scratch.unchecked => c.push_unchecked(value),
         (Proto::String, Column::Utf8(c)) => c.push(crate::values::utf8(value)?),
         (Proto::Bytes | Proto::Opaque, Column::Binary(c)) => c.push(value),
         (Proto::Message(message), Column::Struct(s)) => append_at(message, value, s, scratch, depth + 1)?,
@@ -439,9 +448,7 @@ fn append_value(
                 if number == 1 {
                     // The last wins; an earlier one must decode too.
                     if let Some((wire, span)) = last.replace((wire, span)) {
-                        let rows = column.rows();
-                        append_value(inner, wire, span, column, scratch, depth)?;
-                        column.truncate(rows);
+                        decode_overridden(inner, wire, span, column, scratch, depth)?;
                     }
                 }
             }
@@ -453,6 +460,23 @@ fn append_value(
         (ty, _) => unreachable!("the column made for {ty:?} is of its Arrow type"),
     }
     Ok(())
+}
+
+/// Decodes a value that a later one of its field overrides (it must decode too), then cuts it back out
+/// of `column`; its strings are checked as they come, as they are not kept to be checked later.
+fn decode_overridden(
+    ty: &Proto,
+    wire: u8,
+    value: &[u8],
+    column: &mut Column,
+    scratch: &mut Scratch,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    let (rows, unchecked) = (column.rows(), std::mem::replace(&mut scratch.unchecked, false));
+    let decoded = append_value(ty, wire, value, column, scratch, depth);
+    scratch.unchecked = unchecked;
+    column.truncate(rows);
+    decoded
 }
 
 fn unzigzag(v: u64) -> i64 {

@@ -63,6 +63,8 @@ fn values_of_the_files_schema_decode_and_every_other_value_is_kept_raw_with_its_
     let mut c = columns(false);
     let good = frame(SchemaId(1), &v1(7, "ann"));
     let again = frame(SchemaId(11), &v1(8, "bob"));
+    let mut not_utf8 = v1(9, "ok");
+    not_utf8[3] = 0xff;
     let cases: Vec<Option<Vec<u8>>> = vec![
         Some(good.clone()),
         None,
@@ -72,18 +74,21 @@ fn values_of_the_files_schema_decode_and_every_other_value_is_kept_raw_with_its_
         Some(frame(SchemaId(1), &[14, 20])),
         Some(frame(SchemaId(1), &[v1(1, "x"), vec![0]].concat())),
         Some(again.clone()),
+        Some(frame(SchemaId(1), &not_utf8)),
+        Some(frame(SchemaId(1), &v1(10, "é"))),
     ];
     for (i, v) in cases.iter().enumerate() {
         assert!(c.push(i as i64, v.as_deref(), true));
     }
     assert!(c.fields().is_some());
-    let [value, raw, error] = c.take(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+    let [value, raw, error] = c.take(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).unwrap();
     let value = value.as_struct();
-    assert_eq!(value.len(), 8);
+    assert_eq!(value.len(), 10);
     let ids = value.column(0).as_primitive::<Int64Type>();
-    assert_eq!((ids.value(0), ids.value(7)), (7, 8), "schema 11 is schema 1");
-    let valid: Vec<bool> = (0..8).map(|i| value.is_valid(i)).collect();
-    assert_eq!(valid, [true, false, false, false, false, false, false, true]);
+    assert_eq!((ids.value(0), ids.value(7), ids.value(9)), (7, 8, 10), "schema 11 is schema 1");
+    assert_eq!(value.column(1).as_string::<i32>().value(9), "é");
+    let valid: Vec<bool> = (0..10).map(|i| value.is_valid(i)).collect();
+    assert_eq!(valid, [true, false, false, false, false, false, false, true, false, true]);
     let error = error.as_string::<i32>();
     let reason = |i| error.value(i).to_string();
     assert!(error.is_null(0) && error.is_null(1) && error.is_null(7));
@@ -92,10 +97,11 @@ fn values_of_the_files_schema_decode_and_every_other_value_is_kept_raw_with_its_
     assert!(reason(4).contains("schema 9 was not fetched"), "{}", reason(4));
     assert!(reason(5).contains("does not decode by schema 1: name: ends after"), "{}", reason(5));
     assert!(reason(6).contains("bytes left after the record"), "{}", reason(6));
+    assert!(reason(8).contains("does not decode by schema 1: name: a string that is not UTF-8"), "{}", reason(8));
     let raw = raw.as_binary::<i32>();
     assert!(raw.is_null(0) && raw.is_null(1), "good values and tombstones keep no bytes");
     assert_eq!(raw.value(5), cases[5].as_deref().unwrap(), "a misfit keeps its bytes, header and all");
-    assert_eq!(c.stats().misfits, 5);
+    assert_eq!(c.stats().misfits, 6);
     assert_eq!(c.stats().schema_ids.iter().copied().collect::<Vec<_>>(), [1, 11]);
 }
 
