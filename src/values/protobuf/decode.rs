@@ -3,11 +3,16 @@
 //! appended, and a value found bad part way is cut back out of the columns, so it never leaves a
 //! partial row behind.
 //! Fields may come in any order and a singular field more than once (the last wins); repeated scalars
-//! packed or not; fields the message lacks are skipped (groups included).
+//! packed or not; fields the message lacks are skipped (groups included). A message whose fields come
+//! in their declared order, as encoders write them, is read in one pass (`in_order`); any other is
+//! read by where each field is found first (`append_any_order`).
 
 use super::arrow::{append_absent, append_default};
 use super::{Kind, Proto, ProtoField, ProtoMessage};
 use crate::values::column::{Column, Struct};
+use in_order::in_order;
+
+mod in_order;
 
 /// Why a value does not decode: where, and what was wrong.
 pub type DecodeError = String;
@@ -243,6 +248,57 @@ fn append_at(
     if depth > MAX_DEPTH {
         return Err(format!("messages nested deeper than {MAX_DEPTH}"));
     }
+    let rows = s.rows();
+    if in_order(message, bytes, s, scratch, depth) {
+        return Ok(());
+    }
+    s.truncate(rows);
+    append_any_order(message, bytes, s, scratch, depth)
+}
+
+/// Whether two of a map's keys (where each is in `bytes`) are the same.
+fn duplicate_key(keys: &mut [(usize, usize)], bytes: &[u8]) -> bool {
+    match keys.len() {
+        0 | 1 => false,
+        _ => {
+            keys.sort_unstable_by(|a, b| bytes[a.0..a.1].cmp(&bytes[b.0..b.1]));
+            keys.windows(2).any(|pair| bytes[pair[0].0..pair[0].1] == bytes[pair[1].0..pair[1].1])
+        }
+    }
+}
+
+/// Appends one occurrence of a repeated field of `ty` (a packed run of scalars, or one item) to its
+/// items' column.
+fn append_items(
+    ty: &Proto,
+    wire: u8,
+    value: &[u8],
+    items: &mut Column,
+    scratch: &mut Scratch,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    let item_wire = wire_type(ty);
+    if wire != LEN || item_wire == LEN {
+        return append_value(ty, wire, value, items, scratch, depth);
+    }
+    let mut packed = Reader::new(value);
+    while !packed.at_end() {
+        let start = packed.pos;
+        packed.skip(0, item_wire, depth)?;
+        append_value(ty, item_wire, &packed.buf[start..packed.pos], items, scratch, depth)?;
+    }
+    Ok(())
+}
+
+/// Appends a message read in any order: where each field occurs is found first, then each field's
+/// occurrences are appended in the order the fields are declared.
+fn append_any_order(
+    message: &ProtoMessage,
+    bytes: &[u8],
+    s: &mut Struct,
+    scratch: &mut Scratch,
+    depth: usize,
+) -> Result<(), DecodeError> {
     if scratch.found.len() <= depth {
         scratch.found.resize_with(depth + 1, Vec::new);
     }
@@ -316,18 +372,8 @@ fn append_field(
         }
         (Kind::Repeated, _) => {
             let Column::List(list) = column else { unreachable!("a repeated field's column is a list") };
-            let wire = wire_type(&f.ty);
             for o in found {
-                if o.wire == LEN && wire != LEN {
-                    let mut packed = Reader::new(value(o));
-                    while !packed.at_end() {
-                        let start = packed.pos;
-                        packed.skip(0, wire, depth)?;
-                        append_value(&f.ty, wire, &packed.buf[start..packed.pos], list.items(), scratch, depth)?;
-                    }
-                } else {
-                    append_value(&f.ty, o.wire, value(o), list.items(), scratch, depth)?;
-                }
+                append_items(&f.ty, o.wire, value(o), list.items(), scratch, depth)?;
             }
             list.close(true);
         }
@@ -339,13 +385,7 @@ fn append_field(
                 let Column::Struct(entry) = map.items() else { unreachable!("a map's entries are structs") };
                 keys.push(append_entry(key, &f.ty, bytes, o, entry, scratch, depth)?);
             }
-            let duplicate = match keys.len() {
-                0 | 1 => false,
-                _ => {
-                    keys.sort_unstable_by(|a, b| bytes[a.0..a.1].cmp(&bytes[b.0..b.1]));
-                    keys.windows(2).any(|pair| bytes[pair[0].0..pair[0].1] == bytes[pair[1].0..pair[1].1])
-                }
-            };
+            let duplicate = duplicate_key(&mut keys, bytes);
             scratch.keys = keys;
             if duplicate {
                 return Err("a map key given twice".into());

@@ -103,18 +103,17 @@ fn json(rows: &StructArray) -> Vec<String> {
     String::from_utf8(out).unwrap().lines().map(str::to_string).collect()
 }
 
+/// An order with every field set, in protobuf's text format.
+const FULL: &str = r#"id: -5 customer: "ada" status: PAID
+    lines { sku: "a" quantity: 2 price: 1.5 } lines { sku: "b" quantity: -1 }
+    tags { key: "x" value: 7 } placed { seconds: 1700000000 nanos: 123456789 }
+    note { value: "hi" } priority: -3 voucher: "\001\002" codes: [1, -2, 300] big: 18446744073709551615
+    small: 4000000000 tree { name: "root" children { name: "leaf" } }"#;
+
 #[test]
 fn every_kind_of_field_decodes_into_its_column_and_absent_fields_take_proto3_defaults_or_null() {
     let order = message(ORDERS, &[0]);
-    let full = encode(
-        ORDERS,
-        "shop.Order",
-        r#"id: -5 customer: "ada" status: PAID
-           lines { sku: "a" quantity: 2 price: 1.5 } lines { sku: "b" quantity: -1 }
-           tags { key: "x" value: 7 } placed { seconds: 1700000000 nanos: 123456789 }
-           note { value: "hi" } priority: -3 voucher: "\001\002" codes: [1, -2, 300] big: 18446744073709551615
-           small: 4000000000 tree { name: "root" children { name: "leaf" } }"#,
-    );
+    let full = encode(ORDERS, "shop.Order", FULL);
     let empty = encode(ORDERS, "shop.Order", "");
     let rows = decode_all(&order, &[Some(&full), Some(&empty), None]);
     assert_eq!(rows.null_count(), 1, "only the null row is null");
@@ -139,6 +138,42 @@ fn fields_in_any_order_the_last_of_a_singular_one_and_unpacked_repeated_scalars_
         json(&rows)[0],
         r#"{"id":3,"customer":"c","status":"NEW","lines":[],"tags":{},"codes":[5,6,7],"big":0,"small":0}"#
     );
+}
+
+/// `bytes`' fields, the numbers last to first (those of one number kept together, in their order).
+fn fields_reversed(mut bytes: &[u8]) -> Vec<u8> {
+    use prost::encoding::{decode_key, decode_varint, WireType};
+    let mut fields: Vec<(u32, &[u8])> = Vec::new();
+    while !bytes.is_empty() {
+        let start = bytes;
+        let (number, wire) = decode_key(&mut bytes).unwrap();
+        let len = match wire {
+            WireType::Varint => decode_varint(&mut bytes).map(|_| 0).unwrap(),
+            WireType::LengthDelimited => decode_varint(&mut bytes).unwrap() as usize,
+            WireType::ThirtyTwoBit => 4,
+            WireType::SixtyFourBit => 8,
+            other => unreachable!("no {other:?} in these values"),
+        };
+        bytes = &bytes[len..];
+        fields.push((number, &start[..start.len() - bytes.len()]));
+    }
+    fields.sort_by_key(|(number, _)| std::cmp::Reverse(*number));
+    fields.into_iter().flat_map(|(_, field)| field.to_vec()).collect()
+}
+
+#[test]
+fn a_message_decodes_alike_whether_its_fields_come_in_order_or_not() {
+    let order = message(ORDERS, &[0]);
+    let full = encode(ORDERS, "shop.Order", FULL);
+    let reversed = fields_reversed(&full);
+    assert_eq!((reversed.len(), reversed != full), (full.len(), true));
+    assert_eq!(json(&decode_all(&order, &[Some(&full)])), json(&decode_all(&order, &[Some(&reversed)])));
+    // tags (5) {"x": 1} then {"y": 2}, then id (1) 4: the same map read in order and not.
+    let tags = [0x2a, 5, 0x0a, 1, b'x', 0x10, 1, 0x2a, 5, 0x0a, 1, b'y', 0x10, 2];
+    let rows = decode_all(&order, &[Some(&[&[0x08, 4], &tags[..]].concat()), Some(&[&tags[..], &[0x08, 4]].concat())]);
+    let lines = json(&rows);
+    assert!(lines[0].contains(r#""tags":{"x":1,"y":2}"#) && lines[0].starts_with(r#"{"id":4,"#), "{}", lines[0]);
+    assert_eq!(lines[0], lines[1]);
 }
 
 #[test]
