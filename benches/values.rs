@@ -1,6 +1,8 @@
 //! Decoding values into typed columns: records/s per core turning ~1 KiB Avro and Protobuf values
 //! (binary, as a Schema Registry serializer writes them after its header) into Arrow columns: Avro in
-//! one pass (checked as it is appended, its strings once the value is read), into buffers sized by the batch before, as the service does. Run with `cargo bench --bench values`; figures in docs/performance.md.
+//! one pass (checked as it is appended, its strings once the value is read), into buffers sized by the
+//! batch before, as the service does. Run with `cargo bench --bench values` (`--bench decode_passes`
+//! counts the same work in instructions); figures in docs/performance.md.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kafka_s3_archiver::values::avro::binary::{append_record, struct_fields, Reader};
@@ -11,8 +13,11 @@ use kafka_s3_archiver::values::protobuf::{arrow::struct_fields as proto_fields, 
 
 #[path = "data/avro_order.rs"]
 mod avro_order;
+#[path = "data/proto_order.rs"]
+mod proto_order;
 
 use avro_order::{order, SCHEMA};
+use proto_order::{proto_order, PROTO};
 
 const RECORDS: usize = 10_000;
 
@@ -35,68 +40,6 @@ fn decode(c: &mut Criterion) {
         })
     });
     group.finish();
-}
-
-const PROTO: &str = r#"syntax = "proto3";
-import "google/protobuf/timestamp.proto";
-message Order {
-  enum Status { NEW = 0; PAID = 1; SENT = 2; }
-  message Item { string sku = 1; int32 qty = 2; double price = 3; }
-  int64 id = 1; string customer = 2; int64 cents = 3; google.protobuf.Timestamp at = 4; Status status = 5;
-  optional string note = 6; repeated Item items = 7; map<string, string> attrs = 8;
-}"#;
-
-/// A protobuf field's tag.
-fn tag(out: &mut Vec<u8>, number: u64, wire: u64) {
-    varint(out, number << 3 | wire);
-}
-
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// A length-delimited field.
-fn len_field(out: &mut Vec<u8>, number: u64, bytes: &[u8]) {
-    tag(out, number, 2);
-    varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
-}
-
-/// Order `i` in protobuf: the same values as the Avro one.
-fn proto_order(i: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1200);
-    tag(&mut out, 1, 0);
-    varint(&mut out, i as u64);
-    len_field(&mut out, 2, format!("customer-{}", i % 997).as_bytes());
-    tag(&mut out, 3, 0);
-    varint(&mut out, (i % 30_000) as u64);
-    let mut at = Vec::new();
-    tag(&mut at, 1, 0);
-    varint(&mut at, 1_767_261_600 + i as u64);
-    len_field(&mut out, 4, &at);
-    tag(&mut out, 5, 0);
-    varint(&mut out, (i % 3) as u64);
-    len_field(&mut out, 6, "a note about this order, ".repeat(16).as_bytes());
-    for k in 0..10 {
-        let mut item = Vec::new();
-        len_field(&mut item, 1, format!("sku-{:08}", i * 10 + k).as_bytes());
-        tag(&mut item, 2, 0);
-        varint(&mut item, (k + 1) as u64);
-        tag(&mut item, 3, 1);
-        item.extend_from_slice(&(k as f64 * 1.25).to_le_bytes());
-        len_field(&mut out, 7, &item);
-    }
-    for k in 0..5 {
-        let mut entry = Vec::new();
-        len_field(&mut entry, 1, format!("attribute-{k}").as_bytes());
-        len_field(&mut entry, 2, format!("value of attribute {k} for order {i}").as_bytes());
-        len_field(&mut out, 8, &entry);
-    }
-    out
 }
 
 fn decode_protobuf(c: &mut Criterion) {
