@@ -55,7 +55,7 @@ impl Column {
             DataType::Float32 => Column::Float32(Primitive::new(ty, rows)),
             DataType::Float64 => Column::Float64(Primitive::new(ty, rows)),
             DataType::Decimal128(..) => Column::Decimal128(Primitive::new(ty, rows)),
-            DataType::Utf8 => Column::Utf8(Strings { bytes: Bytes::new(room), valid: 0, valid_rows: 0 }),
+            DataType::Utf8 => Column::Utf8(Strings { bytes: Bytes::new(room), valid: 0 }),
             DataType::Binary => Column::Binary(Bytes::new(room)),
             DataType::FixedSizeBinary(size) => {
                 let size = usize::try_from(*size).expect("a fixed size is not negative");
@@ -332,15 +332,14 @@ impl Bytes {
     }
 }
 
-/// Strings: [`Bytes`] whose first `valid` bytes (the first `valid_rows` rows) are known to be UTF-8,
-/// each row's end a character boundary. A decoder appends a value's strings unchecked
+/// Strings: [`Bytes`] whose first `valid` bytes are known to be UTF-8, `valid` and each row's end
+/// within them a character boundary. A decoder appends a value's strings unchecked
 /// ([`Strings::push_unchecked`]) and checks them all at once when the value is read
 /// ([`Column::validate`]): one check of a run of bytes instead of one per string. Whatever is left
 /// unchecked is checked when the column is finished.
 pub struct Strings {
     bytes: Bytes,
     valid: usize,
-    valid_rows: usize,
 }
 
 impl Strings {
@@ -350,7 +349,6 @@ impl Strings {
         self.bytes.push(value.as_bytes());
         if checked {
             self.valid = self.bytes.values.len();
-            self.valid_rows += 1;
         }
     }
 
@@ -363,11 +361,13 @@ impl Strings {
     /// Checks the bytes appended since the last check: UTF-8, each row ending at a character boundary.
     /// On an error, the rows since the last check are to be cut back.
     pub fn validate(&mut self) -> Result<(), std::str::Utf8Error> {
-        let rows = self.bytes.offsets.len() - 1;
         let tail = &self.bytes.values[self.valid..];
         if !ascii(tail) {
             let text = std::str::from_utf8(tail)?;
-            for &end in &self.bytes.offsets[self.valid_rows + 1..] {
+            // The rows that end past the bytes checked before (the offsets only grow).
+            let offsets = &self.bytes.offsets;
+            let first = offsets.partition_point(|&end| end as usize <= self.valid);
+            for &end in &offsets[first..] {
                 let at = end as usize - self.valid;
                 if !text.is_char_boundary(at) {
                     // The bytes up to there end inside a character.
@@ -376,14 +376,12 @@ impl Strings {
             }
         }
         self.valid = self.bytes.values.len();
-        self.valid_rows = rows;
         Ok(())
     }
 
     fn truncate(&mut self, rows: usize) {
         self.bytes.truncate(rows);
         self.valid = self.valid.min(self.bytes.values.len());
-        self.valid_rows = self.valid_rows.min(rows);
     }
 }
 

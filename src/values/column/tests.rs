@@ -150,6 +150,15 @@ fn strings_appended_unchecked_are_checked_at_once_and_cut_back_when_bad() {
 }
 
 #[test]
+fn bytes_appended_after_a_cut_are_checked_again() {
+    let mut s = strings();
+    s.push("é");
+    s.truncate(0);
+    s.push_unchecked(b"\xff\xff");
+    assert!(s.validate().is_err(), "the bytes checked before the cut are gone");
+}
+
+#[test]
 fn a_row_that_ends_inside_a_character_is_refused_though_the_bytes_are_utf8() {
     let mut s = strings();
     let e = "é".as_bytes();
@@ -164,4 +173,18 @@ fn finishing_checks_the_strings_not_checked_yet() {
     s.push("fine");
     s.push_unchecked(b"\xc3");
     assert!(Column::Utf8(s).finish().is_err(), "no string array of bytes that are not UTF-8");
+}
+
+#[test]
+fn strings_checked_after_nulls_and_checked_strings_are_not_refused() {
+    let mut column = Column::new(&DataType::Utf8, &Room::default());
+    column.push_null();
+    column.push_null();
+    let Column::Utf8(s) = &mut column else { unreachable!() };
+    s.push("x");
+    s.push("y");
+    s.push_unchecked("é".as_bytes());
+    assert_eq!(s.validate(), Ok(()));
+    let array = column.finish().expect("strings");
+    assert_eq!(array.as_string::<i32>().iter().collect::<Vec<_>>(), [None, None, Some("x"), Some("y"), Some("é")]);
 }

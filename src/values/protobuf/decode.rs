@@ -207,12 +207,14 @@ struct Occurrence {
 }
 
 /// Reusable lists: occurrences, one per nesting depth, and a map's keys (where each is in its message);
-/// and whether strings are appended unchecked (`append_message` checks them once the message is read).
+/// whether strings are appended unchecked (`append_message` checks them once the message is read); and
+/// whether messages are read only by where each field is (within a message that was not in order).
 #[derive(Default)]
 pub struct Scratch {
     found: Vec<Vec<Occurrence>>,
     keys: Vec<(usize, usize)>,
     unchecked: bool,
+    any_order: bool,
 }
 
 /// Appends a message to `s` (a struct of its fields) as its next row, reading and checking it in one
@@ -248,12 +250,20 @@ fn append_at(
     if depth > MAX_DEPTH {
         return Err(format!("messages nested deeper than {MAX_DEPTH}"));
     }
+    if scratch.any_order {
+        return append_any_order(message, bytes, s, scratch, depth);
+    }
     let rows = s.rows();
-    if in_order(message, bytes, s, scratch, depth) {
+    if in_order(message, bytes, s, scratch, depth)? {
         return Ok(());
     }
+    // Read again by where each field is, the messages within it too: were they tried in order again, a
+    // chain of messages each out of order after its first field would be read 2^depth times.
     s.truncate(rows);
-    append_any_order(message, bytes, s, scratch, depth)
+    scratch.any_order = true;
+    let appended = append_any_order(message, bytes, s, scratch, depth);
+    scratch.any_order = false;
+    appended
 }
 
 /// Whether two of a map's keys (where each is in `bytes`) are the same.

@@ -192,6 +192,36 @@ fn a_value_that_does_not_decode_says_where_and_why() {
     assert!(why(&[0xa3, 0x06, 0x08, 1]).contains("ends inside a number"));
 }
 
+/// Messages `L0` … `L{depth}`, each but the last holding the next (`a = 1`) and an int (`b = 2`); and a
+/// value of `L0` whose every level gives `a`, then `b` twice (in order up to the second `b`), `last`
+/// innermost.
+fn chain(depth: usize, last: &[u8]) -> (String, Vec<u8>) {
+    let mut text = String::from("syntax = \"proto3\";\n");
+    (0..depth).for_each(|k| text += &format!("message L{k} {{ L{} a = 1; int32 b = 2; }}\n", k + 1));
+    text += &format!("message L{depth} {{ int32 b = 2; }}\n");
+    let mut value = last.to_vec();
+    for _ in 0..depth {
+        let mut outer = vec![0x0a];
+        prost::encoding::encode_varint(value.len() as u64, &mut outer);
+        value = [outer, value, vec![0x10, 1, 0x10, 2]].concat();
+    }
+    (text, value)
+}
+
+#[test]
+fn a_deep_chain_of_messages_out_of_order_is_read_once_per_level_not_twice() {
+    // Were each level read in order, then again by where each field is, 2^40 reads of the innermost.
+    let (text, value) = chain(40, &[0x10, 7]);
+    let l0 = message(&text, &[0]);
+    let rows = json(&decode_all(&l0, &[Some(&value)]));
+    assert!(rows[0].starts_with(r#"{"a":{"a":{"a":"#) && rows[0].contains(r#""b":7}"#), "{}", rows[0]);
+    assert!(rows[0].ends_with(r#""b":2}"#), "the last b wins: {}", rows[0]);
+    // And one that ends inside a number at the bottom is refused as soon as that is found.
+    let (text, value) = chain(40, &[0x10, 0x80]);
+    let why = check(&message(&text, &[0]), &value).unwrap_err();
+    assert!(why.ends_with("b: ends inside a number"), "{why}");
+}
+
 #[test]
 fn a_schema_registered_as_a_base64_file_descriptor_and_one_with_references_compile_alike() {
     let text = compile(ORDERS, &[]).unwrap();

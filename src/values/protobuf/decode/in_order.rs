@@ -8,53 +8,50 @@ use crate::values::column::{Column, Struct};
 
 /// Appends a message whose fields come in the order they are declared, each singular one at most
 /// once and the items of each repeated one back to back (as protobuf's encoders write them), in one
-/// pass over its bytes. Any other message, or any error, gives false (leaving part of a row for the
-/// caller to cut back): `append_any_order` then reads it, and says what is wrong.
+/// pass over its bytes: true. Any other message gives false, leaving part of a row for the caller to
+/// cut back (`append_any_order` then reads it); a value that does not decode, why (the first thing
+/// wrong in its bytes, where `append_any_order` would say the first wrong tag, if any, first).
 pub(super) fn in_order(
     message: &ProtoMessage,
     bytes: &[u8],
     s: &mut Struct,
     scratch: &mut Scratch,
     depth: usize,
-) -> bool {
+) -> Result<bool, DecodeError> {
     if message.oneofs > 64 {
-        return false;
+        return Ok(false);
     }
     let (mut r, mut next, mut open, mut oneofs) = (Reader::new(bytes), 0, None, 0u64);
     // The open map field's keys (held here: the messages within it use the scratch's too).
     let mut keys = std::mem::take(&mut scratch.keys);
     while !r.at_end() {
-        let Ok((number, wire)) = r.tag() else { return false };
+        let (number, wire) = r.tag()?;
         let Some(i) = message.index(number) else {
-            match r.skip(number, wire, depth) {
-                Ok(()) => continue,
-                Err(_) => return false,
-            }
+            r.skip(number, wire, depth)?;
+            continue;
         };
         let f = &message.fields[i];
         if open != Some(i) {
             // A field begun before (out of order, or a singular one again).
             if i < next {
-                return false;
+                return Ok(false);
             }
             if let Some(o) = open.take() {
-                if close_open(&message.fields[o], bytes, s.child(o), &mut keys).is_err() {
-                    return false;
-                }
+                close_open(&message.fields[o], bytes, s.child(o), &mut keys)?;
             }
             (next..i).for_each(|j| append_absent(&message.fields[j], s.child(j)));
             // A second member of a oneof.
             if let Some(oneof) = f.oneof {
                 let bit = 1u64 << oneof;
                 if oneofs & bit != 0 {
-                    return false;
+                    return Ok(false);
                 }
                 oneofs |= bit;
             }
             keys.clear();
             next = i + 1;
         }
-        let Ok(value) = r.value(number, wire, depth) else { return false };
+        let value = r.value(number, wire, depth).map_err(|e| format!("{}: {e}", f.name))?;
         let appended = match (&f.kind, s.child(i)) {
             (Kind::Single | Kind::Optional, column) => append_value(&f.ty, wire, value, column, scratch, depth),
             (Kind::Repeated, Column::List(list)) => {
@@ -69,14 +66,10 @@ pub(super) fn in_order(
             }
             (kind, _) => unreachable!("the column made for a {kind:?} field is of its Arrow type"),
         };
-        if appended.is_err() {
-            return false;
-        }
+        appended.map_err(|e| format!("{}: {e}", f.name))?;
     }
     if let Some(o) = open {
-        if close_open(&message.fields[o], bytes, s.child(o), &mut keys).is_err() {
-            return false;
-        }
+        close_open(&message.fields[o], bytes, s.child(o), &mut keys)?;
     }
     scratch.keys = keys;
     (next..message.fields.len()).for_each(|j| append_absent(&message.fields[j], s.child(j)));
@@ -84,11 +77,11 @@ pub(super) fn in_order(
         s.child(0).push_null();
     }
     s.close(true);
-    true
+    Ok(true)
 }
 
-/// Ends the row of a repeated or map field whose items were appended (a map's `keys`, where each is in
-/// `bytes`, must differ).
+/// Ends the row of a repeated or map field `f` whose items were appended (a map's `keys`, where each is
+/// in `bytes`, must differ).
 fn close_open(
     f: &ProtoField,
     bytes: &[u8],
@@ -98,7 +91,7 @@ fn close_open(
     match column {
         Column::Map(map) => {
             if duplicate_key(keys, bytes) {
-                return Err("a map key given twice".into());
+                return Err(format!("{}: a map key given twice", f.name));
             }
             map.close(true);
         }
@@ -106,4 +99,30 @@ fn close_open(
         _ => unreachable!("{}: only a repeated or map field stays open", f.name),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values::column::Room;
+    use crate::values::protobuf::arrow::struct_fields;
+    use crate::values::protobuf::schema::compile;
+
+    #[test]
+    fn only_a_message_in_declared_order_is_read_in_one_pass() {
+        let text = r#"syntax = "proto3"; message M { int32 a = 1; repeated string b = 2; map<string, int32> c = 3; }"#;
+        let file = compile(text, &[]).unwrap();
+        let m = file.message(&[0]).unwrap();
+        let read = |bytes: &[u8]| {
+            let mut s = Struct::new(struct_fields(m), &Room::rows(1));
+            in_order(m, bytes, &mut s, &mut Scratch::default(), 0)
+        };
+        let (a, b, c) = ([0x08, 1], [0x12, 1, b'x'], [0x1a, 5, 0x0a, 1, b'k', 0x10, 1]);
+        assert_eq!(read(&[&a[..], &b, &b, &c].concat()), Ok(true));
+        assert_eq!(read(&[&b[..], &c].concat()), Ok(true), "absent fields are no disorder");
+        assert_eq!(read(&[&b[..], &a].concat()), Ok(false), "a field before one declared before it");
+        assert_eq!(read(&[&a[..], &a].concat()), Ok(false), "a singular field twice: the last wins");
+        assert_eq!(read(&[&b[..], &c, &b].concat()), Ok(false), "a repeated field's items apart");
+        assert_eq!(read(&[&c[..], &c].concat()), Err("c: a map key given twice".into()));
+    }
 }
