@@ -139,7 +139,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn int(&mut self) -> Result<i32, DecodeError> {
         let v = self.long()?;
         i32::try_from(v).map_err(|_| format!("{v} is out of range for an int"))
@@ -162,7 +162,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Appends a string to `column`: checked now, or by the column later (see [`Reader::unchecked`]).
-    #[inline]
+    #[inline(always)]
     pub(super) fn string_into(&mut self, column: &mut Strings) -> Result<(), DecodeError> {
         match self.unchecked {
             true => column.push_unchecked(self.bytes()?),
@@ -248,6 +248,7 @@ impl<'a> Reader<'a> {
         Ok(f32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
 
+    #[inline(always)]
     fn double(&mut self) -> Result<f64, DecodeError> {
         Ok(f64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
@@ -380,8 +381,25 @@ fn is_uuid(s: &str) -> bool {
 
 /// Appends one value of `avro` to `column` (made by `Column::new` for its type) as it reads it,
 /// checking what [`check`] checks: a value that fails may leave part of itself behind, for the caller
-/// to cut back (`Column::truncate`).
+/// to cut back (`Column::truncate`). The common leaf types are read here, inlined where a record's
+/// fields and a list's items are appended (a call per value cost more than reading most of them);
+/// the rest in [`append_other`].
+#[inline(always)]
 pub fn append(avro: &Avro, r: &mut Reader, column: &mut Column) -> Result<(), DecodeError> {
+    match (avro, column) {
+        (Avro::Long | Avro::Time(TimeUnit::Micros) | Avro::Timestamp { .. }, Column::Int64(c)) => c.push(r.long()?),
+        (Avro::Int | Avro::Date | Avro::Time(TimeUnit::Millis), Column::Int32(c)) => c.push(r.int()?),
+        (Avro::String | Avro::DecimalText { .. }, Column::Utf8(c)) => r.string_into(c)?,
+        (Avro::Double, Column::Float64(c)) => c.push(r.double()?),
+        (Avro::Record(fields), Column::Struct(s)) => append_record(fields, r, s)?,
+        (avro, column) => append_other(avro, r, column)?,
+    }
+    Ok(())
+}
+
+/// Appends a value of a type [`append`] does not read itself.
+#[inline(never)]
+fn append_other(avro: &Avro, r: &mut Reader, column: &mut Column) -> Result<(), DecodeError> {
     match (avro, column) {
         (Avro::Nullable { null_first, inner }, column) => match r.present(*null_first)? {
             true => append(inner, r, column)?,
@@ -392,12 +410,8 @@ pub fn append(avro: &Avro, r: &mut Reader, column: &mut Column) -> Result<(), De
             append(inner, r, column)?;
         }
         (Avro::Boolean, Column::Boolean(c)) => c.push(r.boolean()?),
-        (Avro::Int | Avro::Date | Avro::Time(TimeUnit::Millis), Column::Int32(c)) => c.push(r.int()?),
-        (Avro::Long | Avro::Time(TimeUnit::Micros) | Avro::Timestamp { .. }, Column::Int64(c)) => c.push(r.long()?),
         (Avro::Float, Column::Float32(c)) => c.push(r.float()?),
-        (Avro::Double, Column::Float64(c)) => c.push(r.double()?),
         (Avro::Bytes, Column::Binary(c)) => c.push(r.bytes()?),
-        (Avro::String | Avro::DecimalText { .. }, Column::Utf8(c)) => r.string_into(c)?,
         (Avro::Uuid, Column::Utf8(c)) => c.push(r.uuid()?),
         (Avro::Enum(symbols), Column::Utf8(c)) => c.push(r.symbol(symbols)?),
         (Avro::Fixed(size), Column::FixedSize(c)) => c.push(r.take(*size)?)?,
@@ -406,7 +420,6 @@ pub fn append(avro: &Avro, r: &mut Reader, column: &mut Column) -> Result<(), De
         (Avro::Map(values), Column::Map(map)) => {
             append_map(r, 1 + min_width(values), map, |r, c| append(values, r, c))?
         }
-        (Avro::Record(fields), Column::Struct(s)) => append_record(fields, r, s)?,
         (avro, _) => unreachable!("the column made for {avro:?} is of its Arrow type"),
     }
     Ok(())

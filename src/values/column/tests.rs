@@ -188,3 +188,39 @@ fn strings_checked_after_nulls_and_checked_strings_are_not_refused() {
     let array = column.finish().expect("strings");
     assert_eq!(array.as_string::<i32>().iter().collect::<Vec<_>>(), [None, None, Some("x"), Some("y"), Some("é")]);
 }
+
+#[test]
+fn a_struct_checks_the_strings_unchecked_at_any_depth() {
+    // A bad byte in a list item's struct, then in a map's key: each found by the struct's check.
+    for bad_in in [2, 3] {
+        let mut s = Struct::new(fields(), &Room::default());
+        append(&mut s, 0, true);
+        assert_eq!(s.validate(), Ok(()));
+        match s.child(bad_in) {
+            Column::List(items) => {
+                let Column::Struct(item) = items.items() else { unreachable!() };
+                let Column::Utf8(sku) = item.child(0) else { unreachable!() };
+                sku.push_unchecked(b"\xff");
+            }
+            Column::Map(m) => {
+                let Column::Struct(entry) = m.items() else { unreachable!() };
+                let Column::Utf8(key) = entry.child(0) else { unreachable!() };
+                key.push_unchecked(b"\xff");
+            }
+            _ => unreachable!(),
+        }
+        assert!(s.validate().is_err(), "not UTF-8 in child {bad_in}");
+    }
+}
+
+#[test]
+fn a_byte_past_ascii_is_found_wherever_it_is() {
+    for len in [1, 7, 8, 9, 16, 23] {
+        for at in 0..len {
+            let mut bytes = vec![b'a'; len];
+            bytes[at] = 0x80;
+            assert!(!ascii(&bytes), "{len} bytes, the {at}th not ASCII");
+        }
+        assert!(ascii(&vec![b'a'; len]));
+    }
+}

@@ -70,6 +70,7 @@ impl<'a> Reader<'a> {
         Err("a number beyond 64 bits".into())
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
         let end = end.ok_or_else(|| format!("ends after {} bytes, {n} more needed", self.buf.len()))?;
@@ -78,10 +79,12 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    #[inline]
     fn fixed<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         Ok(self.take(N)?.try_into().expect("N bytes"))
     }
 
+    #[inline]
     fn len_delimited(&mut self) -> Result<&'a [u8], DecodeError> {
         let n = self.varint()?;
         self.take(usize::try_from(n).map_err(|_| format!("a length of {n}"))?)
@@ -97,12 +100,16 @@ impl<'a> Reader<'a> {
     }
 
     /// A field's value of wire type `wire`: its bytes (a length-delimited one's without its length).
+    #[inline(always)]
     fn value(&mut self, number: u32, wire: u8, depth: usize) -> Result<&'a [u8], DecodeError> {
-        if wire == LEN {
-            return self.len_delimited();
-        }
         let start = self.pos;
-        self.skip(number, wire, depth)?;
+        match wire {
+            LEN => return self.len_delimited(),
+            VARINT => drop(self.varint()?),
+            FIXED64 => drop(self.take(8)?),
+            FIXED32 => drop(self.take(4)?),
+            _ => self.skip(number, wire, depth)?,
+        }
         Ok(&self.buf[start..self.pos])
     }
 
@@ -453,8 +460,30 @@ fn append_entry(
 }
 
 /// Appends one value of `ty` written with wire type `wire`, whose bytes (a length-delimited one's
-/// without its length) are `value`.
+/// without its length) are `value`: the most common types here, any other by `append_other`.
+#[inline(always)]
 fn append_value(
+    ty: &Proto,
+    wire: u8,
+    value: &[u8],
+    column: &mut Column,
+    scratch: &mut Scratch,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    match (ty, wire, column) {
+        (Proto::Int64, VARINT, Column::Int64(c)) => c.push(Reader::new(value).varint()? as i64),
+        (Proto::Int32, VARINT, Column::Int32(c)) => c.push(Reader::new(value).varint()? as i32),
+        (Proto::Double, FIXED64, Column::Float64(c)) => c.push(f64::from_le_bytes(Reader::new(value).fixed()?)),
+        (Proto::String, LEN, Column::Utf8(c)) if scratch.unchecked => c.push_unchecked(value),
+        (Proto::Message(message), LEN, Column::Struct(s)) => append_at(message, value, s, scratch, depth + 1)?,
+        (ty, wire, column) => append_other(ty, wire, value, column, scratch, depth)?,
+    }
+    Ok(())
+}
+
+/// `append_value` of the types it leaves.
+#[inline(never)]
+fn append_other(
     ty: &Proto,
     wire: u8,
     value: &[u8],
@@ -467,17 +496,14 @@ fn append_value(
     }
     let mut r = Reader::new(value);
     match (ty, column) {
-        (Proto::Int32, Column::Int32(c)) => c.push(r.varint()? as i32),
         (Proto::SInt32, Column::Int32(c)) => c.push(unzigzag(r.varint()?) as i32),
         (Proto::SFixed32, Column::Int32(c)) => c.push(i32::from_le_bytes(r.fixed()?)),
-        (Proto::Int64, Column::Int64(c)) => c.push(r.varint()? as i64),
         (Proto::SInt64, Column::Int64(c)) => c.push(unzigzag(r.varint()?)),
         (Proto::SFixed64, Column::Int64(c)) => c.push(i64::from_le_bytes(r.fixed()?)),
         (Proto::UInt32, Column::UInt32(c)) => c.push(r.varint()? as u32),
         (Proto::Fixed32, Column::UInt32(c)) => c.push(u32::from_le_bytes(r.fixed()?)),
         (Proto::UInt64, Column::UInt64(c)) => c.push(r.varint()?),
         (Proto::Fixed64, Column::UInt64(c)) => c.push(u64::from_le_bytes(r.fixed()?)),
-        (Proto::Double, Column::Float64(c)) => c.push(f64::from_le_bytes(r.fixed()?)),
         (Proto::Float, Column::Float32(c)) => c.push(f32::from_le_bytes(r.fixed()?)),
         (Proto::Bool, Column::Boolean(c)) => c.push(r.varint()? != 0),
         (Proto::Enum(e), Column::Utf8(c)) => {
@@ -485,10 +511,8 @@ fn append_value(
             let symbol = e.symbol(number).ok_or_else(|| format!("{number} is not a value of enum {}", e.name))?;
             c.push(symbol)
         }
-        (Proto::String, Column::Utf8(c)) if scratch.unchecked => c.push_unchecked(value),
         (Proto::String, Column::Utf8(c)) => c.push(crate::values::utf8(value)?),
         (Proto::Bytes | Proto::Opaque, Column::Binary(c)) => c.push(value),
-        (Proto::Message(message), Column::Struct(s)) => append_at(message, value, s, scratch, depth + 1)?,
         (Proto::Timestamp | Proto::Duration, Column::Int64(c)) => c.push(micros(value)?),
         (Proto::Wrapper(inner), column) => {
             let mut last = None;

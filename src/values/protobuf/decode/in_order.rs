@@ -26,7 +26,10 @@ pub(super) fn in_order(
     let mut keys = std::mem::take(&mut scratch.keys);
     while !r.at_end() {
         let (number, wire) = r.tag()?;
-        let Some(i) = message.index(number) else {
+        // Most often the open field again or the next one declared; any other is looked up.
+        let numbered = |j: &usize| message.fields.get(*j).is_some_and(|f| f.number == number);
+        let found = open.filter(numbered).or_else(|| Some(next).filter(numbered)).or_else(|| message.index(number));
+        let Some(i) = found else {
             r.skip(number, wire, depth)?;
             continue;
         };
