@@ -13,5 +13,6 @@ pub mod retry;
 pub mod service;
 pub mod source;
 pub mod store;
+pub mod table;
 pub mod telemetry;
 pub mod values;

@@ -1,4 +1,4 @@
-//! Plain-text tables for the operator commands (`verify`, `status`): columns padded to their widest cell.
+//! Plain-text grids for the operator commands (`verify`, `status`): columns padded to their widest cell.
 
 /// The rows (the first one the header), one line each, cells two spaces apart.
 pub fn render(rows: &[Vec<String>]) -> String {

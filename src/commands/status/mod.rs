@@ -144,7 +144,7 @@ impl StatusReport {
                     if flags.is_empty() { "-".into() } else { flags.join(", ") },
                 ]);
             }
-            let _ = write!(out, "\ntopic {topic}\n{}", crate::commands::table::render(&rows));
+            let _ = write!(out, "\ntopic {topic}\n{}", crate::commands::grid::render(&rows));
             if let Some(t) = self.topics.iter().find(|t| t.topic == topic && t.time_buckets.is_some()) {
                 let through = t.complete_through.as_deref().unwrap_or("no bucket yet");
                 let _ = writeln!(out, "time buckets complete through {through}");

@@ -116,7 +116,7 @@ impl VerifyReport {
             });
             rows.push(row);
         }
-        let mut out = format!("archive {}\n{}", self.archive, crate::commands::table::render(&rows));
+        let mut out = format!("archive {}\n{}", self.archive, crate::commands::grid::render(&rows));
         for p in &self.partitions {
             for problem in &p.problems {
                 let _ = writeln!(out, "{}/{}: {}", p.topic, p.partition, describe(problem));

@@ -1,0 +1,106 @@
+//! What a table records of the archive it views, as Iceberg string properties: the topic incarnation
+//! (Kafka topic ID) and, per partition, its chain position — the claim start right after the last file
+//! the table holds. Held in the table's properties (inherited by every later snapshot, so a commit
+//! writes only the partitions it moves) and, for the partitions it moves, in the commit's snapshot
+//! summary (so an earlier snapshot still says what it covered).
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+/// The property of a partition's position: `kafka-s3-archiver.position.<partition>`.
+const POSITION_PREFIX: &str = "kafka-s3-archiver.position.";
+/// The property of the topic incarnation the table's files came from.
+const TOPIC_ID: &str = "kafka-s3-archiver.topic-id";
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StateError {
+    #[error(
+        "table property {key} = {value:?} is not a partition's chain position (a whole number >= 0); fix or remove it"
+    )]
+    Position { key: String, value: String },
+    #[error(
+        "the table holds topic incarnation {table}, the archive {archive}: the topic was deleted and created again; \
+         point --iceberg-namespace at a new table"
+    )]
+    Incarnation { table: String, archive: String },
+}
+
+/// The archive's part of a table's properties.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableState {
+    pub topic_id: Option<String>,
+    /// Per partition, the chain position right after the last file the table holds.
+    pub positions: BTreeMap<i32, i64>,
+}
+
+impl TableState {
+    /// Reads it from a table's properties (or a snapshot's summary); other properties are not ours.
+    pub fn from_properties<'a>(properties: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, StateError> {
+        let mut state = Self::default();
+        for (key, value) in properties {
+            if key == TOPIC_ID {
+                state.topic_id = Some(value.to_string());
+            } else if let Some(partition) = key.strip_prefix(POSITION_PREFIX) {
+                let bad = || StateError::Position { key: key.to_string(), value: value.to_string() };
+                let partition: i32 = partition.parse().ok().filter(|p| *p >= 0).ok_or_else(bad)?;
+                let position: i64 = value.parse().ok().filter(|p| *p >= 0).ok_or_else(bad)?;
+                state.positions.insert(partition, position);
+            }
+        }
+        Ok(state)
+    }
+
+    /// The properties a commit sets: the positions of the partitions it moves and the topic ID.
+    pub fn properties(topic_id: Option<&str>, moved: &BTreeMap<i32, i64>) -> Vec<(String, String)> {
+        let ids = topic_id.map(|id| (TOPIC_ID.to_string(), id.to_string()));
+        let positions = moved.iter().map(|(p, at)| (format!("{POSITION_PREFIX}{p}"), at.to_string()));
+        ids.into_iter().chain(positions).collect()
+    }
+
+    /// Refuses an archive of another topic incarnation than the table's files came from (a table or
+    /// an archive that does not know its topic ID agrees with any).
+    pub fn check_incarnation(&self, archive: Option<&str>) -> Result<(), StateError> {
+        match (self.topic_id.as_deref(), archive) {
+            (Some(table), Some(archive)) if table != archive => {
+                Err(StateError::Incarnation { table: table.to_string(), archive: archive.to_string() })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_properties_a_commit_sets_read_back_as_its_state() {
+        let moved = BTreeMap::from([(0, 120), (7, 3)]);
+        let set = TableState::properties(Some("AbC"), &moved);
+        let mut all = vec![("write.format.default".to_string(), "parquet".to_string())];
+        all.extend(set);
+        let state = TableState::from_properties(all.iter().map(|(k, v)| (k.as_str(), v.as_str()))).unwrap();
+        assert_eq!(state, TableState { topic_id: Some("AbC".into()), positions: moved });
+    }
+
+    #[test]
+    fn a_position_that_is_not_a_number_is_refused_not_read_as_none() {
+        for (key, value) in [("kafka-s3-archiver.position.0", "x"), ("kafka-s3-archiver.position.-1", "5")] {
+            let read = TableState::from_properties([(key, value)]);
+            assert_eq!(read, Err(StateError::Position { key: key.into(), value: value.into() }));
+        }
+        let negative = TableState::from_properties([("kafka-s3-archiver.position.0", "-3")]);
+        assert!(negative.is_err());
+    }
+
+    #[test]
+    fn another_incarnation_is_refused() {
+        let state = TableState { topic_id: Some("one".into()), positions: BTreeMap::new() };
+        assert!(state.check_incarnation(Some("one")).is_ok());
+        assert!(state.check_incarnation(None).is_ok());
+        let other = Err(StateError::Incarnation { table: "one".into(), archive: "two".into() });
+        assert_eq!(state.check_incarnation(Some("two")), other);
+        assert!(TableState::default().check_incarnation(Some("two")).is_ok());
+    }
+}
