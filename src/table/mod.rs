@@ -11,6 +11,7 @@
 //! The decisions here are pure; the catalog's I/O lives beside them.
 
 pub mod cadence;
+pub mod partition;
 pub mod plan;
 pub mod state;
 
