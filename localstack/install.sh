@@ -64,12 +64,22 @@ POM
   touch "$dir/.installed"
 }
 
+# KSA_S3_SERVER=localstack or moto picks the S3 server (with a KSA_SERVICES_DIR of its own, as the two
+# keep their Python test packages in the S3 server's venv); by default LocalStack where Python 3.13 is.
 install_s3() {
-  local venv="$SERVICES_DIR/s3-venv"
-  [ -f "$venv/.installed" ] && return 0
+  local venv="$SERVICES_DIR/s3-venv" want="${KSA_S3_SERVER:-}"
+  case "$want" in
+    "" | localstack | moto) ;;
+    *) die "KSA_S3_SERVER=$want: localstack or moto" ;;
+  esac
+  if [ -f "$venv/.installed" ]; then
+    [ -z "$want" ] || [ "$(cat "$venv/.installed")" = "$want" ] \
+      || die "$SERVICES_DIR holds $(cat "$venv/.installed"), not $want: point KSA_SERVICES_DIR at another folder"
+    return 0
+  fi
   rm -rf "$venv"
   local py
-  if py=$(find_python 3.13); then
+  if [ "$want" != moto ] && py=$(find_python 3.13); then
     say "installing LocalStack S3 (localstack-core 2026.3.0) into a Python 3.13 venv, $venv"
     "$py" -m venv "$venv"
     "$venv/bin/pip" install --quiet --upgrade pip
@@ -77,8 +87,12 @@ install_s3() {
       "cryptography<44" service_identity jinja2 \
       || die "pip could not install localstack-core 2026.3.0 into $venv"
     echo localstack > "$venv/.installed"
+  elif [ "$want" = localstack ]; then
+    die "KSA_S3_SERVER=localstack needs Python 3.13, which was not found; install it with pyenv"
   elif py=$(find_python 3.11); then
-    say "installing moto[server] 5.2.5 (Python 3.13 is absent) into a Python 3.11 venv, $venv"
+    local why="Python 3.13 is absent"
+    [ "$want" = moto ] && why="KSA_S3_SERVER=moto"
+    say "installing moto[server] 5.2.5 into a Python 3.11 venv, $venv ($why)"
     "$py" -m venv "$venv"
     "$venv/bin/pip" install --quiet "moto[server]==5.2.5" || die "pip could not install moto[server]==5.2.5 into $venv"
     echo moto > "$venv/.installed"

@@ -1,16 +1,17 @@
 //! Which partition of a table a data file goes into. Tables are partitioned by the day or hour of the
 //! record timestamp (Iceberg's `day`/`hour` transforms: whole days or hours since the Unix epoch), as
-//! `--time-buckets` lays out the archive. A file belongs to one partition, but a time bucket's file may
-//! hold a late record from an earlier bucket: such a file (and one whose records' times are not known)
-//! goes in under the table's unpartitioned spec instead, so a query pruning by partition never misses
-//! one of its records; its timestamp bounds still let engines prune it by its stats.
+//! `--time-buckets` lays out the archive. A file belongs to one partition, and a query that prunes by
+//! partition skips every file outside the ones it asks for; but a time bucket's file may hold a late
+//! record from an earlier bucket. Such a file (and one whose records' times are not known) is in no
+//! one partition: recording it under its bucket's would hide that record from a query for its own day.
 
 use crate::archive::time_bucket::BucketWidth;
 
 /// Where a file goes in a table partitioned by `width`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilePartition {
-    /// The unpartitioned spec: the table is not partitioned, or the file's records span partitions.
+    /// In no one partition: the table is not partitioned, or the file's records span partitions or
+    /// their times are not known.
     Unpartitioned,
     /// The partition of this many days or hours since the epoch.
     Time { width: BucketWidth, ordinal: i32 },
