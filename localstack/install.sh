@@ -91,11 +91,13 @@ install_s3() {
     die "KSA_S3_SERVER=localstack needs Python 3.13, which was not found; install it with pyenv"
   elif py=$(find_python 3.11); then
     local why="Python 3.13 is absent"
-    [ "$want" = moto ] && why="KSA_S3_SERVER=moto"
+    if [ "$want" = moto ]; then why="KSA_S3_SERVER=moto"; fi
     say "installing moto[server] 5.2.5 into a Python 3.11 venv, $venv ($why)"
     "$py" -m venv "$venv"
     "$venv/bin/pip" install --quiet "moto[server]==5.2.5" || die "pip could not install moto[server]==5.2.5 into $venv"
     echo moto > "$venv/.installed"
+  elif [ "$want" = moto ]; then
+    die "KSA_S3_SERVER=moto needs Python 3.11, which was not found; install it with pyenv"
   else
     die "neither Python 3.13 (for LocalStack) nor Python 3.11 (for moto) was found; install one with pyenv"
   fi

@@ -43,7 +43,9 @@ impl TableState {
                 state.topic_id = Some(value.to_string());
             } else if let Some(partition) = key.strip_prefix(POSITION_PREFIX) {
                 let bad = || StateError::Position { key: key.to_string(), value: value.to_string() };
-                let partition: i32 = partition.parse().ok().filter(|p| *p >= 0).ok_or_else(bad)?;
+                // Only the form `properties` writes: `05` or `+5` would be a second name for partition 5.
+                let canonical = |p: &i32| *p >= 0 && p.to_string() == partition;
+                let partition: i32 = partition.parse().ok().filter(canonical).ok_or_else(bad)?;
                 let position: i64 = value.parse().ok().filter(|p| *p >= 0).ok_or_else(bad)?;
                 state.positions.insert(partition, position);
             }
@@ -86,7 +88,9 @@ mod tests {
 
     #[test]
     fn a_position_that_is_not_a_number_is_refused_not_read_as_none() {
-        for (key, value) in [("kafka-s3-archiver.position.0", "x"), ("kafka-s3-archiver.position.-1", "5")] {
+        let keys = ["0", "-1", "05", "+5"].map(|p| format!("kafka-s3-archiver.position.{p}"));
+        let values = ["x", "5", "5", "5"];
+        for (key, value) in keys.iter().map(String::as_str).zip(values) {
             let read = TableState::from_properties([(key, value)]);
             assert_eq!(read, Err(StateError::Position { key: key.into(), value: value.into() }));
         }
