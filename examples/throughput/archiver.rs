@@ -10,6 +10,7 @@ use kafka_s3_archiver::commands::demo::check::archived_ends;
 use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Options, S3Store};
 
 use crate::measure::{cpu_seconds, peak_rss_kib, thread_cpu};
+use crate::registry::Typed;
 use crate::{env, Bench, Row, Values};
 
 /// Where the archiver writes, and in which format: a local directory isolates the pipeline from S3's costs.
@@ -18,8 +19,8 @@ pub enum Target {
     Directory,
     S3,
     S3JsonLines,
-    /// To S3, values decoded by `--value-format avro` through the test Schema Registry.
-    S3Avro,
+    /// To S3, values decoded by `--value-format avro` or `protobuf` through the test Schema Registry.
+    S3Typed(Typed),
 }
 
 impl Target {
@@ -28,7 +29,8 @@ impl Target {
             Target::Directory => "run to a local directory",
             Target::S3 => "run to S3",
             Target::S3JsonLines => "run to S3, JSON lines",
-            Target::S3Avro => "run to S3, --value-format avro",
+            Target::S3Typed(Typed::Avro) => "run to S3, --value-format avro",
+            Target::S3Typed(Typed::Protobuf) => "run to S3, --value-format protobuf",
         }
     }
 }
@@ -81,13 +83,14 @@ impl ArchiverRun {
 
 /// The bucket an S3 target archives to.
 pub fn bucket(bench: &Bench, target: Target) -> String {
-    format!("bench-{}-{}-{target:?}", std::process::id(), bench.values.name()).to_lowercase()
+    let target = format!("{target:?}").replace('(', "-").replace(')', "");
+    format!("bench-{}-{}-{target}", std::process::id(), bench.values.name()).to_lowercase()
 }
 
 /// Where `target` lives: a store to watch and the archiver's `--dest` arguments.
 async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (Box<dyn ObjectStore>, Vec<String>) {
     match target {
-        Target::S3 | Target::S3JsonLines | Target::S3Avro => {
+        Target::S3 | Target::S3JsonLines | Target::S3Typed(_) => {
             let endpoint = env("KSA_TEST_S3_ENDPOINT");
             let bucket = bucket(bench, target);
             let store =
@@ -97,9 +100,9 @@ async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (B
             if target == Target::S3JsonLines {
                 args.extend(["--format".into(), "jsonl".into()]);
             }
-            if target == Target::S3Avro {
+            if let Target::S3Typed(typed) = target {
                 let registry = env("KSA_TEST_SCHEMA_REGISTRY");
-                args.extend(["--value-format", "avro", "--schema-registry-url", &registry].map(String::from));
+                args.extend(["--value-format", typed.name(), "--schema-registry-url", &registry].map(String::from));
             }
             (Box::new(store), args)
         }

@@ -14,8 +14,9 @@
 //!
 //! Usage: cargo run --example throughput -- [records] [value-bytes] [partitions] [max-buffer-bytes]
 //! (KSA_BENCH_VALUES=compressible, =random or =mixed measures only those values — mixed sizes with a few
-//! 512 KiB ones, only when asked for; =avro, only when asked for too, ~1 KiB Avro orders in the Schema
-//! Registry's wire format, archived raw and with `--value-format avro`; KSA_BENCH_ARCHIVER_ARGS adds
+//! 512 KiB ones, only when asked for; =avro or =protobuf, only when asked for too, ~1 KiB orders in the
+//! Schema Registry's wire format, archived raw and with `--value-format avro` or `protobuf`;
+//! KSA_BENCH_ARCHIVER_ARGS adds
 //! flags to the archiver's command line, e.g. "--spool-memory-threshold 32MiB".)
 
 mod archiver;
@@ -23,6 +24,8 @@ mod archiver;
 mod avro_order;
 mod measure;
 mod producer;
+#[path = "../../benches/data/proto_order.rs"]
+mod proto_order;
 mod registry;
 mod restore;
 
@@ -40,6 +43,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::Message;
+use registry::Typed;
 
 use archiver::{archiver, Target};
 use measure::cpu_seconds;
@@ -63,8 +67,8 @@ enum Values {
     /// Compressible values of mixed sizes (a twentieth to twice the given size), and one record in
     /// every 997 a large random value of 512 KiB: "mixed sizes, a few large".
     Mixed,
-    /// ~1 KiB Avro orders in the Schema Registry's wire format, of the schema registered under this ID.
-    Avro(SchemaId),
+    /// ~1 KiB orders in the Schema Registry's wire format, of the schema registered under this ID.
+    Registry(Typed, SchemaId),
 }
 
 /// The size of the few large values of `Values::Mixed`.
@@ -76,7 +80,7 @@ impl Values {
             Values::Compressible => "compressible",
             Values::Random => "random",
             Values::Mixed => "mixed",
-            Values::Avro(_) => "avro",
+            Values::Registry(typed, _) => typed.name(),
         }
     }
 
@@ -90,7 +94,7 @@ impl Values {
                 Record { value: random(&mut rng, LARGE_VALUE_BYTES), ..generated(i, 0) }
             }
             Values::Mixed => generated(i, rng.usize(value_size / 20..=value_size * 2)),
-            Values::Avro(id) => Record { value: Some(frame(id, &avro_order::order(i))), ..generated(i, 0) },
+            Values::Registry(typed, id) => Record { value: Some(frame(id, &typed.order(i))), ..generated(i, 0) },
         }
     }
 }
@@ -141,18 +145,19 @@ async fn main() {
     let mut results = Vec::new();
     let only = std::env::var("KSA_BENCH_VALUES").ok();
     // Mixed sizes only when asked for (KSA_BENCH_VALUES=mixed): the many-partitions memory target; Avro
-    // too (KSA_BENCH_VALUES=avro): `--value-format avro` against raw.
+    // and Protobuf too (KSA_BENCH_VALUES=avro|protobuf): `--value-format avro|protobuf` against raw.
     let mut kinds = vec![Values::Compressible, Values::Random, Values::Mixed];
-    if only.as_deref() == Some("avro") {
-        kinds = vec![Values::Avro(registry::register(&format!("bench-{}-avro-value", std::process::id())))];
+    if let Some(typed) = [Typed::Avro, Typed::Protobuf].into_iter().find(|t| only.as_deref() == Some(t.name())) {
+        let subject = format!("bench-{}-{}-value", std::process::id(), typed.name());
+        kinds = vec![Values::Registry(typed, registry::register(typed, &subject))];
     }
     let wanted =
         |v: &Values| only.as_deref().map_or(matches!(v, Values::Compressible | Values::Random), |o| o == v.name());
     for values in kinds.into_iter().filter(wanted) {
         let (bench, produced) = produce(values, records, value_size, partitions, budget.clone()).await;
         let mut rows = vec![plain_consumer(&bench), s3_put(&bench).await];
-        if let Values::Avro(_) = values {
-            for target in [Target::S3, Target::S3Avro] {
+        if let Values::Registry(typed, _) = values {
+            for target in [Target::S3, Target::S3Typed(typed)] {
                 let run = archiver(&bench, target).await;
                 println!("{} ({}): {}", target.describe(), values.name(), run.details());
                 rows.push(run.row(target, values));
@@ -318,12 +323,13 @@ fn print_table(results: &[(Bench, Vec<Row>)]) {
             s3.records_per_s(bench) / ceiling,
             s3.cpu_per_gb(bench) / plain.cpu_per_gb(bench),
         );
-        if let Values::Avro(_) = bench.values {
-            let avro = row(Target::S3Avro);
+        if let Values::Registry(typed, _) = bench.values {
+            let decoded = row(Target::S3Typed(typed));
             println!(
-                "avro values: run --value-format avro archives at {:.2} × raw's rate (target ≥ 0.8), {:.1} × its CPU per GB",
-                avro.records_per_s(bench) / s3.records_per_s(bench),
-                avro.cpu_per_gb(bench) / s3.cpu_per_gb(bench),
+                "{0} values: run --value-format {0} archives at {1:.2} × raw's rate (target ≥ 0.8), {2:.1} × its CPU per GB",
+                typed.name(),
+                decoded.records_per_s(bench) / s3.records_per_s(bench),
+                decoded.cpu_per_gb(bench) / s3.cpu_per_gb(bench),
             );
             continue;
         }

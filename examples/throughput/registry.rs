@@ -1,20 +1,52 @@
-//! The bench's Avro values: their schema registered in the test Schema Registry (Apicurio's
+//! The bench's typed values: the orders' schema registered in the test Schema Registry (Apicurio's
 //! Confluent-compatible API) under the topic's value subject, and each record's value framed with its
-//! ID, as Confluent's Avro serializer writes it.
+//! ID, as Confluent's Avro or Protobuf serializer writes it.
 
 use std::io::{Read, Write};
 
 use kafka_s3_archiver::values::wire::SchemaId;
 
-use crate::avro_order::SCHEMA;
-use crate::env;
+use crate::{avro_order, env, proto_order};
 
-/// Registers the orders' schema under `subject`: its ID.
-pub fn register(subject: &str) -> SchemaId {
+/// Which of the registry's formats the orders are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Typed {
+    Avro,
+    Protobuf,
+}
+
+impl Typed {
+    /// As `--value-format` and `KSA_BENCH_VALUES` name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Typed::Avro => "avro",
+            Typed::Protobuf => "protobuf",
+        }
+    }
+
+    /// Order `i` as its serializer writes it after the schema ID (a Protobuf one's message indexes
+    /// first: a single 0, the file's first message).
+    pub fn order(self, i: usize) -> Vec<u8> {
+        match self {
+            Typed::Avro => avro_order::order(i),
+            Typed::Protobuf => [&[0u8][..], &proto_order::proto_order(i)].concat(),
+        }
+    }
+
+    fn schema(self) -> serde_json::Value {
+        match self {
+            Typed::Avro => serde_json::json!({ "schema": avro_order::SCHEMA }),
+            Typed::Protobuf => serde_json::json!({ "schemaType": "PROTOBUF", "schema": proto_order::PROTO }),
+        }
+    }
+}
+
+/// Registers the orders' schema in `typed` under `subject`: its ID.
+pub fn register(typed: Typed, subject: &str) -> SchemaId {
     let url = env("KSA_TEST_SCHEMA_REGISTRY");
     let rest = url.strip_prefix("http://").expect("an http:// registry");
     let (addr, base) = rest.split_once('/').expect("a path after the address");
-    let body = serde_json::json!({ "schema": SCHEMA }).to_string();
+    let body = typed.schema().to_string();
     let mut stream = std::net::TcpStream::connect(addr).expect("connect to the Schema Registry");
     write!(
         stream,
