@@ -1,7 +1,8 @@
 //! The encoders' hot path: records/s per core turning records into a sealed file (Parquet and JSON
 //! lines, each compression), for compressible values (JSON-like, as `generate` makes them) and for
 //! incompressible ones (random bytes), and typed values (`--value-format json`) against raw ones.
-//! Run with `cargo bench --bench encoders`; figures in docs/performance.md.
+//! Run with `cargo bench --bench encoders` (it prints each file's size first); figures in
+//! docs/performance.md.
 
 use std::sync::Arc;
 
@@ -68,6 +69,10 @@ fn encoders(c: &mut Criterion) {
         for (format, compression) in specs {
             let spec = FileSpec::new(format, compression).expect("spec");
             let name = format!("{format}-{compression}");
+            println!(
+                "encode-1KiB-{values}/{name}: a file of {} bytes",
+                encode(spec, &ValueFormat::Raw, &input, &spool)
+            );
             group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
                 b.iter_batched(|| (), |()| encode(spec, &ValueFormat::Raw, input, &spool), BatchSize::PerIteration)
             });
@@ -96,6 +101,7 @@ fn typed(c: &mut Criterion, spool: &SpoolOptions) {
         ("json-inferred", json(None, false)),
     ];
     for (name, values) in runs {
+        println!("encode-1KiB-values/{name}: a file of {} bytes", encode(spec, &values, &input, spool));
         group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
             b.iter_batched(|| (), |()| encode(spec, &values, input, spool), BatchSize::PerIteration)
         });

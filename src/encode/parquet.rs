@@ -20,6 +20,7 @@ use parquet::basic::{Compression as PqCompression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::ChunkReader;
+use parquet::schema::types::ColumnPath;
 
 use super::{header_name_from_text, header_name_text, Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::archive::record::{Header, Record, TimestampKind};
@@ -297,6 +298,10 @@ impl ParquetEncoder {
         let props = WriterProperties::builder()
             .set_compression(compression)
             .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
+            // Offsets are unique and values mostly distinct: a dictionary of them only costs.
+            .set_column_dictionary_enabled(ColumnPath::from("offset"), false)
+            .set_column_dictionary_enabled(ColumnPath::from("value"), false)
+            .set_column_dictionary_enabled(ColumnPath::from("value_raw"), false)
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
         let builders = Builders::new(values, keys);

@@ -71,6 +71,35 @@ fn a_parquet_file_hands_on_its_footer_in_memory_and_from_the_spool_directory() {
     }
 }
 
+#[test]
+fn offsets_and_values_are_written_without_a_dictionary_and_keys_with_one() {
+    // Unique offsets and distinct values gain nothing from a dictionary; repeated keys do.
+    let records: Vec<Record> = (0..100)
+        .map(|i| Record {
+            offset: i,
+            key: Some(vec![b'k'; 8]),
+            value: Some(i.to_le_bytes().repeat(16)),
+            ..sample_records()[0].clone()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+    let mut enc =
+        FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &ValueFormat::Raw, spool).unwrap();
+    for r in &records {
+        assert!(enc.append(r, true).unwrap());
+    }
+    let meta =
+        FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(0, 99).unwrap(), records: 100 };
+    let footer = enc.finish(&meta).unwrap().footer.expect("a Parquet footer");
+    let group = footer.row_group(0);
+    let dictionary = |name: &str| {
+        let column = group.columns().iter().find(|c| c.column_path().string() == name).expect(name);
+        column.dictionary_page_offset().is_some()
+    };
+    assert_eq!((dictionary("offset"), dictionary("value"), dictionary("key")), (false, false, true));
+}
+
 fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record> {
     round_trip_values(spec, &ValueFormat::Raw, records, threshold).records
 }
