@@ -1,14 +1,14 @@
 //! Tables (Iceberg): each topic's table as an exact view of its archive, kept without a coordinator.
 //!
 //! Per partition the table records a chain position: the claim start right after the last file it
-//! holds ([`TableState`], in the table's properties and each snapshot's summary, written in the same
-//! commit as the files). A committer adds, per partition, only the contiguous run of durable data
-//! objects that starts exactly there, and moves the position in that commit ([`plan`]); the catalog's
+//! holds ([`state::TableState`]: in the table's properties, and for the partitions a commit moves in
+//! its snapshot's summary, written in the same commit as the files). A committer adds, per partition, only the contiguous run of durable data
+//! objects that starts exactly there, and moves the position in that commit ([`plan::plan`]); the catalog's
 //! atomic swap of the table's metadata is the one point of order, and a commit that meets a newer
 //! snapshot plans again from the positions it finds. So a file is in the table at most once, in chain
 //! order, with no hole, whoever commits it — another instance, a zombie or a racing group.
 //!
-//! The decisions here are pure; the catalog's I/O lives beside them.
+//! The decisions here are pure; the catalog's I/O is to live beside them (not built yet).
 
 pub mod cadence;
 pub mod partition;
