@@ -112,6 +112,17 @@ install_duckdb() {
   touch "$venv/.duckdb"
 }
 
+# pyiceberg reads the Iceberg tables back in tests/iceberg.rs, as a user's reader would (its SqlCatalog on
+# the same SQLite catalog; pyarrow reads the files).
+install_pyiceberg() {
+  local venv="$SERVICES_DIR/s3-venv"
+  [ -f "$venv/.pyiceberg" ] && return 0
+  say "installing pyiceberg 0.12.0 and pyarrow 26.0.1 into $venv"
+  "$venv/bin/pip" install --quiet "pyiceberg[sql-sqlite]==0.12.0" "pyarrow==26.0.1" \
+    || die "pip could not install pyiceberg[sql-sqlite]==0.12.0 and pyarrow==26.0.1 into $venv"
+  touch "$venv/.pyiceberg"
+}
+
 # PyYAML parses the Kubernetes manifests under deploy/ in tests/packaging.rs (LocalStack brings it; moto
 # may not).
 install_pyyaml() {
@@ -166,7 +177,8 @@ install_producer() {
 install_kafka
 install_s3
 install_duckdb
+install_pyiceberg
 install_pyyaml
 install_registry
 install_producer
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1)"
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1)"

@@ -46,6 +46,7 @@ const PURE: &[&str] = &[
     "table/state.rs",
     "table/cadence.rs",
     "table/partition.rs",
+    "table/iceberg/",
 ];
 
 const IMPURE: &[&str] = &["tokio", "aws_", "rdkafka", "std::fs", "std::net", "SystemTime::now", "Instant::now"];

@@ -11,6 +11,10 @@
 //! The decisions here are pure; the catalog's I/O is to live beside them (not built yet).
 
 pub mod cadence;
+pub mod catalog;
+pub mod chain;
+pub mod committer;
+pub mod iceberg;
 pub mod partition;
 pub mod plan;
 pub mod state;

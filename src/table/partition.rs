@@ -17,6 +17,16 @@ pub enum FilePartition {
     Time { width: BucketWidth, ordinal: i32 },
 }
 
+impl FilePartition {
+    /// The days or hours since the epoch of its partition.
+    pub fn ordinal(&self) -> Option<i32> {
+        match self {
+            FilePartition::Unpartitioned => None,
+            FilePartition::Time { ordinal, .. } => Some(*ordinal),
+        }
+    }
+}
+
 /// The partition of a file whose records' timestamps run from `min` to `max` ms (none: unknown) in a
 /// table partitioned by `width` (none: unpartitioned).
 pub fn file_partition(width: Option<BucketWidth>, timestamps: Option<(i64, i64)>) -> FilePartition {

@@ -93,6 +93,11 @@ impl<'a> Reader<'a> {
         self.canonical
     }
 
+    /// How many bytes were read.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     /// Whether every byte was read.
     pub fn at_end(&self) -> bool {
         self.pos == self.buf.len()
@@ -236,7 +241,7 @@ fn decimal(bytes: &[u8], precision: u8) -> Result<i128, DecodeError> {
 }
 
 impl<'a> Reader<'a> {
-    fn boolean(&mut self) -> Result<bool, DecodeError> {
+    pub(super) fn boolean(&mut self) -> Result<bool, DecodeError> {
         match self.take(1)?[0] {
             0 => Ok(false),
             1 => Ok(true),
@@ -249,7 +254,7 @@ impl<'a> Reader<'a> {
     }
 
     #[inline(always)]
-    fn double(&mut self) -> Result<f64, DecodeError> {
+    pub(super) fn double(&mut self) -> Result<f64, DecodeError> {
         Ok(f64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 
@@ -262,7 +267,7 @@ impl<'a> Reader<'a> {
     }
 
     /// An enum's symbol, of `symbols`.
-    fn symbol<'s>(&mut self, symbols: &'s [String]) -> Result<&'s str, DecodeError> {
+    pub(super) fn symbol<'s>(&mut self, symbols: &'s [String]) -> Result<&'s str, DecodeError> {
         let i = self.int()?;
         match usize::try_from(i).ok().and_then(|i| symbols.get(i)) {
             Some(symbol) => Ok(symbol),

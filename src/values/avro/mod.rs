@@ -10,6 +10,7 @@ pub(crate) mod columns;
 mod json;
 pub mod reencode;
 pub mod resolve;
+pub mod value;
 pub mod widen;
 
 use std::collections::HashMap;

@@ -113,7 +113,7 @@ fn value<T: ArrowPrimitiveType>(array: &ArrayRef, row: usize) -> Option<T::Nativ
 }
 
 /// A zig-zag varint, shortest form.
-pub(super) fn long(n: i64, out: &mut Vec<u8>) {
+pub fn long(n: i64, out: &mut Vec<u8>) {
     let mut z = ((n << 1) ^ (n >> 63)) as u64;
     while z >= 0x80 {
         out.push((z as u8) | 0x80);
@@ -123,7 +123,7 @@ pub(super) fn long(n: i64, out: &mut Vec<u8>) {
 }
 
 /// A length, then the bytes.
-pub(super) fn bytes(b: &[u8], out: &mut Vec<u8>) {
+pub fn bytes(b: &[u8], out: &mut Vec<u8>) {
     long(b.len() as i64, out);
     out.extend_from_slice(b);
 }

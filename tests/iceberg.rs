@@ -1,0 +1,112 @@
+//! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg: a
+//! topic archived by an in-process archiver from librdkafka's mock cluster, committed by two committers
+//! at once (two instances), then again (nothing to add), then after more records were archived.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{archive_mock_topic, env};
+use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
+use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::store::{list_all, ObjectStore};
+use kafka_s3_archiver::table::catalog::sql::SqlCatalog;
+use kafka_s3_archiver::table::catalog::TableIdent;
+use kafka_s3_archiver::table::committer::{Committer, TopicTable};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rdkafka::mocking::MockCluster;
+
+const TOPIC: &str = "orders";
+
+fn committer(
+    db: &Path,
+    store: Arc<dyn ObjectStore>,
+    prefix: &kafka_s3_archiver::archive::object_key::Prefix,
+) -> Committer {
+    let catalog = SqlCatalog::open(db.to_path_buf(), "default", store.clone()).unwrap();
+    Committer { store, catalog: Arc::new(catalog), prefix: prefix.clone() }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_archived_object_is_in_the_table_once_whoever_commits_it_and_pyiceberg_reads_them() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic(TOPIC, 3, 1).unwrap();
+    let mut produced = produce(&bootstrap, TOPIC, 3, 0..900, 40).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (config, store) = archive_mock_topic(&bootstrap, dir.path(), TOPIC, &produced).await;
+    let prefix = config.store.dest.prefix().clone();
+    let objects: Vec<String> = list_all(store.as_ref(), &prefix.topic_folder(TOPIC))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|k| matches!(classify(&prefix, k), ArchiveKey::Data(_)))
+        .collect();
+    let first = store.get(&objects[0]).await.unwrap();
+    let columns = ParquetRecordBatchReaderBuilder::try_new(first).unwrap().schema().clone();
+    let table = TopicTable {
+        ident: TableIdent { namespace: "kafka".into(), name: TOPIC.into() },
+        topic: TOPIC.into(),
+        width: None,
+        columns,
+    };
+    let db = dir.path().join("catalog.db");
+    let (a, b) = (committer(&db, store.clone(), &prefix), committer(&db, store.clone(), &prefix));
+
+    // Two instances at once on a table neither has created, both committing partition 1 (one of them a
+    // zombie, say): each file goes in once, and neither's other partition is lost.
+    let (ra, rb) = tokio::join!(a.commit(&table, &[0, 1], None, 1_000), b.commit(&table, &[1, 2], None, 1_000));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert_eq!(ra.files + rb.files, objects.len(), "{ra:?} {rb:?}");
+    assert_eq!(ra.records + rb.records, 900);
+    let again = a.commit(&table, &[0, 1, 2], None, 2_000).await.unwrap();
+    assert_eq!((again.files, again.snapshot_id), (0, None), "nothing new: no snapshot");
+    check_pyiceberg(&db, dir.path(), &produced);
+
+    // More records archived later (a restart resumes from the archive): only those are added.
+    let more = produce(&bootstrap, TOPIC, 3, 900..1200, 40).await.unwrap();
+    for (p, records) in more {
+        produced.entry(p).or_default().extend(records);
+    }
+    drop(archive_mock_topic(&bootstrap, dir.path(), TOPIC, &produced).await);
+    let later = b.commit(&table, &[0, 1, 2], None, 3_000).await.unwrap();
+    assert_eq!(later.records, 300, "{later:?}");
+    check_pyiceberg(&db, dir.path(), &produced);
+}
+
+/// pyiceberg's SqlCatalog on the same database reads every produced record once, each partition's
+/// through its last offset, and the positions the table records.
+fn check_pyiceberg(db: &Path, dir: &Path, produced: &BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>) {
+    let script = r#"
+import sys
+from pyiceberg.catalog.sql import SqlCatalog
+catalog = SqlCatalog("default", uri=f"sqlite:///{sys.argv[1]}", warehouse=f"file://{sys.argv[2]}")
+t = catalog.load_table("kafka.orders")
+rows = t.scan().to_arrow()
+pairs = list(zip(rows["partition"].to_pylist(), rows["offset"].to_pylist()))
+print("rows", len(pairs), len(set(pairs)))
+for p in sorted({p for p, _ in pairs}):
+    print("partition", p, max(o for q, o in pairs if q == p), t.scan(row_filter=f"partition == {p}").to_arrow().num_rows)
+for k, v in sorted(t.properties.items()):
+    if k.startswith("kafka-s3-archiver.position."):
+        print("position", k.rsplit(".", 1)[1], v)
+"#;
+    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
+        .args(["-c", script, &db.display().to_string(), &dir.display().to_string()])
+        .output()
+        .expect("run pyiceberg");
+    assert!(out.status.success(), "pyiceberg failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let total: usize = produced.values().map(Vec::len).sum();
+    let mut expected = vec![format!("rows {total} {total}")];
+    for (p, records) in produced {
+        let last = records.last().unwrap().offset;
+        expected.push(format!("partition {p} {last} {}", records.len()));
+    }
+    for (p, records) in produced {
+        expected.push(format!("position {p} {}", records.last().unwrap().offset + 1));
+    }
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+}
