@@ -52,12 +52,20 @@ pub const DEFAULT_KEY_FORMAT: KeyFormatName = KeyFormatName::Raw;
 pub const DEFAULT_KEEP_RAW_VALUE: bool = false;
 mod choices;
 mod dest;
+mod kafka;
+mod table;
 mod topics;
 pub mod units;
 mod values;
 
 use self::choices::with_default;
-pub use self::choices::{KeyFormatName, SseMode, StartFrom, TimeBuckets, ValueFormatName};
+pub use self::choices::{KeyFormatName, SseMode, StartFrom, TableFormat, TimeBuckets, ValueFormatName};
+use self::kafka::is_secret;
+pub use self::kafka::parse_kafka_setting;
+pub use self::table::{
+    CatalogLocation, TableConfig, DEFAULT_ICEBERG_CATALOG_NAME, DEFAULT_ICEBERG_NAMESPACE, DEFAULT_TABLE,
+    DEFAULT_TABLE_COMMIT_FILES, DEFAULT_TABLE_COMMIT_INTERVAL,
+};
 pub use self::topics::{TopicTables, PER_TOPIC_KEYS};
 
 /// The shortest `--roll-schedule`.
@@ -85,18 +93,6 @@ pub enum ConfigError {
     )]
     NotPerTopic { table: String, key: String },
 }
-
-/// Librdkafka settings the archiver owns: its exactly-once logic depends on them. (`isolation.level`:
-/// every instance of an archive must see the same records in a range, the committed ones.)
-const RESERVED_KAFKA_KEYS: [&str; 7] = [
-    "group.id",
-    "bootstrap.servers",
-    "enable.auto.commit",
-    "enable.auto.offset.store",
-    "auto.offset.reset",
-    "enable.partition.eof",
-    "isolation.level",
-];
 
 /// Every setting of `run`, as given (unset: `None`). The TOML file uses the flag names without the
 /// dashes (`topics = [...]` for `--topic`, a `[kafka]` table for `--kafka`), and `[topic."..."]` tables
@@ -247,6 +243,30 @@ pub struct Settings {
             uploads can never add overlapping objects (one small extra PUT per file). Turn off only to measure", DEFAULT_CLAIMS))]
     pub claims: Option<bool>,
 
+    // Tables.
+    #[arg(long, env = "KSA_TABLE", help_heading = "Tables",
+        help = with_default("Also commit each topic's durable Parquet files to a table: none, or iceberg (the \
+            topic's Iceberg table in --iceberg-catalog, exactly once)", DEFAULT_TABLE))]
+    pub table: Option<TableFormat>,
+    /// The Iceberg catalog of --table iceberg: sqlite:///absolute/path.db (a SQL catalog on SQLite,
+    /// created if absent, as Iceberg's JDBC catalog and pyiceberg's SqlCatalog read it)
+    #[arg(long, env = "KSA_ICEBERG_CATALOG", help_heading = "Tables")]
+    pub iceberg_catalog: Option<String>,
+    #[arg(long, env = "KSA_ICEBERG_CATALOG_NAME", help_heading = "Tables",
+        help = with_default("The catalog's name in a SQL catalog's rows (its readers name it too: pyiceberg's \
+            SqlCatalog(name, ...))", DEFAULT_ICEBERG_CATALOG_NAME))]
+    pub iceberg_catalog_name: Option<String>,
+    #[arg(long, env = "KSA_ICEBERG_NAMESPACE", help_heading = "Tables",
+        help = with_default("The namespace of the topics' tables, each named after its topic (characters other \
+            than letters, digits and _ as _)", DEFAULT_ICEBERG_NAMESPACE))]
+    pub iceberg_namespace: Option<String>,
+    #[arg(long, env = "KSA_TABLE_COMMIT_INTERVAL", help_heading = "Tables",
+        help = with_default("Commit durable files to the tables at most this often", DEFAULT_TABLE_COMMIT_INTERVAL))]
+    pub table_commit_interval: Option<HumanDuration>,
+    #[arg(long, env = "KSA_TABLE_COMMIT_FILES", help_heading = "Tables",
+        help = with_default("Commit before the interval is up once this many files wait", DEFAULT_TABLE_COMMIT_FILES))]
+    pub table_commit_files: Option<usize>,
+
     // Schema Registry.
     /// The Schema Registry's URL, http(s)://host:port[/path] (Confluent's API; Apicurio Registry's is at
     /// /apis/ccompat/v7), where --value-format avro, protobuf, json-schema and registry find the schema each value
@@ -287,6 +307,8 @@ pub struct ArchiverConfig {
     pub source: SourceConfig,
     pub store: StoreConfig,
     pub pipeline: PipelineConfig,
+    /// Where the topics with `--table iceberg` are committed (none when no topic has one).
+    pub table: Option<TableConfig>,
     pub metrics: MetricsConfig,
 }
 
@@ -359,6 +381,11 @@ impl Settings {
             time_buckets: Some(DEFAULT_TIME_BUCKETS),
             time_source: Some(DEFAULT_TIME_SOURCE),
             marker_interval: Some(DEFAULT_MARKER_INTERVAL),
+            table: Some(DEFAULT_TABLE),
+            iceberg_catalog_name: Some(DEFAULT_ICEBERG_CATALOG_NAME.into()),
+            iceberg_namespace: Some(DEFAULT_ICEBERG_NAMESPACE.into()),
+            table_commit_interval: Some(DEFAULT_TABLE_COMMIT_INTERVAL),
+            table_commit_files: Some(DEFAULT_TABLE_COMMIT_FILES),
             value_format: Some(DEFAULT_VALUE_FORMAT),
             key_format: Some(DEFAULT_KEY_FORMAT),
             keep_raw_value: Some(DEFAULT_KEEP_RAW_VALUE),
@@ -421,38 +448,14 @@ impl Settings {
         toml::to_string(&shown).expect("settings serialise")
     }
 
-    /// The `[kafka]` table with the `--kafka KEY=VALUE` flags over it.
-    fn kafka_props(&self) -> Result<BTreeMap<String, String>, ConfigError> {
-        let mut props = self.kafka.clone().unwrap_or_default();
-        for kv in self.kafka_flags.iter().flatten() {
-            let (k, v) = parse_kafka_setting(kv)?;
-            props.insert(k, v);
-        }
-        if let Some(k) = props.keys().find(|k| RESERVED_KAFKA_KEYS.contains(&k.as_str())) {
-            let why = "the archiver sets this itself (use --brokers/--group for servers and group; it archives \
-                       what a read_committed consumer sees)";
-            return Err(invalid("--kafka", k, why.into()));
-        }
-        if let Some(strategy) = props.get("partition.assignment.strategy").filter(|s| s.trim() != "cooperative-sticky")
-        {
-            let why = "the archiver moves single partitions without a rebalance (incremental assignment), which \
-                       only cooperative-sticky allows: leave it unset";
-            return Err(invalid("--kafka", &format!("partition.assignment.strategy={strategy}"), why.into()));
-        }
-        if props.get("statistics.interval.ms").is_some_and(|v| v.trim() == "0") {
-            let why = "the archiver reads librdkafka's statistics: to find partitions an out-of-range position \
-                       stopped, and for its log-end and lag metrics; give an interval in ms (default 5000)";
-            return Err(invalid("--kafka", "statistics.interval.ms=0", why.into()));
-        }
-        Ok(props)
-    }
-
     /// Checks everything; the defaults are layered in already.
     fn validate(self) -> Result<ArchiverConfig, ConfigError> {
+        let pipeline = self.pipeline()?;
         Ok(ArchiverConfig {
             source: self.source()?,
             store: self.store()?,
-            pipeline: self.pipeline()?,
+            table: self.table(&pipeline.profiles)?,
+            pipeline,
             metrics: MetricsConfig {
                 addr: match &self.metrics_addr {
                     None => None,
@@ -529,6 +532,7 @@ impl Settings {
             values: self.values(schemas)?,
             keys: self.keys(schemas)?,
             dlq_topic: self.dlq_topic()?,
+            table: self.table_format(spec)?,
         })
     }
 
@@ -549,21 +553,6 @@ impl Settings {
         }
         Ok(roll)
     }
-}
-
-/// One `--kafka KEY=VALUE` setting.
-pub fn parse_kafka_setting(kv: &str) -> Result<(String, String), ConfigError> {
-    let (k, v) = kv
-        .split_once('=')
-        .ok_or_else(|| invalid("--kafka", kv, "write KEY=VALUE, e.g. security.protocol=SASL_SSL".into()))?;
-    Ok((k.trim().to_string(), v.trim().to_string()))
-}
-
-/// librdkafka settings whose values are not shown (`--print-config`).
-fn is_secret(key: &str) -> bool {
-    ["password", "secret", "sasl.jaas.config", "sasl.oauthbearer.config", "ssl.key.pem"]
-        .iter()
-        .any(|word| key.contains(word))
 }
 
 fn invalid(name: &'static str, value: &str, why: String) -> ConfigError {

@@ -1,6 +1,7 @@
 //! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg: a
 //! topic archived by an in-process archiver from librdkafka's mock cluster, committed by two committers
-//! at once (two instances), then again (nothing to add), then after more records were archived.
+//! at once (two instances), then again (nothing to add), then after more records were archived; and
+//! an archiver with `--table iceberg` and hourly time buckets keeping its table up to date.
 
 mod common;
 
@@ -8,14 +9,17 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{archive_mock_topic, env};
+use common::{archive_mock_topic, env, mock_settings};
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
+use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::config::{Settings, TableFormat, TimeBuckets};
+use kafka_s3_archiver::service::archiver::Archiver;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use kafka_s3_archiver::table::catalog::sql::SqlCatalog;
+use kafka_s3_archiver::table::catalog::Catalog;
 use kafka_s3_archiver::table::catalog::TableIdent;
 use kafka_s3_archiver::table::committer::{Committer, TopicTable};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rdkafka::mocking::MockCluster;
 
 const TOPIC: &str = "orders";
@@ -26,7 +30,7 @@ fn committer(
     prefix: &kafka_s3_archiver::archive::object_key::Prefix,
 ) -> Committer {
     let catalog = SqlCatalog::open(db.to_path_buf(), "default", store.clone()).unwrap();
-    Committer { store, catalog: Arc::new(catalog), prefix: prefix.clone() }
+    Committer { store, catalog: Arc::new(catalog), prefix: prefix.clone(), max_files: 1000 }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -44,26 +48,23 @@ async fn every_archived_object_is_in_the_table_once_whoever_commits_it_and_pyice
         .into_iter()
         .filter(|k| matches!(classify(&prefix, k), ArchiveKey::Data(_)))
         .collect();
-    let first = store.get(&objects[0]).await.unwrap();
-    let columns = ParquetRecordBatchReaderBuilder::try_new(first).unwrap().schema().clone();
     let table = TopicTable {
         ident: TableIdent { namespace: "kafka".into(), name: TOPIC.into() },
         topic: TOPIC.into(),
         width: None,
-        columns,
     };
     let db = dir.path().join("catalog.db");
     let (a, b) = (committer(&db, store.clone(), &prefix), committer(&db, store.clone(), &prefix));
 
     // Two instances at once on a table neither has created, both committing partition 1 (one of them a
     // zombie, say): each file goes in once, and neither's other partition is lost.
-    let (ra, rb) = tokio::join!(a.commit(&table, &[0, 1], None, 1_000), b.commit(&table, &[1, 2], None, 1_000));
+    let (ra, rb) = tokio::join!(a.commit(&table, &[0, 1], 1_000), b.commit(&table, &[1, 2], 1_000));
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
     assert_eq!(ra.files + rb.files, objects.len(), "{ra:?} {rb:?}");
     assert_eq!(ra.records + rb.records, 900);
-    let again = a.commit(&table, &[0, 1, 2], None, 2_000).await.unwrap();
+    let again = a.commit(&table, &[0, 1, 2], 2_000).await.unwrap();
     assert_eq!((again.files, again.snapshot_id), (0, None), "nothing new: no snapshot");
-    check_pyiceberg(&db, dir.path(), &produced);
+    check_pyiceberg(&db, dir.path(), TOPIC, &produced);
 
     // More records archived later (a restart resumes from the archive): only those are added.
     let more = produce(&bootstrap, TOPIC, 3, 900..1200, 40).await.unwrap();
@@ -71,19 +72,76 @@ async fn every_archived_object_is_in_the_table_once_whoever_commits_it_and_pyice
         produced.entry(p).or_default().extend(records);
     }
     drop(archive_mock_topic(&bootstrap, dir.path(), TOPIC, &produced).await);
-    let later = b.commit(&table, &[0, 1, 2], None, 3_000).await.unwrap();
+    let later = b.commit(&table, &[0, 1, 2], 3_000).await.unwrap();
     assert_eq!(later.records, 300, "{later:?}");
-    check_pyiceberg(&db, dir.path(), &produced);
+    check_pyiceberg(&db, dir.path(), TOPIC, &produced);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("clicks.v1", 2, 1).unwrap();
+    let produced = produce(&bootstrap, "clicks.v1", 2, 0..400, 40).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("catalog.db");
+    let config = Settings {
+        topics: Some(vec!["clicks.v1".into()]),
+        roll_records: Some(50),
+        time_buckets: Some(TimeBuckets::Hour),
+        table: Some(TableFormat::Iceberg),
+        iceberg_catalog: Some(format!("sqlite://{}", db.display())),
+        table_commit_interval: Some("1s".parse().unwrap()),
+        ..mock_settings(&bootstrap, dir.path())
+    }
+    .resolve(None)
+    .unwrap();
+    let store = kafka_s3_archiver::store::open(
+        &config.store.dest,
+        &config.store.settings,
+        kafka_s3_archiver::store::Role::Archive,
+    )
+    .await
+    .unwrap();
+    let archiver = Archiver::start(&config, store.clone()).unwrap();
+    let catalog = SqlCatalog::open(db.clone(), "default", store.clone()).unwrap();
+    let ident = TableIdent { namespace: "kafka".into(), name: "clicks_v1".into() };
+    let wanted: Vec<String> = produced.iter().map(|(p, r)| format!("{p}={}", r.last().unwrap().offset + 1)).collect();
+    let started = std::time::Instant::now();
+    loop {
+        let positions: Vec<String> = match catalog.load(&ident).await.unwrap() {
+            Some(t) => (0..2)
+                .filter_map(|p| {
+                    t.metadata["properties"][format!("kafka-s3-archiver.position.{p}")]
+                        .as_str()
+                        .map(|v| format!("{p}={v}"))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        if positions == wanted {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the table is at {positions:?}, not {wanted:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    archiver.shutdown().await.unwrap();
+    check_pyiceberg(&db, dir.path(), "clicks_v1", &produced);
+    let loaded = catalog.load(&ident).await.unwrap().unwrap();
+    assert_eq!(loaded.metadata["default-spec-id"], 1, "partitioned by Kafka partition and hour");
 }
 
 /// pyiceberg's SqlCatalog on the same database reads every produced record once, each partition's
 /// through its last offset, and the positions the table records.
-fn check_pyiceberg(db: &Path, dir: &Path, produced: &BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>) {
+fn check_pyiceberg(db: &Path, dir: &Path, table: &str, produced: &BTreeMap<i32, Vec<Record>>) {
     let script = r#"
 import sys
 from pyiceberg.catalog.sql import SqlCatalog
 catalog = SqlCatalog("default", uri=f"sqlite:///{sys.argv[1]}", warehouse=f"file://{sys.argv[2]}")
-t = catalog.load_table("kafka.orders")
+t = catalog.load_table(f"kafka.{sys.argv[3]}")
 rows = t.scan().to_arrow()
 pairs = list(zip(rows["partition"].to_pylist(), rows["offset"].to_pylist()))
 print("rows", len(pairs), len(set(pairs)))
@@ -94,7 +152,7 @@ for k, v in sorted(t.properties.items()):
         print("position", k.rsplit(".", 1)[1], v)
 "#;
     let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
-        .args(["-c", script, &db.display().to_string(), &dir.display().to_string()])
+        .args(["-c", script, &db.display().to_string(), &dir.display().to_string(), table])
         .output()
         .expect("run pyiceberg");
     assert!(out.status.success(), "pyiceberg failed: {}", String::from_utf8_lossy(&out.stderr));

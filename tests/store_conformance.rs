@@ -56,6 +56,11 @@ async fn conformance(store: &dyn ObjectStore, large: usize) {
     assert_eq!(store.put_if_absent("big/object", &spooled, large as u64).await.unwrap(), PutOutcome::Created);
     assert_eq!(store.put_if_absent("big/object", &spooled, large as u64).await.unwrap(), PutOutcome::AlreadyExists);
     assert_eq!(store.get("big/object").await.unwrap().as_ref(), &data[..]);
+    // A range of it (a Parquet footer is read so): exactly those bytes, the last ones too.
+    let (from, to) = (large as u64 - 1000, large as u64);
+    assert_eq!(store.get_range("big/object", from..to).await.unwrap().as_ref(), &data[from as usize..]);
+    assert_eq!(store.get_range("big/object", 7..9).await.unwrap().as_ref(), &data[7..9]);
+    assert!(matches!(store.get_range("a/b/missing", 0..1).await, Err(StoreError::NotFound(_))));
 
     // Delete is idempotent.
     store.delete("a/b/one").await.unwrap();

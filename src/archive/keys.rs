@@ -8,6 +8,9 @@ use super::completeness::MARKER_NAME;
 use super::object_key::{ObjectKey, Prefix};
 use super::time_bucket::Bucket;
 
+/// The folder below the prefix that holds the topics' tables.
+pub const TABLES_FOLDER: &str = "_tables/";
+
 /// A listed key, classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArchiveKey {
@@ -17,6 +20,8 @@ pub enum ArchiveKey {
     Claim(ClaimKey),
     /// A time bucket's `_SUCCESS` marker.
     Marker { topic: String, bucket: Bucket },
+    /// A file of a topic's table (`<prefix>/_tables/...`: Iceberg's metadata and manifests).
+    Table,
     /// Anything else: not written by the archiver (stray files, another tool's objects).
     Foreign,
 }
@@ -28,6 +33,9 @@ pub fn classify(prefix: &Prefix, key: &str) -> ArchiveKey {
     }
     if let Ok(claim) = ClaimKey::parse(prefix, key) {
         return ArchiveKey::Claim(claim);
+    }
+    if key.strip_prefix(&prefix.root()).is_some_and(|rest| rest.starts_with(TABLES_FOLDER)) {
+        return ArchiveKey::Table;
     }
     match marker(prefix, key) {
         Some((topic, bucket)) => ArchiveKey::Marker { topic, bucket },
@@ -98,6 +106,7 @@ mod tests {
             classify(&prefix, "arch/topic=orders/dt=2026-11-29/hour=10/_SUCCESS"),
             ArchiveKey::Marker { topic: "orders".into(), bucket }
         );
+        assert_eq!(classify(&prefix, "arch/_tables/kafka/orders/metadata/00000-x.metadata.json"), ArchiveKey::Table);
         for foreign in [
             "arch/topic=orders/partition=3/README.txt",
             "arch/topic=orders/_SUCCESS",
@@ -105,6 +114,7 @@ mod tests {
             "arch/topic=/dt=2026-11-29/_SUCCESS",
             "other/topic=orders/dt=2026-11-29/_SUCCESS",
             "arch/_probe/x",
+            "other/_tables/kafka/orders/metadata/x.avro",
         ] {
             assert_eq!(classify(&prefix, foreign), ArchiveKey::Foreign, "{foreign}");
         }

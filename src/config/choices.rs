@@ -21,6 +21,23 @@ pub enum SseMode {
     AwsKms,
 }
 
+/// What each topic's files are also committed to (`--table`): nothing, or the topic's Iceberg table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableFormat {
+    None,
+    Iceberg,
+}
+
+impl Display for TableFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TableFormat::None => "none",
+            TableFormat::Iceberg => "iceberg",
+        })
+    }
+}
+
 /// Data folders by time (`--time-buckets`): none (one folder per partition), or per UTC day or hour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

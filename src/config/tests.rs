@@ -130,6 +130,37 @@ fn time_buckets_are_off_by_default_and_need_claims() {
 }
 
 #[test]
+fn iceberg_tables_need_a_sqlite_catalog_parquet_and_claims_and_may_be_per_topic() {
+    let c = minimal().resolve(None).unwrap();
+    assert!(!orders(&c).table && c.table.is_none(), "off by default");
+    let on = |s: Settings| Settings { table: Some(crate::config::TableFormat::Iceberg), ..s };
+    let missing = on(minimal()).resolve(None).unwrap_err();
+    assert!(missing.to_string().contains("--iceberg-catalog"), "{missing}");
+    let with = |url: &str| Settings { iceberg_catalog: Some(url.into()), ..on(minimal()) };
+    let c = with("sqlite:///var/ksa/catalog.db").resolve(None).unwrap();
+    let table = c.table.unwrap();
+    assert_eq!(table.catalog, crate::config::CatalogLocation::Sqlite("/var/ksa/catalog.db".into()));
+    assert_eq!((table.namespace.as_str(), table.catalog_name.as_str()), ("kafka", "default"));
+    assert_eq!(table.cadence.interval, Duration::from_secs(60));
+    for (settings, why) in [
+        (with("sqlite://relative.db"), "absolute"),
+        (with("http://catalog:8181"), "not supported yet"),
+        (Settings { format: Some(Format::Jsonl), ..with("sqlite:///c.db") }, "Parquet"),
+        (Settings { claims: Some(false), ..with("sqlite:///c.db") }, "claims"),
+        (Settings { iceberg_namespace: Some("a.b".into()), ..with("sqlite:///c.db") }, "letters"),
+    ] {
+        let error = settings.resolve(None).unwrap_err().to_string();
+        assert!(error.contains(why), "{error}");
+    }
+    // Per topic: only the topics whose table says so.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("archiver.toml");
+    std::fs::write(&file, "iceberg-catalog = \"sqlite:///c.db\"\n[topic.\"orders\"]\ntable = \"iceberg\"\n").unwrap();
+    let c = minimal().resolve(Some(&file)).unwrap();
+    assert!(orders(&c).table && c.table.is_some());
+}
+
+#[test]
 fn typed_values_need_a_schema_and_parquet() {
     assert!(matches!(orders(&minimal().resolve(None).unwrap()).values, ValueFormat::Raw));
     let json = |schema: Option<PathBuf>, format| Settings {

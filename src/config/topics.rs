@@ -1,6 +1,6 @@
 //! Per-topic settings: the config file's `[topic."NAME"]` tables (exactly that topic) and
 //! `[topic."^REGEX"]` tables (every topic the expression matches), each a few of the file settings
-//! (format, compression, roll, time buckets, values, dead-letter topic) over the top-level ones. A topic
+//! (format, compression, roll, time buckets, values, dead-letter topic, table) over the top-level ones. A topic
 //! takes its own table if it has one, else the first matching pattern's in the file's order, else the
 //! top level. Each table is validated as the top level is: the settings it gives, layered over the
 //! top-level settings, must make a valid profile.
@@ -21,7 +21,7 @@ use crate::pipeline::{TopicMatch, TopicProfiles};
 use crate::registry::SchemaCache;
 
 /// The keys a `[topic."..."]` table may set; every other setting is one of the whole instance.
-pub const PER_TOPIC_KEYS: [&str; 12] = [
+pub const PER_TOPIC_KEYS: [&str; 13] = [
     "format",
     "compression",
     "roll-records",
@@ -34,6 +34,7 @@ pub const PER_TOPIC_KEYS: [&str; 12] = [
     "value-schema",
     "keep-raw-value",
     "dlq-topic",
+    "table",
 ];
 
 /// The `[topic."..."]` tables, in the file's order (which decides between patterns).

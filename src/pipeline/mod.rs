@@ -20,7 +20,7 @@ mod tests;
 mod uploader;
 mod writer;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -111,22 +111,47 @@ pub struct Pipeline {
     fetching: FuturesUnordered<BoxFuture<'static, SchemaId>>,
 }
 
-/// The topics this process has been assigned partitions of (shared with the `_SUCCESS` marker task:
-/// topics a regex subscription matches are known only from their assignments).
+/// The topics this process has been assigned partitions of, and the partitions it holds now (shared
+/// with the `_SUCCESS` marker task, topics a regex subscription matches being known only from their
+/// assignments, and with the table committer).
 #[derive(Debug, Clone, Default)]
-pub struct AssignedTopics(Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>);
+pub struct AssignedTopics(Arc<std::sync::Mutex<Assigned>>);
+
+#[derive(Debug, Default)]
+struct Assigned {
+    partitions: BTreeMap<String, BTreeSet<i32>>,
+    /// Counts assignments, so a task sees that partitions came.
+    assignments: u64,
+}
 
 impl AssignedTopics {
-    fn insert(&self, topic: &str) {
-        let mut topics = self.0.lock().expect("assigned topics");
-        if !topics.contains(topic) {
-            topics.insert(topic.to_string());
+    fn insert(&self, tp: &TopicPartition) {
+        let mut assigned = self.0.lock().expect("assigned topics");
+        assigned.partitions.entry(tp.topic().to_string()).or_default().insert(tp.partition());
+        assigned.assignments += 1;
+    }
+
+    fn remove(&self, tp: &TopicPartition) {
+        let mut assigned = self.0.lock().expect("assigned topics");
+        if let Some(partitions) = assigned.partitions.get_mut(tp.topic()) {
+            partitions.remove(&tp.partition());
         }
     }
 
     /// The topics so far, in name order.
     pub fn snapshot(&self) -> Vec<String> {
-        self.0.lock().expect("assigned topics").iter().cloned().collect()
+        self.0.lock().expect("assigned topics").partitions.keys().cloned().collect()
+    }
+
+    /// The partitions of `topic` held now, in order.
+    pub fn partitions(&self, topic: &str) -> Vec<i32> {
+        let assigned = self.0.lock().expect("assigned topics");
+        assigned.partitions.get(topic).map_or_else(Vec::new, |p| p.iter().copied().collect())
+    }
+
+    /// How many partitions were assigned so far.
+    pub fn assignments(&self) -> u64 {
+        self.0.lock().expect("assigned topics").assignments
     }
 }
 
@@ -412,7 +437,7 @@ impl Pipeline {
     /// recovered (one waiting, on its topic's ID say, never holds up the others).
     fn assign(&mut self, partitions: Vec<AssignedPartition>, reply: std_mpsc::Sender<Vec<(TopicPartition, ResumeAt)>>) {
         for p in partitions {
-            self.topics.insert(p.tp.topic());
+            self.topics.insert(&p.tp);
             if let Some(mut old) = self.partitions.remove(&p.tp) {
                 old.drop_open_file(&mut self.budget);
                 old.close(true);
@@ -497,6 +522,7 @@ impl Pipeline {
         for tp in partitions {
             // A recovery under way has nothing to upload; its result will be dropped.
             self.recovering.cancel(tp);
+            self.topics.remove(tp);
             let Some(mut writer) = self.partitions.remove(tp) else { continue };
             let drop_reason = match (lost, writer.is_rewriting()) {
                 (true, _) => Some(DropReason::PartitionLost),

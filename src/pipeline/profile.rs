@@ -25,6 +25,8 @@ pub struct TopicProfile {
     pub keys: ValueFormat,
     /// Where records whose value does not fit also go (`--dlq-topic`).
     pub dlq_topic: Option<String>,
+    /// Whether its durable files are also committed to its Iceberg table (`--table iceberg`).
+    pub table: bool,
 }
 
 /// What a profile applies to.
@@ -77,6 +79,11 @@ impl TopicProfiles {
         std::iter::once(&self.default).chain(self.overrides.iter().map(|(_, p)| p)).any(|p| p.bucketing.is_some())
     }
 
+    /// Whether any topic's files are committed to a table.
+    pub fn any_table(&self) -> bool {
+        std::iter::once(&self.default).chain(self.overrides.iter().map(|(_, p)| p)).any(|p| p.table)
+    }
+
     /// Whether any topic sends records whose value does not fit to a dead-letter topic.
     pub fn any_dead_letters(&self) -> bool {
         std::iter::once(&self.default).chain(self.overrides.iter().map(|(_, p)| p)).any(|p| p.dlq_topic.is_some())
@@ -97,6 +104,7 @@ mod tests {
             values: ValueFormat::Raw,
             keys: ValueFormat::Raw,
             dlq_topic: None,
+            table: false,
         }
     }
 

@@ -12,17 +12,22 @@ use tracing::warn;
 
 use crate::archive::keys::ListRequest;
 use crate::config::ArchiverConfig;
+use crate::config::{CatalogLocation, TableConfig};
 use crate::encode::spool::{host_name, SpoolData, SpoolOptions, SpoolUsage};
 use crate::pipeline::dead_letters::kafka::KafkaDeadLetters;
 use crate::pipeline::schemas::Registry;
+use crate::pipeline::AssignedTopics;
 use crate::pipeline::{Pipeline, PipelineError, PipelineOptions};
 use crate::registry::{RegistryClient, RegistryError};
 use crate::retry::Backoff;
 use crate::service::markers::MarkerOptions;
+use crate::service::tables::TableOptions;
 use crate::source::probe::{connection_settings, probe_config};
 use crate::source::topic_id::TopicIdClient;
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceOptions, HAND_OVER_BATCH};
 use crate::store::{self, ObjectStore, PutOutcome, Role, StoreError};
+use crate::table::catalog::sql::SqlCatalog;
+use crate::table::committer::Committer;
 use crate::telemetry::Metrics;
 
 /// Batches of records (up to `HAND_OVER_BATCH` each) waiting between the consumer thread and the
@@ -45,6 +50,30 @@ pub enum ArchiverError {
     DeadLetters(rdkafka::error::KafkaError),
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Catalog(#[from] crate::table::catalog::CatalogError),
+}
+
+/// Opens the tables' catalog and starts their committer.
+fn start_tables(
+    config: &ArchiverConfig,
+    table: &TableConfig,
+    store: Arc<dyn ObjectStore>,
+    assigned: AssignedTopics,
+    metrics: &Arc<Metrics>,
+) -> Result<JoinHandle<()>, ArchiverError> {
+    let catalog = match &table.catalog {
+        CatalogLocation::Sqlite(path) => SqlCatalog::open(path.clone(), &table.catalog_name, store.clone())?,
+    };
+    let committer = Committer {
+        store,
+        catalog: Arc::new(catalog),
+        prefix: config.store.dest.prefix().clone(),
+        max_files: table.cadence.max_files,
+    };
+    let options =
+        TableOptions { config: table.clone(), profiles: Arc::new(config.pipeline.profiles.clone()), assigned };
+    Ok(tokio::spawn(crate::service::tables::run(committer, options, metrics.clone())))
 }
 
 /// `run --check`: the store can be listed and honours conditional writes (the start-up checks, once,
@@ -166,6 +195,8 @@ pub struct Archiver {
     metrics: Arc<Metrics>,
     /// Puts `_SUCCESS` markers into complete time buckets (with time buckets).
     markers: Option<JoinHandle<()>>,
+    /// Commits durable files to the topics' tables (with `--table iceberg`).
+    tables: Option<JoinHandle<()>>,
 }
 
 impl Archiver {
@@ -207,6 +238,10 @@ impl Archiver {
             let client = Arc::new(RegistryClient::new(registry.options.clone()));
             pipeline = pipeline.with_registry(Registry { client, cache: registry.cache.clone() });
         }
+        let tables = match &config.table {
+            Some(table) => Some(start_tables(config, table, store.clone(), pipeline.assigned_topics(), &metrics)?),
+            None => None,
+        };
         let markers = profiles.any_bucketed().then(|| {
             let settings = MarkerOptions {
                 prefix: config.store.dest.prefix().clone(),
@@ -228,7 +263,7 @@ impl Archiver {
             &link,
             metrics.clone(),
         )?;
-        Ok(Self { source, pipeline, metrics, markers })
+        Ok(Self { source, pipeline, metrics, markers, tables })
     }
 
     pub fn metrics(&self) -> Arc<Metrics> {
@@ -242,8 +277,8 @@ impl Archiver {
 
     /// Graceful stop: stop fetching, upload what is buffered, commit, leave the group.
     pub async fn shutdown(self) -> Result<(), ArchiverError> {
-        if let Some(markers) = &self.markers {
-            markers.abort();
+        for task in self.markers.iter().chain(&self.tables) {
+            task.abort();
         }
         self.source.request_stop();
         let source = self.source;
@@ -255,8 +290,8 @@ impl Archiver {
 
     /// Simulated crash: nothing is flushed or committed (used by `demo`).
     pub async fn crash(self) {
-        if let Some(markers) = &self.markers {
-            markers.abort();
+        for task in self.markers.iter().chain(&self.tables) {
+            task.abort();
         }
         self.pipeline.abort();
         let source = self.source;

@@ -3,3 +3,4 @@
 
 pub mod archiver;
 pub mod markers;
+pub mod tables;

@@ -250,6 +250,25 @@ impl ObjectStore for LocalStore {
         .await
     }
 
+    async fn get_range(&self, key: &str, range: std::ops::Range<u64>) -> Result<Bytes, StoreError> {
+        use std::io::{Read, Seek};
+        let path = self.path_of(key)?;
+        let key = key.to_string();
+        blocking(move || {
+            let mut file = match fs::File::open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(StoreError::NotFound(key)),
+                Err(e) => return Err(io_err("open", &path, e)),
+            };
+            let mut out = vec![0; (range.end - range.start) as usize];
+            file.seek(io::SeekFrom::Start(range.start))
+                .and_then(|_| file.read_exact(&mut out))
+                .map_err(|e| io_err("read", &path, e))?;
+            Ok(Bytes::from(out))
+        })
+        .await
+    }
+
     async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
         let path = self.path_of(key)?;
         blocking(move || match fs::metadata(&path) {

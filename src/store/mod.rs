@@ -63,6 +63,17 @@ pub trait ObjectStore: Send + Sync {
 
     async fn get(&self, key: &str) -> Result<Bytes, StoreError>;
 
+    /// The bytes `range` of an object (a Parquet footer, say), which must lie within it. Stores that
+    /// can read a range override this; here the whole object is read.
+    async fn get_range(&self, key: &str, range: std::ops::Range<u64>) -> Result<Bytes, StoreError> {
+        let all = self.get(key).await?;
+        let (start, end) = (range.start as usize, range.end as usize);
+        all.get(start..end).map(|_| all.slice(start..end)).ok_or_else(|| StoreError::Permanent {
+            what: format!("{key} has {} bytes, not the range {start}..{end}", all.len()),
+            fix: "it changed since it was listed; run verify".into(),
+        })
+    }
+
     /// The object's size, or `None` when it does not exist.
     async fn head(&self, key: &str) -> Result<Option<u64>, StoreError>;
 

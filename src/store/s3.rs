@@ -435,6 +435,29 @@ impl S3Store {
     }
 }
 
+impl S3Store {
+    /// GetObject of the whole object, or of `range` (an HTTP Range header's value).
+    async fn get_object(&self, key: &str, range: Option<String>) -> Result<Bytes, StoreError> {
+        let _slot = self.slot().await;
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .set_expected_bucket_owner(self.settings.owner())
+            .key(key)
+            .set_range(range)
+            .send()
+            .await
+            .map_err(|e| self.classify("GetObject", key, e))?;
+        let body = out
+            .body
+            .collect()
+            .await
+            .map_err(|e| StoreError::Transient(format!("reading GetObject {key} body: {e}")))?;
+        Ok(body.into_bytes())
+    }
+}
+
 #[async_trait]
 impl ObjectStore for S3Store {
     fn describe(&self) -> String {
@@ -467,22 +490,11 @@ impl ObjectStore for S3Store {
     }
 
     async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
-        let _slot = self.slot().await;
-        let out = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .set_expected_bucket_owner(self.settings.owner())
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| self.classify("GetObject", key, e))?;
-        let body = out
-            .body
-            .collect()
-            .await
-            .map_err(|e| StoreError::Transient(format!("reading GetObject {key} body: {e}")))?;
-        Ok(body.into_bytes())
+        self.get_object(key, None).await
+    }
+
+    async fn get_range(&self, key: &str, range: std::ops::Range<u64>) -> Result<Bytes, StoreError> {
+        self.get_object(key, Some(format!("bytes={}-{}", range.start, range.end.saturating_sub(1)))).await
     }
 
     async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {

@@ -1,28 +1,38 @@
 //! A partition's claims chain from a table position on, as a committer reads it from the archive: each
-//! claim, and whether its data object is durable (and how large it is). Thin I/O around
-//! [`super::plan`]: one LIST of the claims folder, then a GET per claim and a HEAD per data object.
+//! claim, whether its data object is durable, and what the table records of the object (its offsets,
+//! its size, its record count and columns from its Parquet footer). Thin I/O around [`super::plan`]:
+//! one LIST of the claims folder, then a GET per claim, a HEAD and a ranged GET (the footer) per object.
+
+use std::sync::Arc;
+
+use arrow_schema::Schema;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use crate::archive::claim::{Claim, ClaimKey};
 use crate::archive::keys::ListRequest;
-use crate::archive::object_key::Prefix;
-use crate::archive::partition::TopicPartition;
+use crate::archive::object_key::{FileKind, ObjectKey, Prefix};
+use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::store::{list_between, ObjectStore};
 
 use super::committer::TableError;
 use super::plan::Link;
+
+/// How much of an object's end is read first for its footer (most footers are smaller).
+const FOOTER_GUESS: u64 = 64 << 10;
 
 /// A durable link with what the table records of its data object.
 #[derive(Debug, Clone)]
 pub struct DurableLink {
     pub link: Link,
     pub claim: Claim,
-    /// The data object's size in bytes (0 for a link without one).
-    pub size: u64,
+    /// The data object's offsets, size in bytes and record count (none for a link without one).
+    pub object: Option<(OffsetRange, u64, u64)>,
 }
 
-/// The chain of `tp` from chain position `from` on: its durable links, in order, up to the first claim
-/// whose data is not in the store (only the last claim may lack it, while its writer uploads), and the
-/// chain position after the last claim listed.
+/// The chain of `tp` from chain position `from` on: its durable links, in order (a claim whose data
+/// is not in the store is left out: the last one's writer may be uploading it, and a missing one
+/// before a durable one is a hole the plan refuses to pass), and the chain position after the last
+/// claim listed.
 pub async fn read_chain(
     store: &dyn ObjectStore,
     prefix: &Prefix,
@@ -35,30 +45,92 @@ pub async fn read_chain(
     let mut claims = Vec::new();
     for key in keys {
         let Ok(claim_key) = ClaimKey::parse(prefix, &key) else { continue };
-        if claim_key.chain_start < from {
-            continue;
+        if claim_key.chain_start >= from {
+            let body = store.get(&key).await?;
+            claims.push(Claim::from_json(&key, &body)?);
         }
-        let body = store.get(&key).await?;
-        claims.push(Claim::from_json(&key, &body)?);
     }
     let next = claims.last().map_or(from, |c| c.end + 1);
     let mut links = Vec::new();
     for (i, claim) in claims.iter().enumerate() {
-        let object = claim
+        let named = claim
             .object_key(prefix)
             .ok_or_else(|| TableError::OldClaim { tp: tp.to_string(), start: claim.chain_start })?;
-        let key = object.to_string();
-        let link = match store.head(&key).await? {
-            Some(size) => {
-                DurableLink { link: Link { covers: claim.covers(), object: Some(key) }, claim: claim.clone(), size }
+        let object = match store.head(&named.to_string()).await? {
+            Some(size) => Some((named, size)),
+            None => rewritten(store, &named, claim).await?,
+        };
+        let link = match object {
+            Some((key, size)) => {
+                if key.kind != FileKind::Parquet {
+                    return Err(TableError::NotParquet { key: key.to_string() });
+                }
+                let footer = read_footer(store, &key.to_string(), size).await?;
+                let records = footer.file_metadata().num_rows().max(0) as u64;
+                let link = Link { covers: claim.covers(), object: Some(key.to_string()) };
+                DurableLink { link, claim: claim.clone(), object: Some((key.range, size, records)) }
             }
-            // Its range held no records when it was read again: the next claim says so.
-            None if claims.get(i + 1).is_some_and(|n| n.no_records_from == Some(claim.chain_start)) => {
-                DurableLink { link: Link { covers: claim.covers(), object: None }, claim: claim.clone(), size: 0 }
+            None if emptied(claim, claims.get(i + 1)) => {
+                DurableLink { link: Link { covers: claim.covers(), object: None }, claim: claim.clone(), object: None }
             }
-            None => break,
+            None => continue,
         };
         links.push(link);
     }
     Ok((links, next))
+}
+
+/// Whether the claim has no data object by design, as the next claim says: its range held no records
+/// when it was read again (compaction), or retention deleted all of it before it was archived.
+fn emptied(claim: &Claim, next: Option<&Claim>) -> bool {
+    next.is_some_and(|n| {
+        n.no_records_from == Some(claim.chain_start)
+            || (n.retention_gap && n.retention_gap_from.is_some_and(|gap| gap <= claim.first))
+    })
+}
+
+/// The object a claim's range was re-written to when retention had taken its first offsets: named by
+/// what it holds (a later first offset, the claim's end), in the folder of the one the claim names.
+async fn rewritten(
+    store: &dyn ObjectStore,
+    named: &ObjectKey,
+    claim: &Claim,
+) -> Result<Option<(ObjectKey, u64)>, TableError> {
+    let key = named.to_string();
+    let folder = &key[..key.rfind('/').map_or(0, |i| i + 1)];
+    let tp = &named.tp;
+    let start_after = format!("{folder}{}+{}+{:020}", tp.topic(), tp.partition(), claim.first);
+    let page = store.list(&ListRequest { prefix: folder.to_string(), start_after: Some(start_after) }, 100).await?;
+    let within = |k: &ObjectKey| k.tp == *tp && k.range.end() == claim.end && k.range.start() > claim.first;
+    let found = page.keys.iter().filter_map(|k| ObjectKey::parse(&named.prefix, k).ok()).find(within);
+    match found {
+        Some(object) => Ok(store.head(&object.to_string()).await?.map(|size| (object, size))),
+        None => Ok(None),
+    }
+}
+
+/// A Parquet object's footer (`size` bytes long): its end read once, and again if the footer is larger.
+pub async fn read_footer(store: &dyn ObjectStore, key: &str, size: u64) -> Result<ParquetMetaData, TableError> {
+    let bad = |why: String| TableError::Footer { key: key.to_string(), why };
+    if size < 12 {
+        return Err(bad(format!("{size} bytes is too short for a Parquet file")));
+    }
+    let tail = store.get_range(key, size - size.min(FOOTER_GUESS)..size).await?;
+    let length = u32::from_le_bytes(tail[tail.len() - 8..tail.len() - 4].try_into().expect("4 bytes")) as u64;
+    if &tail[tail.len() - 4..] != b"PAR1" || length + 8 > size {
+        return Err(bad("it does not end with a Parquet footer".into()));
+    }
+    let footer = match (length + 8) as usize <= tail.len() {
+        true => tail.slice(tail.len() - 8 - length as usize..tail.len() - 8),
+        false => store.get_range(key, size - 8 - length..size - 8).await?,
+    };
+    ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| bad(e.to_string()))
+}
+
+/// The Arrow columns a Parquet footer declares.
+pub fn columns(key: &str, footer: &ParquetMetaData) -> Result<Arc<Schema>, TableError> {
+    let file = footer.file_metadata();
+    parquet::arrow::parquet_to_arrow_schema(file.schema_descr(), file.key_value_metadata())
+        .map(Arc::new)
+        .map_err(|e| TableError::Footer { key: key.to_string(), why: e.to_string() })
 }

@@ -8,7 +8,9 @@
 //! snapshot plans again from the positions it finds. So a file is in the table at most once, in chain
 //! order, with no hole, whoever commits it — another instance, a zombie or a racing group.
 //!
-//! The decisions here are pure; the catalog's I/O is to live beside them (not built yet).
+//! The decisions are pure ([`plan`], [`state`], [`cadence`], [`partition`], and Iceberg's format in
+//! [`iceberg`]); the I/O around them is thin: the catalogs ([`catalog`]), reading a partition's chain
+//! ([`chain`]), and the commit itself ([`committer`], [`snapshot`]).
 
 pub mod cadence;
 pub mod catalog;
@@ -17,6 +19,7 @@ pub mod committer;
 pub mod iceberg;
 pub mod partition;
 pub mod plan;
+pub mod snapshot;
 pub mod state;
 
 /// The table a topic's records go to: its name with every character other than an ASCII letter, digit

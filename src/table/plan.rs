@@ -2,8 +2,6 @@
 //! position moves: only the contiguous run of durable links of its claims chain that starts exactly at
 //! the table's position.
 
-use std::collections::HashSet;
-
 use thiserror::Error;
 
 use crate::archive::partition::OffsetRange;
@@ -27,11 +25,9 @@ pub struct Chain<'a> {
     pub next: i64,
 }
 
-/// What one commit does to a partition: add `files` (in chain order) and move its position from
-/// `from` (none: the partition had none) to `to`.
+/// What one commit does to a partition: add `files` (in chain order) and move its position to `to`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Append {
-    pub from: Option<i64>,
     pub to: i64,
     pub files: Vec<String>,
 }
@@ -54,19 +50,13 @@ pub enum PlanError {
          {later}: an object was removed from the archive; run `verify` and restore it"
     )]
     Missing { position: i64, later: i64 },
-    #[error(
-        "{object} is in the table already, though the table's position ({position}) says it is not: the table \
-         was written outside this archive's chain; run `verify`"
-    )]
-    AlreadyIn { object: String, position: i64 },
 }
 
 /// The append of a partition whose table position is `position` (none: the table holds nothing of it,
-/// so it starts at the chain's first link, chain position 0), given its `chain` and `in_table`, the data
-/// objects of the partition the table holds. Only the contiguous run of links that starts exactly at
+/// so it starts at the chain's first link, chain position 0), given its `chain`. Only the contiguous run of links that starts exactly at
 /// the position is added: a break ends it (what follows is not durable yet). None when the table is up
 /// to date with the durable chain.
-pub fn plan(position: Option<i64>, chain: Chain, in_table: &HashSet<String>) -> Result<Option<Append>, PlanError> {
+pub fn plan(position: Option<i64>, chain: Chain) -> Result<Option<Append>, PlanError> {
     let from = position.unwrap_or(0);
     if from > chain.next {
         return Err(PlanError::Ahead { position: from, archive: chain.next });
@@ -85,11 +75,8 @@ pub fn plan(position: Option<i64>, chain: Chain, in_table: &HashSet<String>) -> 
     let contiguous = 1 + links[at..].windows(2).take_while(|w| w[1].covers.start() == w[0].covers.next()).count();
     let run = &links[at..at + contiguous];
     let files: Vec<String> = run.iter().filter_map(|l| l.object.clone()).collect();
-    if let Some(object) = files.iter().find(|f| in_table.contains(*f)) {
-        return Err(PlanError::AlreadyIn { object: object.clone(), position: from });
-    }
     let to = run.last().expect("a link at the position").covers.next();
-    Ok(Some(Append { from: position, to, files }))
+    Ok(Some(Append { to, files }))
 }
 
 #[cfg(test)]
@@ -113,34 +100,28 @@ mod tests {
         names.iter().map(|n| n.to_string()).collect()
     }
 
-    fn set(names: &[&str]) -> HashSet<String> {
-        names.iter().map(|n| n.to_string()).collect()
-    }
-
-    const NONE: &[&str] = &[];
-
     #[test]
     fn a_new_partition_takes_its_whole_durable_chain() {
         let links = [link(0, 9), link(10, 19), link(20, 29)];
-        let append = plan(None, chain(&links), &set(NONE)).unwrap().unwrap();
-        assert_eq!(append, Append { from: None, to: 30, files: names(&["o0", "o10", "o20"]) });
+        let append = plan(None, chain(&links)).unwrap().unwrap();
+        assert_eq!(append, Append { to: 30, files: names(&["o0", "o10", "o20"]) });
     }
 
     #[test]
     fn only_the_links_from_the_position_on_are_added() {
         let links = [link(0, 9), link(10, 19), link(20, 29)];
-        let append = plan(Some(10), chain(&links), &set(&["o0"])).unwrap().unwrap();
-        assert_eq!(append, Append { from: Some(10), to: 30, files: names(&["o10", "o20"]) });
+        let append = plan(Some(10), chain(&links)).unwrap().unwrap();
+        assert_eq!(append, Append { to: 30, files: names(&["o10", "o20"]) });
         // Listed from the position on, as a committer lists it.
-        assert_eq!(plan(Some(10), chain(&links[1..]), &set(&["o0"])).unwrap(), Some(append));
+        assert_eq!(plan(Some(10), chain(&links[1..])).unwrap(), Some(append));
     }
 
     #[test]
     fn a_table_at_the_chain_end_adds_nothing() {
         let links = [link(0, 9), link(10, 19)];
-        assert_eq!(plan(Some(20), chain(&links), &set(&["o0", "o10"])), Ok(None));
-        assert_eq!(plan(Some(20), Chain { links: &[], next: 20 }, &set(NONE)), Ok(None));
-        assert_eq!(plan(None, chain(&[]), &set(NONE)), Ok(None));
+        assert_eq!(plan(Some(20), chain(&links)), Ok(None));
+        assert_eq!(plan(Some(20), Chain { links: &[], next: 20 }), Ok(None));
+        assert_eq!(plan(None, chain(&[])), Ok(None));
     }
 
     #[test]
@@ -148,47 +129,45 @@ mod tests {
         // 20..=29 is the last claim, not durable yet.
         let links = [link(0, 9), link(10, 19)];
         let claimed = Chain { links: &links, next: 30 };
-        let append = plan(Some(0), claimed, &set(NONE)).unwrap().unwrap();
+        let append = plan(Some(0), claimed).unwrap().unwrap();
         assert_eq!((append.files, append.to), (names(&["o0", "o10"]), 20));
-        assert_eq!(plan(Some(20), claimed, &set(NONE)), Ok(None));
+        assert_eq!(plan(Some(20), claimed), Ok(None));
         // A link missing below durable ones is not "not durable yet": its object was removed.
         let holed = [link(0, 9), link(10, 19), link(30, 39)];
-        let append = plan(Some(0), chain(&holed), &set(NONE)).unwrap().unwrap();
+        let append = plan(Some(0), chain(&holed)).unwrap().unwrap();
         assert_eq!(append.to, 20, "the run ends at the hole");
-        assert_eq!(plan(Some(20), chain(&holed), &set(NONE)), Err(PlanError::Missing { position: 20, later: 30 }));
+        assert_eq!(plan(Some(20), chain(&holed)), Err(PlanError::Missing { position: 20, later: 30 }));
     }
 
     #[test]
     fn a_link_without_records_moves_the_position_and_adds_no_file() {
         // 10..=19: compaction emptied it, or retention took it before it was archived.
         let links = [link(0, 9), empty(10, 19), link(20, 29)];
-        let append = plan(Some(0), chain(&links), &set(NONE)).unwrap().unwrap();
-        assert_eq!(append, Append { from: Some(0), to: 30, files: names(&["o0", "o20"]) });
+        let append = plan(Some(0), chain(&links)).unwrap().unwrap();
+        assert_eq!(append, Append { to: 30, files: names(&["o0", "o20"]) });
     }
 
     #[test]
     fn a_table_that_disagrees_with_the_chain_is_refused() {
         let links = [link(0, 9), link(10, 19), link(20, 29)];
-        assert_eq!(plan(Some(40), chain(&links), &set(NONE)), Err(PlanError::Ahead { position: 40, archive: 30 }));
+        assert_eq!(plan(Some(40), chain(&links)), Err(PlanError::Ahead { position: 40, archive: 30 }));
         let listed_from_it = Chain { links: &[], next: 30 };
-        assert_eq!(plan(Some(40), listed_from_it, &set(NONE)), Err(PlanError::Ahead { position: 40, archive: 30 }));
+        assert_eq!(plan(Some(40), listed_from_it), Err(PlanError::Ahead { position: 40, archive: 30 }));
         let inside = Err(PlanError::Inside { position: 15, link: OffsetRange::new(10, 19).unwrap() });
-        assert_eq!(plan(Some(15), chain(&links), &set(NONE)), inside);
+        assert_eq!(plan(Some(15), chain(&links)), inside);
         let tail = chain(&links[1..]);
-        assert_eq!(plan(None, tail, &set(NONE)), Err(PlanError::Missing { position: 0, later: 10 }), "not the head");
-        let twice = Err(PlanError::AlreadyIn { object: "o20".into(), position: 10 });
-        assert_eq!(plan(Some(10), chain(&links), &set(&["o20"])), twice);
+        assert_eq!(plan(None, tail), Err(PlanError::Missing { position: 0, later: 10 }), "not the head");
     }
 
     #[test]
     fn a_commit_planned_again_on_a_newer_table_adds_only_what_is_still_missing() {
         // Two committers plan from position 0; the other one's commit lands first, moving it to 30.
         let links = [link(0, 9), link(10, 19), link(20, 29)];
-        let mine = plan(Some(0), Chain { links: &links[..2], next: 30 }, &set(NONE)).unwrap().unwrap();
-        let theirs = plan(Some(0), chain(&links), &set(NONE)).unwrap().unwrap();
+        let mine = plan(Some(0), Chain { links: &links[..2], next: 30 }).unwrap().unwrap();
+        let theirs = plan(Some(0), chain(&links)).unwrap().unwrap();
         assert_eq!((mine.to, theirs.to), (20, 30));
         // Planned again from the table re-read and the chain listed after it.
-        let again = plan(Some(theirs.to), chain(&links), &set(&["o0", "o10", "o20"])).unwrap();
+        let again = plan(Some(theirs.to), chain(&links)).unwrap();
         assert_eq!(again, None, "nothing is added twice");
     }
 }

@@ -209,6 +209,22 @@ pub enum Event<'a> {
         topic: &'a str,
         outcome: Result<u64, &'a str>,
     },
+    /// A commit of `topic`'s durable files to its table (`--table iceberg`) ended.
+    TableCommitted {
+        topic: &'a str,
+        table: &'a str,
+        outcome: Result<TableCommit, &'a str>,
+    },
+}
+
+/// What a table commit did: the files and records it added (none: the table was up to date), in
+/// which snapshot, after how many attempts that met a newer table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableCommit {
+    pub files: usize,
+    pub records: u64,
+    pub snapshot_id: Option<i64>,
+    pub conflicts: u32,
 }
 
 impl Metrics {
@@ -346,6 +362,32 @@ impl Metrics {
             Event::MarkersLooked { outcome: Ok(written), .. } => self.markers_written.inc_by(written),
             Event::MarkersLooked { topic, outcome: Err(why) } => {
                 warn!("looking for complete time buckets of {topic} failed (tried again later): {why}")
+            }
+            Event::TableCommitted { topic, table, outcome } => self.table_committed(topic, table, outcome),
+        }
+    }
+
+    fn table_committed(&self, topic: &str, table: &str, outcome: Result<TableCommit, &str>) {
+        match outcome {
+            Ok(c) => {
+                self.table_commit_conflicts.inc_by(u64::from(c.conflicts));
+                if let Some(snapshot) = c.snapshot_id {
+                    self.table_commits.inc();
+                    self.table_files_committed.inc_by(c.files as u64);
+                    info!(
+                        topic,
+                        table,
+                        files = c.files,
+                        records = c.records,
+                        snapshot,
+                        conflicts = c.conflicts,
+                        "committed archived files to the table"
+                    );
+                }
+            }
+            Err(why) => {
+                self.table_commit_failures.inc();
+                warn!(topic, table, "committing archived files to the table failed (tried again later): {why}")
             }
         }
     }

@@ -59,6 +59,10 @@ pub struct Metrics {
     pub dead_letters: IntCounter,
     pub dead_letter_failures: IntCounter,
     pub markers_written: IntCounter,
+    pub table_commits: IntCounter,
+    pub table_commit_conflicts: IntCounter,
+    pub table_commit_failures: IntCounter,
+    pub table_files_committed: IntCounter,
     /// Schemas fetched from the Schema Registry (each ID once per process).
     pub schemas_fetched: IntCounter,
     pub schema_registry_failures: IntCounter,
@@ -231,6 +235,18 @@ impl Default for Metrics {
                 "markers_written_total",
                 "_SUCCESS markers this instance put into complete time buckets' folders.",
             ),
+            table_commits: counter(&r, "table_commits_total", "Snapshots this instance committed to topics' tables."),
+            table_commit_conflicts: counter(
+                &r,
+                "table_commit_conflicts_total",
+                "Table commits that met a newer table (another committer's) and were planned again on it.",
+            ),
+            table_commit_failures: counter(
+                &r,
+                "table_commit_failures_total",
+                "Table commits that failed (catalog or store errors; tried again at the next interval).",
+            ),
+            table_files_committed: counter(&r, "table_files_committed_total", "Archive objects added to topics' tables."),
             schemas_fetched: counter(
                 &r,
                 "schemas_fetched_total",

@@ -159,7 +159,7 @@ async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<(ByPa
                 markers.push(raw);
                 continue;
             }
-            ArchiveKey::Claim(_) | ArchiveKey::Foreign => continue,
+            ArchiveKey::Claim(_) | ArchiveKey::Table | ArchiveKey::Foreign => continue,
         };
         let wanted_partition = is_selected(&opts.partitions, key.tp.partition());
         if key.tp.topic() == opts.topic && wanted_partition && opts.selection.wants_object(key.range) {

@@ -159,6 +159,7 @@ pub(super) fn plain(roll: RollPolicy) -> TopicProfile {
         values: Default::default(),
         keys: Default::default(),
         dlq_topic: None,
+        table: false,
     }
 }
 

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::avro_file::{self, AvroFileError};
 use super::spec::PartitionSpec;
 use crate::table::partition::FilePartition;
+use crate::values::avro::value::latin1;
 
 /// A data file as a manifest records it: an archive object, added as it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,11 +115,6 @@ fn manifest_list_schema() -> String {
     .to_string()
 }
 
-/// A string of code points 0–255 for `bytes` (Avro's JSON form of bytes).
-fn latin1(bytes: &[u8]) -> Value {
-    Value::String(bytes.iter().map(|b| char::from(*b)).collect())
-}
-
 fn bounds(file: &DataFile, lower: bool) -> Value {
     let entries =
         file.bounds.iter().map(|(id, low, high)| json!({"key": id, "value": latin1(if lower { low } else { high })}));
@@ -201,17 +197,6 @@ pub fn write_manifest_list(
 /// A manifest list's entries, whoever wrote it (each written again by [`write_manifest_list`] as it is).
 pub fn read_manifest_list(file: &[u8]) -> Result<Vec<ManifestEntry>, AvroFileError> {
     Ok(avro_file::read(file)?.records.into_iter().map(ManifestEntry).collect())
-}
-
-/// The data files' paths a manifest lists as live (added or existing, not deleted), whoever wrote it.
-pub fn live_files(file: &[u8]) -> Result<Vec<String>, AvroFileError> {
-    const STATUS_DELETED: i64 = 2;
-    let records = avro_file::read(file)?.records;
-    Ok(records
-        .iter()
-        .filter(|e| e["status"].as_i64() != Some(STATUS_DELETED))
-        .filter_map(|e| e["data_file"]["file_path"].as_str().map(str::to_string))
-        .collect())
 }
 
 #[cfg(test)]

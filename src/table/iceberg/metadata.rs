@@ -1,7 +1,7 @@
-//! Table metadata (format version 2, Iceberg's JSON): a new table's, and a commit's change to it. The
-//! change is applied to the metadata itself by a catalog that keeps metadata files (SQL: the committer
-//! writes the next file and swaps the pointer), or sent as updates with their requirements to one that
-//! writes them (REST). Fields this does not know are kept as they are: other engines share the table.
+//! Table metadata (format version 2, Iceberg's JSON): a new table's, and a commit's change to it,
+//! applied to the metadata itself by a catalog that keeps metadata files (SQL: the committer writes the
+//! next file and swaps the pointer). Fields this does not know are kept as they are: other engines
+//! share the table.
 
 use serde_json::{json, Map, Value};
 
@@ -62,8 +62,9 @@ impl Base<'_> {
         self.0["last-sequence-number"].as_i64().unwrap_or(0)
     }
 
-    pub fn uuid(&self) -> Option<&str> {
-        self.0["table-uuid"].as_str()
+    /// When the table last changed (ms since the epoch).
+    pub fn last_updated_ms(&self) -> i64 {
+        self.0["last-updated-ms"].as_i64().unwrap_or(0)
     }
 
     pub fn location(&self) -> Option<&str> {
@@ -96,13 +97,12 @@ impl Base<'_> {
     }
 }
 
-/// What one commit does to a table: a new snapshot (appending its manifests), the properties it sets,
-/// and, when the files need one, the schema that becomes current (with its last field ID).
+/// What one commit does to a table: a new snapshot (appending its manifests) and the properties it
+/// sets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub snapshot: Value,
     pub properties: Vec<(String, String)>,
-    pub schema: Option<(Value, i32)>,
 }
 
 /// The snapshot of an append whose manifest list is at `manifest_list`, on top of `base`: `summary`
@@ -155,12 +155,6 @@ pub fn append_snapshot(
 pub fn apply(base: &Value, base_location: &str, change: &Change, now_ms: i64) -> Value {
     let mut next = base.clone();
     let snapshot = &change.snapshot;
-    if let Some((schema, last_id)) = &change.schema {
-        push(&mut next, "schemas", schema.clone());
-        next["current-schema-id"] = schema["schema-id"].clone();
-        next["last-column-id"] = json!(last_id);
-        set_property(&mut next, "schema.name-mapping.default", &name_mapping(schema).to_string());
-    }
     push(&mut next, "snapshots", snapshot.clone());
     next["current-snapshot-id"] = snapshot["snapshot-id"].clone();
     next["last-sequence-number"] = snapshot["sequence-number"].clone();
@@ -177,31 +171,6 @@ pub fn apply(base: &Value, base_location: &str, change: &Change, now_ms: i64) ->
     }
     next["last-updated-ms"] = json!(now_ms);
     next
-}
-
-/// `change` as a REST catalog's commit: the updates, and the requirements that make it apply only to
-/// `base` (the same table, its `main` still at the snapshot the change was planned on).
-pub fn rest_commit(base: &Base, change: &Change) -> Value {
-    let mut requirements = vec![
-        json!({"type": "assert-table-uuid", "uuid": base.uuid()}),
-        json!({"type": "assert-ref-snapshot-id", "ref": MAIN, "snapshot-id": base.snapshot_id()}),
-    ];
-    let mut updates = Vec::new();
-    if let Some((schema, last_id)) = &change.schema {
-        requirements
-            .push(json!({"type": "assert-current-schema-id", "current-schema-id": base.0["current-schema-id"]}));
-        updates.push(json!({"action": "add-schema", "schema": schema, "last-column-id": last_id}));
-        updates.push(json!({"action": "set-current-schema", "schema-id": -1}));
-    }
-    updates.push(json!({"action": "add-snapshot", "snapshot": change.snapshot}));
-    updates.push(json!({"action": "set-snapshot-ref", "ref-name": MAIN, "type": "branch",
-                        "snapshot-id": change.snapshot["snapshot-id"]}));
-    let mut properties: Map<String, Value> = change.properties.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-    if let Some((schema, _)) = &change.schema {
-        properties.insert("schema.name-mapping.default".into(), json!(name_mapping(schema).to_string()));
-    }
-    updates.push(json!({"action": "set-properties", "updates": properties}));
-    json!({"requirements": requirements, "updates": updates})
 }
 
 fn push(metadata: &mut Value, key: &str, item: Value) {

@@ -258,7 +258,8 @@ fn field_type(t: &DataType, previous: Option<&Value>, path: &str, ids: &mut Ids)
 }
 
 /// The name mapping (`schema.name-mapping.default`) of a table schema: each field's ID by its name in
-/// the archive's Parquet files (a list's element is `element` or `item`, as Arrow names it).
+/// the archive's Parquet files (a list's element is `element` or `item`, a map's key and value `key`
+/// or `keys` and `value` or `values`, as writers name them).
 pub fn name_mapping(schema: &Value) -> Value {
     Value::Array(mapped_fields(&schema["fields"]))
 }
@@ -273,8 +274,8 @@ fn mapped(id: Value, names: Vec<Value>, t: &Value) -> Value {
         Some("struct") => mapped_fields(&t["fields"]),
         Some("list") => vec![mapped(t["element-id"].clone(), vec![json!("element"), json!("item")], &t["element"])],
         Some("map") => vec![
-            mapped(t["key-id"].clone(), vec![json!("key")], &t["key"]),
-            mapped(t["value-id"].clone(), vec![json!("value")], &t["value"]),
+            mapped(t["key-id"].clone(), vec![json!("key"), json!("keys")], &t["key"]),
+            mapped(t["value-id"].clone(), vec![json!("value"), json!("values")], &t["value"]),
         ],
         _ => Vec::new(),
     };

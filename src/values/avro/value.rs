@@ -69,7 +69,8 @@ fn number(f: f64) -> Result<Value, DecodeError> {
     Number::from_f64(f).map(Value::Number).ok_or_else(|| format!("{f} has no JSON form"))
 }
 
-fn latin1(bytes: &[u8]) -> Value {
+/// Bytes in Avro's JSON form: a string of code points 0–255.
+pub fn latin1(bytes: &[u8]) -> Value {
     Value::String(bytes.iter().map(|b| char::from(*b)).collect())
 }
 

@@ -33,7 +33,7 @@ fn change(base: &Base, id: i64) -> Change {
         SnapshotIds { snapshot_id: id, parent: base.snapshot_id(), sequence_number: base.last_sequence_number() + 1 };
     let summary = [("kafka-s3-archiver.position.0".to_string(), "30".to_string())];
     let snapshot = append_snapshot(base, ids, "s3://b/list.avro", (2, 30, 5000), &summary, 0, 2000);
-    Change { snapshot, properties: summary.to_vec(), schema: None }
+    Change { snapshot, properties: summary.to_vec() }
 }
 
 #[test]
@@ -54,18 +54,4 @@ fn an_append_becomes_the_main_snapshot_with_its_counts_positions_and_log() {
     assert_eq!((snapshot["parent-snapshot-id"].clone(), snapshot["sequence-number"].clone()), (json!(7), json!(2)));
     assert_eq!(snapshot["summary"]["total-records"], "60");
     assert_eq!(second["snapshots"].as_array().unwrap().len(), 2);
-}
-
-#[test]
-fn a_rest_commit_requires_the_snapshot_it_was_planned_on() {
-    let t = table();
-    let base = Base(&t);
-    let commit = rest_commit(&base, &change(&base, 7));
-    assert_eq!(
-        commit["requirements"][1],
-        json!({"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": null})
-    );
-    let actions: Vec<&str> =
-        commit["updates"].as_array().unwrap().iter().map(|u| u["action"].as_str().unwrap()).collect();
-    assert_eq!(actions, ["add-snapshot", "set-snapshot-ref", "set-properties"]);
 }

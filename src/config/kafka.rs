@@ -1,0 +1,61 @@
+//! The librdkafka settings of `run`: the `[kafka]` table and `--kafka KEY=VALUE` flags, and the ones the
+//! archiver owns.
+
+use std::collections::BTreeMap;
+
+use super::{invalid, ConfigError, Settings};
+
+/// Librdkafka settings the archiver owns: its exactly-once logic depends on them. (`isolation.level`:
+/// every instance of an archive must see the same records in a range, the committed ones.)
+const RESERVED_KAFKA_KEYS: [&str; 7] = [
+    "group.id",
+    "bootstrap.servers",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "auto.offset.reset",
+    "enable.partition.eof",
+    "isolation.level",
+];
+
+impl Settings {
+    /// The `[kafka]` table with the `--kafka KEY=VALUE` flags over it.
+    pub(super) fn kafka_props(&self) -> Result<BTreeMap<String, String>, ConfigError> {
+        let mut props = self.kafka.clone().unwrap_or_default();
+        for kv in self.kafka_flags.iter().flatten() {
+            let (k, v) = parse_kafka_setting(kv)?;
+            props.insert(k, v);
+        }
+        if let Some(k) = props.keys().find(|k| RESERVED_KAFKA_KEYS.contains(&k.as_str())) {
+            let why = "the archiver sets this itself (use --brokers/--group for servers and group; it archives \
+                       what a read_committed consumer sees)";
+            return Err(invalid("--kafka", k, why.into()));
+        }
+        if let Some(strategy) = props.get("partition.assignment.strategy").filter(|s| s.trim() != "cooperative-sticky")
+        {
+            let why = "the archiver moves single partitions without a rebalance (incremental assignment), which \
+                       only cooperative-sticky allows: leave it unset";
+            return Err(invalid("--kafka", &format!("partition.assignment.strategy={strategy}"), why.into()));
+        }
+        if props.get("statistics.interval.ms").is_some_and(|v| v.trim() == "0") {
+            let why = "the archiver reads librdkafka's statistics: to find partitions an out-of-range position \
+                       stopped, and for its log-end and lag metrics; give an interval in ms (default 5000)";
+            return Err(invalid("--kafka", "statistics.interval.ms=0", why.into()));
+        }
+        Ok(props)
+    }
+}
+
+/// One `--kafka KEY=VALUE` setting.
+pub fn parse_kafka_setting(kv: &str) -> Result<(String, String), ConfigError> {
+    let (k, v) = kv
+        .split_once('=')
+        .ok_or_else(|| invalid("--kafka", kv, "write KEY=VALUE, e.g. security.protocol=SASL_SSL".into()))?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// librdkafka settings whose values are not shown (`--print-config`).
+pub(super) fn is_secret(key: &str) -> bool {
+    ["password", "secret", "sasl.jaas.config", "sasl.oauthbearer.config", "ssl.key.pem"]
+        .iter()
+        .any(|word| key.contains(word))
+}

@@ -1,0 +1,84 @@
+//! The table committer (`--table iceberg`): every commit interval (sooner when many files wait, and
+//! once after start and after partitions come, so what a crashed owner left uncommitted is repaired),
+//! each topic with a table has its partitions held here committed: the durable objects its table does
+//! not hold yet are added in one snapshot. A failed commit is tried again at the next interval;
+//! nothing is lost meanwhile, the archive being the source of truth.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::clock::wall_clock_ms;
+use crate::config::TableConfig;
+use crate::pipeline::{AssignedTopics, TopicProfiles};
+use crate::table::catalog::TableIdent;
+use crate::table::committer::{Committer, TopicTable};
+use crate::table::table_name;
+use crate::telemetry::events::TableCommit;
+use crate::telemetry::{Event, Metrics};
+
+/// How often the committer looks whether a commit is due.
+const TICK: Duration = Duration::from_millis(500);
+
+pub struct TableOptions {
+    pub config: TableConfig,
+    pub profiles: Arc<TopicProfiles>,
+    pub assigned: AssignedTopics,
+}
+
+/// Commits until the task is aborted.
+pub async fn run(committer: Committer, options: TableOptions, metrics: Arc<Metrics>) {
+    let started = Instant::now();
+    let mut last: Option<Instant> = None;
+    let (mut uploaded, mut assignments) = (0, 0);
+    // Nothing is known to wait at start: what an earlier run left is looked for once.
+    let mut pending = true;
+    loop {
+        tokio::time::sleep(TICK).await;
+        let (now_uploaded, now_assignments) = (metrics.objects_uploaded.get(), options.assigned.assignments());
+        pending |= now_assignments != assignments;
+        let waiting = (now_uploaded - uploaded) as usize + usize::from(pending);
+        if !options.config.cadence.due(waiting, last, started, Instant::now()) {
+            continue;
+        }
+        last = Some(Instant::now());
+        (uploaded, assignments) = (now_uploaded, now_assignments);
+        pending = !commit_all(&committer, &options, &metrics).await;
+    }
+}
+
+/// Commits every topic with a table; whether all commits succeeded.
+async fn commit_all(committer: &Committer, options: &TableOptions, metrics: &Metrics) -> bool {
+    let mut all = true;
+    for topic in options.assigned.snapshot() {
+        let profile = options.profiles.for_topic(&topic);
+        let partitions = options.assigned.partitions(&topic);
+        if !profile.table || partitions.is_empty() {
+            continue;
+        }
+        let ident = TableIdent { namespace: options.config.namespace.clone(), name: table_name(&topic) };
+        let table = TopicTable { ident, topic: topic.clone(), width: profile.bucketing.map(|b| b.width) };
+        let outcome = committer.commit(&table, &partitions, wall_clock_ms()).await;
+        let name = table.ident.to_string();
+        match outcome {
+            Ok(r) => {
+                for (p, why) in &r.failed {
+                    all = false;
+                    let why = format!("partition {p}: {why}");
+                    metrics.emit(Event::TableCommitted { topic: &topic, table: &name, outcome: Err(&why) });
+                }
+                let commit = TableCommit {
+                    files: r.files,
+                    records: r.records,
+                    snapshot_id: r.snapshot_id,
+                    conflicts: r.conflicts,
+                };
+                metrics.emit(Event::TableCommitted { topic: &topic, table: &name, outcome: Ok(commit) });
+            }
+            Err(e) => {
+                all = false;
+                metrics.emit(Event::TableCommitted { topic: &topic, table: &name, outcome: Err(&e.to_string()) });
+            }
+        }
+    }
+    all
+}

@@ -1,0 +1,115 @@
+//! A commit's new snapshot, written before the catalog is asked to take it: one manifest per partition
+//! spec of the files it adds, and the manifest list (its manifests, then every one of its parent's).
+//! Every file has a name of its own (the commit's UUID), so one thrown away is nobody's.
+
+use super::catalog::{key_of, random_uuid, CatalogError};
+use super::committer::{Committer, Planned, TableError, TopicTable};
+use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
+use super::iceberg::metadata::{append_snapshot, Base, Change};
+use super::iceberg::spec::{field_id, PartitionSpec, PARTITION_COLUMN, PARTITION_SPEC_ID, TIME_COLUMN, TIME_SPEC_ID};
+use super::state::TableState;
+use crate::archive::time_bucket::BucketWidth;
+use crate::encode::spool::SpoolData;
+
+impl Committer {
+    /// Writes the manifests and manifest list of `planned` on top of `base`; returns the change and
+    /// the keys written.
+    pub(super) async fn write_snapshot(
+        &self,
+        table: &TopicTable,
+        base: &Base<'_>,
+        planned: &Planned,
+        now_ms: i64,
+    ) -> Result<(Change, Vec<String>), TableError> {
+        let ids = SnapshotIds {
+            snapshot_id: (fastrand::u64(..) >> 1) as i64,
+            parent: base.snapshot_id(),
+            sequence_number: base.last_sequence_number() + 1,
+        };
+        let (schema, _) = base.schema()?;
+        let specs = specs_for(schema, table.width.filter(|_| has_time_spec(base)));
+        let location = base.location().unwrap_or_default();
+        let uuid = random_uuid();
+        let mut written = Vec::new();
+        let mut entries = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let files: Vec<DataFile> =
+                planned.files.iter().filter(|f| spec_of(&specs, f) == spec.spec_id).cloned().collect();
+            if files.is_empty() {
+                continue;
+            }
+            let bytes = manifest::write_manifest(&files, spec, schema, ids, sync(&uuid, i))?;
+            let path = format!("{location}/metadata/{uuid}-m{i}.avro");
+            written.push(self.put(base, &path, &bytes).await?);
+            entries.push(manifest::list_entry(&path, bytes.len(), &files, spec, ids));
+        }
+        entries.extend(self.parent_manifests(base).await?);
+        let list = manifest::write_manifest_list(&entries, ids, sync(&uuid, specs.len()))?;
+        let list_path = format!("{location}/metadata/snap-{}-1-{uuid}.avro", ids.snapshot_id);
+        written.push(self.put(base, &list_path, &list).await?);
+        let bytes: u64 = planned.files.iter().map(|f| f.size).sum();
+        let records: u64 = planned.files.iter().map(|f| f.records).sum();
+        let properties = TableState::properties(planned.topic_id.as_deref(), &planned.positions);
+        let schema_id = schema["schema-id"].as_i64().unwrap_or(0);
+        let added = (planned.files.len(), records, bytes);
+        let snapshot = append_snapshot(base, ids, &list_path, added, &properties, schema_id, now_ms);
+        Ok((Change { snapshot, properties }, written))
+    }
+
+    /// The manifests of the snapshot `base` is at (none for a table without one).
+    async fn parent_manifests(&self, base: &Base<'_>) -> Result<Vec<ManifestEntry>, TableError> {
+        let Some(list) = base.snapshot().and_then(|s| s["manifest-list"].as_str()) else { return Ok(Vec::new()) };
+        let key = self.key(base, list)?;
+        Ok(manifest::read_manifest_list(&self.store.get(key).await?)?)
+    }
+
+    /// The store key of a file of the table at `uri`.
+    fn key<'a>(&self, base: &Base<'_>, uri: &'a str) -> Result<&'a str, TableError> {
+        key_of(self.store.as_ref(), uri).ok_or_else(|| {
+            TableError::Catalog(CatalogError::Elsewhere {
+                table: base.location().unwrap_or_default().to_string(),
+                location: uri.to_string(),
+                store: self.store.describe(),
+            })
+        })
+    }
+
+    async fn put(&self, base: &Base<'_>, uri: &str, bytes: &[u8]) -> Result<String, TableError> {
+        let key = self.key(base, uri)?.to_string();
+        let data = SpoolData::Memory(bytes::Bytes::copy_from_slice(bytes));
+        self.store.put_if_absent(&key, &data, bytes.len() as u64).await?;
+        Ok(key)
+    }
+}
+
+/// Whether the table has the spec by time (made so when it was created with time buckets).
+pub(super) fn has_time_spec(base: &Base) -> bool {
+    base.0["partition-specs"].as_array().is_some_and(|s| s.iter().any(|s| s["spec-id"] == TIME_SPEC_ID))
+}
+
+/// The specs of a table of `schema`: by Kafka partition, and by time too with `width` (the default).
+pub(super) fn specs_for(schema: &serde_json::Value, width: Option<BucketWidth>) -> Vec<PartitionSpec> {
+    let partition = field_id(schema, PARTITION_COLUMN).expect("every table schema has the partition column");
+    let mut specs = vec![PartitionSpec::by_partition(partition)];
+    if let (Some(width), Some(time)) = (width, field_id(schema, TIME_COLUMN)) {
+        specs.push(PartitionSpec::by_time(partition, width, time));
+    }
+    specs
+}
+
+/// The spec a file goes in: by time when it is within one time partition and the table has the spec.
+fn spec_of(specs: &[PartitionSpec], file: &DataFile) -> i32 {
+    match (file.partition.ordinal(), specs.last()) {
+        (Some(_), Some(last)) => last.spec_id,
+        _ => PARTITION_SPEC_ID,
+    }
+}
+
+/// An Avro file's sync marker, from the commit's UUID and the file's number in it.
+fn sync(uuid: &str, i: usize) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (j, b) in uuid.bytes().chain(std::iter::repeat(0)).take(16).enumerate() {
+        out[j] = b ^ (i as u8);
+    }
+    out
+}
