@@ -29,55 +29,75 @@ pub struct DurableLink {
     pub object: Option<(OffsetRange, u64, u64)>,
 }
 
-/// The chain of `tp` from chain position `from` on: its durable links, in order (a claim whose data
-/// is not in the store is left out: the last one's writer may be uploading it, and a missing one
-/// before a durable one is a hole the plan refuses to pass), and the chain position after the last
-/// claim listed.
+/// The chain of `tp` from chain position `from` on: its durable links, in order, up to the one holding
+/// the `max_objects`-th data object (a claim whose data is not in the store is left out: the last one's
+/// writer may be uploading it, and a missing one before a durable one is a hole the plan refuses to
+/// pass), and the chain position after the last claim read. Claims are read one ahead of the link
+/// being looked at, so nothing past the last link returned is read.
 pub async fn read_chain(
     store: &dyn ObjectStore,
     prefix: &Prefix,
     tp: &TopicPartition,
     from: i64,
+    max_objects: usize,
 ) -> Result<(Vec<DurableLink>, i64), TableError> {
     let req =
         ListRequest { prefix: prefix.claims_folder(tp), start_after: Some(ClaimKey::start_after(prefix, tp, from)) };
     let (keys, _) = list_between(store, req, None).await?;
-    let mut claims = Vec::new();
-    for key in keys {
-        let Ok(claim_key) = ClaimKey::parse(prefix, &key) else { continue };
-        if claim_key.chain_start >= from {
-            let body = store.get(&key).await?;
-            claims.push(Claim::from_json(&key, &body)?);
+    let mut keys = keys.into_iter().filter(|k| ClaimKey::parse(prefix, k).is_ok_and(|c| c.chain_start >= from));
+    let mut current = read_claim(store, keys.next()).await?;
+    let (mut links, mut objects, mut next) = (Vec::new(), 0, from);
+    while let Some(claim) = current {
+        let following = read_claim(store, keys.next()).await?;
+        next = claim.end + 1;
+        if let Some(link) = durable_link(store, prefix, tp, claim, following.as_ref()).await? {
+            objects += usize::from(link.object.is_some());
+            links.push(link);
+            if objects >= max_objects {
+                break;
+            }
         }
-    }
-    let next = claims.last().map_or(from, |c| c.end + 1);
-    let mut links = Vec::new();
-    for (i, claim) in claims.iter().enumerate() {
-        let named = claim
-            .object_key(prefix)
-            .ok_or_else(|| TableError::OldClaim { tp: tp.to_string(), start: claim.chain_start })?;
-        let object = match store.head(&named.to_string()).await? {
-            Some(size) => Some((named, size)),
-            None => rewritten(store, &named, claim).await?,
-        };
-        let link = match object {
-            Some((key, size)) => {
-                if key.kind != FileKind::Parquet {
-                    return Err(TableError::NotParquet { key: key.to_string() });
-                }
-                let footer = read_footer(store, &key.to_string(), size).await?;
-                let records = footer.file_metadata().num_rows().max(0) as u64;
-                let link = Link { covers: claim.covers(), object: Some(key.to_string()) };
-                DurableLink { link, claim: claim.clone(), object: Some((key.range, size, records)) }
-            }
-            None if emptied(claim, claims.get(i + 1)) => {
-                DurableLink { link: Link { covers: claim.covers(), object: None }, claim: claim.clone(), object: None }
-            }
-            None => continue,
-        };
-        links.push(link);
+        current = following;
     }
     Ok((links, next))
+}
+
+async fn read_claim(store: &dyn ObjectStore, key: Option<String>) -> Result<Option<Claim>, TableError> {
+    let Some(key) = key else { return Ok(None) };
+    let body = store.get(&key).await?;
+    Ok(Some(Claim::from_json(&key, &body)?))
+}
+
+/// The link of `claim` if its data is durable (or it has none by design, as `following` says).
+async fn durable_link(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    tp: &TopicPartition,
+    claim: Claim,
+    following: Option<&Claim>,
+) -> Result<Option<DurableLink>, TableError> {
+    let named = claim
+        .object_key(prefix)
+        .ok_or_else(|| TableError::OldClaim { tp: tp.to_string(), start: claim.chain_start })?;
+    let object = match store.head(&named.to_string()).await? {
+        Some(size) => Some((named, size)),
+        None => rewritten(store, &named, &claim).await?,
+    };
+    Ok(match object {
+        Some((key, size)) => {
+            if key.kind != FileKind::Parquet {
+                return Err(TableError::NotParquet { key: key.to_string() });
+            }
+            let footer = read_footer(store, &key.to_string(), size).await?;
+            let records = footer.file_metadata().num_rows().max(0) as u64;
+            let link = Link { covers: claim.covers(), object: Some(key.to_string()) };
+            Some(DurableLink { link, claim, object: Some((key.range, size, records)) })
+        }
+        None if emptied(&claim, following) => {
+            Some(DurableLink { link: Link { covers: claim.covers(), object: None }, claim, object: None })
+        }
+        None => None,
+    })
 }
 
 /// Whether the claim has no data object by design, as the next claim says: its range held no records
@@ -133,4 +153,28 @@ pub fn columns(key: &str, footer: &ParquetMetaData) -> Result<Arc<Schema>, Table
     parquet::arrow::parquet_to_arrow_schema(file.schema_descr(), file.key_value_metadata())
         .map(Arc::new)
         .map_err(|e| TableError::Footer { key: key.to_string(), why: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(start: i64, first: i64, end: i64) -> Claim {
+        Claim::for_test(start, first, end)
+    }
+
+    #[test]
+    fn a_claim_is_empty_by_design_only_when_the_next_one_says_so() {
+        let this = claim(10, 12, 19);
+        assert!(!emptied(&this, None), "the last claim: its data may be on its way");
+        assert!(!emptied(&this, Some(&claim(20, 20, 29))), "a hole");
+        let compacted = Claim { no_records_from: Some(10), ..claim(20, 20, 29) };
+        assert!(emptied(&this, Some(&compacted)));
+        let retention_all = Claim { retention_gap: true, retention_gap_from: Some(12), ..claim(20, 25, 29) };
+        assert!(emptied(&this, Some(&retention_all)));
+        let retention_part = Claim { retention_gap: true, retention_gap_from: Some(15), ..claim(20, 25, 29) };
+        assert!(!emptied(&this, Some(&retention_part)), "its later records are in a re-written object");
+        let own_gap = Claim { retention_gap: true, retention_gap_from: None, ..claim(20, 25, 29) };
+        assert!(!emptied(&this, Some(&own_gap)), "the next claim's own range had the gap");
+    }
 }

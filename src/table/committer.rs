@@ -191,7 +191,7 @@ impl Committer {
     ) -> Result<Option<(String, u64, Option<String>)>, TableError> {
         for &p in partitions {
             let tp = TopicPartition::new(&table.topic, p).expect("an archived partition");
-            let (durable, _) = read_chain(self.store.as_ref(), &self.prefix, &tp, 0).await?;
+            let (durable, _) = read_chain(self.store.as_ref(), &self.prefix, &tp, 0, 1).await?;
             for d in durable {
                 if let (Some(key), Some((_, size, _))) = (d.link.object, d.object) {
                     return Ok(Some((key, size, d.claim.topic_id)));
@@ -249,17 +249,10 @@ impl Committer {
     ) -> Result<Option<(i64, Vec<DurableLink>)>, TableError> {
         let tp = TopicPartition::new(&table.topic, p).expect("an archived partition");
         let position = state.positions.get(&p).copied();
-        let (mut durable, next) = read_chain(self.store.as_ref(), &self.prefix, &tp, position.unwrap_or(0)).await?;
-        // At most `room` files: the run is cut after the link holding the last one.
-        let fits = durable.iter().scan(0, |files, d| {
-            *files += usize::from(d.object.is_some());
-            Some(*files <= room)
-        });
-        let keep = fits.take_while(|fits| *fits).count();
-        let cut = keep < durable.len();
-        durable.truncate(keep);
+        // At most `room` files: the chain is read up to the link holding the last one.
+        let (mut durable, next) =
+            read_chain(self.store.as_ref(), &self.prefix, &tp, position.unwrap_or(0), room).await?;
         let links: Vec<_> = durable.iter().map(|d| d.link.clone()).collect();
-        let next = if cut { links.last().map_or(position.unwrap_or(0), |l| l.covers.next()) } else { next };
         let Some(append) = plan(position, Chain { links: &links, next })
             .map_err(|source| TableError::Plan { tp: tp.to_string(), source })?
         else {

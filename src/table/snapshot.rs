@@ -2,7 +2,7 @@
 //! spec of the files it adds, and the manifest list (its manifests, then every one of its parent's).
 //! Every file has a name of its own (the commit's UUID), so one thrown away is nobody's.
 
-use super::catalog::{key_of, random_uuid, CatalogError};
+use super::catalog::{key_of, random_uuid};
 use super::committer::{Committer, Planned, TableError, TopicTable};
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
 use super::iceberg::metadata::{append_snapshot, Base, Change};
@@ -65,13 +65,7 @@ impl Committer {
 
     /// The store key of a file of the table at `uri`.
     fn key<'a>(&self, base: &Base<'_>, uri: &'a str) -> Result<&'a str, TableError> {
-        key_of(self.store.as_ref(), uri).ok_or_else(|| {
-            TableError::Catalog(CatalogError::Elsewhere {
-                table: base.location().unwrap_or_default().to_string(),
-                location: uri.to_string(),
-                store: self.store.describe(),
-            })
-        })
+        Ok(key_of(self.store.as_ref(), base.location().unwrap_or_default(), uri)?)
     }
 
     async fn put(&self, base: &Base<'_>, uri: &str, bytes: &[u8]) -> Result<String, TableError> {

@@ -71,9 +71,14 @@ pub trait Catalog: Send + Sync {
     ) -> Result<Committed, CatalogError>;
 }
 
-/// The store key of `uri` (`<store>/<key>`), when it is on `store`.
-pub fn key_of<'a>(store: &dyn ObjectStore, uri: &'a str) -> Option<&'a str> {
-    uri.strip_prefix(&store.describe())?.strip_prefix('/')
+/// The store key of `uri` (`<store>/<key>`), a file of `table`; an error when it is not on `store`.
+pub fn key_of<'a>(store: &dyn ObjectStore, table: &str, uri: &'a str) -> Result<&'a str, CatalogError> {
+    let key = uri.strip_prefix(&store.describe()).and_then(|rest| rest.strip_prefix('/'));
+    key.ok_or_else(|| CatalogError::Elsewhere {
+        table: table.to_string(),
+        location: uri.to_string(),
+        store: store.describe(),
+    })
 }
 
 /// The URI of `key` on `store`, as Iceberg's files name each other.
@@ -107,12 +112,7 @@ pub async fn read_metadata(
     table: &TableIdent,
     location: &str,
 ) -> Result<Loaded, CatalogError> {
-    let elsewhere = || CatalogError::Elsewhere {
-        table: table.to_string(),
-        location: location.to_string(),
-        store: store.describe(),
-    };
-    let key = key_of(store, location).ok_or_else(elsewhere)?;
+    let key = key_of(store, &table.to_string(), location)?;
     let bytes = store.get(key).await.map_err(|source| CatalogError::Store {
         table: table.to_string(),
         location: location.to_string(),
@@ -134,11 +134,7 @@ pub async fn write_metadata(
     metadata: &Value,
 ) -> Result<String, CatalogError> {
     let store_error = |source| CatalogError::Store { table: table.to_string(), location: location.to_string(), source };
-    let key = key_of(store, location).ok_or_else(|| CatalogError::Elsewhere {
-        table: table.to_string(),
-        location: location.to_string(),
-        store: store.describe(),
-    })?;
+    let key = key_of(store, &table.to_string(), location)?;
     let body = bytes::Bytes::from(serde_json::to_vec(metadata).expect("JSON serialises"));
     let len = body.len() as u64;
     store.put_if_absent(key, &crate::encode::spool::SpoolData::Memory(body), len).await.map_err(store_error)?;
