@@ -8,6 +8,8 @@
 #   - Apicurio Registry, pinned in versions.sh, the prebuilt Quarkus app from Maven Central (needs a
 #     Java 21+, found by java.sh, and mvn); started with in-memory storage by start.sh, its
 #     Confluent-compatible API is the tests' Schema Registry;
+#   - Apache Iceberg's REST catalog server, pinned in versions.sh, as jars from Maven Central with a
+#     start-up class of ours (needs javac 17+); started by start.sh on the S3 server;
 #   - confluent-kafka (the Python producer, with its Avro, Protobuf, JSON Schema and Schema Registry
 #     serializers) in a venv of its own: its Schema Registry client needs cryptography>=45 (through
 #     authlib), which LocalStack's venv pins below 44.
@@ -174,6 +176,44 @@ install_producer() {
   echo "$spec" >"$venv/.installed"
 }
 
+# The Iceberg REST catalog: Apache Iceberg's own server (iceberg-open-api's test fixtures; their pom lists
+# no dependencies, so they are named here: ~40 jars, 144 MB) and our few lines of Java that start it bound
+# to 127.0.0.1 (iceberg-rest/LoopbackRESTCatalogServer.java), compiled against them.
+install_iceberg_rest() {
+  local dir="$SERVICES_DIR/iceberg-rest-$ICEBERG_VERSION" source="$(dirname "$0")/iceberg-rest/LoopbackRESTCatalogServer.java"
+  [ -f "$dir/.installed" ] && cmp -s "$source" "$dir/LoopbackRESTCatalogServer.java" && return 0
+  command -v javac >/dev/null || die "javac is not installed (it compiles the REST catalog's start-up class): apt-get install openjdk-17-jdk-headless"
+  say "installing Apache Iceberg's REST catalog server $ICEBERG_VERSION (its jars from Maven Central) into $dir"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local dep="" a
+  for a in "org.apache.iceberg:iceberg-open-api:$ICEBERG_VERSION:test-fixtures" \
+    "org.apache.iceberg:iceberg-core:$ICEBERG_VERSION:" "org.apache.iceberg:iceberg-core:$ICEBERG_VERSION:tests" \
+    "org.apache.iceberg:iceberg-aws:$ICEBERG_VERSION:" "org.apache.iceberg:iceberg-aws-bundle:$ICEBERG_VERSION:" \
+    "org.apache.hadoop:hadoop-client-api:$ICEBERG_HADOOP_VERSION:" "org.apache.hadoop:hadoop-client-runtime:$ICEBERG_HADOOP_VERSION:" \
+    "org.eclipse.jetty:jetty-server:$ICEBERG_JETTY_VERSION:" "org.eclipse.jetty:jetty-servlet:$ICEBERG_JETTY_VERSION:" \
+    "org.xerial:sqlite-jdbc:3.50.3.0:" "org.slf4j:slf4j-simple:2.0.17:"; do
+    IFS=: read -r g n v c <<<"$a"
+    dep="$dep<dependency><groupId>$g</groupId><artifactId>$n</artifactId><version>$v</version>${c:+<classifier>$c</classifier>}</dependency>"
+  done
+  cat >"$dir/pom.xml" <<POM
+<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.kafka-s3-archiver</groupId>
+  <artifactId>test-iceberg-rest</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>$dep</dependencies>
+</project>
+POM
+  (cd "$dir" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=libs -DincludeScope=runtime) \
+    || die "mvn could not fetch Apache Iceberg's REST catalog $ICEBERG_VERSION from Maven Central (see its output above)"
+  cp "$source" "$dir/"
+  javac -d "$dir/classes" -cp "$dir/libs/*" "$dir/LoopbackRESTCatalogServer.java" \
+    || die "javac could not compile $source against the Iceberg $ICEBERG_VERSION jars (output above)"
+  touch "$dir/.installed"
+}
+
 install_kafka
 install_s3
 install_duckdb
@@ -181,4 +221,5 @@ install_pyiceberg
 install_pyyaml
 install_registry
 install_producer
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1)"
+install_iceberg_rest
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION)"

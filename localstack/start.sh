@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Starts Apache Kafka (a single-node KRaft broker), an S3 server (LocalStack, or moto) and a Schema
-# Registry (Apicurio Registry, in memory) on free 127.0.0.1 ports.
+# Starts Apache Kafka (a single-node KRaft broker), an S3 server (LocalStack, or moto), a Schema
+# Registry (Apicurio Registry, in memory) and an Iceberg REST catalog (Apache Iceberg's) on free
+# 127.0.0.1 ports.
 # Usage: localstack/start.sh STATE_DIR
 # Writes STATE_DIR/env (source it: KSA_TEST_BROKERS, KSA_TEST_S3_ENDPOINT, KSA_TEST_SCHEMA_REGISTRY,
-# AWS_*), logs and pid files.
+# KSA_TEST_ICEBERG_REST, AWS_*), logs and pid files.
 # Exits non-zero, saying why, if a service does not come up; stop.sh STATE_DIR stops what was started.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ source "$(dirname "$0")/versions.sh"
 source "$(dirname "$0")/java.sh"
 KAFKA_DIR="$SERVICES_DIR/kafka-$KAFKA_VERSION"
 REGISTRY_DIR="$SERVICES_DIR/apicurio-registry-$APICURIO_VERSION"
+ICEBERG_REST_DIR="$SERVICES_DIR/iceberg-rest-$ICEBERG_VERSION"
 mkdir -p "$STATE"
 
 die() {
@@ -37,6 +39,7 @@ wait_tcp() { # port seconds name log
 [ -f "$KAFKA_DIR/.installed" ] || die "Apache Kafka $KAFKA_VERSION is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/s3-venv/.installed" ] || die "the S3 server is not installed; run localstack/install.sh first"
 [ -f "$REGISTRY_DIR/.installed" ] || die "Apicurio Registry $APICURIO_VERSION is not installed; run localstack/install.sh first"
+[ -f "$ICEBERG_REST_DIR/.installed" ] || die "Apache Iceberg's REST catalog $ICEBERG_VERSION is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/producer-venv/.installed" ] || die "confluent-kafka (the producer venv) is not installed; run localstack/install.sh first"
 command -v curl >/dev/null || die "curl is not installed (start.sh asks the Schema Registry and LocalStack whether they are up): apt-get install curl"
 REGISTRY_JAVA=$(find_java 21) || die "Apicurio Registry $APICURIO_VERSION needs Java 21+ and none was found ($REGISTRY_JAVA): install a JDK 21 or newer under /usr/lib/jvm, or point JAVA_HOME at one"
@@ -45,6 +48,7 @@ KAFKA_PORT=$(free_port)
 KAFKA_SASL_SSL_PORT=$(free_port)
 CONTROLLER_PORT=$(free_port)
 S3_PORT=$(free_port)
+ICEBERG_REST_PORT=$(free_port)
 REGISTRY_PORT=$(free_port)
 REGISTRY_MANAGEMENT_PORT=$(free_port)
 REGISTRY_TLS_PORT=$(free_port)
@@ -181,6 +185,26 @@ REGISTRY_HTTPS_URL="https://127.0.0.1:$REGISTRY_TLS_PORT/apis/ccompat/v7"
 [ "$(curl -sS --cacert "$TLS/ca.pem" -o /dev/null -w '%{http_code}' "$REGISTRY_HTTPS_URL/subjects" 2>&1)" = 200 ] \
   || { tail -n 30 "$STATE/registry.log" >&2; die "Apicurio Registry does not answer over HTTPS at $REGISTRY_HTTPS_URL (log above: $STATE/registry.log)"; }
 
+# Apache Iceberg's REST catalog on its JDBC catalog (SQLite in the state folder). Tables are registered
+# with metadata the archiver wrote, on S3 or a local folder: ResolvingFileIO reads both, S3 by LocalStack.
+# The warehouse is only where tables created through the catalog itself would go.
+(cd "$STATE" && exec setsid env CATALOG_WAREHOUSE=s3://ksa-iceberg-warehouse/ \
+  CATALOG_URI="jdbc:sqlite:file:$STATE/iceberg-rest.db" CATALOG_IO__IMPL=org.apache.iceberg.io.ResolvingFileIO \
+  CATALOG_S3_ENDPOINT="http://127.0.0.1:$S3_PORT" CATALOG_S3_PATH__STYLE__ACCESS=true \
+  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+  java -Xmx256m -cp "$ICEBERG_REST_DIR/libs/*:$ICEBERG_REST_DIR/classes" \
+  org.apache.iceberg.rest.LoopbackRESTCatalogServer "$ICEBERG_REST_PORT") >"$STATE/iceberg-rest.log" 2>&1 &
+echo $! >"$STATE/iceberg-rest.pid"
+ICEBERG_REST_URL="http://127.0.0.1:$ICEBERG_REST_PORT"
+deadline=$((SECONDS + 120))
+until [ "$(curl -sS -o /dev/null -w '%{http_code}' "$ICEBERG_REST_URL/v1/config" 2>/dev/null)" = 200 ]; do
+  kill -0 "$(cat "$STATE/iceberg-rest.pid")" 2>/dev/null \
+    || { tail -n 30 "$STATE/iceberg-rest.log" >&2; die "the Iceberg REST catalog exited before it answered on 127.0.0.1:$ICEBERG_REST_PORT (log above: $STATE/iceberg-rest.log)"; }
+  [ $SECONDS -lt $deadline ] \
+    || { tail -n 30 "$STATE/iceberg-rest.log" >&2; die "the Iceberg REST catalog did not answer GET $ICEBERG_REST_URL/v1/config with 200 within 120 s (log above: $STATE/iceberg-rest.log)"; }
+  sleep 0.5
+done
+
 cat >"$STATE/env" <<ENV
 export KSA_TEST_BROKERS=127.0.0.1:$KAFKA_PORT
 export KSA_TEST_KAFKA_DIR=$KAFKA_DIR
@@ -193,10 +217,11 @@ export KSA_TEST_S3_KIND=$S3_KIND
 export KSA_TEST_PYTHON=$SERVICES_DIR/s3-venv/bin/python
 export KSA_TEST_SCHEMA_REGISTRY=$REGISTRY_URL
 export KSA_TEST_SCHEMA_REGISTRY_HTTPS=$REGISTRY_HTTPS_URL
+export KSA_TEST_ICEBERG_REST=$ICEBERG_REST_URL
 export KSA_TEST_PRODUCER_PYTHON=$SERVICES_DIR/producer-venv/bin/python
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=us-east-1
 export AWS_EC2_METADATA_DISABLED=true
 ENV
-echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, $S3_KIND S3 on 127.0.0.1:$S3_PORT and Apicurio Registry $APICURIO_VERSION on 127.0.0.1:$REGISTRY_PORT (state in $STATE)"
+echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, $S3_KIND S3 on 127.0.0.1:$S3_PORT, Apicurio Registry $APICURIO_VERSION on 127.0.0.1:$REGISTRY_PORT and Apache Iceberg's REST catalog $ICEBERG_VERSION on 127.0.0.1:$ICEBERG_REST_PORT (state in $STATE)"

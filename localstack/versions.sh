@@ -4,3 +4,9 @@ LOG4J_VERSION="2.24.3"
 # Apicurio Registry (its Confluent-compatible API is the tests' Schema Registry): the prebuilt Quarkus
 # app io.apicurio:apicurio-registry-app:$APICURIO_VERSION:tar.gz:all from Maven Central; needs Java 21+.
 APICURIO_VERSION="3.3.3"
+# Apache Iceberg's REST catalog server (RESTCatalogServer, from iceberg-open-api's test fixtures: the
+# server behind the iceberg-rest-fixture image), as jars from Maven Central, with the jars its pom does
+# not list; started by our LoopbackRESTCatalogServer (iceberg-rest/) bound to 127.0.0.1. Java 17.
+ICEBERG_VERSION="1.10.0"
+ICEBERG_HADOOP_VERSION="3.4.1"
+ICEBERG_JETTY_VERSION="11.0.24"

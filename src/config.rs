@@ -63,8 +63,8 @@ pub use self::choices::{KeyFormatName, SseMode, StartFrom, TableFormat, TimeBuck
 use self::kafka::is_secret;
 pub use self::kafka::parse_kafka_setting;
 pub use self::table::{
-    CatalogLocation, TableConfig, DEFAULT_ICEBERG_CATALOG_NAME, DEFAULT_ICEBERG_NAMESPACE, DEFAULT_TABLE,
-    DEFAULT_TABLE_COMMIT_FILES, DEFAULT_TABLE_COMMIT_INTERVAL,
+    CatalogLocation, TableConfig, DEFAULT_ICEBERG_CATALOG_NAME, DEFAULT_ICEBERG_NAMESPACE, DEFAULT_ICEBERG_SCOPE,
+    DEFAULT_TABLE, DEFAULT_TABLE_COMMIT_FILES, DEFAULT_TABLE_COMMIT_INTERVAL,
 };
 pub use self::topics::{TopicTables, PER_TOPIC_KEYS};
 
@@ -249,9 +249,27 @@ pub struct Settings {
             topic's Iceberg table in --iceberg-catalog, exactly once)", DEFAULT_TABLE))]
     pub table: Option<TableFormat>,
     /// The Iceberg catalog of --table iceberg: sqlite:///absolute/path.db (a SQL catalog on SQLite,
-    /// created if absent, as Iceberg's JDBC catalog and pyiceberg's SqlCatalog read it)
+    /// created if absent, as Iceberg's JDBC catalog and pyiceberg's SqlCatalog read it), or
+    /// http(s)://host:port[/path] (an Iceberg REST catalog: the URL before /v1)
     #[arg(long, env = "KSA_ICEBERG_CATALOG", help_heading = "Tables")]
     pub iceberg_catalog: Option<String>,
+    /// A REST catalog's warehouse, for catalogs that serve several (sent with GET /v1/config)
+    #[arg(long, env = "KSA_ICEBERG_WAREHOUSE", help_heading = "Tables")]
+    pub iceberg_warehouse: Option<String>,
+    /// A bearer token for the REST catalog (shown masked)
+    #[arg(long, env = "KSA_ICEBERG_TOKEN", help_heading = "Tables")]
+    pub iceberg_token: Option<String>,
+    /// OAuth2 client credentials for the REST catalog, CLIENT_ID:CLIENT_SECRET, exchanged for a token at
+    /// its /v1/oauth/tokens, instead of --iceberg-token (shown masked)
+    #[arg(long, env = "KSA_ICEBERG_CREDENTIAL", help_heading = "Tables")]
+    pub iceberg_credential: Option<String>,
+    #[arg(long, env = "KSA_ICEBERG_SCOPE", help_heading = "Tables",
+        help = with_default("The OAuth2 scope asked for with --iceberg-credential", DEFAULT_ICEBERG_SCOPE))]
+    pub iceberg_scope: Option<String>,
+    /// For an https:// REST catalog: a PEM file of the CA certificates its certificate is signed by
+    /// [default: the system's root certificates]
+    #[arg(long, env = "KSA_ICEBERG_CA", help_heading = "Tables")]
+    pub iceberg_ca: Option<PathBuf>,
     #[arg(long, env = "KSA_ICEBERG_CATALOG_NAME", help_heading = "Tables",
         help = with_default("The catalog's name in a SQL catalog's rows (its readers name it too: pyiceberg's \
             SqlCatalog(name, ...))", DEFAULT_ICEBERG_CATALOG_NAME))]
@@ -384,6 +402,7 @@ impl Settings {
             table: Some(DEFAULT_TABLE),
             iceberg_catalog_name: Some(DEFAULT_ICEBERG_CATALOG_NAME.into()),
             iceberg_namespace: Some(DEFAULT_ICEBERG_NAMESPACE.into()),
+            iceberg_scope: Some(DEFAULT_ICEBERG_SCOPE.into()),
             table_commit_interval: Some(DEFAULT_TABLE_COMMIT_INTERVAL),
             table_commit_files: Some(DEFAULT_TABLE_COMMIT_FILES),
             value_format: Some(DEFAULT_VALUE_FORMAT),
@@ -435,7 +454,12 @@ impl Settings {
     pub fn to_toml(&self) -> String {
         let mut shown = self.clone();
         shown.topic = self.tables_in_effect();
-        for secret in [&mut shown.schema_registry_password, &mut shown.schema_registry_token] {
+        for secret in [
+            &mut shown.schema_registry_password,
+            &mut shown.schema_registry_token,
+            &mut shown.iceberg_token,
+            &mut shown.iceberg_credential,
+        ] {
             if secret.is_some() {
                 *secret = Some("****".into());
             }

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod encode;
+pub mod http;
 pub mod pipeline;
 pub mod recovery;
 pub mod registry;

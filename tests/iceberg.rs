@@ -1,7 +1,8 @@
 //! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg: a
 //! topic archived by an in-process archiver from librdkafka's mock cluster, committed by two committers
-//! at once (two instances), then again (nothing to add), then after more records were archived; and
-//! an archiver with `--table iceberg` and hourly time buckets keeping its table up to date.
+//! at once (two instances), then again (nothing to add), then after more records were archived; an
+//! archiver with `--table iceberg` and hourly time buckets keeping its table up to date; and one whose
+//! graceful stop commits the files it closed on the way out.
 
 mod common;
 
@@ -132,6 +133,42 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
     check_pyiceberg(&db, dir.path(), "clicks_v1", &produced);
     let loaded = catalog.load(&ident).await.unwrap().unwrap();
     assert_eq!(loaded.metadata["default-spec-id"], 1, "partitioned by Kafka partition and hour");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("refunds", 2, 1).unwrap();
+    let produced = produce(&bootstrap, "refunds", 2, 0..300, 40).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("catalog.db");
+    let config = Settings {
+        topics: Some(vec!["refunds".into()]),
+        roll_records: Some(1000), // every file is closed by the stop
+        table: Some(TableFormat::Iceberg),
+        iceberg_catalog: Some(format!("sqlite://{}", db.display())),
+        table_commit_interval: Some("1h".parse().unwrap()),
+        ..mock_settings(&bootstrap, dir.path())
+    }
+    .resolve(None)
+    .unwrap();
+    let store = kafka_s3_archiver::store::open(
+        &config.store.dest,
+        &config.store.settings,
+        kafka_s3_archiver::store::Role::Archive,
+    )
+    .await
+    .unwrap();
+    let archiver = Archiver::start(&config, store.clone()).unwrap();
+    let metrics = archiver.metrics();
+    let started = std::time::Instant::now();
+    while metrics.records_received.get() < 300 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the records did not arrive");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    archiver.shutdown().await.unwrap();
+    check_pyiceberg(&db, dir.path(), "refunds", &produced);
 }
 
 /// pyiceberg's SqlCatalog on the same database reads every produced record once, each partition's

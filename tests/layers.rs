@@ -12,6 +12,7 @@ const LAYERS: &[&str] = &[
     "encode",    // file bytes: Parquet, JSON lines, the spool they are written into, roll policy
     "store",     // the object-store seam and its backends
     "retry",     // one retry policy for store requests
+    "http",      // HTTP(S) clients of the services besides Kafka and the store
     "registry",  // the Schema Registry's client and the schemas fetched from it
     "recovery",  // where a partition's archive ends and where it resumes
     "telemetry", // metrics, events and their log lines

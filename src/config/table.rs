@@ -6,14 +6,18 @@ use std::time::Duration;
 
 use super::choices::TableFormat;
 use super::units::HumanDuration;
+use super::values::read_ca;
 use super::{invalid, set, ConfigError, Settings};
 use crate::encode::{FileSpec, Format};
 use crate::pipeline::TopicProfiles;
 use crate::table::cadence::{Cadence, DEFAULT_COMMIT_FILES, DEFAULT_COMMIT_INTERVAL};
+use crate::table::catalog::rest::{RestAuth, RestOptions};
 
 pub const DEFAULT_TABLE: TableFormat = TableFormat::None;
 pub const DEFAULT_ICEBERG_CATALOG_NAME: &str = "default";
 pub const DEFAULT_ICEBERG_NAMESPACE: &str = "kafka";
+/// The OAuth2 scope Iceberg's clients ask for by default.
+pub const DEFAULT_ICEBERG_SCOPE: &str = "catalog";
 pub const DEFAULT_TABLE_COMMIT_INTERVAL: HumanDuration = HumanDuration(DEFAULT_COMMIT_INTERVAL);
 pub const DEFAULT_TABLE_COMMIT_FILES: usize = DEFAULT_COMMIT_FILES;
 /// The shortest `--table-commit-interval`.
@@ -24,6 +28,8 @@ const MIN_COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 pub enum CatalogLocation {
     /// A SQL catalog in this SQLite database file.
     Sqlite(PathBuf),
+    /// An Iceberg REST catalog.
+    Rest(RestOptions),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,17 +62,10 @@ impl Settings {
         if !profiles.any_table() {
             return Ok(None);
         }
-        let how = "--table iceberg commits to a catalog: pass --iceberg-catalog sqlite:///absolute/path.db";
+        let how = "--table iceberg commits to a catalog: pass --iceberg-catalog sqlite:///absolute/path.db or \
+                   http(s)://host:port (a REST catalog)";
         let url = self.iceberg_catalog.clone().ok_or(ConfigError::Missing { name: "--iceberg-catalog", how })?;
-        let catalog = match url.strip_prefix("sqlite://") {
-            Some(path) if path.starts_with('/') => CatalogLocation::Sqlite(PathBuf::from(path)),
-            Some(_) => return Err(invalid("--iceberg-catalog", &url, "write sqlite:///absolute/path.db".into())),
-            None => {
-                let why =
-                    "write sqlite:///absolute/path.db (a SQL catalog on SQLite; other catalogs are not supported yet)";
-                return Err(invalid("--iceberg-catalog", &url, why.into()));
-            }
-        };
+        let catalog = self.catalog_location(&url)?;
         let namespace = set(self.iceberg_namespace.clone(), "--iceberg-namespace")?;
         if namespace.is_empty() || !namespace.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(invalid("--iceberg-namespace", &namespace, "use letters, digits and _ only".into()));
@@ -84,5 +83,70 @@ impl Settings {
             namespace,
             cadence: Cadence { interval, max_files: max_files as usize },
         }))
+    }
+
+    /// Where `--iceberg-catalog` is, with a REST catalog's settings.
+    fn catalog_location(&self, url: &str) -> Result<CatalogLocation, ConfigError> {
+        let rest_only = [
+            ("--iceberg-warehouse", self.iceberg_warehouse.is_some()),
+            ("--iceberg-token", self.iceberg_token.is_some()),
+            ("--iceberg-credential", self.iceberg_credential.is_some()),
+            ("--iceberg-ca", self.iceberg_ca.is_some()),
+        ];
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if !path.starts_with('/') {
+                return Err(invalid("--iceberg-catalog", url, "write sqlite:///absolute/path.db".into()));
+            }
+            if let Some((flag, _)) = rest_only.iter().find(|(_, given)| *given) {
+                return Err(invalid(
+                    flag,
+                    "…",
+                    "it is a REST catalog's setting; --iceberg-catalog is a SQL one".into(),
+                ));
+            }
+            return Ok(CatalogLocation::Sqlite(PathBuf::from(path)));
+        }
+        let https = url.starts_with("https://");
+        let host = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).unwrap_or_default();
+        if host.is_empty() {
+            let why = "write sqlite:///absolute/path.db (a SQL catalog on SQLite) or http(s)://host:port[/path] (an \
+                       Iceberg REST catalog; other catalogs are not supported yet)";
+            return Err(invalid("--iceberg-catalog", url, why.into()));
+        }
+        if host.split('/').next().unwrap_or_default().contains('@') {
+            let why = "give credentials as --iceberg-token or --iceberg-credential (a secret in the URL would be \
+                       shown and logged)";
+            return Err(invalid("--iceberg-catalog", "http://****@…", why.into()));
+        }
+        let url = url.trim_end_matches('/').trim_end_matches("/v1").to_string();
+        let ca = read_ca("--iceberg-ca", self.iceberg_ca.as_deref(), https, "an https:// REST catalog")?;
+        Ok(CatalogLocation::Rest(RestOptions {
+            url,
+            warehouse: self.iceberg_warehouse.clone(),
+            auth: self.rest_auth()?,
+            ca,
+        }))
+    }
+
+    /// How a REST catalog's requests authenticate.
+    fn rest_auth(&self) -> Result<RestAuth, ConfigError> {
+        match (&self.iceberg_token, &self.iceberg_credential) {
+            (None, None) => Ok(RestAuth::None),
+            (Some(token), None) => Ok(RestAuth::Bearer(token.clone())),
+            (None, Some(credential)) => {
+                let Some((client_id, client_secret)) = credential.split_once(':') else {
+                    return Err(invalid("--iceberg-credential", "****", "write CLIENT_ID:CLIENT_SECRET".into()));
+                };
+                let scope = set(self.iceberg_scope.clone(), "--iceberg-scope")?;
+                Ok(RestAuth::ClientCredentials {
+                    client_id: client_id.into(),
+                    client_secret: client_secret.into(),
+                    scope,
+                })
+            }
+            (Some(_), Some(_)) => {
+                Err(invalid("--iceberg-token", "****", "give a token or client credentials, not both".into()))
+            }
+        }
     }
 }

@@ -144,7 +144,9 @@ fn iceberg_tables_need_a_sqlite_catalog_parquet_and_claims_and_may_be_per_topic(
     assert_eq!(table.cadence.interval, Duration::from_secs(60));
     for (settings, why) in [
         (with("sqlite://relative.db"), "absolute"),
-        (with("http://catalog:8181"), "not supported yet"),
+        (with("thrift://catalog:9083"), "not supported yet"),
+        (with("https://user:pw@catalog"), "--iceberg-token"),
+        (Settings { iceberg_token: Some("t".into()), ..with("sqlite:///c.db") }, "REST catalog's setting"),
         (Settings { format: Some(Format::Jsonl), ..with("sqlite:///c.db") }, "Parquet"),
         (Settings { claims: Some(false), ..with("sqlite:///c.db") }, "claims"),
         (Settings { iceberg_namespace: Some("a.b".into()), ..with("sqlite:///c.db") }, "letters"),
@@ -158,6 +160,37 @@ fn iceberg_tables_need_a_sqlite_catalog_parquet_and_claims_and_may_be_per_topic(
     std::fs::write(&file, "iceberg-catalog = \"sqlite:///c.db\"\n[topic.\"orders\"]\ntable = \"iceberg\"\n").unwrap();
     let c = minimal().resolve(Some(&file)).unwrap();
     assert!(orders(&c).table && c.table.is_some());
+}
+
+#[test]
+fn a_rest_catalog_takes_a_token_or_client_credentials_shown_masked() {
+    use crate::table::catalog::rest::{RestAuth, RestOptions};
+    let rest = |s: Settings| Settings {
+        table: Some(crate::config::TableFormat::Iceberg),
+        iceberg_catalog: Some("https://catalog.example.com/v1/".into()),
+        ..s
+    };
+    let c = rest(minimal()).resolve(None).unwrap();
+    let plain =
+        RestOptions { url: "https://catalog.example.com".into(), warehouse: None, auth: RestAuth::None, ca: None };
+    assert_eq!(c.table.unwrap().catalog, crate::config::CatalogLocation::Rest(plain), "the URL before /v1");
+    let oauth2 = rest(Settings { iceberg_credential: Some("id:s3cr3t".into()), ..minimal() });
+    let crate::config::CatalogLocation::Rest(options) = oauth2.clone().resolve(None).unwrap().table.unwrap().catalog
+    else {
+        panic!("a REST catalog")
+    };
+    let wanted =
+        RestAuth::ClientCredentials { client_id: "id".into(), client_secret: "s3cr3t".into(), scope: "catalog".into() };
+    assert_eq!(options.auth, wanted);
+    let shown = oauth2.effective(None).unwrap().to_toml();
+    assert!(!shown.contains("s3cr3t") && shown.contains("iceberg-credential = \"****\""), "{shown}");
+    for (settings, why) in [
+        (Settings { iceberg_credential: Some("no-colon".into()), ..minimal() }, "CLIENT_ID:CLIENT_SECRET"),
+        (Settings { iceberg_credential: Some("a:b".into()), iceberg_token: Some("t".into()), ..minimal() }, "not both"),
+    ] {
+        let error = rest(settings).resolve(None).unwrap_err().to_string();
+        assert!(error.contains(why), "{error}");
+    }
 }
 
 #[test]

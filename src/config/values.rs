@@ -164,17 +164,27 @@ impl Settings {
 
     /// `--schema-registry-ca`: the certificates of its PEM file, for an HTTPS registry.
     fn registry_ca(&self, https: bool) -> Result<Option<Vec<CertificateDer<'static>>>, ConfigError> {
-        let Some(path) = &self.schema_registry_ca else { return Ok(None) };
-        let shown = path.display().to_string();
-        if !https {
-            return Err(invalid("--schema-registry-ca", &shown, "a CA is for an https:// Schema Registry".into()));
-        }
-        let pem = std::fs::read(path).map_err(|e| invalid("--schema-registry-ca", &shown, e.to_string()))?;
-        let certificates: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&pem).collect();
-        match certificates {
-            Ok(certificates) if !certificates.is_empty() => Ok(Some(certificates)),
-            Ok(_) => Err(invalid("--schema-registry-ca", &shown, "no PEM certificate in it".into())),
-            Err(e) => Err(invalid("--schema-registry-ca", &shown, format!("not PEM certificates: {e}"))),
-        }
+        read_ca("--schema-registry-ca", self.schema_registry_ca.as_deref(), https, "an https:// Schema Registry")
+    }
+}
+
+/// The certificates of the PEM file at `path` (flag `name`), the CA of an HTTPS server (`what`).
+pub(super) fn read_ca(
+    name: &'static str,
+    path: Option<&std::path::Path>,
+    https: bool,
+    what: &str,
+) -> Result<Option<Vec<CertificateDer<'static>>>, ConfigError> {
+    let Some(path) = path else { return Ok(None) };
+    let shown = path.display().to_string();
+    if !https {
+        return Err(invalid(name, &shown, format!("a CA is for {what}")));
+    }
+    let pem = std::fs::read(path).map_err(|e| invalid(name, &shown, e.to_string()))?;
+    let certificates: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&pem).collect();
+    match certificates {
+        Ok(certificates) if !certificates.is_empty() => Ok(Some(certificates)),
+        Ok(_) => Err(invalid(name, &shown, "no PEM certificate in it".into())),
+        Err(e) => Err(invalid(name, &shown, format!("not PEM certificates: {e}"))),
     }
 }

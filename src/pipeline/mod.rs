@@ -120,6 +120,8 @@ pub struct AssignedTopics(Arc<std::sync::Mutex<Assigned>>);
 #[derive(Debug, Default)]
 struct Assigned {
     partitions: BTreeMap<String, BTreeSet<i32>>,
+    /// Every partition held since start (the table committer's last commit covers them).
+    ever: BTreeMap<String, BTreeSet<i32>>,
     /// Counts assignments, so a task sees that partitions came.
     assignments: u64,
 }
@@ -128,6 +130,7 @@ impl AssignedTopics {
     fn insert(&self, tp: &TopicPartition) {
         let mut assigned = self.0.lock().expect("assigned topics");
         assigned.partitions.entry(tp.topic().to_string()).or_default().insert(tp.partition());
+        assigned.ever.entry(tp.topic().to_string()).or_default().insert(tp.partition());
         assigned.assignments += 1;
     }
 
@@ -147,6 +150,11 @@ impl AssignedTopics {
     pub fn partitions(&self, topic: &str) -> Vec<i32> {
         let assigned = self.0.lock().expect("assigned topics");
         assigned.partitions.get(topic).map_or_else(Vec::new, |p| p.iter().copied().collect())
+    }
+
+    /// Per topic, every partition held since start, held now or not.
+    pub fn held_since_start(&self) -> BTreeMap<String, BTreeSet<i32>> {
+        self.0.lock().expect("assigned topics").ever.clone()
     }
 
     /// How many partitions were assigned so far.

@@ -4,24 +4,19 @@
 //! registry says it has no schema for (Confluent's error 40403) is an answer that stands; anything else
 //! that fails may be fixed — a registry coming back, credentials or a URL corrected — and is retried.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::Full;
 use hyper::header::{ACCEPT, AUTHORIZATION};
 use hyper::{Request, StatusCode};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::CertificateDer;
-use rustls::{ClientConfig, RootCertStore};
 use serde::Deserialize;
 
 use super::{RegisteredSchema, RegistryError};
+use crate::http::{path_segment, send, HttpClient, HttpError};
 use crate::values::wire::SchemaId;
 
 /// How long one request may take before the registry counts as unavailable.
@@ -30,47 +25,6 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_ANSWER_BYTES: usize = 16 << 20;
 /// Confluent's error code for an ID the registry has no schema for.
 const SCHEMA_NOT_FOUND: i64 = 40403;
-
-/// The roots an HTTPS registry's certificate is checked against: the CA's, or the system's (those that
-/// can be read; none found leaves the store empty, and a request then fails saying the certificate is
-/// not trusted).
-fn roots(ca: Option<&[CertificateDer<'static>]>) -> RootCertStore {
-    let mut roots = RootCertStore::empty();
-    match ca {
-        Some(certificates) => drop(roots.add_parsable_certificates(certificates.iter().cloned())),
-        None => drop(roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs)),
-    }
-    roots
-}
-
-/// The TLS error a request failed on (a certificate not trusted, a handshake refused), which waiting
-/// will not mend, if it failed on one.
-fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    let mut next = Some(error);
-    while let Some(e) = next {
-        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
-            return Some(tls);
-        }
-        // An I/O error's source is its inner error's source, not the inner error itself.
-        next = match e.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref) {
-            Some(inner) => Some(inner),
-            None => e.source(),
-        };
-    }
-    None
-}
-
-/// `text` as one segment of a URL's path (every byte but the unreserved ones percent-encoded).
-fn path_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
-            b => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
 
 /// The `error_code` of a registry's JSON error answer.
 fn error_code(body: &[u8]) -> Option<i64> {
@@ -96,7 +50,7 @@ pub struct RegistryOptions {
 
 pub struct RegistryClient {
     options: RegistryOptions,
-    http: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    http: HttpClient,
 }
 
 /// A schema as `GET /schemas/ids/{id}` and `GET /subjects/{subject}/versions/{version}` answer.
@@ -132,14 +86,8 @@ const MAX_REFERENCES: usize = 256;
 
 impl RegistryClient {
     pub fn new(options: RegistryOptions) -> Self {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let tls = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("the provider's default protocol versions")
-            .with_root_certificates(roots(options.ca.as_deref()))
-            .with_no_client_auth();
-        let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
-        Self { options, http: Client::builder(TokioExecutor::new()).build(connector) }
+        let http = crate::http::client(options.ca.as_deref());
+        Self { options, http }
     }
 
     pub fn url(&self) -> &str {
@@ -249,25 +197,12 @@ impl RegistryClient {
             }
             RegistryAuth::Bearer(token) => request = request.header(AUTHORIZATION, format!("Bearer {token}")),
         }
-        let request = request.body(Empty::new()).map_err(|e| self.bad(e.to_string()))?;
-        let unavailable = |why: String| RegistryError::Unavailable { url: self.options.url.clone(), why };
-        let answer = async {
-            let response = self.http.request(request).await.map_err(|e| match tls_error(&e) {
-                Some(tls) => RegistryError::Tls { url: self.options.url.clone(), why: tls.to_string() },
-                None => unavailable(format!("{e:?}")),
-            })?;
-            let status = response.status();
-            let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES).collect().await;
-            // An answer too large is the registry's fault; one cut off (a connection reset) may pass.
-            let body = body.map_err(|e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
-                Some(_) => self.bad(format!("an answer of more than {MAX_ANSWER_BYTES} bytes")),
-                None => unavailable(format!("reading the answer: {e}")),
-            })?;
-            Ok((status, body.to_bytes()))
-        };
-        tokio::time::timeout(REQUEST_TIMEOUT, answer)
-            .await
-            .map_err(|_| unavailable(format!("no answer within {} s", REQUEST_TIMEOUT.as_secs())))?
+        let request = request.body(Full::new(Bytes::new())).map_err(|e| self.bad(e.to_string()))?;
+        send(&self.http, request, MAX_ANSWER_BYTES, REQUEST_TIMEOUT).await.map_err(|e| match e {
+            HttpError::Tls(why) => RegistryError::Tls { url: self.options.url.clone(), why },
+            HttpError::Unavailable(why) => RegistryError::Unavailable { url: self.options.url.clone(), why },
+            HttpError::TooLarge(_) => self.bad(e.to_string()),
+        })
     }
 
     fn bad(&self, why: String) -> RegistryError {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use thiserror::Error;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::warn;
 
@@ -26,10 +26,14 @@ use crate::source::probe::{connection_settings, probe_config};
 use crate::source::topic_id::TopicIdClient;
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceOptions, HAND_OVER_BATCH};
 use crate::store::{self, ObjectStore, PutOutcome, Role, StoreError};
+use crate::table::catalog::rest::RestCatalog;
 use crate::table::catalog::sql::SqlCatalog;
+use crate::table::catalog::Catalog;
 use crate::table::committer::Committer;
-use crate::telemetry::Metrics;
+use crate::telemetry::{Event, Metrics};
 
+/// How long a graceful stop waits for the tables' last commit.
+const LAST_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Batches of records (up to `HAND_OVER_BATCH` each) waiting between the consumer thread and the
 /// pipeline: at most 4,096 records.
 const RECORD_BATCHES: usize = 4096 / HAND_OVER_BATCH;
@@ -61,19 +65,43 @@ fn start_tables(
     store: Arc<dyn ObjectStore>,
     assigned: AssignedTopics,
     metrics: &Arc<Metrics>,
-) -> Result<JoinHandle<()>, ArchiverError> {
-    let catalog = match &table.catalog {
-        CatalogLocation::Sqlite(path) => SqlCatalog::open(path.clone(), &table.catalog_name, store.clone())?,
-    };
+) -> Result<TableTask, ArchiverError> {
     let committer = Committer {
+        catalog: open_catalog(table, store.clone())?,
         store,
-        catalog: Arc::new(catalog),
         prefix: config.store.dest.prefix().clone(),
         max_files: table.cadence.max_files,
     };
     let options =
         TableOptions { config: table.clone(), profiles: Arc::new(config.pipeline.profiles.clone()), assigned };
-    Ok(tokio::spawn(crate::service::tables::run(committer, options, metrics.clone())))
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(crate::service::tables::run(committer, options, metrics.clone(), stopped));
+    Ok(TableTask { task, stop })
+}
+
+/// The tables' catalog, its files on `store`.
+fn open_catalog(table: &TableConfig, store: Arc<dyn ObjectStore>) -> Result<Arc<dyn Catalog>, ArchiverError> {
+    Ok(match &table.catalog {
+        CatalogLocation::Sqlite(path) => Arc::new(SqlCatalog::open(path.clone(), &table.catalog_name, store)?),
+        CatalogLocation::Rest(options) => Arc::new(RestCatalog::new(options.clone(), store)),
+    })
+}
+
+/// The tables' committer, and how to tell it the pipeline has finished.
+struct TableTask {
+    task: JoinHandle<()>,
+    stop: watch::Sender<bool>,
+}
+
+impl TableTask {
+    /// Lets it commit what the stopped pipeline uploaded last, for at most [`LAST_COMMIT_TIMEOUT`].
+    async fn finish(mut self, metrics: &Metrics) {
+        let _ = self.stop.send(true);
+        if tokio::time::timeout(LAST_COMMIT_TIMEOUT, &mut self.task).await.is_err() {
+            self.task.abort();
+            metrics.emit(Event::TableLastCommitCut { waited: LAST_COMMIT_TIMEOUT });
+        }
+    }
 }
 
 /// `run --check`: the store can be listed and honours conditional writes (the start-up checks, once,
@@ -180,6 +208,10 @@ pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError
         let subjects = client.subjects().await?;
         passed.push(format!("schema registry {}: reachable, {subjects} subjects", client.url()));
     }
+    if let Some(table) = &config.table {
+        let store = store::open(&config.store.dest, &config.store.settings, Role::Inspect).await?;
+        passed.push(format!("iceberg {}", open_catalog(table, store)?.check().await?));
+    }
     Ok(passed)
 }
 
@@ -196,7 +228,7 @@ pub struct Archiver {
     /// Puts `_SUCCESS` markers into complete time buckets (with time buckets).
     markers: Option<JoinHandle<()>>,
     /// Commits durable files to the topics' tables (with `--table iceberg`).
-    tables: Option<JoinHandle<()>>,
+    tables: Option<TableTask>,
 }
 
 impl Archiver {
@@ -277,20 +309,25 @@ impl Archiver {
 
     /// Graceful stop: stop fetching, upload what is buffered, commit, leave the group.
     pub async fn shutdown(self) -> Result<(), ArchiverError> {
-        for task in self.markers.iter().chain(&self.tables) {
+        if let Some(task) = &self.markers {
             task.abort();
         }
         self.source.request_stop();
         let source = self.source;
         let source_result = tokio::task::spawn_blocking(move || source.join()).await?;
-        self.pipeline.await??;
+        let pipeline_result = self.pipeline.await;
+        // Whatever the pipeline's end, what it made durable may be committed.
+        if let Some(tables) = self.tables {
+            tables.finish(&self.metrics).await;
+        }
+        pipeline_result??;
         source_result?;
         Ok(())
     }
 
     /// Simulated crash: nothing is flushed or committed (used by `demo`).
     pub async fn crash(self) {
-        for task in self.markers.iter().chain(&self.tables) {
+        for task in self.markers.iter().chain(self.tables.as_ref().map(|t| &t.task)) {
             task.abort();
         }
         self.pipeline.abort();

@@ -4,8 +4,11 @@
 //! not hold yet are added in one snapshot. A failed commit is tried again at the next interval;
 //! nothing is lost meanwhile, the archive being the source of truth.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
 
 use crate::clock::wall_clock_ms;
 use crate::config::TableConfig;
@@ -25,15 +28,22 @@ pub struct TableOptions {
     pub assigned: AssignedTopics,
 }
 
-/// Commits until the task is aborted.
-pub async fn run(committer: Committer, options: TableOptions, metrics: Arc<Metrics>) {
+/// Commits until `stop` says the pipeline has finished (every file uploaded), then once more for every
+/// partition held since start, so a graceful stop leaves nothing uncommitted; or until aborted.
+pub async fn run(committer: Committer, options: TableOptions, metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
     let started = Instant::now();
     let mut last: Option<Instant> = None;
     let (mut uploaded, mut assignments) = (0, 0);
     // Nothing is known to wait at start: what an earlier run left is looked for once.
     let mut pending = true;
     loop {
-        tokio::time::sleep(TICK).await;
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = stop.changed() => {
+                commit_all(&committer, &options, &metrics, &options.assigned.held_since_start()).await;
+                return;
+            }
+        }
         let (now_uploaded, now_assignments) = (metrics.objects_uploaded.get(), options.assigned.assignments());
         pending |= now_assignments != assignments;
         let waiting = (now_uploaded - uploaded) as usize + usize::from(pending);
@@ -42,20 +52,30 @@ pub async fn run(committer: Committer, options: TableOptions, metrics: Arc<Metri
         }
         last = Some(Instant::now());
         (uploaded, assignments) = (now_uploaded, now_assignments);
-        pending = !commit_all(&committer, &options, &metrics).await;
+        pending = !commit_all(&committer, &options, &metrics, &held_now(&options.assigned)).await;
     }
 }
 
+/// Per topic held, its partitions held now.
+fn held_now(assigned: &AssignedTopics) -> BTreeMap<String, BTreeSet<i32>> {
+    assigned.snapshot().into_iter().map(|t| (t.clone(), assigned.partitions(&t).into_iter().collect())).collect()
+}
+
 /// Commits every topic with a table; whether all commits succeeded.
-async fn commit_all(committer: &Committer, options: &TableOptions, metrics: &Metrics) -> bool {
+async fn commit_all(
+    committer: &Committer,
+    options: &TableOptions,
+    metrics: &Metrics,
+    held: &BTreeMap<String, BTreeSet<i32>>,
+) -> bool {
     let mut all = true;
-    for topic in options.assigned.snapshot() {
-        let profile = options.profiles.for_topic(&topic);
-        let partitions = options.assigned.partitions(&topic);
+    for (topic, partitions) in held {
+        let profile = options.profiles.for_topic(topic);
+        let partitions: Vec<i32> = partitions.iter().copied().collect();
         if !profile.table || partitions.is_empty() {
             continue;
         }
-        let ident = TableIdent { namespace: options.config.namespace.clone(), name: table_name(&topic) };
+        let ident = TableIdent { namespace: options.config.namespace.clone(), name: table_name(topic) };
         let table = TopicTable { ident, topic: topic.clone(), width: profile.bucketing.map(|b| b.width) };
         let outcome = committer.commit(&table, &partitions, wall_clock_ms()).await;
         let name = table.ident.to_string();
@@ -64,7 +84,7 @@ async fn commit_all(committer: &Committer, options: &TableOptions, metrics: &Met
                 for (p, why) in &r.failed {
                     all = false;
                     let why = format!("partition {p}: {why}");
-                    metrics.emit(Event::TableCommitted { topic: &topic, table: &name, outcome: Err(&why) });
+                    metrics.emit(Event::TableCommitted { topic, table: &name, outcome: Err(&why) });
                 }
                 let commit = TableCommit {
                     files: r.files,
@@ -72,11 +92,11 @@ async fn commit_all(committer: &Committer, options: &TableOptions, metrics: &Met
                     snapshot_id: r.snapshot_id,
                     conflicts: r.conflicts,
                 };
-                metrics.emit(Event::TableCommitted { topic: &topic, table: &name, outcome: Ok(commit) });
+                metrics.emit(Event::TableCommitted { topic, table: &name, outcome: Ok(commit) });
             }
             Err(e) => {
                 all = false;
-                metrics.emit(Event::TableCommitted { topic: &topic, table: &name, outcome: Err(&e.to_string()) });
+                metrics.emit(Event::TableCommitted { topic, table: &name, outcome: Err(&e.to_string()) });
             }
         }
     }

@@ -215,6 +215,10 @@ pub enum Event<'a> {
         table: &'a str,
         outcome: Result<TableCommit, &'a str>,
     },
+    /// The tables' last commit at a graceful stop did not end within `waited` and was cut short.
+    TableLastCommitCut {
+        waited: std::time::Duration,
+    },
 }
 
 /// What a table commit did: the files and records it added (none: the table was up to date), in
@@ -364,6 +368,14 @@ impl Metrics {
                 warn!("looking for complete time buckets of {topic} failed (tried again later): {why}")
             }
             Event::TableCommitted { topic, table, outcome } => self.table_committed(topic, table, outcome),
+            Event::TableLastCommitCut { waited } => {
+                self.table_commit_failures.inc();
+                warn!(
+                    waited_s = waited.as_secs(),
+                    "the tables' last commit before stopping did not finish in time: the partitions' next owner \
+                     commits their files"
+                )
+            }
         }
     }
 

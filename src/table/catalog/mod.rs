@@ -2,6 +2,7 @@
 //! commits. A commit names the metadata it was planned on; a catalog whose table has moved since
 //! refuses it ([`Committed::Conflict`]), and the committer plans again on what it finds.
 
+pub mod rest;
 pub mod sql;
 
 use async_trait::async_trait;
@@ -60,6 +61,9 @@ pub trait Catalog: Send + Sync {
     /// Creates the table with `metadata` (at its `location`); none when another committer created it
     /// first (then load theirs).
     async fn create(&self, table: &TableIdent, metadata: &Value) -> Result<Option<Loaded>, CatalogError>;
+
+    /// Asks the catalog something harmless (`run --check`): what it is and that it answers.
+    async fn check(&self) -> Result<String, CatalogError>;
 
     /// Applies `change` to the table if it is still at `base`.
     async fn commit(

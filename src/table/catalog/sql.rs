@@ -95,6 +95,16 @@ impl Catalog for SqlCatalog {
         }
     }
 
+    async fn check(&self) -> Result<String, CatalogError> {
+        let name = self.name.clone();
+        let tables: i64 = self
+            .with_db(move |db| {
+                db.query_row("SELECT COUNT(*) FROM iceberg_tables WHERE catalog_name = ?1", params![name], |r| r.get(0))
+            })
+            .await?;
+        Ok(format!("SQL catalog sqlite://{} ({}): {tables} tables", self.path.display(), self.name))
+    }
+
     async fn create(&self, table: &TableIdent, metadata: &Value) -> Result<Option<Loaded>, CatalogError> {
         let location =
             metadata["location"].as_str().ok_or_else(|| self.failed("new table metadata has no location"))?;

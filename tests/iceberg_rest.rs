@@ -1,0 +1,187 @@
+//! Iceberg tables on a real REST catalog (Apache Iceberg's own server, started by localstack/), read back
+//! by pyiceberg through the same catalog: two committers racing on one table (one with OAuth2 client
+//! credentials), and an archiver killed after its uploads but before any commit, whose files the next
+//! instance adds; every snapshot read by time travel holds exactly the positions its summary records.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use common::*;
+use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
+use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::store::{list_all, ObjectStore};
+use kafka_s3_archiver::table::catalog::rest::{RestAuth, RestCatalog, RestOptions};
+use kafka_s3_archiver::table::catalog::{Catalog, TableIdent};
+use kafka_s3_archiver::table::committer::{Committer, TopicTable};
+use kafka_s3_archiver::table::table_name;
+use rdkafka::mocking::MockCluster;
+
+fn rest(auth: RestAuth, store: Arc<dyn ObjectStore>) -> RestCatalog {
+    RestCatalog::new(RestOptions { url: env("KSA_TEST_ICEBERG_REST"), warehouse: None, auth, ca: None }, store)
+}
+
+/// A namespace of its own per test run (the catalog outlives no run, but tests share it).
+fn namespace() -> String {
+    unique("kafka").replace('-', "_")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_committers_on_a_rest_catalog_add_each_file_once() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("payments", 3, 1).unwrap();
+    let produced = produce(&bootstrap, "payments", 3, 0..900, 40).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (config, store) = archive_mock_topic(&bootstrap, dir.path(), "payments", &produced).await;
+    let prefix = config.store.dest.prefix().clone();
+    let objects = list_all(store.as_ref(), &prefix.topic_folder("payments")).await.unwrap();
+    let objects = objects.iter().filter(|k| matches!(classify(&prefix, k), ArchiveKey::Data(_))).count();
+    let ns = namespace();
+    let table = TopicTable {
+        ident: TableIdent { namespace: ns.clone(), name: "payments".into() },
+        topic: "payments".into(),
+        width: None,
+    };
+    let committer = |auth| Committer {
+        store: store.clone(),
+        catalog: Arc::new(rest(auth, store.clone())),
+        prefix: prefix.clone(),
+        max_files: 1000,
+    };
+    let oauth2 = RestAuth::ClientCredentials {
+        client_id: "ksa".into(),
+        client_secret: "s3cr3t".into(),
+        scope: "catalog".into(),
+    };
+    let (a, b) = (committer(RestAuth::None), committer(oauth2));
+
+    // Both create the table (one registration wins) and both commit partition 1.
+    let (ra, rb) = tokio::join!(a.commit(&table, &[0, 1], 1_000), b.commit(&table, &[1, 2], 1_000));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert_eq!(ra.files + rb.files, objects, "{ra:?} {rb:?}");
+    assert_eq!(ra.records + rb.records, 900);
+    let again = a.commit(&table, &[0, 1, 2], 2_000).await.unwrap();
+    assert_eq!((again.files, again.snapshot_id), (0, None), "nothing new: no snapshot");
+    check_pyiceberg(&ns, "payments", &[], &produced);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn files_uploaded_by_an_instance_killed_before_committing_are_added_by_the_next() {
+    let topic = unique("ledger");
+    create_topic(&topic, 2).await;
+    let produced = produce(&brokers(), &topic, 2, 0..600, 40).await.unwrap();
+    let dest = TestDest::s3().await;
+    let store = dest.store().await;
+    let spool = tempfile::tempdir().unwrap();
+    let ns = namespace();
+    let args = archiver_args(&dest, &unique("g"), &topic, 100, spool.path());
+    let args = [
+        args,
+        ["--table", "iceberg", "--iceberg-catalog", &env("KSA_TEST_ICEBERG_REST"), "--iceberg-namespace", &ns]
+            .map(String::from)
+            .to_vec(),
+    ]
+    .concat();
+
+    // `run --check` asks the catalog too.
+    let check = |args: &[String]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
+            .args(args)
+            .arg("--check")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, said) = check(&args);
+    assert!(ok && said.contains("iceberg REST catalog") && said.contains("reachable"), "{said}");
+    let (ok, said) = check(&set_flag(args.clone(), "--iceberg-catalog", "http://127.0.0.1:9"));
+    assert!(!ok && said.contains("--iceberg-catalog"), "{said}");
+
+    // The first instance uploads everything, and would commit only after an hour: killed first.
+    let mut first = ArchiverProcess::spawn("rest-first", &set_flag(args.clone(), "--table-commit-interval", "1h"));
+    wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut first]).await;
+    first.kill_hard();
+    let catalog = rest(RestAuth::None, store.clone());
+    let ident = TableIdent { namespace: ns.clone(), name: table_name(&topic) };
+    assert!(catalog.load(&ident).await.unwrap().is_none(), "the first instance committed nothing");
+
+    // The next one adds what the archive holds and the table does not, once.
+    let mut next = ArchiverProcess::spawn("rest-next", &set_flag(args, "--table-commit-interval", "1s"));
+    let wanted: Vec<String> = produced.iter().map(|(p, r)| format!("{p}={}", r.last().unwrap().offset + 1)).collect();
+    let started = std::time::Instant::now();
+    while positions(&catalog, &ident).await != wanted {
+        next.assert_running();
+        assert!(
+            started.elapsed().as_secs() < 90,
+            "the table is at {:?}; log:\n{}",
+            positions(&catalog, &ident).await,
+            next.log_text()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    next.terminate();
+    let s3 = [
+        ("s3.endpoint", s3_endpoint()),
+        ("s3.access-key-id", "test".into()),
+        ("s3.secret-access-key", "test".into()),
+        ("s3.region", "us-east-1".into()),
+    ];
+    check_pyiceberg(&ns, &table_name(&topic), &s3, &produced);
+}
+
+/// The table's positions, `partition=position`, in partition order.
+async fn positions(catalog: &RestCatalog, ident: &TableIdent) -> Vec<String> {
+    let Some(table) = catalog.load(ident).await.unwrap() else { return Vec::new() };
+    let properties = table.metadata["properties"].as_object().cloned().unwrap_or_default();
+    let mut found: Vec<(i32, String)> = properties
+        .iter()
+        .filter_map(|(k, v)| {
+            Some((k.strip_prefix("kafka-s3-archiver.position.")?.parse().ok()?, v.as_str()?.to_string()))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(p, v)| format!("{p}={v}")).collect()
+}
+
+/// pyiceberg's RestCatalog on the same catalog reads every produced record once, each partition's
+/// through its last offset; and at every snapshot (time travel) each partition holds exactly the
+/// records before the position its summary (or an earlier one's) records.
+fn check_pyiceberg(namespace: &str, table: &str, io: &[(&str, String)], produced: &BTreeMap<i32, Vec<Record>>) {
+    let script = r#"
+import sys
+from pyiceberg.catalog.rest import RestCatalog
+props = dict(a.split("=", 1) for a in sys.argv[3:])
+t = RestCatalog("rest", uri=sys.argv[1], **props).load_table(sys.argv[2])
+rows = t.scan().to_arrow()
+pairs = list(zip(rows["partition"].to_pylist(), rows["offset"].to_pylist()))
+print("rows", len(pairs), len(set(pairs)))
+for p in sorted({p for p, _ in pairs}):
+    print("partition", p, max(o for q, o in pairs if q == p))
+recorded = {}
+for s in sorted(t.snapshots(), key=lambda s: s.sequence_number):
+    for k, v in s.summary.additional_properties.items():
+        if k.startswith("kafka-s3-archiver.position."):
+            recorded[int(k.rsplit(".", 1)[1])] = int(v)
+    at = t.scan(snapshot_id=s.snapshot_id).to_arrow()["partition"].to_pylist()
+    held = {p: at.count(p) for p in set(at)}
+    if held != recorded:
+        print("snapshot", s.snapshot_id, "holds", held, "but records", recorded)
+"#;
+    let mut args =
+        vec!["-c".to_string(), script.to_string(), env("KSA_TEST_ICEBERG_REST"), format!("{namespace}.{table}")];
+    args.extend(io.iter().map(|(k, v)| format!("{k}={v}")));
+    let out = std::process::Command::new(env("KSA_TEST_PYTHON")).args(&args).output().expect("run pyiceberg");
+    assert!(out.status.success(), "pyiceberg failed: {}", String::from_utf8_lossy(&out.stderr));
+    let total: usize = produced.values().map(Vec::len).sum();
+    let mut expected = vec![format!("rows {total} {total}")];
+    for (p, records) in produced {
+        expected.push(format!("partition {p} {}", records.last().unwrap().offset));
+    }
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().collect::<Vec<_>>(), expected);
+}
