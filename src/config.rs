@@ -63,8 +63,8 @@ pub use self::choices::{KeyFormatName, SseMode, StartFrom, TableFormat, TimeBuck
 use self::kafka::is_secret;
 pub use self::kafka::parse_kafka_setting;
 pub use self::table::{
-    CatalogLocation, TableConfig, DEFAULT_ICEBERG_CATALOG_NAME, DEFAULT_ICEBERG_NAMESPACE, DEFAULT_ICEBERG_SCOPE,
-    DEFAULT_TABLE, DEFAULT_TABLE_COMMIT_FILES, DEFAULT_TABLE_COMMIT_INTERVAL,
+    CatalogConfig, CatalogLocation, TableConfig, DEFAULT_ICEBERG_CATALOG_NAME, DEFAULT_ICEBERG_NAMESPACE,
+    DEFAULT_ICEBERG_SCOPE, DEFAULT_TABLE, DEFAULT_TABLE_COMMIT_FILES, DEFAULT_TABLE_COMMIT_INTERVAL,
 };
 pub use self::topics::{TopicTables, PER_TOPIC_KEYS};
 

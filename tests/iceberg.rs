@@ -14,9 +14,11 @@ use common::{archive_mock_topic, env, mock_settings};
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::produce;
-use kafka_s3_archiver::config::{Settings, TableFormat, TimeBuckets};
+use kafka_s3_archiver::commands::verify::tables::check_tables;
+use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation, Settings, TableFormat, TimeBuckets};
 use kafka_s3_archiver::service::archiver::Archiver;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
+use kafka_s3_archiver::table::audit::TableProblem;
 use kafka_s3_archiver::table::catalog::sql::SqlCatalog;
 use kafka_s3_archiver::table::catalog::Catalog;
 use kafka_s3_archiver::table::catalog::TableIdent;
@@ -76,6 +78,28 @@ async fn every_archived_object_is_in_the_table_once_whoever_commits_it_and_pyice
     let later = b.commit(&table, &[0, 1, 2], 3_000).await.unwrap();
     assert_eq!(later.records, 300, "{later:?}");
     check_pyiceberg(&db, dir.path(), TOPIC, &produced);
+
+    // verify holds the table against the archive: exact; then an object deleted from the archive.
+    let catalog = CatalogConfig {
+        location: CatalogLocation::Sqlite(db.clone()),
+        name: "default".into(),
+        namespace: "kafka".into(),
+    };
+    let checked = check_tables(store.clone(), &prefix, &catalog, &[TOPIC.to_string()]).await.unwrap();
+    assert_eq!((checked.len(), checked[0].records, checked[0].problems.clone()), (1, 1200, vec![]));
+    let lost = list_all(store.as_ref(), &prefix.topic_folder(TOPIC))
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|k| k.contains("partition=1/"))
+        .unwrap();
+    store.delete(&lost).await.unwrap();
+    let checked = check_tables(store.clone(), &prefix, &catalog, &[TOPIC.to_string()]).await.unwrap();
+    assert!(
+        matches!(checked[0].problems.as_slice(), [TableProblem::Position { partition: 1, .. }]),
+        "{:?}",
+        checked[0].problems
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,6 +12,8 @@ use common::*;
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::commands::verify::tables::check_tables;
+use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation};
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use kafka_s3_archiver::table::catalog::rest::{RestAuth, RestCatalog, RestOptions};
 use kafka_s3_archiver::table::catalog::{Catalog, TableIdent};
@@ -126,6 +128,11 @@ async fn files_uploaded_by_an_instance_killed_before_committing_are_added_by_the
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
     next.terminate();
+    let options = RestOptions { url: env("KSA_TEST_ICEBERG_REST"), warehouse: None, auth: RestAuth::None, ca: None };
+    let catalog =
+        CatalogConfig { location: CatalogLocation::Rest(options), name: "default".into(), namespace: ns.clone() };
+    let checked = check_tables(store.clone(), &dest.prefix(), &catalog, std::slice::from_ref(&topic)).await.unwrap();
+    assert_eq!((checked[0].records, checked[0].problems.clone()), (600, vec![]), "verify finds the table exact");
     let s3 = [
         ("s3.endpoint", s3_endpoint()),
         ("s3.access-key-id", "test".into()),

@@ -44,6 +44,7 @@ const PURE: &[&str] = &[
     "commands/ddl/engines.rs",
     "table/mod.rs",
     "table/plan.rs",
+    "table/audit.rs",
     "table/state.rs",
     "table/cadence.rs",
     "table/partition.rs",

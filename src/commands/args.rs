@@ -67,6 +67,55 @@ impl RegistryArgs {
     }
 }
 
+/// Where the topics' Iceberg tables are, for the commands that check them (the same flags and
+/// environment variables as `run`'s).
+#[derive(clap::Args)]
+pub struct CatalogArgs {
+    /// Also check each topic's Iceberg table in this catalog against the archive:
+    /// sqlite:///absolute/path.db or http(s)://host:port[/path] (a REST catalog).
+    #[arg(long, env = "KSA_ICEBERG_CATALOG")]
+    iceberg_catalog: Option<String>,
+    /// The catalog's name in a SQL catalog's rows.
+    #[arg(long, env = "KSA_ICEBERG_CATALOG_NAME", default_value = config::DEFAULT_ICEBERG_CATALOG_NAME)]
+    iceberg_catalog_name: String,
+    /// The namespace of the topics' tables.
+    #[arg(long, env = "KSA_ICEBERG_NAMESPACE", default_value = config::DEFAULT_ICEBERG_NAMESPACE)]
+    iceberg_namespace: String,
+    /// A REST catalog's warehouse.
+    #[arg(long, env = "KSA_ICEBERG_WAREHOUSE")]
+    iceberg_warehouse: Option<String>,
+    /// A bearer token for the REST catalog.
+    #[arg(long, env = "KSA_ICEBERG_TOKEN", hide_env_values = true)]
+    iceberg_token: Option<String>,
+    /// OAuth2 client credentials for the REST catalog, CLIENT_ID:CLIENT_SECRET.
+    #[arg(long, env = "KSA_ICEBERG_CREDENTIAL", hide_env_values = true)]
+    iceberg_credential: Option<String>,
+    /// The OAuth2 scope asked for with --iceberg-credential.
+    #[arg(long, env = "KSA_ICEBERG_SCOPE", default_value = config::DEFAULT_ICEBERG_SCOPE)]
+    iceberg_scope: String,
+    /// For an https:// REST catalog: a PEM file of the CA certificates its certificate is signed by.
+    #[arg(long, env = "KSA_ICEBERG_CA")]
+    iceberg_ca: Option<std::path::PathBuf>,
+}
+
+impl CatalogArgs {
+    /// The catalog, checked as `run` checks its flags; `None` without `--iceberg-catalog`.
+    pub fn catalog(self) -> anyhow::Result<Option<config::CatalogConfig>> {
+        let settings = config::Settings {
+            iceberg_catalog: self.iceberg_catalog,
+            iceberg_catalog_name: Some(self.iceberg_catalog_name),
+            iceberg_namespace: Some(self.iceberg_namespace),
+            iceberg_warehouse: self.iceberg_warehouse,
+            iceberg_token: self.iceberg_token,
+            iceberg_credential: self.iceberg_credential,
+            iceberg_scope: Some(self.iceberg_scope),
+            iceberg_ca: self.iceberg_ca,
+            ..Default::default()
+        };
+        Ok(settings.catalog()?)
+    }
+}
+
 pub fn parse_time(s: &str) -> Result<i64, String> {
     if let Ok(ms) = s.parse::<i64>() {
         return Ok(ms);

@@ -12,6 +12,7 @@ use crate::encode::{FileSpec, Format};
 use crate::pipeline::TopicProfiles;
 use crate::table::cadence::{Cadence, DEFAULT_COMMIT_FILES, DEFAULT_COMMIT_INTERVAL};
 use crate::table::catalog::rest::{RestAuth, RestOptions};
+pub use crate::table::catalog::CatalogLocation;
 
 pub const DEFAULT_TABLE: TableFormat = TableFormat::None;
 pub const DEFAULT_ICEBERG_CATALOG_NAME: &str = "default";
@@ -23,20 +24,18 @@ pub const DEFAULT_TABLE_COMMIT_FILES: usize = DEFAULT_COMMIT_FILES;
 /// The shortest `--table-commit-interval`.
 const MIN_COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Where an Iceberg catalog is.
+/// The catalog of the tables and their namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CatalogLocation {
-    /// A SQL catalog in this SQLite database file.
-    Sqlite(PathBuf),
-    /// An Iceberg REST catalog.
-    Rest(RestOptions),
+pub struct CatalogConfig {
+    pub location: CatalogLocation,
+    /// The catalog's name in a SQL catalog's rows.
+    pub name: String,
+    pub namespace: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableConfig {
-    pub catalog: CatalogLocation,
-    pub catalog_name: String,
-    pub namespace: String,
+    pub catalog: CatalogConfig,
     pub cadence: Cadence,
 }
 
@@ -64,12 +63,7 @@ impl Settings {
         }
         let how = "--table iceberg commits to a catalog: pass --iceberg-catalog sqlite:///absolute/path.db or \
                    http(s)://host:port (a REST catalog)";
-        let url = self.iceberg_catalog.clone().ok_or(ConfigError::Missing { name: "--iceberg-catalog", how })?;
-        let catalog = self.catalog_location(&url)?;
-        let namespace = set(self.iceberg_namespace.clone(), "--iceberg-namespace")?;
-        if namespace.is_empty() || !namespace.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(invalid("--iceberg-namespace", &namespace, "use letters, digits and _ only".into()));
-        }
+        let catalog = self.catalog()?.ok_or(ConfigError::Missing { name: "--iceberg-catalog", how })?;
         let interval = set(self.table_commit_interval, "--table-commit-interval")?.0;
         if interval < MIN_COMMIT_INTERVAL {
             let why = format!("use at least {}", HumanDuration(MIN_COMMIT_INTERVAL));
@@ -77,12 +71,19 @@ impl Settings {
         }
         let max_files =
             super::positive(set(self.table_commit_files, "--table-commit-files")? as u64, "--table-commit-files")?;
-        Ok(Some(TableConfig {
-            catalog,
-            catalog_name: set(self.iceberg_catalog_name.clone(), "--iceberg-catalog-name")?,
-            namespace,
-            cadence: Cadence { interval, max_files: max_files as usize },
-        }))
+        Ok(Some(TableConfig { catalog, cadence: Cadence { interval, max_files: max_files as usize } }))
+    }
+
+    /// The catalog `--iceberg-catalog` names, with its settings and the namespace; none when not given.
+    pub fn catalog(&self) -> Result<Option<CatalogConfig>, ConfigError> {
+        let Some(url) = &self.iceberg_catalog else { return Ok(None) };
+        let location = self.catalog_location(url)?;
+        let namespace = set(self.iceberg_namespace.clone(), "--iceberg-namespace")?;
+        if namespace.is_empty() || !namespace.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(invalid("--iceberg-namespace", &namespace, "use letters, digits and _ only".into()));
+        }
+        let name = set(self.iceberg_catalog_name.clone(), "--iceberg-catalog-name")?;
+        Ok(Some(CatalogConfig { location, name, namespace }))
     }
 
     /// Where `--iceberg-catalog` is, with a REST catalog's settings.

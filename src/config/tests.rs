@@ -139,8 +139,8 @@ fn iceberg_tables_need_a_sqlite_catalog_parquet_and_claims_and_may_be_per_topic(
     let with = |url: &str| Settings { iceberg_catalog: Some(url.into()), ..on(minimal()) };
     let c = with("sqlite:///var/ksa/catalog.db").resolve(None).unwrap();
     let table = c.table.unwrap();
-    assert_eq!(table.catalog, crate::config::CatalogLocation::Sqlite("/var/ksa/catalog.db".into()));
-    assert_eq!((table.namespace.as_str(), table.catalog_name.as_str()), ("kafka", "default"));
+    assert_eq!(table.catalog.location, crate::config::CatalogLocation::Sqlite("/var/ksa/catalog.db".into()));
+    assert_eq!((table.catalog.namespace.as_str(), table.catalog.name.as_str()), ("kafka", "default"));
     assert_eq!(table.cadence.interval, Duration::from_secs(60));
     for (settings, why) in [
         (with("sqlite://relative.db"), "absolute"),
@@ -173,9 +173,10 @@ fn a_rest_catalog_takes_a_token_or_client_credentials_shown_masked() {
     let c = rest(minimal()).resolve(None).unwrap();
     let plain =
         RestOptions { url: "https://catalog.example.com".into(), warehouse: None, auth: RestAuth::None, ca: None };
-    assert_eq!(c.table.unwrap().catalog, crate::config::CatalogLocation::Rest(plain), "the URL before /v1");
+    assert_eq!(c.table.unwrap().catalog.location, crate::config::CatalogLocation::Rest(plain), "the URL before /v1");
     let oauth2 = rest(Settings { iceberg_credential: Some("id:s3cr3t".into()), ..minimal() });
-    let crate::config::CatalogLocation::Rest(options) = oauth2.clone().resolve(None).unwrap().table.unwrap().catalog
+    let crate::config::CatalogLocation::Rest(options) =
+        oauth2.clone().resolve(None).unwrap().table.unwrap().catalog.location
     else {
         panic!("a REST catalog")
     };

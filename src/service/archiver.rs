@@ -12,7 +12,7 @@ use tracing::warn;
 
 use crate::archive::keys::ListRequest;
 use crate::config::ArchiverConfig;
-use crate::config::{CatalogLocation, TableConfig};
+use crate::config::TableConfig;
 use crate::encode::spool::{host_name, SpoolData, SpoolOptions, SpoolUsage};
 use crate::pipeline::dead_letters::kafka::KafkaDeadLetters;
 use crate::pipeline::schemas::Registry;
@@ -26,9 +26,7 @@ use crate::source::probe::{connection_settings, probe_config};
 use crate::source::topic_id::TopicIdClient;
 use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, SourceOptions, HAND_OVER_BATCH};
 use crate::store::{self, ObjectStore, PutOutcome, Role, StoreError};
-use crate::table::catalog::rest::RestCatalog;
-use crate::table::catalog::sql::SqlCatalog;
-use crate::table::catalog::Catalog;
+use crate::table::catalog;
 use crate::table::committer::Committer;
 use crate::telemetry::{Event, Metrics};
 
@@ -67,7 +65,7 @@ fn start_tables(
     metrics: &Arc<Metrics>,
 ) -> Result<TableTask, ArchiverError> {
     let committer = Committer {
-        catalog: open_catalog(table, store.clone())?,
+        catalog: catalog::open(&table.catalog.location, &table.catalog.name, store.clone())?,
         store,
         prefix: config.store.dest.prefix().clone(),
         max_files: table.cadence.max_files,
@@ -77,14 +75,6 @@ fn start_tables(
     let (stop, stopped) = watch::channel(false);
     let task = tokio::spawn(crate::service::tables::run(committer, options, metrics.clone(), stopped));
     Ok(TableTask { task, stop })
-}
-
-/// The tables' catalog, its files on `store`.
-fn open_catalog(table: &TableConfig, store: Arc<dyn ObjectStore>) -> Result<Arc<dyn Catalog>, ArchiverError> {
-    Ok(match &table.catalog {
-        CatalogLocation::Sqlite(path) => Arc::new(SqlCatalog::open(path.clone(), &table.catalog_name, store)?),
-        CatalogLocation::Rest(options) => Arc::new(RestCatalog::new(options.clone(), store)),
-    })
 }
 
 /// The tables' committer, and how to tell it the pipeline has finished.
@@ -210,7 +200,10 @@ pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError
     }
     if let Some(table) = &config.table {
         let store = store::open(&config.store.dest, &config.store.settings, Role::Inspect).await?;
-        passed.push(format!("iceberg {}", open_catalog(table, store)?.check().await?));
+        passed.push(format!(
+            "iceberg {}",
+            catalog::open(&table.catalog.location, &table.catalog.name, store)?.check().await?
+        ));
     }
     Ok(passed)
 }

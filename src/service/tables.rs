@@ -75,7 +75,7 @@ async fn commit_all(
         if !profile.table || partitions.is_empty() {
             continue;
         }
-        let ident = TableIdent { namespace: options.config.namespace.clone(), name: table_name(topic) };
+        let ident = TableIdent { namespace: options.config.catalog.namespace.clone(), name: table_name(topic) };
         let table = TopicTable { ident, topic: topic.clone(), width: profile.bucketing.map(|b| b.width) };
         let outcome = committer.commit(&table, &partitions, wall_clock_ms()).await;
         let name = table.ident.to_string();

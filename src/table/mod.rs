@@ -8,15 +8,18 @@
 //! snapshot plans again from the positions it finds. So a file is in the table at most once, in chain
 //! order, with no hole, whoever commits it — another instance, a zombie or a racing group.
 //!
-//! The decisions are pure ([`plan`], [`state`], [`cadence`], [`partition`], and Iceberg's format in
-//! [`iceberg`]); the I/O around them is thin: the catalogs ([`catalog`]), reading a partition's chain
-//! ([`chain`]), and the commit itself ([`committer`], [`snapshot`]).
+//! The decisions are pure ([`plan`], [`state`], [`cadence`], [`partition`], [`audit`], and Iceberg's
+//! format in [`iceberg`]); the I/O around them is thin: the catalogs ([`catalog`]), reading a partition's
+//! chain ([`chain`]), the commit itself ([`committer`], [`snapshot`]) and reading a table back
+//! ([`inspect`]).
 
+pub mod audit;
 pub mod cadence;
 pub mod catalog;
 pub mod chain;
 pub mod committer;
 pub mod iceberg;
+pub mod inspect;
 pub mod partition;
 pub mod plan;
 pub mod snapshot;

@@ -1,7 +1,8 @@
 //! `demo`: the whole loop with no services. An in-process Kafka mock cluster (librdkafka's), generated
 //! records, an archive in a local directory, a crash mid-way (no flush, no commit), a restart under a new
 //! consumer group (so Kafka's committed offsets are lost and only the archive knows the position), and
-//! an independent check that every produced record is in the archive exactly once, bytes equal.
+//! an independent check that every produced record is in the archive exactly once, bytes equal; with
+//! Parquet, also in the topic's Iceberg table (a SQL catalog in the demo's folder) exactly once.
 
 pub mod check;
 pub mod cli;
@@ -19,13 +20,16 @@ use crate::archive::object_key::Prefix;
 use crate::archive::record::Record;
 use crate::commands::demo::check::{archived_ends, compare, read_topic, CheckError, Comparison};
 use crate::commands::demo::generate::produce;
+use crate::commands::verify::tables::check_tables;
 use crate::commands::verify::{verify, VerifyOptions};
-use crate::config::{ArchiverConfig, ConfigError, Settings};
+use crate::config::{ArchiverConfig, ConfigError, Settings, TableFormat};
 use crate::encode::Format;
 use crate::service::archiver::{Archiver, ArchiverError};
 use crate::store::{self, list_all, ObjectStore, Role, StoreError};
 
 const TOPIC: &str = "demo-orders";
+/// The topic's Iceberg table (its name in SQL identifier characters).
+const TOPIC_TABLE: &str = "demo_orders";
 const PARTITIONS: i32 = 3;
 
 #[derive(Debug, Error)]
@@ -48,6 +52,8 @@ pub enum DemoError {
     Mismatch(Comparison),
     #[error("verify found {0} problems in the archive")]
     Problems(usize),
+    #[error(transparent)]
+    Table(#[from] crate::table::committer::TableError),
 }
 
 pub struct DemoOptions {
@@ -72,6 +78,14 @@ async fn wait_for(
 }
 
 fn settings(bootstrap: &str, group: &str, opts: &DemoOptions) -> Settings {
+    // Parquet files also go to the topic's Iceberg table, on a SQL catalog in the demo's folder.
+    let table = (opts.format == Format::Parquet).then(|| Settings {
+        table: Some(TableFormat::Iceberg),
+        iceberg_catalog: Some(format!("sqlite://{}", opts.dir.join("catalog.db").display())),
+        table_commit_interval: Some("1s".parse().expect("valid duration")),
+        ..Settings::default()
+    });
+    let table = table.unwrap_or_default();
     Settings {
         brokers: Some(bootstrap.to_string()),
         group: Some(group.to_string()),
@@ -82,7 +96,7 @@ fn settings(bootstrap: &str, group: &str, opts: &DemoOptions) -> Settings {
         roll_age: Some("2s".parse().expect("valid duration")),
         spool_dir: Some(opts.dir.join("spool")),
         kafka_flags: Some(vec!["session.timeout.ms=6000".into(), "heartbeat.interval.ms=500".into()]),
-        ..Settings::default()
+        ..table
     }
 }
 
@@ -120,8 +134,13 @@ pub async fn run(opts: DemoOptions) -> Result<Comparison, DemoError> {
         concurrency: 8,
         strict: false,
     };
-    let report = verify(store.as_ref(), &options).await?;
-    println!("8. verify --deep --brokers (the same check an operator runs):");
+    let mut report = verify(store.as_ref(), &options).await?;
+    let catalog = second.table.as_ref().map(|t| &t.catalog);
+    if let Some(catalog) = catalog {
+        report.tables = check_tables(store.clone(), &prefix, catalog, &[TOPIC.to_string()]).await?;
+    }
+    let tables = catalog.map_or("", |_| " --iceberg-catalog");
+    println!("8. verify --deep --brokers{tables} (the same check an operator runs):");
     for line in report.table().lines() {
         println!("   {line}");
     }
@@ -129,11 +148,16 @@ pub async fn run(opts: DemoOptions) -> Result<Comparison, DemoError> {
     if !comparison.is_exact() {
         println!("RESULT: FAILED");
         Err(DemoError::Mismatch(comparison))
+    } else if catalog.is_some() && report.tables.iter().map(|t| t.records).sum::<u64>() != total as u64 {
+        println!("RESULT: FAILED (the Iceberg table does not hold every record)");
+        Err(DemoError::Problems(1))
     } else if !report.is_clean() {
         println!("RESULT: FAILED");
         Err(DemoError::Problems(report.problem_count()))
     } else {
-        println!("RESULT: OK: every produced record is in the archive exactly once, bytes equal");
+        let table =
+            catalog.map_or(String::new(), |c| format!(", and in Iceberg table {}.{TOPIC_TABLE} once", c.namespace));
+        println!("RESULT: OK: every produced record is in the archive exactly once, bytes equal{table}");
         Ok(comparison)
     }
 }

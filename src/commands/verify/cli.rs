@@ -3,13 +3,16 @@
 use anyhow::Context;
 use clap::Args;
 
+use super::tables::check_tables;
 use super::{verify, VerifyOptions};
-use crate::commands::args::{kafka_props, ArchiveArgs};
+use crate::commands::args::{kafka_props, ArchiveArgs, CatalogArgs};
 
 #[derive(Args)]
 pub struct VerifyArgs {
     #[command(flatten)]
     archive: ArchiveArgs,
+    #[command(flatten)]
+    catalog: CatalogArgs,
     /// Only this topic (repeatable) [default: every topic in the archive].
     #[arg(long = "topic")]
     topics: Vec<String>,
@@ -38,8 +41,9 @@ pub struct VerifyArgs {
 
 /// Runs `verify`; `Ok(true)` when the archive is clean.
 pub async fn run(args: VerifyArgs) -> anyhow::Result<bool> {
-    let VerifyArgs { archive, topics, partitions, deep, brokers, kafka, json, concurrency, strict } = args;
+    let VerifyArgs { archive, catalog, topics, partitions, deep, brokers, kafka, json, concurrency, strict } = args;
     let props = kafka_props(&kafka)?;
+    let catalog = catalog.catalog()?;
     let (dest, store) = archive.open().await?;
     let options = VerifyOptions {
         prefix: dest.prefix().clone(),
@@ -50,9 +54,15 @@ pub async fn run(args: VerifyArgs) -> anyhow::Result<bool> {
         concurrency,
         strict,
     };
-    let report = verify(store.as_ref(), &options)
+    let mut report = verify(store.as_ref(), &options)
         .await
         .with_context(|| format!("cannot verify the archive at {}", store.describe()))?;
+    if let Some(catalog) = &catalog {
+        let topics = report.topics();
+        report.tables = check_tables(store.clone(), dest.prefix(), catalog, &topics)
+            .await
+            .with_context(|| format!("cannot check the tables of the archive at {}", store.describe()))?;
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

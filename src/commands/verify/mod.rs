@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod tables;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -72,12 +73,15 @@ pub struct VerifyReport {
     pub foreign_keys: Vec<String>,
     /// Whether the foreign keys count as problems.
     pub strict: bool,
+    /// The topics' Iceberg tables checked against the archive (with `--iceberg-catalog`).
+    pub tables: Vec<crate::table::inspect::TableCheck>,
 }
 
 impl VerifyReport {
     pub fn problem_count(&self) -> usize {
         let foreign = if self.strict { self.foreign_keys.len() } else { 0 };
-        self.partitions.iter().map(|p| p.problems.len()).sum::<usize>() + foreign
+        let tables: usize = self.tables.iter().map(|t| t.problems.len()).sum();
+        self.partitions.iter().map(|p| p.problems.len()).sum::<usize>() + foreign + tables
     }
 
     pub fn is_clean(&self) -> bool {
@@ -129,6 +133,7 @@ impl VerifyReport {
                 self.value_misfits
             );
         }
+        self.table_lines(&mut out);
         let severity = if self.strict { "problem" } else { "warning" };
         for key in &self.foreign_keys {
             let _ = writeln!(out, "{severity}: not an archive object (ignored by the archiver): {key}");
@@ -236,6 +241,7 @@ pub async fn verify(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<Ver
         partitions,
         foreign_keys,
         strict: opts.strict,
+        tables: Vec::new(),
     })
 }
 

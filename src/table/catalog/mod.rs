@@ -5,12 +5,36 @@
 pub mod rest;
 pub mod sql;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::Value;
 use thiserror::Error;
 
 use crate::store::{ObjectStore, StoreError};
 use crate::table::iceberg::metadata::Change;
+
+/// Where an Iceberg catalog is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogLocation {
+    /// A SQL catalog in this SQLite database file.
+    Sqlite(PathBuf),
+    /// An Iceberg REST catalog.
+    Rest(rest::RestOptions),
+}
+
+/// The catalog at `location` (a SQL catalog's rows name it `name`), its tables' files on `store`.
+pub fn open(
+    location: &CatalogLocation,
+    name: &str,
+    store: Arc<dyn ObjectStore>,
+) -> Result<Arc<dyn Catalog>, CatalogError> {
+    Ok(match location {
+        CatalogLocation::Sqlite(path) => Arc::new(sql::SqlCatalog::open(path.clone(), name, store)?),
+        CatalogLocation::Rest(options) => Arc::new(rest::RestCatalog::new(options.clone(), store)),
+    })
+}
 
 /// A table's name in its catalog.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -190,14 +190,17 @@ impl RestCatalog {
         }
     }
 
-    /// Creates the namespace; one that exists already is fine.
+    /// Creates the namespace; one that exists already is fine (also when creating it failed because
+    /// another committer created it at the same time: some catalogs answer that race with a 500).
     async fn create_namespace(&self, table: &TableIdent) -> Result<(), CatalogError> {
         let url = format!("{}/namespaces", self.base().await?);
         let body = json!({ "namespace": [table.namespace], "properties": {} });
         let answer = self.call(Method::POST, &url, Some(&body)).await?;
-        expect(answer, &[StatusCode::OK, StatusCode::CONFLICT])
-            .map(drop)
-            .map_err(|why| self.failed(format!("creating namespace {}: {why}", table.namespace)))
+        let Err(why) = expect(answer, &[StatusCode::OK, StatusCode::CONFLICT]) else { return Ok(()) };
+        match self.call(Method::GET, &self.namespace_url(table).await?, None).await?.0 {
+            StatusCode::OK => Ok(()),
+            _ => Err(self.failed(format!("creating namespace {}: {why}", table.namespace))),
+        }
     }
 }
 
@@ -232,13 +235,21 @@ impl Catalog for RestCatalog {
         let url = format!("{}/register", self.namespace_url(table).await?);
         let answer =
             self.call(Method::POST, &url, Some(&json!({ "name": table.name, "metadata-location": file }))).await?;
-        if answer.0 == StatusCode::CONFLICT {
-            let _ = self.store.delete(&key).await; // Another committer's table won: this file is nobody's.
-            return Ok(None);
+        let conflict = answer.0 == StatusCode::CONFLICT;
+        let refused = match expect(answer, &[StatusCode::OK]) {
+            Ok((_, json)) => return Ok(Some(self.loaded(&json)?)),
+            Err(why) => why,
+        };
+        // A 409, or a failure while another committer registered it (some catalogs answer that race with
+        // a 500, and an answer may be lost after the table was registered): load what is there.
+        match self.load(table).await? {
+            Some(_) if conflict => {
+                let _ = self.store.delete(&key).await; // Another committer's table won: this file is nobody's.
+                Ok(None)
+            }
+            Some(_) => Ok(None), // Perhaps this file, perhaps not: kept (the table may name it in its log).
+            None => Err(self.failed(format!("registering {table}: {refused}"))),
         }
-        let (_, json) =
-            expect(answer, &[StatusCode::OK]).map_err(|why| self.failed(format!("registering {table}: {why}")))?;
-        Ok(Some(self.loaded(&json)?))
     }
 
     async fn commit(

@@ -1,0 +1,85 @@
+//! Reads a topic's table back and holds it against the archive (`verify` with a catalog): the files of
+//! its current snapshot (its manifest list, then each manifest), and per partition with a recorded
+//! position the partition's claims chain from 0 ([`super::audit`] decides). Costs one GET per manifest
+//! and, per partition, a LIST of its claims, a GET per claim and a HEAD and footer GET per object.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::audit::{audit, expected_objects, TableProblem};
+use super::catalog::key_of;
+use super::chain::read_chain;
+use super::committer::{Committer, TableError, TopicTable};
+use super::iceberg::avro_file;
+use super::iceberg::manifest::read_manifest_list;
+use super::iceberg::metadata::Base;
+use super::plan::Chain;
+use super::state::TableState;
+use crate::archive::partition::TopicPartition;
+
+/// Iceberg's status of a manifest entry whose file a snapshot removed.
+const STATUS_DELETED: i64 = 2;
+
+/// What `verify` found of a topic's table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableCheck {
+    pub table: String,
+    pub snapshot_id: Option<i64>,
+    /// Data files in its current snapshot, and their records.
+    pub files: usize,
+    pub records: u64,
+    /// Per partition, the chain position the table records.
+    pub positions: BTreeMap<i32, i64>,
+    pub problems: Vec<TableProblem>,
+}
+
+impl Committer {
+    /// The check of `table` against the archive; none when the catalog has no such table.
+    pub async fn check(&self, table: &TopicTable) -> Result<Option<TableCheck>, TableError> {
+        let Some(loaded) = self.catalog.load(&table.ident).await? else { return Ok(None) };
+        let base = Base(&loaded.metadata);
+        base.check_version()?;
+        let state = TableState::from_properties(base.properties())?;
+        let files = self.live_files(&base).await?;
+        let mut expected = BTreeMap::new();
+        for (&p, &position) in &state.positions {
+            let tp = TopicPartition::new(&table.topic, p).expect("a recorded partition");
+            let (durable, next) = read_chain(self.store.as_ref(), &self.prefix, &tp, 0, usize::MAX).await?;
+            let links: Vec<_> = durable.into_iter().map(|d| d.link).collect();
+            expected.insert(p, expected_objects(position, Chain { links: &links, next }));
+        }
+        let keys: Vec<String> = files.iter().map(|(k, _)| k.clone()).collect();
+        Ok(Some(TableCheck {
+            table: table.ident.to_string(),
+            snapshot_id: base.snapshot_id(),
+            files: files.len(),
+            records: files.iter().map(|(_, r)| r).sum(),
+            positions: state.positions,
+            problems: audit(&self.prefix, &table.topic, &keys, &expected),
+        }))
+    }
+
+    /// The data files of the table's current snapshot: their store keys (a file elsewhere keeps its
+    /// URI, which no archive key equals) and record counts.
+    async fn live_files(&self, base: &Base<'_>) -> Result<Vec<(String, u64)>, TableError> {
+        let Some(list) = base.snapshot().and_then(|s| s["manifest-list"].as_str()) else { return Ok(Vec::new()) };
+        let location = base.location().unwrap_or_default();
+        let store = self.store.as_ref();
+        let mut files = Vec::new();
+        for entry in read_manifest_list(&store.get(key_of(store, location, list)?).await?)? {
+            let path = entry.0["manifest_path"].as_str().unwrap_or_default();
+            let manifest = avro_file::read(&store.get(key_of(store, location, path)?).await?)?;
+            for record in manifest.records {
+                if record["status"].as_i64() == Some(STATUS_DELETED) {
+                    continue;
+                }
+                let file = &record["data_file"];
+                let uri = file["file_path"].as_str().unwrap_or_default();
+                let key = key_of(store, location, uri).map_or_else(|_| uri.to_string(), str::to_string);
+                files.push((key, file["record_count"].as_u64().unwrap_or(0)));
+            }
+        }
+        Ok(files)
+    }
+}
