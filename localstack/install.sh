@@ -182,7 +182,10 @@ install_producer() {
 install_iceberg_rest() {
   local dir="$SERVICES_DIR/iceberg-rest-$ICEBERG_VERSION" source="$(dirname "$0")/iceberg-rest/LoopbackRESTCatalogServer.java"
   [ -f "$dir/.installed" ] && cmp -s "$source" "$dir/LoopbackRESTCatalogServer.java" && return 0
-  command -v javac >/dev/null || die "javac is not installed (it compiles the REST catalog's start-up class): apt-get install openjdk-17-jdk-headless"
+  local java javac
+  java=$(find_java 17) || die "Apache Iceberg's REST catalog needs Java 17+ and none was found ($java)"
+  javac="$(dirname "$(readlink -f "$java")")/javac"
+  [ -x "$javac" ] || die "no javac beside $java (it compiles the REST catalog's start-up class): apt-get install openjdk-17-jdk-headless"
   say "installing Apache Iceberg's REST catalog server $ICEBERG_VERSION (its jars from Maven Central) into $dir"
   rm -rf "$dir" && mkdir -p "$dir"
   local dep="" a
@@ -209,7 +212,7 @@ POM
   (cd "$dir" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=libs -DincludeScope=runtime) \
     || die "mvn could not fetch Apache Iceberg's REST catalog $ICEBERG_VERSION from Maven Central (see its output above)"
   cp "$source" "$dir/"
-  javac -d "$dir/classes" -cp "$dir/libs/*" "$dir/LoopbackRESTCatalogServer.java" \
+  "$javac" -d "$dir/classes" -cp "$dir/libs/*" "$dir/LoopbackRESTCatalogServer.java" \
     || die "javac could not compile $source against the Iceberg $ICEBERG_VERSION jars (output above)"
   touch "$dir/.installed"
 }

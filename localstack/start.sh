@@ -42,6 +42,7 @@ wait_tcp() { # port seconds name log
 [ -f "$ICEBERG_REST_DIR/.installed" ] || die "Apache Iceberg's REST catalog $ICEBERG_VERSION is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/producer-venv/.installed" ] || die "confluent-kafka (the producer venv) is not installed; run localstack/install.sh first"
 command -v curl >/dev/null || die "curl is not installed (start.sh asks the Schema Registry and LocalStack whether they are up): apt-get install curl"
+ICEBERG_REST_JAVA=$(find_java 17) || die "Apache Iceberg's REST catalog needs Java 17+ and none was found ($ICEBERG_REST_JAVA)"
 REGISTRY_JAVA=$(find_java 21) || die "Apicurio Registry $APICURIO_VERSION needs Java 21+ and none was found ($REGISTRY_JAVA): install a JDK 21 or newer under /usr/lib/jvm, or point JAVA_HOME at one"
 
 KAFKA_PORT=$(free_port)
@@ -192,7 +193,7 @@ REGISTRY_HTTPS_URL="https://127.0.0.1:$REGISTRY_TLS_PORT/apis/ccompat/v7"
   CATALOG_URI="jdbc:sqlite:file:$STATE/iceberg-rest.db" CATALOG_IO__IMPL=org.apache.iceberg.io.ResolvingFileIO \
   CATALOG_S3_ENDPOINT="http://127.0.0.1:$S3_PORT" CATALOG_S3_PATH__STYLE__ACCESS=true \
   AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-  java -Xmx256m -cp "$ICEBERG_REST_DIR/libs/*:$ICEBERG_REST_DIR/classes" \
+  "$ICEBERG_REST_JAVA" -Xmx256m -cp "$ICEBERG_REST_DIR/libs/*:$ICEBERG_REST_DIR/classes" \
   org.apache.iceberg.rest.LoopbackRESTCatalogServer "$ICEBERG_REST_PORT") >"$STATE/iceberg-rest.log" 2>&1 &
 echo $! >"$STATE/iceberg-rest.pid"
 ICEBERG_REST_URL="http://127.0.0.1:$ICEBERG_REST_PORT"

@@ -257,11 +257,11 @@ pub struct Settings {
     #[arg(long, env = "KSA_ICEBERG_WAREHOUSE", help_heading = "Tables")]
     pub iceberg_warehouse: Option<String>,
     /// A bearer token for the REST catalog (shown masked)
-    #[arg(long, env = "KSA_ICEBERG_TOKEN", help_heading = "Tables")]
+    #[arg(long, env = "KSA_ICEBERG_TOKEN", hide_env_values = true, help_heading = "Tables")]
     pub iceberg_token: Option<String>,
     /// OAuth2 client credentials for the REST catalog, CLIENT_ID:CLIENT_SECRET, exchanged for a token at
     /// its /v1/oauth/tokens, instead of --iceberg-token (shown masked)
-    #[arg(long, env = "KSA_ICEBERG_CREDENTIAL", help_heading = "Tables")]
+    #[arg(long, env = "KSA_ICEBERG_CREDENTIAL", hide_env_values = true, help_heading = "Tables")]
     pub iceberg_credential: Option<String>,
     #[arg(long, env = "KSA_ICEBERG_SCOPE", help_heading = "Tables",
         help = with_default("The OAuth2 scope asked for with --iceberg-credential", DEFAULT_ICEBERG_SCOPE))]
@@ -295,10 +295,10 @@ pub struct Settings {
     #[arg(long, env = "KSA_SCHEMA_REGISTRY_USERNAME", help_heading = "Schema Registry")]
     pub schema_registry_username: Option<String>,
     /// Basic authentication to the Schema Registry: the password (shown masked)
-    #[arg(long, env = "KSA_SCHEMA_REGISTRY_PASSWORD", help_heading = "Schema Registry")]
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_PASSWORD", hide_env_values = true, help_heading = "Schema Registry")]
     pub schema_registry_password: Option<String>,
     /// A bearer token for the Schema Registry, instead of basic authentication (shown masked)
-    #[arg(long, env = "KSA_SCHEMA_REGISTRY_TOKEN", help_heading = "Schema Registry")]
+    #[arg(long, env = "KSA_SCHEMA_REGISTRY_TOKEN", hide_env_values = true, help_heading = "Schema Registry")]
     pub schema_registry_token: Option<String>,
     /// For an https:// Schema Registry: a PEM file of the CA certificates its certificate is signed by
     /// [default: the system's root certificates]

@@ -173,6 +173,7 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
         table: Some(TableFormat::Iceberg),
         iceberg_catalog: Some(format!("sqlite://{}", db.display())),
         table_commit_interval: Some("1h".parse().unwrap()),
+        table_commit_files: Some(1), // two files at the stop: two commits
         ..mock_settings(&bootstrap, dir.path())
     }
     .resolve(None)

@@ -16,8 +16,9 @@ use kafka_s3_archiver::commands::verify::tables::check_tables;
 use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation};
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use kafka_s3_archiver::table::catalog::rest::{RestAuth, RestCatalog, RestOptions};
-use kafka_s3_archiver::table::catalog::{Catalog, TableIdent};
+use kafka_s3_archiver::table::catalog::{Catalog, Committed, TableIdent};
 use kafka_s3_archiver::table::committer::{Committer, TopicTable};
+use kafka_s3_archiver::table::iceberg::metadata::Change;
 use kafka_s3_archiver::table::table_name;
 use rdkafka::mocking::MockCluster;
 
@@ -68,6 +69,27 @@ async fn two_committers_on_a_rest_catalog_add_each_file_once() {
     let again = a.commit(&table, &[0, 1, 2], 2_000).await.unwrap();
     assert_eq!((again.files, again.snapshot_id), (0, None), "nothing new: no snapshot");
     check_pyiceberg(&ns, "payments", &[], &produced);
+
+    // The catalog orders commits: two planned on the same table, the second is refused, changing nothing.
+    let catalog = rest(RestAuth::None, store.clone());
+    let planned = catalog.load(&table.ident).await.unwrap().unwrap();
+    let m = &planned.metadata;
+    let current = m["snapshots"].as_array().unwrap().iter().find(|s| s["snapshot-id"] == m["current-snapshot-id"]);
+    let change = |id: i64| Change {
+        snapshot: serde_json::json!({
+            "snapshot-id": id, "parent-snapshot-id": m["current-snapshot-id"],
+            "sequence-number": m["last-sequence-number"].as_i64().unwrap() + 1,
+            "timestamp-ms": m["last-updated-ms"], "manifest-list": current.unwrap()["manifest-list"],
+            "summary": { "operation": "append" }, "schema-id": m["current-schema-id"],
+        }),
+        properties: vec![],
+    };
+    let first = catalog.commit(&table.ident, &planned, &change(11), 0).await.unwrap();
+    assert!(matches!(first, Committed::Done(_)), "{first:?}");
+    let second = catalog.commit(&table.ident, &planned, &change(12), 0).await.unwrap();
+    assert_eq!(second, Committed::Conflict);
+    let now = catalog.load(&table.ident).await.unwrap().unwrap();
+    assert_eq!(now.metadata["current-snapshot-id"], 11, "the refused commit changed nothing");
 }
 
 #[tokio::test(flavor = "multi_thread")]

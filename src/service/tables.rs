@@ -36,24 +36,37 @@ pub async fn run(committer: Committer, options: TableOptions, metrics: Arc<Metri
     let (mut uploaded, mut assignments) = (0, 0);
     // Nothing is known to wait at start: what an earlier run left is looked for once.
     let mut pending = true;
+    // A commit took as many files as one may: more wait, and the next commit is due at once.
+    let mut backlog = false;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
             _ = stop.changed() => {
-                commit_all(&committer, &options, &metrics, &options.assigned.held_since_start()).await;
+                let held = options.assigned.held_since_start();
+                while commit_all(&committer, &options, &metrics, &held).await.full {}
                 return;
             }
         }
         let (now_uploaded, now_assignments) = (metrics.objects_uploaded.get(), options.assigned.assignments());
         pending |= now_assignments != assignments;
-        let waiting = (now_uploaded - uploaded) as usize + usize::from(pending);
+        let backlog_files = if backlog { options.config.cadence.max_files } else { 0 };
+        let waiting = (now_uploaded - uploaded) as usize + usize::from(pending) + backlog_files;
         if !options.config.cadence.due(waiting, last, started, Instant::now()) {
             continue;
         }
         last = Some(Instant::now());
         (uploaded, assignments) = (now_uploaded, now_assignments);
-        pending = !commit_all(&committer, &options, &metrics, &held_now(&options.assigned)).await;
+        let outcome = commit_all(&committer, &options, &metrics, &held_now(&options.assigned)).await;
+        (pending, backlog) = (!outcome.ok || outcome.full, outcome.full);
     }
+}
+
+/// How a round of commits went.
+struct Round {
+    /// Every commit succeeded.
+    ok: bool,
+    /// A commit took as many files as one may (more may wait).
+    full: bool,
 }
 
 /// Per topic held, its partitions held now.
@@ -61,14 +74,14 @@ fn held_now(assigned: &AssignedTopics) -> BTreeMap<String, BTreeSet<i32>> {
     assigned.snapshot().into_iter().map(|t| (t.clone(), assigned.partitions(&t).into_iter().collect())).collect()
 }
 
-/// Commits every topic with a table; whether all commits succeeded.
+/// Commits every topic with a table.
 async fn commit_all(
     committer: &Committer,
     options: &TableOptions,
     metrics: &Metrics,
     held: &BTreeMap<String, BTreeSet<i32>>,
-) -> bool {
-    let mut all = true;
+) -> Round {
+    let (mut all, mut full) = (true, false);
     for (topic, partitions) in held {
         let profile = options.profiles.for_topic(topic);
         let partitions: Vec<i32> = partitions.iter().copied().collect();
@@ -81,6 +94,7 @@ async fn commit_all(
         let name = table.ident.to_string();
         match outcome {
             Ok(r) => {
+                full |= r.files >= committer.max_files;
                 for (p, why) in &r.failed {
                     all = false;
                     let why = format!("partition {p}: {why}");
@@ -100,5 +114,5 @@ async fn commit_all(
             }
         }
     }
-    all
+    Round { ok: all, full }
 }

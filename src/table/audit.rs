@@ -34,14 +34,17 @@ pub fn expected_objects(position: i64, chain: Chain) -> Result<Vec<String>, Plan
         return Err(PlanError::Ahead { position, archive: chain.next });
     }
     let before: Vec<_> = chain.links.iter().take_while(|l| l.covers.start() < position).cloned().collect();
+    // Where the chain goes on after a hole at `at`: its next durable link (or the position).
+    let later = |at: i64| chain.links.iter().map(|l| l.covers.start()).find(|s| *s > at).unwrap_or(position);
     match plan(None, Chain { links: &before, next: chain.next })? {
         _ if position == 0 => Ok(Vec::new()),
         Some(append) if append.to == position => Ok(append.files),
         Some(append) if append.to > position => {
             Err(PlanError::Inside { position, link: before.last().expect("a link before the position").covers })
         }
-        Some(append) => Err(PlanError::Missing { position: append.to, later: position }),
-        None => Err(PlanError::Ahead { position, archive: chain.next }),
+        Some(append) => Err(PlanError::Missing { position: append.to, later: later(append.to) }),
+        // Nothing durable before the position, though the chain reaches it: its start is missing.
+        None => Err(PlanError::Missing { position: 0, later: later(0) }),
     }
 }
 
@@ -113,7 +116,12 @@ mod tests {
         assert!(matches!(expected_objects(400, chain), Err(PlanError::Ahead { .. })));
         // A hole in the chain before the position: the table cannot be exact.
         let holed = [link(0, 0, 99), link(0, 200, 299)];
-        assert!(expected_objects(300, Chain { links: &holed, next: 300 }).is_err());
+        let missing = expected_objects(300, Chain { links: &holed, next: 300 });
+        assert_eq!(missing, Err(PlanError::Missing { position: 100, later: 200 }));
+        // The chain's first object gone: the table's files are fine, the archive lost one.
+        let headless = [link(0, 100, 199)];
+        let missing = expected_objects(100, Chain { links: &headless, next: 200 });
+        assert_eq!(missing, Err(PlanError::Missing { position: 0, later: 100 }));
     }
 
     #[test]

@@ -229,25 +229,26 @@ impl Catalog for RestCatalog {
     async fn create(&self, table: &TableIdent, metadata: &Value) -> Result<Option<Loaded>, CatalogError> {
         let location =
             metadata["location"].as_str().ok_or_else(|| self.failed("new table metadata has no location"))?;
+        self.create_namespace(table).await?;
         let file = next_metadata_file(location, None);
         let key = write_metadata(self.store.as_ref(), table, &file, metadata).await?;
-        self.create_namespace(table).await?;
         let url = format!("{}/register", self.namespace_url(table).await?);
         let answer =
             self.call(Method::POST, &url, Some(&json!({ "name": table.name, "metadata-location": file }))).await?;
-        let conflict = answer.0 == StatusCode::CONFLICT;
+        // A 4xx changed nothing, so this file is nobody's; after a 5xx it may be the table's.
+        let refused_outright = answer.0.is_client_error();
         let refused = match expect(answer, &[StatusCode::OK]) {
             Ok((_, json)) => return Ok(Some(self.loaded(&json)?)),
             Err(why) => why,
         };
         // A 409, or a failure while another committer registered it (some catalogs answer that race with
         // a 500, and an answer may be lost after the table was registered): load what is there.
-        match self.load(table).await? {
-            Some(_) if conflict => {
-                let _ = self.store.delete(&key).await; // Another committer's table won: this file is nobody's.
-                Ok(None)
-            }
-            Some(_) => Ok(None), // Perhaps this file, perhaps not: kept (the table may name it in its log).
+        let theirs = self.load(table).await?;
+        if refused_outright {
+            let _ = self.store.delete(&key).await; // Another committer's table, or none: nobody's file.
+        }
+        match theirs {
+            Some(_) => Ok(None), // Whoever's it is, the committer loads it.
             None => Err(self.failed(format!("registering {table}: {refused}"))),
         }
     }
