@@ -110,7 +110,7 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
     let produced = produce(&bootstrap, "clicks.v1", 2, 0..400, 40).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("catalog.db");
-    let config = Settings {
+    let settings = Settings {
         topics: Some(vec!["clicks.v1".into()]),
         roll_records: Some(50),
         time_buckets: Some(TimeBuckets::Hour),
@@ -118,17 +118,8 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
         iceberg_catalog: Some(format!("sqlite://{}", db.display())),
         table_commit_interval: Some("1s".parse().unwrap()),
         ..mock_settings(&bootstrap, dir.path())
-    }
-    .resolve(None)
-    .unwrap();
-    let store = kafka_s3_archiver::store::open(
-        &config.store.dest,
-        &config.store.settings,
-        kafka_s3_archiver::store::Role::Archive,
-    )
-    .await
-    .unwrap();
-    let archiver = Archiver::start(&config, store.clone()).unwrap();
+    };
+    let (archiver, store) = start_archiver(settings).await;
     let catalog = SqlCatalog::open(db.clone(), "default", store.clone()).unwrap();
     let ident = TableIdent { namespace: "kafka".into(), name: "clicks_v1".into() };
     let wanted: Vec<String> = produced.iter().map(|(p, r)| format!("{p}={}", r.last().unwrap().offset + 1)).collect();
@@ -167,7 +158,7 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
     let produced = produce(&bootstrap, "refunds", 2, 0..300, 40).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("catalog.db");
-    let config = Settings {
+    let settings = Settings {
         topics: Some(vec!["refunds".into()]),
         roll_records: Some(1000), // every file is closed by the stop
         table: Some(TableFormat::Iceberg),
@@ -175,17 +166,8 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
         table_commit_interval: Some("1h".parse().unwrap()),
         table_commit_files: Some(1), // two files at the stop: two commits
         ..mock_settings(&bootstrap, dir.path())
-    }
-    .resolve(None)
-    .unwrap();
-    let store = kafka_s3_archiver::store::open(
-        &config.store.dest,
-        &config.store.settings,
-        kafka_s3_archiver::store::Role::Archive,
-    )
-    .await
-    .unwrap();
-    let archiver = Archiver::start(&config, store.clone()).unwrap();
+    };
+    let (archiver, store) = start_archiver(settings).await;
     let metrics = archiver.metrics();
     let started = std::time::Instant::now();
     while metrics.records_received.get() < 300 {
@@ -194,6 +176,19 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
     }
     archiver.shutdown().await.unwrap();
     check_pyiceberg(&db, dir.path(), "refunds", &produced);
+}
+
+/// An in-process archiver of these settings, and its store.
+async fn start_archiver(settings: Settings) -> (Archiver, Arc<dyn ObjectStore>) {
+    let config = settings.resolve(None).unwrap();
+    let store = kafka_s3_archiver::store::open(
+        &config.store.dest,
+        &config.store.settings,
+        kafka_s3_archiver::store::Role::Archive,
+    )
+    .await
+    .unwrap();
+    (Archiver::start(&config, store.clone()).unwrap(), store)
 }
 
 /// pyiceberg's SqlCatalog on the same database reads every produced record once, each partition's
