@@ -167,7 +167,7 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
         table_commit_files: Some(1), // two files at the stop: two commits
         ..mock_settings(&bootstrap, dir.path())
     };
-    let (archiver, store) = start_archiver(settings).await;
+    let (archiver, _) = start_archiver(settings).await;
     let metrics = archiver.metrics();
     let started = std::time::Instant::now();
     while metrics.records_received.get() < 300 {
