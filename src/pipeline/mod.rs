@@ -152,6 +152,12 @@ impl AssignedTopics {
         assigned.partitions.get(topic).map_or_else(Vec::new, |p| p.iter().copied().collect())
     }
 
+    /// Per topic held, its partitions held now.
+    pub fn held_now(&self) -> BTreeMap<String, BTreeSet<i32>> {
+        let assigned = self.0.lock().expect("assigned topics");
+        assigned.partitions.iter().filter(|(_, p)| !p.is_empty()).map(|(t, p)| (t.clone(), p.clone())).collect()
+    }
+
     /// Per topic, every partition held since start, held now or not.
     pub fn held_since_start(&self) -> BTreeMap<String, BTreeSet<i32>> {
         self.0.lock().expect("assigned topics").ever.clone()

@@ -96,11 +96,11 @@ impl TableTask {
 
 /// `run --check`: the store can be listed and honours conditional writes (the start-up checks, once,
 /// with the configured encryption and storage class), without cleaning anything up.
-pub async fn check_store(config: &ArchiverConfig) -> Result<String, StoreError> {
+pub async fn check_store(config: &ArchiverConfig) -> Result<Arc<dyn ObjectStore>, StoreError> {
     let store = store::open(&config.store.dest, &config.store.settings, Role::Inspect).await?;
     preflight(config, store.as_ref()).await?;
     probe_conditional_writes(config, store.as_ref()).await?;
-    Ok(store.describe())
+    Ok(store)
 }
 
 /// How long start-up keeps trying a store that fails transiently (a brownout) before it gives up.
@@ -191,7 +191,7 @@ pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError
     let store = check_store(config).await?;
     let mut passed = vec![
         format!("brokers {}: reachable; topics: {topics}", config.source.brokers),
-        format!("archive {store}: listable, conditional writes honoured"),
+        format!("archive {}: listable, conditional writes honoured", store.describe()),
     ];
     if let Some(registry) = &config.pipeline.registry {
         let client = RegistryClient::new(registry.options.clone());
@@ -199,7 +199,6 @@ pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError
         passed.push(format!("schema registry {}: reachable, {subjects} subjects", client.url()));
     }
     if let Some(table) = &config.table {
-        let store = store::open(&config.store.dest, &config.store.settings, Role::Inspect).await?;
         passed.push(format!(
             "iceberg {}",
             catalog::open(&table.catalog.location, &table.catalog.name, store)?.check().await?

@@ -56,7 +56,7 @@ pub async fn run(committer: Committer, options: TableOptions, metrics: Arc<Metri
         }
         last = Some(Instant::now());
         (uploaded, assignments) = (now_uploaded, now_assignments);
-        let outcome = commit_all(&committer, &options, &metrics, &held_now(&options.assigned)).await;
+        let outcome = commit_all(&committer, &options, &metrics, &options.assigned.held_now()).await;
         (pending, backlog) = (!outcome.ok || outcome.full, outcome.full);
     }
 }
@@ -67,11 +67,6 @@ struct Round {
     ok: bool,
     /// A commit took as many files as one may (more may wait).
     full: bool,
-}
-
-/// Per topic held, its partitions held now.
-fn held_now(assigned: &AssignedTopics) -> BTreeMap<String, BTreeSet<i32>> {
-    assigned.snapshot().into_iter().map(|t| (t.clone(), assigned.partitions(&t).into_iter().collect())).collect()
 }
 
 /// Commits every topic with a table.

@@ -8,11 +8,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::audit::{audit, expected_objects, TableProblem};
-use super::catalog::key_of;
 use super::chain::read_chain;
 use super::committer::{Committer, TableError, TopicTable};
 use super::iceberg::avro_file;
-use super::iceberg::manifest::read_manifest_list;
 use super::iceberg::metadata::Base;
 use super::plan::Chain;
 use super::state::TableState;
@@ -63,20 +61,17 @@ impl Committer {
     /// The data files of the table's current snapshot: their store keys (a file elsewhere keeps its
     /// URI, which no archive key equals) and record counts.
     async fn live_files(&self, base: &Base<'_>) -> Result<Vec<(String, u64)>, TableError> {
-        let Some(list) = base.snapshot().and_then(|s| s["manifest-list"].as_str()) else { return Ok(Vec::new()) };
-        let location = base.location().unwrap_or_default();
-        let store = self.store.as_ref();
         let mut files = Vec::new();
-        for entry in read_manifest_list(&store.get(key_of(store, location, list)?).await?)? {
+        for entry in self.manifests(base).await? {
             let path = entry.0["manifest_path"].as_str().unwrap_or_default();
-            let manifest = avro_file::read(&store.get(key_of(store, location, path)?).await?)?;
+            let manifest = avro_file::read(&self.store.get(self.key(base, path)?).await?)?;
             for record in manifest.records {
                 if record["status"].as_i64() == Some(STATUS_DELETED) {
                     continue;
                 }
                 let file = &record["data_file"];
                 let uri = file["file_path"].as_str().unwrap_or_default();
-                let key = key_of(store, location, uri).map_or_else(|_| uri.to_string(), str::to_string);
+                let key = self.key(base, uri).map_or_else(|_| uri.to_string(), str::to_string);
                 files.push((key, file["record_count"].as_u64().unwrap_or(0)));
             }
         }

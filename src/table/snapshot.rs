@@ -43,7 +43,7 @@ impl Committer {
             written.push(self.put(base, &path, &bytes).await?);
             entries.push(manifest::list_entry(&path, bytes.len(), &files, spec, ids));
         }
-        entries.extend(self.parent_manifests(base).await?);
+        entries.extend(self.manifests(base).await?);
         let list = manifest::write_manifest_list(&entries, ids, sync(&uuid, specs.len()))?;
         let list_path = format!("{location}/metadata/snap-{}-1-{uuid}.avro", ids.snapshot_id);
         written.push(self.put(base, &list_path, &list).await?);
@@ -57,14 +57,14 @@ impl Committer {
     }
 
     /// The manifests of the snapshot `base` is at (none for a table without one).
-    async fn parent_manifests(&self, base: &Base<'_>) -> Result<Vec<ManifestEntry>, TableError> {
+    pub(super) async fn manifests(&self, base: &Base<'_>) -> Result<Vec<ManifestEntry>, TableError> {
         let Some(list) = base.snapshot().and_then(|s| s["manifest-list"].as_str()) else { return Ok(Vec::new()) };
         let key = self.key(base, list)?;
         Ok(manifest::read_manifest_list(&self.store.get(key).await?)?)
     }
 
     /// The store key of a file of the table at `uri`.
-    fn key<'a>(&self, base: &Base<'_>, uri: &'a str) -> Result<&'a str, TableError> {
+    pub(super) fn key<'a>(&self, base: &Base<'_>, uri: &'a str) -> Result<&'a str, TableError> {
         Ok(key_of(self.store.as_ref(), base.location().unwrap_or_default(), uri)?)
     }
 
