@@ -212,9 +212,9 @@ pub struct Settings {
     #[arg(long, env = "KSA_VALUE_SCHEMA", help_heading = "Files")]
     pub value_schema: Option<PathBuf>,
     #[arg(long, env = "KSA_KEEP_RAW_VALUE", value_name = "true|false", help_heading = "Files",
-        help = with_default("With --value-format json, avro or registry: keep every record's bytes in value_raw, not only \
-            those that do not fit, so restore gives back the same bytes (--value-format avro gives them back without \
-            it; protobuf and json-schema values always keep theirs)",
+        help = with_default("With --value-format json, avro, protobuf or registry: keep every record's bytes in value_raw, \
+            not only those that do not fit, so restore gives back the same bytes (--value-format avro and protobuf give \
+            them back without it; json-schema values always keep theirs)",
             DEFAULT_KEEP_RAW_VALUE))]
     pub keep_raw_value: Option<bool>,
     /// With a typed --value-format (json, avro, protobuf, json-schema, registry): also produce records whose value does not fit to this topic (with

@@ -404,7 +404,9 @@ async fn a_registry_that_refuses_or_is_not_there_stops_start_up_saying_why() {
 /// files are cut by size, not by version (no `schema` roll); DuckDB reads the typed columns (the enum as
 /// its symbol, the Timestamp as a timestamp, the referenced message as a struct) with the producer's
 /// sums; a value not in the wire format is a misfit; every offset is archived once and restored byte
-/// for byte (Protobuf values keep their bytes).
+/// for byte, though only the misfit and the version 1 values of the file that widened to version 2 keep
+/// their bytes (the others are encoded back from their columns, as confluent-kafka's serializer wrote
+/// them).
 #[tokio::test(flavor = "multi_thread")]
 async fn run_archives_registry_protobuf_values_with_references_across_two_versions_exactly_once() {
     let dest = TestDest::s3().await;
@@ -464,7 +466,7 @@ async fn run_archives_registry_protobuf_values_with_references_across_two_versio
         count(&|p| !p["card"].is_null()),
         sum("priority"),
         count(&|p| p["version"] == 2),
-        RECORDS + 1,
+        1 + (150..RECORDS / 2).count(),
     );
     assert_eq!(row, want);
 }

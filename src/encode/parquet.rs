@@ -25,11 +25,10 @@ use parquet::schema::types::ColumnPath;
 use super::{header_name_from_text, header_name_text, Compression, DeadLetter, Decoded, EncodeError, FileMeta};
 use crate::archive::record::{Header, Record, TimestampKind};
 use crate::encode::spool::{SealedSpool, Spool};
-use crate::values::avro::reencode::encode_record;
-use crate::values::avro::{parse_record, AvroRecord};
 use crate::values::columns::{ValueStats, VALUE_ERROR, VALUE_RAW};
-use crate::values::wire::{frame, SchemaId};
 use crate::values::{value_columns, ValueColumns, ValueFormat, VALUE_FIELD};
+
+mod given_back;
 
 /// Rows buffered in Arrow builders before they are handed to the Parquet writer (and, inferring a
 /// value schema, the rows it is inferred from).
@@ -45,10 +44,6 @@ const ROW_GROUP_BYTES: usize = 16 << 20;
 pub const VALUE_MISFITS_KEY: &str = "kafka.value_misfits";
 /// The footer key of the Schema Registry IDs a file's typed values were written with (`1,7`).
 pub const SCHEMA_IDS_KEY: &str = "kafka.schema_ids";
-/// Footer keys: the registry's schema of the `value` column (its ID and text), which gives back the
-/// bytes of each typed row that has none in `value_raw`.
-pub const VALUE_SCHEMA_ID_KEY: &str = "kafka.value_schema_id";
-pub const VALUE_SCHEMA_KEY: &str = "kafka.value_schema";
 
 /// The footer metadata keys, in the order written.
 const PARQUET_METADATA_KEYS: [&str; 5] =
@@ -405,9 +400,8 @@ impl ParquetEncoder {
                 let ids: Vec<String> = stats.schema_ids.iter().map(u32::to_string).collect();
                 writer.append_key_value_metadata(KeyValue::new(SCHEMA_IDS_KEY.into(), ids.join(",")));
             }
-            if let Some((id, text)) = &stats.value_schema {
-                writer.append_key_value_metadata(KeyValue::new(VALUE_SCHEMA_ID_KEY.into(), id.to_string()));
-                writer.append_key_value_metadata(KeyValue::new(VALUE_SCHEMA_KEY.into(), text.to_string()));
+            for (key, value) in stats.value_schema.iter().flat_map(given_back::footer) {
+                writer.append_key_value_metadata(KeyValue::new(key.into(), value));
             }
         }
         if let Some(stats) = self.builders.key_stats() {
@@ -420,85 +414,21 @@ impl ParquetEncoder {
     }
 }
 
-fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, EncodeError> {
+pub(super) fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, EncodeError> {
     batch.column_by_name(name).ok_or_else(|| EncodeError::BadParquet(format!("column {name:?} is missing")))
 }
 
-fn binary_at(a: &arrow_array::BinaryArray, i: usize) -> Option<Vec<u8>> {
+pub(super) fn binary_at(a: &arrow_array::BinaryArray, i: usize) -> Option<Vec<u8>> {
     (!a.is_null(i)).then(|| a.value(i).to_vec())
-}
-
-/// The registry's schema of a typed file's `value` column, from its footer (Avro values that encode back
-/// to their bytes).
-fn value_schema(footer: Option<&Vec<KeyValue>>) -> Result<Option<(SchemaId, AvroRecord)>, EncodeError> {
-    let value = |key: &str| footer?.iter().find(|kv| kv.key == key)?.value.as_deref();
-    let (Some(id), Some(text)) = (value(VALUE_SCHEMA_ID_KEY), value(VALUE_SCHEMA_KEY)) else { return Ok(None) };
-    let bad = |why: String| EncodeError::BadParquet(format!("the footer's value schema {id}: {why}"));
-    let id = SchemaId(id.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?);
-    Ok(Some((id, parse_record(text).map_err(|e| bad(e.to_string()))?)))
-}
-
-/// A batch's values: their bytes as archived, or as given back from the typed columns (Avro under the
-/// footer's schema, byte for byte; otherwise JSON, counted as re-encoded).
-fn values_of(
-    batch: &RecordBatch,
-    avro: Option<&(SchemaId, AvroRecord)>,
-    out: &mut Decoded,
-) -> Result<Vec<Option<Vec<u8>>>, EncodeError> {
-    let bad = |what: &str| EncodeError::BadParquet(format!("column {what} has the wrong type"));
-    let value = column(batch, "value")?;
-    if let Some(raw) = value.as_binary_opt::<i32>() {
-        return Ok((0..raw.len()).map(|i| binary_at(raw, i)).collect());
-    }
-    let typed = value.as_struct_opt().ok_or_else(|| bad("value"))?;
-    let raw = column(batch, VALUE_RAW)?.as_binary_opt::<i32>().ok_or_else(|| bad(VALUE_RAW))?;
-    let error = column(batch, VALUE_ERROR)?.as_string_opt::<i32>().ok_or_else(|| bad(VALUE_ERROR))?;
-    out.misfits += (0..error.len()).filter(|&i| !error.is_null(i)).count() as u64;
-    let mut lines = None;
-    let mut values = Vec::with_capacity(batch.num_rows());
-    for i in 0..batch.num_rows() {
-        values.push(if !raw.is_null(i) {
-            Some(raw.value(i).to_vec())
-        } else if typed.is_null(i) {
-            None
-        } else if let Some((id, fields)) = avro {
-            let mut body = Vec::new();
-            encode_record(fields, typed, i, &mut body).map_err(EncodeError::BadParquet)?;
-            Some(frame(*id, &body))
-        } else {
-            out.reencoded += 1;
-            let lines = match &mut lines {
-                Some(lines) => lines,
-                None => lines.insert(json_lines(typed)?),
-            };
-            Some(std::mem::take(&mut lines[i]))
-        });
-    }
-    Ok(values)
-}
-
-/// Each row of a struct column as a JSON object (null fields left out).
-fn json_lines(typed: &arrow_array::StructArray) -> Result<Vec<Vec<u8>>, EncodeError> {
-    // The struct's own nulls (rows without a typed value) are not written: their lines are not used.
-    // Its fields are declared nullable here as a null row's fields may hold nulls.
-    let (fields, columns, _) = typed.clone().into_parts();
-    let fields: Vec<Field> = fields.iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
-    let mut text = Vec::new();
-    let mut writer = arrow_json::LineDelimitedWriter::new(&mut text);
-    writer.write(&batch)?;
-    writer.finish()?;
-    drop(writer);
-    Ok(text.split(|b| *b == b'\n').take(typed.len()).map(<[u8]>::to_vec).collect())
 }
 
 pub fn decode(data: bytes::Bytes) -> Result<Decoded, EncodeError> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(data)?;
-    let avro = value_schema(builder.metadata().file_metadata().key_value_metadata())?;
+    let given = given_back::Given::from_footer(builder.metadata().file_metadata().key_value_metadata())?;
     let mut out = Decoded::default();
     for batch in builder.build()? {
         let batch = batch?;
-        let values = values_of(&batch, avro.as_ref(), &mut out)?;
+        let values = given_back::values_of(&batch, given.as_ref(), &mut out)?;
         push_records(&batch, values, &mut out.records)?;
     }
     Ok(out)

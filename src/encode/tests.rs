@@ -384,3 +384,4 @@ fn a_file_whose_values_give_no_schema_is_written_with_a_placeholder() {
 }
 
 mod avro;
+mod protobuf;

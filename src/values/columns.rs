@@ -51,9 +51,19 @@ pub struct ValueStats {
     pub first_misfit: Option<(i64, String)>,
     /// The Schema Registry IDs of the schemas the values that fit were written with.
     pub schema_ids: std::collections::BTreeSet<u32>,
-    /// The registry's schema the `value` column is of (its ID and text), when its rows encode back to
-    /// the bytes they were decoded from (those that would not keep their bytes in `value_raw`).
-    pub value_schema: Option<(u32, std::sync::Arc<str>)>,
+    /// The registry's schema the `value` column is of, when its rows encode back to the bytes they were
+    /// decoded from (those that would not keep their bytes in `value_raw`).
+    pub value_schema: Option<FooterSchema>,
+}
+
+/// The registry's schema a file's typed values are encoded back by (the rows without `value_raw`), as
+/// its footer holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FooterSchema {
+    /// The schema's ID and text.
+    Avro { id: u32, text: Arc<str> },
+    /// The schema's ID, its files (a base64 `FileDescriptorSet`), and the message's full name and indexes.
+    Protobuf { id: u32, descriptors: Arc<str>, message: String, indexes: Vec<i32> },
 }
 
 impl ValueStats {
@@ -100,6 +110,11 @@ impl Rows {
     pub(crate) fn fitting(&self, i: usize) -> Option<&[u8]> {
         let row = &self.rows[i];
         self.value(row).filter(|_| row.misfit.is_none())
+    }
+
+    /// Row `i` keeps no bytes: its columns give them back.
+    pub(crate) fn give_back(&mut self, i: usize) {
+        self.rows[i].keep = false;
     }
 
     /// Keeps every row's bytes (the columns will not give them back).

@@ -245,13 +245,14 @@ pub enum ValueFormat {
 
 impl ValueFormat {
     /// Values in the Schema Registry's wire format of schemas of type `ty` (`None`: of any type, each
-    /// file by its first value's), from `schemas`; `keep_raw`: every Avro value keeps its bytes too.
+    /// file by its first value's), from `schemas`; `keep_raw`: every Avro and Protobuf value keeps its
+    /// bytes too.
     pub fn registered(ty: Option<SchemaType>, schemas: Arc<dyn SchemaSource>, keep_raw: bool) -> Self {
         match ty {
             Some(SchemaType::Avro) => {
                 ValueFormat::Avro(Arc::new(AvroValues { schemas, keep_raw, successors: Default::default() }))
             }
-            Some(SchemaType::Protobuf) => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas })),
+            Some(SchemaType::Protobuf) => ValueFormat::Protobuf(Arc::new(ProtobufValues { schemas, keep_raw })),
             Some(SchemaType::Json) => ValueFormat::JsonSchema(Arc::new(JsonSchemaValues { schemas })),
             None => ValueFormat::Registry(Arc::new(RegistryValues::new(schemas, keep_raw))),
         }
@@ -298,10 +299,12 @@ pub struct AvroValues {
     pub successors: avro::columns::Successors,
 }
 
-/// `--value-format protobuf`: where the schemas come from (every value keeps its bytes).
+/// `--value-format protobuf`: where the schemas come from, and whether every record keeps its raw
+/// bytes (else only those its columns would not give back).
 #[derive(Debug)]
 pub struct ProtobufValues {
     pub schemas: Arc<dyn SchemaSource>,
+    pub keep_raw: bool,
 }
 
 /// `--value-format json-schema`: where the schemas come from (every value keeps its bytes).
@@ -323,7 +326,7 @@ impl RegistryValues {
     pub fn new(schemas: Arc<dyn SchemaSource>, keep_raw: bool) -> Self {
         Self {
             avro: Arc::new(AvroValues { schemas: schemas.clone(), keep_raw, successors: Default::default() }),
-            protobuf: Arc::new(ProtobufValues { schemas: schemas.clone() }),
+            protobuf: Arc::new(ProtobufValues { schemas: schemas.clone(), keep_raw }),
             json_schema: Arc::new(JsonSchemaValues { schemas }),
         }
     }

@@ -42,7 +42,7 @@ impl crate::values::SchemaSource for Schemas {
 }
 
 /// A record at `offset` with value `value` (no key, headers or timestamp).
-fn record(offset: i64, value: Vec<u8>) -> Record {
+pub(super) fn record(offset: i64, value: Vec<u8>) -> Record {
     Record { offset, value: Some(value), ..sample_records()[1].clone() }
 }
 
@@ -65,7 +65,12 @@ fn avro(schemas: &[(u32, &'static str)], keep_raw: bool) -> ValueFormat {
 
 /// `records` (one file: none refused) as a Parquet file of `values` and `keys`, spooled to disk beyond
 /// `threshold` bytes.
-fn encode_file(values: &ValueFormat, keys: &ValueFormat, records: &[Record], threshold: u64) -> bytes::Bytes {
+pub(super) fn encode_file(
+    values: &ValueFormat,
+    keys: &ValueFormat,
+    records: &[Record],
+    threshold: u64,
+) -> bytes::Bytes {
     let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let spool = Spool::new(SpoolOptions { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
@@ -82,7 +87,7 @@ fn encode_file(values: &ValueFormat, keys: &ValueFormat, records: &[Record], thr
 }
 
 /// Which rows of a file keep their bytes in `value_raw`.
-fn kept(data: &bytes::Bytes) -> Vec<bool> {
+pub(super) fn kept(data: &bytes::Bytes) -> Vec<bool> {
     let reader = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data.clone()).unwrap();
     let batches = reader.build().unwrap().map(Result::unwrap);
     batches

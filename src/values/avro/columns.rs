@@ -23,7 +23,7 @@ use super::widen::widen_record;
 use super::{Avro, AvroField, AvroRecord};
 use crate::values::arrow::{placeholder_column, typed_value_field};
 use crate::values::column::{Room, Struct};
-use crate::values::columns::{typed_fields, ColumnsError, Rows, ValueStats};
+use crate::values::columns::{typed_fields, ColumnsError, FooterSchema, Rows, ValueStats};
 use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{AvroValues, ValueColumns};
 
@@ -293,7 +293,8 @@ impl ValueColumns for AvroColumns {
         };
         let [raw, error] = self.batch.take_raw_and_error(self.avro.keep_raw);
         self.taken = self.schema.as_ref().map(|s| (s.id, s.fields.clone()));
-        self.stats.value_schema = self.schema.as_ref().and_then(|s| Some((s.id.0, s.text.clone()?)));
+        self.stats.value_schema =
+            self.schema.as_ref().and_then(|s| Some(FooterSchema::Avro { id: s.id.0, text: s.text.clone()? }));
         Ok([value, raw, error])
     }
 

@@ -4,8 +4,10 @@
 //! value of a newer version that holds the file's message whole becomes the file's message, the rows
 //! taken so far widened into it (`widen`); any other message starts the next file (a re-written file,
 //! which cannot roll, keeps it raw). A value that is not framed, names a schema the registry does not
-//! have, or does not decode is a misfit. Every value keeps its bytes in `value_raw`: protobuf has no
-//! one encoding that its columns would give back byte for byte (field order, packing, unknown fields).
+//! have, or does not decode is a misfit. A value of the file's own schema and message whose columns
+//! encode back to its very bytes (`reencode`, compared byte for byte when the batch is taken) keeps none:
+//! the file's footer holds the schema it is encoded back by. Every other value keeps its bytes in
+//! `value_raw` (another version, unknown fields, another field order or packing than serializers write).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,12 +19,13 @@ use arrow_schema::Field;
 use super::arrow::struct_fields;
 use super::decode::{append_message, Scratch};
 use super::fit::holds;
+use super::reencode::Encoder;
 use super::widen::widen_message;
 use super::{indexes, ProtoMessage};
 use crate::values::arrow::typed_value_field;
 use crate::values::column::{Room, Struct};
-use crate::values::columns::{typed_fields, ColumnsError, Rows, ValueStats};
-use crate::values::wire::{split, SchemaId};
+use crate::values::columns::{typed_fields, ColumnsError, FooterSchema, Rows, ValueStats};
+use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{ProtobufValues, ValueColumns};
 
 /// A message: the schema that declares it, and its indexes there.
@@ -31,6 +34,12 @@ type MessageRef = (SchemaId, Vec<i32>);
 /// The message a file's values are decoded by.
 struct FileSchema {
     message: ProtoMessage,
+    /// Where it is: the schema and the message's indexes there.
+    at: MessageRef,
+    /// The schema's files, for the footer (see `ProtoFile::descriptors`).
+    descriptors: Arc<str>,
+    /// What a value of it starts with: the wire format's header and the message's indexes.
+    prefix: Vec<u8>,
     /// How many times the file's message widened (its version in the file).
     widenings: u32,
     /// The messages seen in the file: held (`None`), or why not.
@@ -49,10 +58,12 @@ pub struct ProtobufColumns {
     value: Option<Struct>,
     /// The room the last batch's `value` column took, made in the next one's.
     room: Room,
-    /// The message of the batches taken so far (the file's, unless it widened since), and how many
-    /// times the file's had widened then.
-    taken: Option<(u32, ProtoMessage)>,
+    /// The message of the batches taken so far (the file's, unless it widened since), how many times
+    /// the file's had widened then, and its values' prefix.
+    taken: Option<(u32, ProtoMessage, Vec<u8>)>,
     scratch: Scratch,
+    /// A value encoded back from its columns, to compare with its bytes.
+    encoded: Vec<u8>,
     stats: ValueStats,
 }
 
@@ -75,6 +86,7 @@ impl ProtobufColumns {
             room: Room::default(),
             taken: None,
             scratch: Scratch::default(),
+            encoded: Vec::new(),
             stats: ValueStats::default(),
         }
     }
@@ -100,12 +112,10 @@ impl ProtobufColumns {
         if self.placeholder {
             return Judged::OtherSchema("this file has no schema".into());
         }
-        let schema = self.schema.get_or_insert_with(|| FileSchema {
-            message: message.clone(),
-            widenings: 0,
-            seen: HashMap::new(),
-        });
         let key = (id, path);
+        let schema = self
+            .schema
+            .get_or_insert_with(|| FileSchema::new(message.clone(), key.clone(), file.descriptors.clone(), 0));
         let held = match schema.seen.get(&key) {
             Some(held) => held.clone(),
             None => {
@@ -115,7 +125,7 @@ impl ProtobufColumns {
             }
         };
         if let Some(why) = held {
-            if holds(message, &schema.message).is_err() || !self.widen_to(message) {
+            if holds(message, &schema.message).is_err() || !self.widen_to(message, key, &file.descriptors) {
                 return Judged::OtherSchema(why);
             }
         }
@@ -131,11 +141,12 @@ impl ProtobufColumns {
         }
     }
 
-    /// Makes `message` (which holds the file's whole) the file's, if it holds every message whose values
-    /// the file holds too; the rows taken so far are then widened into it (`rewrite`). Whether it did.
-    fn widen_to(&mut self, message: &ProtoMessage) -> bool {
+    /// Makes `message` (which holds the file's whole; at `at`, of a schema of `descriptors`) the file's, if
+    /// it holds every message whose values the file holds too; the rows taken so far are then widened into
+    /// it (`rewrite`). Whether it did.
+    fn widen_to(&mut self, message: &ProtoMessage, at: MessageRef, descriptors: &Arc<str>) -> bool {
         let Some(schema) = &mut self.schema else { return false };
-        if self.taken.as_ref().is_some_and(|(_, taken)| holds(message, taken).is_err()) {
+        if self.taken.as_ref().is_some_and(|(_, taken, _)| holds(message, taken).is_err()) {
             return false;
         }
         let mut seen = HashMap::with_capacity(schema.seen.len());
@@ -154,8 +165,28 @@ impl ProtobufColumns {
         let fitting = (0..self.batch.len()).map(|i| self.batch.fitting(i));
         let Ok(value) = decode_values(message, fitting, self.batch.len(), &mut self.scratch) else { return false };
         self.value = Some(value);
-        *schema = FileSchema { message: message.clone(), widenings: schema.widenings + 1, seen };
+        let widenings = schema.widenings + 1;
+        *schema = FileSchema { seen, ..FileSchema::new(message.clone(), at, descriptors.clone(), widenings) };
         true
+    }
+
+    /// Marks the rows of the batch that need not keep their bytes: values of the file's schema and
+    /// message that its columns (`value`, the batch's) encode back to byte for byte.
+    fn give_back(&mut self, value: &ArrayRef) -> Result<(), ColumnsError> {
+        let Some(schema) = self.schema.as_ref().filter(|s| !s.message.fields.is_empty() && !self.values.keep_raw)
+        else {
+            return Ok(());
+        };
+        let encoder = Encoder::new(&schema.message, value.as_struct()).map_err(ColumnsError::Decode)?;
+        for i in 0..self.batch.len() {
+            let Some(payload) = self.batch.fitting(i).filter(|p| p.starts_with(&schema.prefix)) else { continue };
+            self.encoded.clear();
+            self.encoded.extend_from_slice(&schema.prefix);
+            if encoder.encode(i, &mut self.encoded).is_ok() && self.encoded == payload {
+                self.batch.give_back(i);
+            }
+        }
+        Ok(())
     }
 
     fn value_field(&self) -> Option<Field> {
@@ -219,7 +250,7 @@ impl ValueColumns for ProtobufColumns {
             }
             (Some(_), Some(value)) => {
                 self.room = value.room();
-                Arc::new(value.finish()?)
+                Arc::new(value.finish()?) as ArrayRef
             }
             // No value fitted (or the column is not at hand): decoded from the batch's bytes.
             (Some(schema), None) => {
@@ -228,24 +259,35 @@ impl ValueColumns for ProtobufColumns {
             }
             (None, _) => crate::values::arrow::placeholder_column(rows),
         };
-        let [raw, error] = self.batch.take_raw_and_error(true);
-        self.taken = self.schema.as_ref().map(|s| (s.widenings, s.message.clone()));
+        self.give_back(&value)?;
+        let [raw, error] = self.batch.take_raw_and_error(self.values.keep_raw);
+        self.taken = self.schema.as_ref().map(|s| (s.widenings, s.message.clone(), s.prefix.clone()));
+        self.stats.value_schema =
+            self.schema.as_ref().filter(|s| !s.message.fields.is_empty()).map(|s| FooterSchema::Protobuf {
+                id: s.at.0 .0,
+                descriptors: s.descriptors.clone(),
+                message: s.message.name.clone(),
+                indexes: s.at.1.clone(),
+            });
         Ok([value, raw, error])
     }
 
     /// The batches taken were of another message than the file's now.
     fn widened(&self) -> bool {
-        matches!((&self.taken, &self.schema), (Some((widenings, _)), Some(now)) if *widenings != now.widenings)
+        matches!((&self.taken, &self.schema), (Some((widenings, ..)), Some(now)) if *widenings != now.widenings)
     }
 
-    /// Rows taken under an older version, widened into the file's (their bytes are in `value_raw`).
+    /// Rows taken under an older version, widened into the file's; those whose bytes were to be given
+    /// back from their columns keep them now (encoded by the older version, which gives them back
+    /// exactly), as the newer version's columns would not.
     fn rewrite(&self, [value, raw, error]: [ArrayRef; 3]) -> Result<[ArrayRef; 3], ColumnsError> {
-        let (Some((widenings, taken)), Some(now)) = (&self.taken, &self.schema) else {
+        let (Some((widenings, taken, prefix)), Some(now)) = (&self.taken, &self.schema) else {
             return Ok([value, raw, error]);
         };
         if *widenings == now.widenings {
             return Ok([value, raw, error]);
         }
+        let raw = kept_bytes(value.as_struct(), raw.as_binary::<i32>(), taken, prefix)?;
         // Each row again from its bytes, so a field its version did not know but the newer one does
         // (kept by a service that passed it through) shows its value; should any row not decode under
         // the newer message (it was checked under its own), the rows are widened column by column.
@@ -262,6 +304,43 @@ impl ValueColumns for ProtobufColumns {
     fn stats(&self) -> &ValueStats {
         &self.stats
     }
+}
+
+impl FileSchema {
+    fn new(message: ProtoMessage, at: MessageRef, descriptors: Arc<str>, widenings: u32) -> Self {
+        let prefix = frame(at.0, &indexes::header(&at.1));
+        Self { message, at, descriptors, prefix, widenings, seen: HashMap::new() }
+    }
+}
+
+/// A batch's `value_raw` with the bytes of every typed row it lacked: the row encoded by `message`
+/// (the one it was decoded by, from bytes that encode back to themselves) after `prefix`.
+fn kept_bytes(
+    typed: &arrow_array::StructArray,
+    raw: &arrow_array::BinaryArray,
+    message: &ProtoMessage,
+    prefix: &[u8],
+) -> Result<ArrayRef, ColumnsError> {
+    let mut kept = arrow_array::builder::BinaryBuilder::with_capacity(raw.len(), 0);
+    let mut encoder = None;
+    let mut bytes = Vec::new();
+    for i in 0..raw.len() {
+        if raw.is_valid(i) {
+            kept.append_value(raw.value(i));
+        } else if typed.is_valid(i) {
+            let encoder = match &mut encoder {
+                Some(encoder) => encoder,
+                None => encoder.insert(Encoder::new(message, typed).map_err(ColumnsError::Decode)?),
+            };
+            bytes.clear();
+            bytes.extend_from_slice(prefix);
+            encoder.encode(i, &mut bytes).map_err(ColumnsError::Decode)?;
+            kept.append_value(&bytes);
+        } else {
+            kept.append_null();
+        }
+    }
+    Ok(Arc::new(kept.finish()))
 }
 
 /// The protobuf bytes of a framed payload (after its schema ID and message indexes).

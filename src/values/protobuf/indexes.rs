@@ -22,10 +22,9 @@ pub fn split(body: &[u8]) -> Result<(Vec<i32>, &[u8]), String> {
     Ok((indexes, &body[pos..]))
 }
 
-/// The header of a value of the message at `indexes` (what a serializer writes after the schema ID), for
-/// tests that write values as serializers do.
-#[cfg(test)]
-pub(crate) fn header(indexes: &[i32]) -> Vec<u8> {
+/// The header of a value of the message at `indexes`, as Confluent's serializers write it after the
+/// schema ID (`[0]` as a single 0).
+pub fn header(indexes: &[i32]) -> Vec<u8> {
     let mut out = Vec::new();
     if indexes == [0] {
         out.push(0);

@@ -10,6 +10,7 @@ pub(crate) mod columns;
 pub mod decode;
 pub mod fit;
 pub mod indexes;
+pub mod reencode;
 pub mod schema;
 pub mod widen;
 
@@ -45,6 +46,11 @@ impl ProtoMessage {
     pub fn field(&self, number: u32) -> Option<&ProtoField> {
         self.index(number).map(|i| &self.fields[i])
     }
+
+    /// The fields' indexes by number: the order encoders write them in.
+    pub fn by_number(&self) -> impl Iterator<Item = usize> + '_ {
+        self.by_number.iter().map(|(_, i)| *i)
+    }
 }
 
 /// A field of a message.
@@ -56,6 +62,9 @@ pub struct ProtoField {
     pub kind: Kind,
     /// The oneof it is a member of (its index in the message's), if any.
     pub oneof: Option<usize>,
+    /// A repeated scalar written packed (one length-delimited run), as proto3 writes them unless told
+    /// otherwise; readers take either form.
+    pub packed: bool,
 }
 
 /// How many values a field holds, and what its absence means.
@@ -125,4 +134,4 @@ impl ProtoEnum {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

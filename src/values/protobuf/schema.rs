@@ -21,6 +21,10 @@ const MAIN_FILE: &str = "registry-schema.proto";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtoFile {
     messages: Vec<(Vec<i32>, Result<ProtoMessage, String>)>,
+    /// Every file compiled (the schema's, its references', the well-known types it imports) as a base64
+    /// `FileDescriptorSet`: what a Parquet footer keeps so its values can be encoded back without the
+    /// registry ([`footer_message`]).
+    pub descriptors: Arc<str>,
 }
 
 impl ProtoFile {
@@ -78,7 +82,16 @@ pub fn compile(text: &str, references: &[(String, String)]) -> Result<ProtoFile,
         .open_file(&main_name)
         .map_err(|e| SchemaError::Unsupported { path: main_name.clone(), why: format!("{e}") })?;
     let pool = compiler.descriptor_pool();
-    Ok(ProtoFile { messages: messages(&pool, &main_name) })
+    Ok(ProtoFile { messages: messages(&pool, &main_name), descriptors: B64.encode(pool.encode_to_vec()).into() })
+}
+
+/// The message named `name` (its full name) of `descriptors` (a [`ProtoFile::descriptors`]), as the
+/// values were decoded by it.
+pub fn footer_message(descriptors: &str, name: &str) -> Result<ProtoMessage, String> {
+    let bytes = B64.decode(descriptors.trim()).map_err(|e| format!("not base64: {e}"))?;
+    let pool = DescriptorPool::decode(bytes.as_slice()).map_err(|e| format!("not a FileDescriptorSet: {e}"))?;
+    let descriptor = pool.get_message_by_name(name).ok_or_else(|| format!("no message {name}"))?;
+    message(&descriptor, &mut Vec::new())
 }
 
 /// Every message of the file `name` in `pool`, with its indexes.
@@ -124,7 +137,9 @@ fn field(f: &FieldDescriptor, oneofs: &[String], within: &mut Vec<String>) -> Re
         (of(&f.kind(), within)?, kind)
     };
     let oneof = f.containing_oneof().and_then(|o| oneofs.iter().position(|name| name == o.name()));
-    Ok(ProtoField { name: f.name().to_string(), number: f.number(), ty, kind, oneof })
+    // prost-reflect's `is_packed` misses a `[packed = false]` protox parsed from text: the option decides.
+    let packed = f.field_descriptor_proto().options.as_ref().and_then(|o| o.packed).unwrap_or(f.is_packed());
+    Ok(ProtoField { name: f.name().to_string(), number: f.number(), ty, kind, oneof, packed })
 }
 
 fn of(kind: &ReflectKind, within: &mut Vec<String>) -> Result<Proto, String> {

@@ -223,7 +223,7 @@ fn only_values_their_columns_give_back_exactly_go_without_their_bytes() {
     let taken = c.take(&[0, 1, 2]).unwrap();
     let raw = taken[1].as_binary::<i32>();
     assert_eq!((raw.is_null(0), raw.value(1), raw.value(2)), (true, &values[1][..], &values[2][..]));
-    assert_eq!(c.stats().value_schema, Some((1, Arc::from(V1))), "the footer's schema");
+    assert_eq!(c.stats().value_schema, Some(FooterSchema::Avro { id: 1, text: Arc::from(V1) }), "the footer's schema");
     // A newer version: the file widens, and the row that kept no bytes gets them now.
     let newer = frame(SchemaId(3), &[v1(3, "c"), vec![8]].concat());
     assert!(c.push(3, Some(&newer), true));
@@ -231,7 +231,7 @@ fn only_values_their_columns_give_back_exactly_go_without_their_bytes() {
     assert_eq!(raw.as_binary::<i32>().value(0), &values[0][..], "encoded under version 1: the very bytes");
     let [_, raw, _] = c.take(&[3]).unwrap();
     assert!(raw.is_null(0), "the file's own version, canonical");
-    assert_eq!(c.stats().value_schema, Some((3, Arc::from(V3))));
+    assert_eq!(c.stats().value_schema, Some(FooterSchema::Avro { id: 3, text: Arc::from(V3) }));
     assert!(c.push(4, Some(&values[0]), true));
     let [_, raw, _] = c.take(&[4]).unwrap();
     assert_eq!(raw.as_binary::<i32>().value(0), &values[0][..], "an older version keeps its bytes");

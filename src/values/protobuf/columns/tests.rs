@@ -12,7 +12,8 @@ const V1: &str = r#"syntax = "proto3"; message M { int64 id = 1; Inner inner = 2
 const V2: &str = r#"syntax = "proto3"; message M { int64 id = 1; Inner inner = 2; string added = 3; } message Inner { string a = 1; }"#;
 const CHANGED: &str = r#"syntax = "proto3"; message M { string id = 1; }"#;
 
-/// Columns whose schemas are 1 (V1), 2 (V2), 3 (CHANGED), 4 (Avro) and 5 (missing), in a real cache.
+/// Columns whose schemas are 1 (V1), 2 (V2), 3 (CHANGED), 4 (Avro), 5 (missing) and 6 (V1 again), in a
+/// real cache.
 fn columns() -> ProtobufColumns {
     let cache = SchemaCache::default();
     let protobuf =
@@ -20,13 +21,14 @@ fn columns() -> ProtobufColumns {
     cache.insert(SchemaId(1), Ok(protobuf(V1)));
     cache.insert(SchemaId(2), Ok(protobuf(V2)));
     cache.insert(SchemaId(3), Ok(protobuf(CHANGED)));
+    cache.insert(SchemaId(6), Ok(protobuf(V1)));
     let avro = r#"{"type":"record","name":"R","fields":[]}"#;
     cache.insert(
         SchemaId(4),
         Ok(RegisteredSchema { schema_type: "AVRO".into(), schema: avro.into(), references: vec![] }),
     );
     cache.insert(SchemaId(5), Err(RegistryError::NotFound { url: "http://r".into(), id: SchemaId(5) }));
-    ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache) }))
+    ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache), keep_raw: false }))
 }
 
 /// A wire-format value of message `M` (indexes `[0]`) of schema `id`.
@@ -37,7 +39,7 @@ fn value(id: u32, text: &str, fields: &str) -> Vec<u8> {
 }
 
 #[test]
-fn values_decode_by_their_message_every_value_keeps_its_bytes_and_misfits_say_why() {
+fn values_decode_by_their_message_misfits_keep_their_bytes_and_say_why() {
     let mut c = columns();
     let good = value(1, V1, r#"id: 7 inner { a: "x" }"#);
     let cases: Vec<Option<Vec<u8>>> = vec![
@@ -57,7 +59,7 @@ fn values_decode_by_their_message_every_value_keeps_its_bytes_and_misfits_say_wh
     assert_eq!(typed.column(0).as_primitive::<Int64Type>().value(0), 7);
     assert_eq!(typed.null_count(), 6, "a tombstone and five misfits are null");
     let raw = raw.as_binary::<i32>();
-    assert_eq!(raw.value(0), good.as_slice(), "a value that fits keeps its bytes too");
+    assert!(raw.is_null(0), "a value its columns give back keeps no bytes");
     assert!(raw.is_null(1), "a tombstone has no bytes");
     let error = error.as_string::<i32>();
     let reasons: Vec<&str> = (2..7).map(|i| error.value(i)).collect();
@@ -68,7 +70,43 @@ fn values_decode_by_their_message_every_value_keeps_its_bytes_and_misfits_say_wh
     assert!(reasons[4].contains("no message at index [3]"), "{reasons:?}");
     assert_eq!(c.stats().misfits, 5);
     assert_eq!(c.stats().schema_ids.iter().copied().collect::<Vec<_>>(), vec![1]);
-    assert_eq!(c.stats().value_schema, None, "no footer schema: restore takes value_raw");
+    let Some(FooterSchema::Protobuf { id: 1, message, indexes, descriptors }) = &c.stats().value_schema else {
+        panic!("the footer's schema: {:?}", c.stats().value_schema)
+    };
+    assert_eq!((message.as_str(), indexes.as_slice()), ("M", &[0][..]));
+    let footer = crate::values::protobuf::schema::footer_message(descriptors, message).unwrap();
+    assert_eq!(&footer, c.schema.as_ref().map(|s| &s.message).unwrap(), "the footer's message is the file's");
+}
+
+/// A value keeps its bytes when its columns would not give them back (an unknown field, another
+/// field order, another schema ID of the same message), or with `--keep-raw-value`.
+#[test]
+fn values_keep_their_bytes_only_where_their_columns_would_not_give_them_back() {
+    let same = value(1, V1, r#"id: 7 inner { a: "x" }"#);
+    let mut unknown = same.clone();
+    unknown.extend([0xf8, 0x07, 1]);
+    let mut reordered = frame(SchemaId(1), &[0]);
+    reordered.extend(encode(V1, "M", r#"inner { a: "x" }"#));
+    reordered.extend(encode(V1, "M", "id: 7"));
+    let mut other_id = same.clone();
+    other_id[4] = 6;
+    let values = [&same, &unknown, &reordered, &other_id];
+    let kept = |keep_raw: bool| {
+        let mut c = columns();
+        c.values = Arc::new(ProtobufValues { schemas: c.values.schemas.clone(), keep_raw });
+        for (i, v) in values.iter().enumerate() {
+            assert!(c.push(i as i64, Some(v), true));
+        }
+        let [_, raw, error] = c.take(&[]).unwrap();
+        assert_eq!(error.null_count(), 4, "every value fits");
+        let raw = raw.as_binary::<i32>();
+        (0..4).map(|i| raw.is_valid(i).then(|| raw.value(i).to_vec())).collect::<Vec<_>>()
+    };
+    let want = |first: bool| {
+        [first.then(|| same.clone()), Some(unknown.clone()), Some(reordered.clone()), Some(other_id.clone())]
+    };
+    assert_eq!(kept(false), want(false));
+    assert_eq!(kept(true), want(true), "--keep-raw-value keeps every value's");
 }
 
 /// A value is decoded as it is read: one found bad after some of its fields were appended (`id`, then
@@ -120,7 +158,7 @@ fn a_then_a_and_b() -> ProtobufColumns {
         |text: &str| RegisteredSchema { schema_type: "PROTOBUF".into(), schema: text.into(), references: vec![] };
     cache.insert(SchemaId(1), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; }"#)));
     cache.insert(SchemaId(2), Ok(protobuf(r#"syntax = "proto3"; message M { int32 a = 1; double b = 2; }"#)));
-    ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache) }))
+    ProtobufColumns::new(Arc::new(ProtobufValues { schemas: Arc::new(cache), keep_raw: false }))
 }
 
 /// A batch's rows were checked under the file's message: a newer one that would read them otherwise
@@ -146,9 +184,11 @@ fn rows_taken_before_a_widening_are_read_again_from_their_bytes() {
     let taken = c.take(&[]).unwrap();
     assert_eq!(taken[2].null_count(), 2, "both fit v1");
     assert!(c.push(2, Some(&value(2, V2, r#"id: 3 added: "new""#)), true));
-    let [rewritten, _, _] = c.rewrite(taken).unwrap();
+    let [rewritten, raw, _] = c.rewrite(taken).unwrap();
     let added = rewritten.as_struct().column(2).as_string::<i32>();
     assert_eq!((added.value(0), added.value(1)), ("", "passed through"));
+    // The first row's bytes were to be given back by v1's columns; under v2's they keep them.
+    assert_eq!(raw.as_binary::<i32>().value(0), value(1, V1, "id: 1"), "encoded by v1, byte for byte");
 }
 
 /// Should a taken row not decode under the newer message (checked only under its own), the taken rows
