@@ -62,8 +62,6 @@ pub struct ProtobufColumns {
     /// the file's had widened then, and its values' prefix.
     taken: Option<(u32, ProtoMessage, Vec<u8>)>,
     scratch: Scratch,
-    /// A value encoded back from its columns, to compare with its bytes.
-    encoded: Vec<u8>,
     stats: ValueStats,
 }
 
@@ -86,7 +84,6 @@ impl ProtobufColumns {
             room: Room::default(),
             taken: None,
             scratch: Scratch::default(),
-            encoded: Vec::new(),
             stats: ValueStats::default(),
         }
     }
@@ -178,11 +175,13 @@ impl ProtobufColumns {
             return Ok(());
         };
         let encoder = Encoder::new(&schema.message, value.as_struct()).map_err(ColumnsError::Decode)?;
+        // Made for each batch: an open file holds no buffer the size of its largest value.
+        let mut encoded = Vec::new();
         for i in 0..self.batch.len() {
             let Some(payload) = self.batch.fitting(i).filter(|p| p.starts_with(&schema.prefix)) else { continue };
-            self.encoded.clear();
-            self.encoded.extend_from_slice(&schema.prefix);
-            if encoder.encode(i, &mut self.encoded).is_ok() && self.encoded == payload {
+            encoded.clear();
+            encoded.extend_from_slice(&schema.prefix);
+            if encoder.encode(i, &mut encoded).is_ok() && encoded == payload {
                 self.batch.give_back(i);
             }
         }

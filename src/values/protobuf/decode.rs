@@ -22,7 +22,7 @@ const MAX_DEPTH: usize = 100;
 
 const VARINT: u8 = 0;
 const FIXED64: u8 = 1;
-const LEN: u8 = 2;
+pub(super) const LEN: u8 = 2;
 const START_GROUP: u8 = 3;
 const END_GROUP: u8 = 4;
 const FIXED32: u8 = 5;
@@ -135,7 +135,7 @@ impl<'a> Reader<'a> {
 }
 
 /// The wire type a value of `ty` is written with.
-fn wire_type(ty: &Proto) -> u8 {
+pub(super) fn wire_type(ty: &Proto) -> u8 {
     match ty {
         Proto::Int32
         | Proto::Int64

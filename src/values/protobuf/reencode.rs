@@ -20,12 +20,11 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, BooleanArray, StructArray};
 use arrow_buffer::NullBuffer;
 
+use super::decode::{self, wire_type};
 use super::{Kind, Proto, ProtoField, ProtoMessage};
 
-const VARINT: u64 = 0;
-const FIXED64: u64 = 1;
-const LEN: u64 = 2;
-const FIXED32: u64 = 5;
+/// A length-delimited value's wire type, in a tag.
+const LEN: u64 = decode::LEN as u64;
 
 /// A batch's `value` column, ready to encode any of its rows as a message.
 pub struct Encoder<'a> {
@@ -116,7 +115,7 @@ impl<'a> Message<'a> {
                 },
                 Values::List { offsets, items } => {
                     let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-                    let wire = wire_type(items.ty);
+                    let wire = u64::from(wire_type(items.ty));
                     if f.packed && wire != LEN {
                         if end > start {
                             varint((number << 3) | LEN, out);
@@ -230,7 +229,7 @@ impl<'a> Leaf<'a> {
     /// Value `i` as field `number`: its tag, then its value.
     #[inline]
     fn field(&self, number: u64, i: usize, out: &mut Vec<u8>) -> Result<(), String> {
-        varint((number << 3) | wire_type(self.ty), out);
+        varint((number << 3) | u64::from(wire_type(self.ty)), out);
         self.value(i, out)
     }
 
@@ -324,29 +323,6 @@ fn seconds_and_nanos(seconds: i64, micros: i64, out: &mut Vec<u8>) {
     }
     out.push(n as u8);
     out.extend_from_slice(&body[..n]);
-}
-
-/// The wire type a value of `ty` is written with.
-fn wire_type(ty: &Proto) -> u64 {
-    match ty {
-        Proto::Int32
-        | Proto::Int64
-        | Proto::UInt32
-        | Proto::UInt64
-        | Proto::SInt32
-        | Proto::SInt64
-        | Proto::Bool
-        | Proto::Enum(_) => VARINT,
-        Proto::Double | Proto::Fixed64 | Proto::SFixed64 => FIXED64,
-        Proto::Float | Proto::Fixed32 | Proto::SFixed32 => FIXED32,
-        Proto::String
-        | Proto::Bytes
-        | Proto::Message(_)
-        | Proto::Timestamp
-        | Proto::Duration
-        | Proto::Wrapper(_)
-        | Proto::Opaque => LEN,
-    }
 }
 
 /// What `body` writes, preceded by its length: written in place after a one-byte length, which is

@@ -82,7 +82,10 @@ pub fn compile(text: &str, references: &[(String, String)]) -> Result<ProtoFile,
         .open_file(&main_name)
         .map_err(|e| SchemaError::Unsupported { path: main_name.clone(), why: format!("{e}") })?;
     let pool = compiler.descriptor_pool();
-    Ok(ProtoFile { messages: messages(&pool, &main_name), descriptors: B64.encode(pool.encode_to_vec()).into() })
+    // The footer's copy: every file compiled, without their comments and source positions.
+    let descriptors =
+        B64.encode(compiler.include_imports(true).include_source_info(false).encode_file_descriptor_set());
+    Ok(ProtoFile { messages: messages(&pool, &main_name), descriptors: descriptors.into() })
 }
 
 /// The message named `name` (its full name) of `descriptors` (a [`ProtoFile::descriptors`]), as the
