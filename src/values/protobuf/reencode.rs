@@ -45,27 +45,25 @@ impl<'a> Encoder<'a> {
 
 /// A message's columns, its fields in the order of their numbers.
 struct Message<'a> {
-    fields: Vec<Field<'a>>,
-}
-
-struct Field<'a> {
-    f: &'a ProtoField,
-    values: Values<'a>,
+    fields: Vec<Values<'a>>,
 }
 
 /// Where a field's values are.
 enum Values<'a> {
-    /// One value per row (null where a field with presence is absent).
-    One(Leaf<'a>),
-    /// A list's items, from `offsets[row]` to `offsets[row + 1]`.
-    List { offsets: &'a [i32], items: Leaf<'a> },
-    /// A map's entries, likewise.
-    Map { offsets: &'a [i32], keys: Leaf<'a>, values: Leaf<'a> },
+    /// One value per row; `optional`: the field has presence (null where it is absent), else it is
+    /// left out where it holds its default.
+    One { leaf: Leaf<'a>, optional: bool },
+    /// A list's items, from `offsets[row]` to `offsets[row + 1]`; `packed`: the tag of their packed run,
+    /// if the field is packed.
+    List { offsets: &'a [i32], items: Leaf<'a>, packed: Option<u64> },
+    /// A map's entries, likewise, each written with `tag`.
+    Map { offsets: &'a [i32], tag: u64, keys: Leaf<'a>, values: Leaf<'a> },
 }
 
-/// A column of values of one Protobuf type.
+/// A column of values of one Protobuf type, written with `tag` (its field's number and wire type).
 struct Leaf<'a> {
     ty: &'a Proto,
+    tag: u64,
     nulls: Option<&'a NullBuffer>,
     data: Data<'a>,
 }
@@ -98,39 +96,34 @@ impl<'a> Message<'a> {
         }
         let fields = message.by_number().map(|i| {
             let f = &message.fields[i];
-            Values::of(f, array.column(i)).map(|values| Field { f, values }).map_err(|e| format!("{}: {e}", f.name))
+            Values::of(f, array.column(i)).map_err(|e| format!("{}: {e}", f.name))
         });
         Ok(Self { fields: fields.collect::<Result<_, _>>()? })
     }
 
     fn encode(&self, row: usize, out: &mut Vec<u8>) -> Result<(), String> {
-        for Field { f, values } in &self.fields {
-            let number = u64::from(f.number);
+        for values in &self.fields {
             match values {
-                Values::One(leaf) => match f.kind {
-                    Kind::Optional if leaf.is_null(row) => {}
-                    Kind::Optional => leaf.field(number, row, out)?,
-                    _ if leaf.is_default(row)? => {}
-                    _ => leaf.field(number, row, out)?,
-                },
-                Values::List { offsets, items } => {
+                Values::One { leaf, optional: true } if leaf.is_null(row) => {}
+                Values::One { leaf, optional: false } if leaf.is_default(row)? => {}
+                Values::One { leaf, .. } => leaf.field(row, out)?,
+                Values::List { offsets, items, packed } => {
                     let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-                    let wire = u64::from(wire_type(items.ty));
-                    if f.packed && wire != LEN {
-                        if end > start {
-                            varint((number << 3) | LEN, out);
+                    match packed {
+                        Some(_) if end == start => {}
+                        Some(tag) => {
+                            varint(*tag, out);
                             delimited(out, |out| (start..end).try_for_each(|i| items.value(i, out)))?;
                         }
-                    } else {
-                        (start..end).try_for_each(|i| items.field(number, i, out))?;
+                        None => (start..end).try_for_each(|i| items.field(i, out))?,
                     }
                 }
-                Values::Map { offsets, keys, values } => {
+                Values::Map { offsets, tag, keys, values } => {
                     for i in offsets[row] as usize..offsets[row + 1] as usize {
-                        varint((number << 3) | LEN, out);
+                        varint(*tag, out);
                         delimited(out, |out| {
-                            keys.field(1, i, out)?;
-                            values.field(2, i, out)
+                            keys.field(i, out)?;
+                            values.field(i, out)
                         })?;
                     }
                 }
@@ -143,16 +136,20 @@ impl<'a> Message<'a> {
 impl<'a> Values<'a> {
     /// The values of field `f`, whose column is `array`.
     fn of(f: &'a ProtoField, array: &'a ArrayRef) -> Result<Self, String> {
+        let number = u64::from(f.number);
         Ok(match &f.kind {
-            Kind::Single | Kind::Optional => Values::One(Leaf::new(&f.ty, array)?),
+            Kind::Single | Kind::Optional => {
+                Values::One { leaf: Leaf::new(&f.ty, array, number)?, optional: f.kind == Kind::Optional }
+            }
             Kind::Repeated => {
                 let list = array.as_list_opt::<i32>().ok_or_else(|| bad(array, &f.ty))?;
-                Values::List { offsets: list.value_offsets(), items: Leaf::new(&f.ty, list.values())? }
+                let packed = (f.packed && wire_type(&f.ty) != decode::LEN).then_some((number << 3) | LEN);
+                Values::List { offsets: list.value_offsets(), items: Leaf::new(&f.ty, list.values(), number)?, packed }
             }
             Kind::Map(key) => {
                 let map = array.as_map_opt().ok_or_else(|| bad(array, &f.ty))?;
-                let (keys, values) = (Leaf::new(key, map.keys())?, Leaf::new(&f.ty, map.values())?);
-                Values::Map { offsets: map.value_offsets(), keys, values }
+                let (keys, values) = (Leaf::new(key, map.keys(), 1)?, Leaf::new(&f.ty, map.values(), 2)?);
+                Values::Map { offsets: map.value_offsets(), tag: (number << 3) | LEN, keys, values }
             }
         })
     }
@@ -163,7 +160,8 @@ fn bad(array: &ArrayRef, ty: &Proto) -> String {
 }
 
 impl<'a> Leaf<'a> {
-    fn new(ty: &'a Proto, array: &'a ArrayRef) -> Result<Self, String> {
+    /// The values of `array`, of type `ty`, written as field `number`.
+    fn new(ty: &'a Proto, array: &'a ArrayRef, number: u64) -> Result<Self, String> {
         let wrong = || bad(array, ty);
         let data = match ty {
             Proto::Double => Data::F64(array.as_primitive_opt::<Float64Type>().ok_or_else(wrong)?.values()),
@@ -200,10 +198,10 @@ impl<'a> Leaf<'a> {
                 let numbers = e.values.iter().map(|(n, symbol)| (symbol.as_bytes(), *n)).collect();
                 Data::Enum { offsets: strings.value_offsets(), bytes: strings.values(), numbers }
             }
-            Proto::Wrapper(inner) => return Ok(Self { ty, ..Leaf::new(inner, array)? }),
+            Proto::Wrapper(inner) => return Ok(Self { ty, tag: (number << 3) | LEN, ..Leaf::new(inner, array, 1)? }),
             Proto::Message(message) => Data::Message(Message::new(message, array.as_struct_opt().ok_or_else(wrong)?)?),
         };
-        Ok(Self { ty, nulls: array.nulls(), data })
+        Ok(Self { ty, tag: (number << 3) | u64::from(wire_type(ty)), nulls: array.nulls(), data })
     }
 
     fn is_null(&self, i: usize) -> bool {
@@ -226,10 +224,10 @@ impl<'a> Leaf<'a> {
         })
     }
 
-    /// Value `i` as field `number`: its tag, then its value.
+    /// Value `i` as its field: the tag, then the value.
     #[inline]
-    fn field(&self, number: u64, i: usize, out: &mut Vec<u8>) -> Result<(), String> {
-        varint((number << 3) | u64::from(wire_type(self.ty)), out);
+    fn field(&self, i: usize, out: &mut Vec<u8>) -> Result<(), String> {
+        varint(self.tag, out);
         self.value(i, out)
     }
 
@@ -261,10 +259,11 @@ impl<'a> Leaf<'a> {
             }
             (Proto::Duration, Data::I64(v)) => seconds_and_nanos(v[i] / 1_000_000, v[i] % 1_000_000, out),
             (Proto::Wrapper(inner), _) => {
-                let wrapped = Leaf { ty: inner, nulls: None, data: self.data.borrowed() };
+                let tag = (1 << 3) | u64::from(wire_type(inner));
+                let wrapped = Leaf { ty: inner, tag, nulls: None, data: self.data.borrowed() };
                 delimited(out, |out| match wrapped.is_default(i)? {
                     true => Ok(()),
-                    false => wrapped.field(1, i, out),
+                    false => wrapped.field(i, out),
                 })?
             }
             (ty, _) => unreachable!("a leaf of {ty:?} holds its type's values"),
@@ -344,8 +343,17 @@ fn delimited(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>) -> Result<(), St
 }
 
 /// A varint, shortest form.
-#[inline]
-fn varint(mut v: u64, out: &mut Vec<u8>) {
+#[inline(always)]
+fn varint(v: u64, out: &mut Vec<u8>) {
+    // Most (tags, lengths, small numbers) are one byte.
+    if v < 0x80 {
+        out.push(v as u8);
+    } else {
+        varint_long(v, out);
+    }
+}
+
+fn varint_long(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
