@@ -14,6 +14,8 @@ use common::{archive_mock_topic, env, mock_settings};
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::commands::status::tables::table_statuses;
+use kafka_s3_archiver::commands::status::{status, StatusOptions};
 use kafka_s3_archiver::commands::verify::tables::check_tables;
 use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation, Settings, TableFormat, TimeBuckets};
 use kafka_s3_archiver::service::archiver::Archiver;
@@ -167,7 +169,8 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
         table_commit_files: Some(1), // two files at the stop: two commits
         ..mock_settings(&bootstrap, dir.path())
     };
-    let (archiver, _) = start_archiver(settings).await;
+    let prefix = settings.clone().resolve(None).unwrap().store.dest.prefix().clone();
+    let (archiver, store) = start_archiver(settings).await;
     let metrics = archiver.metrics();
     let started = std::time::Instant::now();
     while metrics.records_received.get() < 300 {
@@ -176,6 +179,28 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
     }
     archiver.shutdown().await.unwrap();
     check_pyiceberg(&db, dir.path(), "refunds", &produced);
+
+    // `status --iceberg-catalog`: each partition's table position is right after what it archived.
+    let options = StatusOptions {
+        prefix: prefix.clone(),
+        topics: vec!["refunds".into()],
+        brokers: bootstrap.clone(),
+        props: vec![],
+        group: "g".into(),
+    };
+    let mut report = status(store.as_ref(), &options).await.unwrap();
+    let catalog = CatalogConfig {
+        location: CatalogLocation::Sqlite(db.clone()),
+        name: "default".into(),
+        namespace: "kafka".into(),
+    };
+    let tables = table_statuses(store.clone(), &prefix, &catalog, &report.partitions).await.unwrap();
+    let positions: Vec<_> = tables[0].partitions.iter().map(|p| (p.partition, p.position, p.lag)).collect();
+    let last = common::last_offsets(&produced);
+    assert_eq!(positions, [(0, Some(last[&0] + 1), Some(0)), (1, Some(last[&1] + 1), Some(0))]);
+    assert_eq!(tables[0].table, "kafka.refunds");
+    report.tables = tables;
+    println!("{}", report.table());
 }
 
 /// An in-process archiver of these settings, and its store.

@@ -71,8 +71,8 @@ impl RegistryArgs {
 /// environment variables as `run`'s).
 #[derive(clap::Args)]
 pub struct CatalogArgs {
-    /// Also check each topic's Iceberg table in this catalog against the archive:
-    /// sqlite:///absolute/path.db or http(s)://host:port[/path] (a REST catalog).
+    /// Each topic's Iceberg table in this catalog, beside the archive (verify checks it, status shows
+    /// where it stands): sqlite:///absolute/path.db or http(s)://host:port[/path] (a REST catalog).
     #[arg(long, env = "KSA_ICEBERG_CATALOG")]
     iceberg_catalog: Option<String>,
     /// The catalog's name in a SQL catalog's rows.

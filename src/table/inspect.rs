@@ -32,7 +32,32 @@ pub struct TableCheck {
     pub problems: Vec<TableProblem>,
 }
 
+/// Where a topic's table stands (`status`): its current snapshot, when it was last committed, and per
+/// partition the chain position it records (the offset after the last file it holds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TablePositions {
+    pub table: String,
+    pub snapshot_id: Option<i64>,
+    /// When its metadata last changed (ms since the epoch).
+    pub updated_ms: i64,
+    pub positions: BTreeMap<i32, i64>,
+}
+
 impl Committer {
+    /// Where `table` stands, from one read of its metadata; none when the catalog has no such table.
+    pub async fn positions(&self, table: &TopicTable) -> Result<Option<TablePositions>, TableError> {
+        let Some(loaded) = self.catalog.load(&table.ident).await? else { return Ok(None) };
+        let base = Base(&loaded.metadata);
+        base.check_version()?;
+        let state = TableState::from_properties(base.properties())?;
+        Ok(Some(TablePositions {
+            table: table.ident.to_string(),
+            snapshot_id: base.snapshot_id(),
+            updated_ms: base.last_updated_ms(),
+            positions: state.positions,
+        }))
+    }
+
     /// The check of `table` against the archive; none when the catalog has no such table.
     pub async fn check(&self, table: &TopicTable) -> Result<Option<TableCheck>, TableError> {
         let Some(loaded) = self.catalog.load(&table.ident).await? else { return Ok(None) };

@@ -4,6 +4,7 @@
 //! flags where they disagree in a way that matters.
 
 pub mod cli;
+pub mod tables;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,6 +20,7 @@ use crate::recovery::standing::PartitionStatus;
 use crate::recovery::tail::{inspect, InspectError, Inspected};
 use crate::source::offsets::{read_log, OffsetsError};
 use crate::store::ObjectStore;
+use tables::TableStatus;
 
 #[derive(Debug, Error)]
 pub enum StatusError {
@@ -44,6 +46,8 @@ pub struct StatusReport {
     pub list_requests: u64,
     pub topics: Vec<TopicStatus>,
     pub partitions: Vec<PartitionStatus>,
+    /// With a catalog (`--iceberg-catalog`), where each topic's table stands.
+    pub tables: Vec<TableStatus>,
 }
 
 /// A topic's time buckets: which are complete (see `archive::completeness`).
@@ -149,6 +153,7 @@ impl StatusReport {
                 let through = t.complete_through.as_deref().unwrap_or("no bucket yet");
                 let _ = writeln!(out, "time buckets complete through {through}");
             }
+            self.tables.iter().filter(|t| t.topic == topic).for_each(|t| t.line(&mut out));
         }
         let flagged = self.partitions.iter().filter(|p| !p.flags.is_empty()).count();
         let _ = write!(
@@ -179,5 +184,6 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
     }
     let topics = topic_statuses(&rows, &lateness, log_read_ms);
     let partitions = rows.into_iter().map(|(row, _)| row).collect();
-    Ok(StatusReport { archive: store.describe(), group: opts.group.clone(), list_requests, topics, partitions })
+    let (archive, group) = (store.describe(), opts.group.clone());
+    Ok(StatusReport { archive, group, list_requests, topics, partitions, tables: Vec::new() })
 }

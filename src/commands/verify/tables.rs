@@ -21,12 +21,7 @@ pub async fn check_tables(
     catalog: &CatalogConfig,
     topics: &[String],
 ) -> Result<Vec<TableCheck>, TableError> {
-    let committer = Committer {
-        catalog: catalog::open(&catalog.location, &catalog.name, store.clone())?,
-        store,
-        prefix: prefix.clone(),
-        max_files: 0,
-    };
+    let committer = reader(store, prefix, catalog)?;
     let mut checks = Vec::new();
     for topic in topics {
         let ident = TableIdent { namespace: catalog.namespace.clone(), name: table_name(topic) };
@@ -34,6 +29,20 @@ pub async fn check_tables(
         checks.extend(committer.check(&table).await?);
     }
     Ok(checks)
+}
+
+/// A committer of `catalog` that only reads the tables of the archive at `store` and `prefix`.
+pub(crate) fn reader(
+    store: Arc<dyn ObjectStore>,
+    prefix: &Prefix,
+    catalog: &CatalogConfig,
+) -> Result<Committer, TableError> {
+    Ok(Committer {
+        catalog: catalog::open(&catalog.location, &catalog.name, store.clone())?,
+        store,
+        prefix: prefix.clone(),
+        max_files: 0,
+    })
 }
 
 impl VerifyReport {
