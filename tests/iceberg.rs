@@ -199,6 +199,11 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
     let last = common::last_offsets(&produced);
     assert_eq!(positions, [(0, Some(last[&0] + 1), Some(0)), (1, Some(last[&1] + 1), Some(0))]);
     assert_eq!(tables[0].table, "kafka.refunds");
+    // The archiver's gauge says the same: the archived offset + 1 minus it is the table's lag.
+    for (p, last) in &last {
+        let position = metrics.table_position.with_label_values(&["refunds", p.to_string().as_str()]).get();
+        assert_eq!(position, last + 1, "partition {p}'s ksa_table_position");
+    }
     report.tables = tables;
     println!("{}", report.table());
 }

@@ -100,6 +100,7 @@ async fn commit_all(
                     records: r.records,
                     snapshot_id: r.snapshot_id,
                     conflicts: r.conflicts,
+                    positions: &r.held,
                 };
                 metrics.emit(Event::TableCommitted { topic, table: &name, outcome: Ok(commit) });
             }

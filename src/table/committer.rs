@@ -83,6 +83,9 @@ pub struct CommitReport {
     pub records: u64,
     /// Per partition moved, its new position.
     pub positions: BTreeMap<i32, i64>,
+    /// Per partition of the commit that the table holds files of, its position after the commit (moved
+    /// or not).
+    pub held: BTreeMap<i32, i64>,
     /// Attempts thrown away because the table had moved.
     pub conflicts: u32,
     /// Partitions left out of the commit, and why (the others went on).
@@ -132,6 +135,7 @@ impl Committer {
             // Never before the table's last change: readers expect its logs in time order.
             let now_ms = now_ms.max(base.last_updated_ms());
             let state = TableState::from_properties(base.properties())?;
+            report.held = partitions.iter().filter_map(|p| Some((*p, *state.positions.get(p)?))).collect();
             let mut planned = self.plan(table, &base, &state, partitions).await?;
             report.failed = std::mem::take(&mut planned.failed);
             if planned.positions.is_empty() {
@@ -143,6 +147,7 @@ impl Committer {
                     report.snapshot_id = change.snapshot["snapshot-id"].as_i64();
                     report.files = planned.files.len();
                     report.records = planned.files.iter().map(|f| f.records).sum();
+                    report.held.extend(&planned.positions);
                     report.positions = planned.positions;
                     return Ok(report);
                 }

@@ -213,7 +213,7 @@ pub enum Event<'a> {
     TableCommitted {
         topic: &'a str,
         table: &'a str,
-        outcome: Result<TableCommit, &'a str>,
+        outcome: Result<TableCommit<'a>, &'a str>,
     },
     /// The tables' last commit at a graceful stop did not end within `waited` and was cut short.
     TableLastCommitCut {
@@ -222,13 +222,15 @@ pub enum Event<'a> {
 }
 
 /// What a table commit did: the files and records it added (none: the table was up to date), in
-/// which snapshot, after how many attempts that met a newer table.
+/// which snapshot, after how many attempts that met a newer table, and where it left each partition's
+/// position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TableCommit {
+pub struct TableCommit<'a> {
     pub files: usize,
     pub records: u64,
     pub snapshot_id: Option<i64>,
     pub conflicts: u32,
+    pub positions: &'a std::collections::BTreeMap<i32, i64>,
 }
 
 impl Metrics {
@@ -379,10 +381,13 @@ impl Metrics {
         }
     }
 
-    fn table_committed(&self, topic: &str, table: &str, outcome: Result<TableCommit, &str>) {
+    fn table_committed(&self, topic: &str, table: &str, outcome: Result<TableCommit<'_>, &str>) {
         match outcome {
             Ok(c) => {
                 self.table_commit_conflicts.inc_by(u64::from(c.conflicts));
+                for (partition, position) in c.positions {
+                    self.table_position.with_label_values(&[topic, partition.to_string().as_str()]).set(*position);
+                }
                 if let Some(snapshot) = c.snapshot_id {
                     self.table_commits.inc();
                     self.table_files_committed.inc_by(c.files as u64);
@@ -474,7 +479,7 @@ impl Metrics {
     pub fn forget_partition(&self, tp: &TopicPartition) {
         let partition = tp.partition().to_string();
         let labels = [tp.topic(), partition.as_str()];
-        for series in [&self.archived_offset, &self.log_end_offset, &self.unarchived_records] {
+        for series in [&self.archived_offset, &self.log_end_offset, &self.unarchived_records, &self.table_position] {
             let _ = series.remove_label_values(&labels);
         }
     }

@@ -63,6 +63,9 @@ pub struct Metrics {
     pub table_commit_conflicts: IntCounter,
     pub table_commit_failures: IntCounter,
     pub table_files_committed: IntCounter,
+    /// Per partition: the offset after the last file its topic's table holds, as this instance's last
+    /// commit found or moved it (`archived_offset + 1` minus it is the table's lag).
+    pub table_position: IntGaugeVec,
     /// Schemas fetched from the Schema Registry (each ID once per process).
     pub schemas_fetched: IntCounter,
     pub schema_registry_failures: IntCounter,
@@ -247,6 +250,11 @@ impl Default for Metrics {
                 "Table commits that failed (catalog or store errors; tried again at the next interval).",
             ),
             table_files_committed: counter(&r, "table_files_committed_total", "Archive objects added to topics' tables."),
+            table_position: partition_gauge(
+                &r,
+                "table_position",
+                "Offset after the last file the topic's table holds, as this instance's last commit left it.",
+            ),
             schemas_fetched: counter(
                 &r,
                 "schemas_fetched_total",
