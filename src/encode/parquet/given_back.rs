@@ -30,6 +30,12 @@ pub const VALUE_SCHEMA_KEY: &str = "kafka.value_schema";
 pub const VALUE_PROTOBUF_DESCRIPTORS_KEY: &str = "kafka.value_protobuf_descriptors";
 pub const VALUE_PROTOBUF_MESSAGE_KEY: &str = "kafka.value_protobuf_message";
 pub const VALUE_PROTOBUF_INDEXES_KEY: &str = "kafka.value_protobuf_indexes";
+/// Footer key: the rules a file's Protobuf rows without bytes were encoded back by (which fields have
+/// presence, which are packed, which messages are their bytes: `values::protobuf::schema`), so a later
+/// archiver that changes them reads this file by its own, or refuses it, never giving other bytes back.
+pub const VALUE_PROTOBUF_ENCODING_KEY: &str = "kafka.value_protobuf_encoding";
+/// The rules this archiver writes and reads.
+const PROTOBUF_ENCODING: &str = "1";
 
 /// The footer's key-value pairs for `schema`.
 pub(super) fn footer(schema: &FooterSchema) -> Vec<(&'static str, String)> {
@@ -44,6 +50,7 @@ pub(super) fn footer(schema: &FooterSchema) -> Vec<(&'static str, String)> {
                 (VALUE_PROTOBUF_DESCRIPTORS_KEY, descriptors.to_string()),
                 (VALUE_PROTOBUF_MESSAGE_KEY, message.clone()),
                 (VALUE_PROTOBUF_INDEXES_KEY, indexes.join(",")),
+                (VALUE_PROTOBUF_ENCODING_KEY, PROTOBUF_ENCODING.to_string()),
             ]
         }
     }
@@ -67,6 +74,13 @@ impl Given {
         }
         let protobuf = [VALUE_PROTOBUF_DESCRIPTORS_KEY, VALUE_PROTOBUF_MESSAGE_KEY, VALUE_PROTOBUF_INDEXES_KEY];
         let [Some(descriptors), Some(name), Some(indexes)] = protobuf.map(value) else { return Ok(None) };
+        match value(VALUE_PROTOBUF_ENCODING_KEY) {
+            Some(PROTOBUF_ENCODING) => {}
+            other => {
+                let why = format!("Protobuf encoding rules {other:?}, not this archiver's ({PROTOBUF_ENCODING:?})");
+                return Err(bad(format!("{why}: read the file with the archiver version that wrote it")));
+            }
+        }
         let indexes: Vec<i32> = indexes
             .split(',')
             .map(|i| i.parse().map_err(|e: std::num::ParseIntError| bad(format!("message indexes: {e}"))))
@@ -161,4 +175,35 @@ fn json_lines(typed: &StructArray) -> Result<Vec<Vec<u8>>, EncodeError> {
     writer.finish()?;
     drop(writer);
     Ok(text.split(|b| *b == b'\n').take(typed.len()).map(<[u8]>::to_vec).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values::protobuf::schema::compile;
+
+    /// A file's Protobuf footer is read back only under the encoding rules it names: a file written by
+    /// other rules (a later archiver's), or naming none, is refused rather than given other bytes.
+    #[test]
+    fn a_protobuf_footer_of_other_encoding_rules_is_refused() {
+        let file = compile(r#"syntax = "proto3"; package p; message M { int64 id = 1; }"#, &[]).unwrap();
+        let schema =
+            FooterSchema::Protobuf { id: 3, descriptors: file.descriptors, message: "p.M".into(), indexes: vec![0] };
+        let footer = |encoding: Option<&str>| -> Vec<KeyValue> {
+            let pairs = footer(&schema).into_iter().filter(|(k, _)| *k != VALUE_PROTOBUF_ENCODING_KEY);
+            let mut kvs: Vec<KeyValue> = pairs.map(|(k, v)| KeyValue::new(k.to_string(), v)).collect();
+            kvs.extend(encoding.map(|e| KeyValue::new(VALUE_PROTOBUF_ENCODING_KEY.to_string(), e.to_string())));
+            kvs
+        };
+        match Given::from_footer(Some(&footer(Some("1")))) {
+            Ok(Some(Given::Protobuf(prefix, message))) => {
+                assert_eq!((prefix, message.name.as_str()), (vec![0, 0, 0, 0, 3, 0], "p.M"));
+            }
+            _ => panic!("this archiver's footer reads"),
+        }
+        for other in [Some("2"), None] {
+            let why = Given::from_footer(Some(&footer(other))).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(why.contains("not this archiver's"), "{other:?}: {why}");
+        }
+    }
 }
