@@ -42,8 +42,9 @@ pub async fn run(committer: Committer, options: TableOptions, metrics: Arc<Metri
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
             _ = stop.changed() => {
+                // The last commits: their positions are shown whether the partitions are held now or not.
                 let held = options.assigned.held_since_start();
-                while commit_all(&committer, &options, &metrics, &held).await.full {}
+                while commit_all(&committer, &options, &metrics, &held, false).await.full {}
                 return;
             }
         }
@@ -56,7 +57,7 @@ pub async fn run(committer: Committer, options: TableOptions, metrics: Arc<Metri
         }
         last = Some(Instant::now());
         (uploaded, assignments) = (now_uploaded, now_assignments);
-        let outcome = commit_all(&committer, &options, &metrics, &options.assigned.held_now()).await;
+        let outcome = commit_all(&committer, &options, &metrics, &options.assigned.held_now(), true).await;
         (pending, backlog) = (!outcome.ok || outcome.full, outcome.full);
     }
 }
@@ -69,12 +70,15 @@ struct Round {
     full: bool,
 }
 
-/// Commits every topic with a table.
+/// Commits every topic with a table; `held_only`: the positions shown (`ksa_table_position`) are only
+/// those of partitions still held once the commit is done (a partition revoked meanwhile has had its
+/// series removed, which a late commit must not bring back).
 async fn commit_all(
     committer: &Committer,
     options: &TableOptions,
     metrics: &Metrics,
     held: &BTreeMap<String, BTreeSet<i32>>,
+    held_only: bool,
 ) -> Round {
     let (mut all, mut full) = (true, false);
     for (topic, partitions) in held {
@@ -95,12 +99,17 @@ async fn commit_all(
                     let why = format!("partition {p}: {why}");
                     metrics.emit(Event::TableCommitted { topic, table: &name, outcome: Err(&why) });
                 }
+                let mut positions = r.held;
+                if held_only {
+                    let now = options.assigned.held_now();
+                    positions.retain(|p, _| now.get(topic).is_some_and(|held| held.contains(p)));
+                }
                 let commit = TableCommit {
                     files: r.files,
                     records: r.records,
                     snapshot_id: r.snapshot_id,
                     conflicts: r.conflicts,
-                    positions: &r.held,
+                    positions: &positions,
                 };
                 metrics.emit(Event::TableCommitted { topic, table: &name, outcome: Ok(commit) });
             }

@@ -44,11 +44,17 @@ pub struct TablePositions {
 }
 
 impl Committer {
-    /// Where `table` stands, from one read of its metadata; none when the catalog has no such table.
+    /// Where `table` stands, from one read of its metadata; none when the catalog has no such table. A
+    /// table that views another archive (at another location) is refused, as a commit refuses it.
     pub async fn positions(&self, table: &TopicTable) -> Result<Option<TablePositions>, TableError> {
         let Some(loaded) = self.catalog.load(&table.ident).await? else { return Ok(None) };
         let base = Base(&loaded.metadata);
         base.check_version()?;
+        let expected = self.location(&table.ident);
+        if base.location() != Some(expected.as_str()) {
+            let location = base.location().unwrap_or("(none)").to_string();
+            return Err(TableError::Foreign { table: table.ident.to_string(), location, expected });
+        }
         let state = TableState::from_properties(base.properties())?;
         Ok(Some(TablePositions {
             table: table.ident.to_string(),

@@ -1,6 +1,7 @@
 //! `status --iceberg-catalog`: where each topic's Iceberg table stands beside its archive — when it was
 //! last committed and, per partition, the position it records (the offset after the last file it holds)
-//! and its lag: the offsets the archive holds durable past that position, which the next commit adds.
+//! and its lag: the offsets the archive holds durable past that position, which the next commit adds. A
+//! table that cannot be read says why in its line; the archive's rows are shown all the same.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -29,16 +30,20 @@ pub struct TableStatus {
     pub committed_ms: i64,
     pub committed: String,
     pub partitions: Vec<TablePartition>,
+    /// Why the table could not be read (then nothing else is known of it).
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TablePartition {
     pub partition: i32,
-    /// The offset after the last file the table holds; `None`: it holds none of the partition's.
+    /// The offset after the last file the table holds; `None`: it holds none of the partition's (its
+    /// first commit starts at the chain's position 0).
     pub position: Option<i64>,
-    /// Offsets archived durable from that position on, not in the table yet (from the first archived
-    /// offset when the table holds none of the partition's, which `status` does not know: then `None`).
-    pub lag: Option<i64>,
+    /// Offsets archived durable from that position on, not in the table yet (holes of compaction and
+    /// retention gaps counted too); below zero, the table is ahead of the archive (it views another
+    /// archive or incarnation of the topic, or objects were removed: its commits stop, `verify` says more).
+    pub lag: i64,
 }
 
 /// The tables of `topics` in `catalog` (a topic without one is left out), beside `rows`.
@@ -55,8 +60,18 @@ pub async fn table_statuses(
     for topic in topics {
         let ident = TableIdent { namespace: catalog.namespace.clone(), name: table_name(topic) };
         let table = TopicTable { ident, topic: topic.to_string(), width: None };
-        if let Some(positions) = committer.positions(&table).await? {
-            out.push(table_status(topic, rows, positions));
+        match committer.positions(&table).await {
+            Ok(Some(positions)) => out.push(table_status(topic, rows, positions)),
+            Ok(None) => {}
+            Err(e) => out.push(TableStatus {
+                topic: topic.to_string(),
+                table: table.ident.to_string(),
+                snapshot_id: None,
+                committed_ms: 0,
+                committed: String::new(),
+                partitions: Vec::new(),
+                error: Some(e.to_string()),
+            }),
         }
     }
     Ok(out)
@@ -69,7 +84,7 @@ pub fn table_status(topic: &str, rows: &[PartitionStatus], table: TablePositions
         .filter(|r| r.topic == topic)
         .map(|r| {
             let position = table.positions.get(&r.partition).copied();
-            let lag = position.map(|at| r.archived_through.map_or(0, |through| (through + 1 - at).max(0)));
+            let lag = r.archived_through.map_or(0, |through| through + 1) - position.unwrap_or(0);
             TablePartition { partition: r.partition, position, lag }
         })
         .collect();
@@ -80,20 +95,26 @@ pub fn table_status(topic: &str, rows: &[PartitionStatus], table: TablePositions
         committed_ms: table.updated_ms,
         committed: rfc3339(table.updated_ms),
         partitions,
+        error: None,
     }
 }
 
 impl TableStatus {
     /// Its line of the human-readable report.
     pub fn line(&self, out: &mut String) {
+        if let Some(why) = &self.error {
+            let _ = writeln!(out, "table {}: cannot be read: {why}", self.table);
+            return;
+        }
         let snapshot = self.snapshot_id.map_or("none".to_string(), |s| s.to_string());
         let partitions: BTreeMap<i32, String> = self
             .partitions
             .iter()
             .map(|p| {
-                let at = match (p.position, p.lag) {
-                    (Some(at), Some(lag)) => format!("{at} (lag {lag})"),
-                    _ => "none".to_string(),
+                let at = p.position.map_or("none".to_string(), |at| at.to_string());
+                let at = match p.lag {
+                    lag if lag < 0 => format!("{at} (AHEAD of the archive by {})", -lag),
+                    lag => format!("{at} (lag {lag})"),
                 };
                 (p.partition, at)
             })
@@ -131,20 +152,21 @@ mod tests {
 
     #[test]
     fn a_partitions_lag_is_what_the_archive_holds_past_the_tables_position() {
-        let rows = [row(0, Some(99)), row(1, Some(49)), row(2, Some(10)), row(3, None), row(4, Some(5))];
+        let rows = [row(0, Some(99)), row(1, Some(49)), row(2, Some(10)), row(3, None), row(4, Some(5)), row(5, None)];
         let mut other = row(0, Some(7));
         other.topic = "other".into();
         let positions = BTreeMap::from([(0, 100), (1, 20), (2, 30), (3, 0)]);
         let table = TablePositions { table: "kafka.t".into(), snapshot_id: Some(7), updated_ms: 0, positions };
         let status = table_status("t", &[rows.as_slice(), &[other]].concat(), table);
-        let got: Vec<(i32, Option<i64>, Option<i64>)> =
+        let got: Vec<(i32, Option<i64>, i64)> =
             status.partitions.iter().map(|p| (p.partition, p.position, p.lag)).collect();
         let want = [
-            (0, Some(100), Some(0)), // caught up
-            (1, Some(20), Some(30)), // 20..=49 archived, not in the table
-            (2, Some(30), Some(0)),  // a table ahead of what this listing saw is not a negative lag
-            (3, Some(0), Some(0)),   // nothing archived
-            (4, None, None),         // nothing of it in the table
+            (0, Some(100), 0),  // caught up
+            (1, Some(20), 30),  // 20..=49 archived, not in the table
+            (2, Some(30), -19), // ahead of the archive
+            (3, Some(0), 0),    // nothing archived
+            (4, None, 6),       // nothing of it in the table yet: from the chain's position 0
+            (5, None, 0),       // nothing archived, nothing in the table
         ];
         assert_eq!(got, want);
         let mut line = String::new();
@@ -152,7 +174,11 @@ mod tests {
         assert_eq!(
             line,
             "table kafka.t: snapshot 7, committed 1970-01-01T00:00:00Z; positions 0@100 (lag 0) 1@20 (lag 30) \
-             2@30 (lag 0) 3@0 (lag 0) 4@none\n"
+             2@30 (AHEAD of the archive by 19) 3@0 (lag 0) 4@none (lag 6) 5@none (lag 0)\n"
         );
+        let unreadable = TableStatus { error: Some("the catalog does not answer".into()), ..status };
+        let mut line = String::new();
+        unreadable.line(&mut line);
+        assert_eq!(line, "table kafka.t: cannot be read: the catalog does not answer\n");
     }
 }
