@@ -115,6 +115,18 @@ impl Committer {
         uri_of(self.store.as_ref(), &format!("{}_tables/{}/{}", self.prefix.root(), ident.namespace, ident.name))
     }
 
+    /// That a loaded `table` is of a format version it knows and at this archive's location (not a view
+    /// of another archive).
+    pub(super) fn check_base(&self, table: &TopicTable, base: &Base<'_>) -> Result<(), TableError> {
+        base.check_version()?;
+        let expected = self.location(&table.ident);
+        if base.location() != Some(expected.as_str()) {
+            let location = base.location().unwrap_or("(none)").to_string();
+            return Err(TableError::Foreign { table: table.ident.to_string(), location, expected });
+        }
+        Ok(())
+    }
+
     /// Adds every durable object of `partitions` of `table` that the table does not hold yet.
     pub async fn commit(
         &self,
@@ -126,12 +138,7 @@ impl Committer {
         for _ in 0..MAX_ATTEMPTS {
             let Some(loaded) = self.load_or_create(table, partitions, now_ms).await? else { return Ok(report) };
             let base = Base(&loaded.metadata);
-            base.check_version()?;
-            let expected = self.location(&table.ident);
-            if base.location() != Some(expected.as_str()) {
-                let location = base.location().unwrap_or("(none)").to_string();
-                return Err(TableError::Foreign { table: table.ident.to_string(), location, expected });
-            }
+            self.check_base(table, &base)?;
             // Never before the table's last change: readers expect its logs in time order.
             let now_ms = now_ms.max(base.last_updated_ms());
             let state = TableState::from_properties(base.properties())?;

@@ -49,12 +49,7 @@ impl Committer {
     pub async fn positions(&self, table: &TopicTable) -> Result<Option<TablePositions>, TableError> {
         let Some(loaded) = self.catalog.load(&table.ident).await? else { return Ok(None) };
         let base = Base(&loaded.metadata);
-        base.check_version()?;
-        let expected = self.location(&table.ident);
-        if base.location() != Some(expected.as_str()) {
-            let location = base.location().unwrap_or("(none)").to_string();
-            return Err(TableError::Foreign { table: table.ident.to_string(), location, expected });
-        }
+        self.check_base(table, &base)?;
         let state = TableState::from_properties(base.properties())?;
         Ok(Some(TablePositions {
             table: table.ident.to_string(),
