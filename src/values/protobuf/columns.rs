@@ -168,13 +168,16 @@ impl ProtobufColumns {
     }
 
     /// Marks the rows of the batch that need not keep their bytes: values of the file's schema and
-    /// message that its columns (`value`, the batch's) encode back to byte for byte.
-    fn give_back(&mut self, value: &ArrayRef) -> Result<(), ColumnsError> {
+    /// message that its columns (`value`, the batch's) encode back to byte for byte. Should the columns
+    /// not be the message's (they are), every value keeps its bytes, which is always safe.
+    fn give_back(&mut self, value: &ArrayRef) {
         let Some(schema) = self.schema.as_ref().filter(|s| !s.message.fields.is_empty() && !self.values.keep_raw)
         else {
-            return Ok(());
+            return;
         };
-        let encoder = Encoder::new(&schema.message, value.as_struct()).map_err(ColumnsError::Decode)?;
+        let Some(encoder) = value.as_struct_opt().and_then(|v| Encoder::new(&schema.message, v).ok()) else {
+            return;
+        };
         // Made for each batch: an open file holds no buffer the size of its largest value.
         let mut encoded = Vec::new();
         for i in 0..self.batch.len() {
@@ -185,7 +188,6 @@ impl ProtobufColumns {
                 self.batch.give_back(i);
             }
         }
-        Ok(())
     }
 
     fn value_field(&self) -> Option<Field> {
@@ -258,7 +260,7 @@ impl ValueColumns for ProtobufColumns {
             }
             (None, _) => crate::values::arrow::placeholder_column(rows),
         };
-        self.give_back(&value)?;
+        self.give_back(&value);
         let [raw, error] = self.batch.take_raw_and_error(self.values.keep_raw);
         self.taken = self.schema.as_ref().map(|s| (s.widenings, s.message.clone(), s.prefix.clone()));
         self.stats.value_schema =
