@@ -13,9 +13,7 @@ use tokio::sync::watch;
 use crate::clock::wall_clock_ms;
 use crate::config::TableConfig;
 use crate::pipeline::{AssignedTopics, TopicProfiles};
-use crate::table::catalog::TableIdent;
 use crate::table::committer::{Committer, TopicTable};
-use crate::table::table_name;
 use crate::telemetry::events::TableCommit;
 use crate::telemetry::{Event, Metrics};
 
@@ -87,8 +85,7 @@ async fn commit_all(
         if !profile.table || partitions.is_empty() {
             continue;
         }
-        let ident = TableIdent { namespace: options.config.catalog.namespace.clone(), name: table_name(topic) };
-        let table = TopicTable { ident, topic: topic.clone(), width: profile.bucketing.map(|b| b.width) };
+        let table = TopicTable::new(&options.config.catalog.namespace, topic, profile.bucketing.map(|b| b.width));
         let outcome = committer.commit(&table, &partitions, wall_clock_ms()).await;
         let name = table.ident.to_string();
         match outcome {

@@ -75,6 +75,14 @@ pub struct TopicTable {
     pub width: Option<BucketWidth>,
 }
 
+impl TopicTable {
+    /// `topic`'s table in `namespace`, named after it (`table_name`).
+    pub fn new(namespace: &str, topic: &str, width: Option<BucketWidth>) -> Self {
+        let ident = TableIdent { namespace: namespace.to_string(), name: super::table_name(topic) };
+        Self { ident, topic: topic.to_string(), width }
+    }
+}
+
 /// What a commit did.
 #[derive(Debug, Default)]
 pub struct CommitReport {

@@ -142,6 +142,31 @@ impl Rows {
     }
 }
 
+/// A batch's `value_raw` with the bytes of every typed row it lacked (one whose bytes its columns were to
+/// give back), each written whole, header included, by `encode` (row, out) under the version it was
+/// decoded by, which gives them back exactly: for a file that widens to a newer version, whose columns
+/// would not.
+pub(crate) fn kept_bytes(
+    typed: &arrow_array::StructArray,
+    raw: &arrow_array::BinaryArray,
+    mut encode: impl FnMut(usize, &mut Vec<u8>) -> Result<(), String>,
+) -> Result<ArrayRef, String> {
+    let mut kept = BinaryBuilder::with_capacity(raw.len(), 0);
+    let mut bytes = Vec::new();
+    for i in 0..raw.len() {
+        if raw.is_valid(i) {
+            kept.append_value(raw.value(i));
+        } else if typed.is_valid(i) {
+            bytes.clear();
+            encode(i, &mut bytes)?;
+            kept.append_value(&bytes);
+        } else {
+            kept.append_null();
+        }
+    }
+    Ok(Arc::new(kept.finish()))
+}
+
 /// One batch's rows, decoded into the three columns when the batch is taken.
 pub struct JsonColumns {
     json: Arc<JsonValues>,

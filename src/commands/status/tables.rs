@@ -15,10 +15,8 @@ use crate::commands::verify::tables::reader;
 use crate::config::CatalogConfig;
 use crate::recovery::standing::PartitionStatus;
 use crate::store::ObjectStore;
-use crate::table::catalog::TableIdent;
 use crate::table::committer::{TableError, TopicTable};
 use crate::table::inspect::TablePositions;
-use crate::table::table_name;
 
 /// A topic's table, beside its archive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -58,8 +56,7 @@ pub async fn table_statuses(
     topics.dedup();
     let mut out = Vec::new();
     for topic in topics {
-        let ident = TableIdent { namespace: catalog.namespace.clone(), name: table_name(topic) };
-        let table = TopicTable { ident, topic: topic.to_string(), width: None };
+        let table = TopicTable::new(&catalog.namespace, topic, None);
         match committer.positions(&table).await {
             Ok(Some(positions)) => out.push(table_status(topic, rows, positions)),
             Ok(None) => {}

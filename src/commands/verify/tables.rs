@@ -9,10 +9,9 @@ use crate::archive::object_key::Prefix;
 use crate::config::CatalogConfig;
 use crate::store::ObjectStore;
 use crate::table::audit::TableProblem;
-use crate::table::catalog::{self, TableIdent};
+use crate::table::catalog;
 use crate::table::committer::{Committer, TableError, TopicTable};
 use crate::table::inspect::TableCheck;
-use crate::table::table_name;
 
 /// The tables of `topics` in `catalog`, checked (a topic without a table is left out).
 pub async fn check_tables(
@@ -24,8 +23,7 @@ pub async fn check_tables(
     let committer = reader(store, prefix, catalog)?;
     let mut checks = Vec::new();
     for topic in topics {
-        let ident = TableIdent { namespace: catalog.namespace.clone(), name: table_name(topic) };
-        let table = TopicTable { ident, topic: topic.clone(), width: None };
+        let table = TopicTable::new(&catalog.namespace, topic, None);
         checks.extend(committer.check(&table).await?);
     }
     Ok(checks)

@@ -11,19 +11,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use arrow_array::builder::BinaryBuilder;
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, BinaryArray, StructArray};
+use arrow_array::ArrayRef;
 use arrow_schema::{Field, Fields};
 
 use super::binary::{append_record, check, struct_fields, DecodeError, Reader};
 use super::reencode::encode_record;
 use super::resolve::Resolution;
 use super::widen::widen_record;
-use super::{Avro, AvroField, AvroRecord};
+use super::{Avro, AvroRecord};
 use crate::values::arrow::{placeholder_column, typed_value_field};
 use crate::values::column::{Room, Struct};
-use crate::values::columns::{typed_fields, ColumnsError, FooterSchema, Rows, ValueStats};
+use crate::values::columns::{kept_bytes, typed_fields, ColumnsError, FooterSchema, Rows, ValueStats};
 use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{AvroValues, ValueColumns};
 
@@ -312,7 +311,12 @@ impl ValueColumns for AvroColumns {
             return Ok([value, raw, error]);
         }
         let typed = value.as_struct();
-        let raw = kept_bytes(typed, raw.as_binary::<i32>(), *id, taken).map_err(ColumnsError::Decode)?;
+        let header = frame(*id, &[]);
+        let raw = kept_bytes(typed, raw.as_binary::<i32>(), |i, out| {
+            out.extend_from_slice(&header);
+            encode_record(taken, typed, i, out)
+        })
+        .map_err(ColumnsError::Decode)?;
         let widened = widen_record(typed, taken, &now.fields).map_err(ColumnsError::Decode)?;
         Ok([Arc::new(widened), raw, error])
     }
@@ -379,25 +383,6 @@ fn first_schema(avro: &AvroValues, id: SchemaId, fields: &AvroRecord) -> FileSch
     let (id, fields) = newest.unwrap_or_else(|| (id, fields.clone()));
     let text = avro.schemas.text(id);
     FileSchema { id, record: Avro::Record(fields.clone()), fields, text, ids: HashMap::new() }
-}
-
-/// A batch's `value_raw` with the bytes of every typed row it lacked: the row encoded by `fields`
-/// (schema `id`, the one it was decoded by, from bytes that encode back to themselves).
-fn kept_bytes(typed: &StructArray, raw: &BinaryArray, id: SchemaId, fields: &[AvroField]) -> Result<ArrayRef, String> {
-    let mut kept = BinaryBuilder::with_capacity(raw.len(), 0);
-    let mut body = Vec::new();
-    for i in 0..raw.len() {
-        if raw.is_valid(i) {
-            kept.append_value(raw.value(i));
-        } else if typed.is_valid(i) {
-            body.clear();
-            encode_record(fields, typed, i, &mut body)?;
-            kept.append_value(frame(id, &body));
-        } else {
-            kept.append_null();
-        }
-    }
-    Ok(Arc::new(kept.finish()))
 }
 
 /// How the file's schema (`reader`) holds values written with `writer`.

@@ -24,7 +24,7 @@ use super::widen::widen_message;
 use super::{indexes, ProtoMessage};
 use crate::values::arrow::typed_value_field;
 use crate::values::column::{Room, Struct};
-use crate::values::columns::{typed_fields, ColumnsError, FooterSchema, Rows, ValueStats};
+use crate::values::columns::{kept_bytes, typed_fields, ColumnsError, FooterSchema, Rows, ValueStats};
 use crate::values::wire::{frame, split, SchemaId};
 use crate::values::{ProtobufValues, ValueColumns};
 
@@ -288,7 +288,13 @@ impl ValueColumns for ProtobufColumns {
         if *widenings == now.widenings {
             return Ok([value, raw, error]);
         }
-        let raw = kept_bytes(value.as_struct(), raw.as_binary::<i32>(), taken, prefix)?;
+        let typed = value.as_struct();
+        let encoder = Encoder::new(taken, typed).map_err(ColumnsError::Decode)?;
+        let raw = kept_bytes(typed, raw.as_binary::<i32>(), |i, out| {
+            out.extend_from_slice(prefix);
+            encoder.encode(i, out)
+        })
+        .map_err(ColumnsError::Decode)?;
         // Each row again from its bytes, so a field its version did not know but the newer one does
         // (kept by a service that passed it through) shows its value; should any row not decode under
         // the newer message (it was checked under its own), the rows are widened column by column.
@@ -312,36 +318,6 @@ impl FileSchema {
         let prefix = frame(at.0, &indexes::header(&at.1));
         Self { message, at, descriptors, prefix, widenings, seen: HashMap::new() }
     }
-}
-
-/// A batch's `value_raw` with the bytes of every typed row it lacked: the row encoded by `message`
-/// (the one it was decoded by, from bytes that encode back to themselves) after `prefix`.
-fn kept_bytes(
-    typed: &arrow_array::StructArray,
-    raw: &arrow_array::BinaryArray,
-    message: &ProtoMessage,
-    prefix: &[u8],
-) -> Result<ArrayRef, ColumnsError> {
-    let mut kept = arrow_array::builder::BinaryBuilder::with_capacity(raw.len(), 0);
-    let mut encoder = None;
-    let mut bytes = Vec::new();
-    for i in 0..raw.len() {
-        if raw.is_valid(i) {
-            kept.append_value(raw.value(i));
-        } else if typed.is_valid(i) {
-            let encoder = match &mut encoder {
-                Some(encoder) => encoder,
-                None => encoder.insert(Encoder::new(message, typed).map_err(ColumnsError::Decode)?),
-            };
-            bytes.clear();
-            bytes.extend_from_slice(prefix);
-            encoder.encode(i, &mut bytes).map_err(ColumnsError::Decode)?;
-            kept.append_value(&bytes);
-        } else {
-            kept.append_null();
-        }
-    }
-    Ok(Arc::new(kept.finish()))
 }
 
 /// The protobuf bytes of a framed payload (after its schema ID and message indexes).
