@@ -1,8 +1,9 @@
 //! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg: a
 //! topic archived by an in-process archiver from librdkafka's mock cluster, committed by two committers
 //! at once (two instances), then again (nothing to add), then after more records were archived; an
-//! archiver with `--table iceberg` and hourly time buckets keeping its table up to date; and one whose
-//! graceful stop commits the files it closed on the way out.
+//! archiver with `--table iceberg` and hourly time buckets keeping its table up to date; one whose
+//! typed values gain a column mid-stream (the table's schema evolves); and one whose graceful stop
+//! commits the files it closed on the way out.
 
 mod common;
 
@@ -10,14 +11,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{archive_mock_topic, env, mock_settings};
+use common::{archive_mock_topic, cart, carts_table, env, mock_settings, read_carts_table};
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
-use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::commands::demo::generate::{produce, produce_records};
 use kafka_s3_archiver::commands::status::tables::table_statuses;
 use kafka_s3_archiver::commands::status::{status, StatusOptions};
 use kafka_s3_archiver::commands::verify::tables::check_tables;
-use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation, Settings, TableFormat, TimeBuckets};
+use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation, Settings, TableFormat, TimeBuckets, ValueFormatName};
 use kafka_s3_archiver::service::archiver::Archiver;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use kafka_s3_archiver::table::audit::TableProblem;
@@ -124,11 +125,62 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
     let (archiver, store) = start_archiver(settings).await;
     let catalog = SqlCatalog::open(db.clone(), "default", store.clone()).unwrap();
     let ident = TableIdent { namespace: "kafka".into(), name: "clicks_v1".into() };
+    wait_for_table(&catalog, &ident, &produced).await;
+    archiver.shutdown().await.unwrap();
+    check_pyiceberg(&db, dir.path(), "clicks_v1", &produced);
+    let loaded = catalog.load(&ident).await.unwrap().unwrap();
+    assert_eq!(loaded.metadata["default-spec-id"], 1, "partitioned by Kafka partition and hour");
+}
+
+/// Typed values whose producer adds a field mid-stream: the files after it have a column the table's
+/// first schema lacks, and the table's schema evolves in the commit that adds the first of them, so
+/// readers see the new column (null in the rows before it) and every row once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_column_added_mid_stream_evolves_the_tables_schema_and_readers_see_it() {
+    const TOPIC: &str = "carts";
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic(TOPIC, 2, 1).unwrap();
+    let produced = produce_records(&bootstrap, TOPIC, 2, 0..400, cart).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("catalog.db");
+    let settings = Settings {
+        topics: Some(vec![TOPIC.into()]),
+        roll_records: Some(50),
+        value_format: Some(ValueFormatName::Json),
+        value_schema: Some("infer".into()),
+        table: Some(TableFormat::Iceberg),
+        iceberg_catalog: Some(format!("sqlite://{}", db.display())),
+        table_commit_interval: Some("1s".parse().unwrap()),
+        ..mock_settings(&bootstrap, dir.path())
+    };
+    let (archiver, store) = start_archiver(settings).await;
+    let catalog = SqlCatalog::open(db.clone(), "default", store.clone()).unwrap();
+    let ident = TableIdent { namespace: "kafka".into(), name: TOPIC.into() };
+    wait_for_table(&catalog, &ident, &produced).await;
+    archiver.shutdown().await.unwrap();
+    check_pyiceberg(&db, dir.path(), TOPIC, &produced);
+
+    let load = r#"
+from pyiceberg.catalog.sql import SqlCatalog
+catalog = SqlCatalog("default", uri=f"sqlite:///{sys.argv[1]}", warehouse=f"file://{sys.argv[2]}")
+t = catalog.load_table("kafka.carts")
+"#;
+    let args = [db.display().to_string(), dir.path().display().to_string()];
+    assert_eq!(read_carts_table(load, &args), carts_table(400));
+    let loaded = catalog.load(&ident).await.unwrap().unwrap();
+    let schemas: Vec<_> = loaded.metadata["schemas"].as_array().unwrap().iter().map(|s| &s["schema-id"]).collect();
+    assert_eq!((schemas, &loaded.metadata["current-schema-id"]), (vec![&0.into(), &1.into()], &1.into()));
+}
+
+/// Waits (up to 60 s) until the table's position of each partition is right after its last record.
+async fn wait_for_table(catalog: &SqlCatalog, ident: &TableIdent, produced: &BTreeMap<i32, Vec<Record>>) {
     let wanted: Vec<String> = produced.iter().map(|(p, r)| format!("{p}={}", r.last().unwrap().offset + 1)).collect();
     let started = std::time::Instant::now();
     loop {
-        let positions: Vec<String> = match catalog.load(&ident).await.unwrap() {
-            Some(t) => (0..2)
+        let positions: Vec<String> = match catalog.load(ident).await.unwrap() {
+            Some(t) => produced
+                .keys()
                 .filter_map(|p| {
                     t.metadata["properties"][format!("kafka-s3-archiver.position.{p}")]
                         .as_str()
@@ -138,7 +190,7 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
             None => Vec::new(),
         };
         if positions == wanted {
-            break;
+            return;
         }
         assert!(
             started.elapsed() < std::time::Duration::from_secs(60),
@@ -146,10 +198,6 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
-    archiver.shutdown().await.unwrap();
-    check_pyiceberg(&db, dir.path(), "clicks_v1", &produced);
-    let loaded = catalog.load(&ident).await.unwrap().unwrap();
-    assert_eq!(loaded.metadata["default-spec-id"], 1, "partitioned by Kafka partition and hour");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,7 +1,8 @@
 //! Iceberg tables on a real REST catalog (Apache Iceberg's own server, started by localstack/), read back
 //! by pyiceberg through the same catalog: two committers racing on one table (one with OAuth2 client
 //! credentials), and an archiver killed after its uploads but before any commit, whose files the next
-//! instance adds; every snapshot read by time travel holds exactly the positions its summary records.
+//! instance adds; every snapshot read by time travel holds exactly the positions its summary records;
+//! typed values that gain a column mid-stream evolve the table's schema through the catalog.
 
 mod common;
 
@@ -11,9 +12,9 @@ use std::sync::Arc;
 use common::*;
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
-use kafka_s3_archiver::commands::demo::generate::produce;
+use kafka_s3_archiver::commands::demo::generate::{produce, produce_records};
 use kafka_s3_archiver::commands::verify::tables::check_tables;
-use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation};
+use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation, Settings, ValueFormatName};
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use kafka_s3_archiver::table::catalog::rest::{RestAuth, RestCatalog, RestOptions};
 use kafka_s3_archiver::table::catalog::{Catalog, Committed, TableIdent};
@@ -83,6 +84,7 @@ async fn two_committers_on_a_rest_catalog_add_each_file_once() {
             "summary": { "operation": "append" }, "schema-id": m["current-schema-id"],
         }),
         properties: vec![],
+        schema: None,
     };
     let first = catalog.commit(&table.ident, &planned, &change(11), 0).await.unwrap();
     assert!(matches!(first, Committed::Done(_)), "{first:?}");
@@ -162,6 +164,47 @@ async fn files_uploaded_by_an_instance_killed_before_committing_are_added_by_the
         ("s3.region", "us-east-1".into()),
     ];
     check_pyiceberg(&ns, &table_name(&topic), &s3, &produced);
+}
+
+/// Typed values whose producer adds a field mid-stream, committed a few files at a time: the REST
+/// catalog takes the commit that evolves the schema (add-schema, set-current-schema, with the files
+/// that need it) and pyiceberg reads the new column through it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_column_added_mid_stream_evolves_a_rest_catalogs_table() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("carts", 2, 1).unwrap();
+    let produced = produce_records(&bootstrap, "carts", 2, 0..400, cart).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        roll_records: Some(50),
+        value_format: Some(ValueFormatName::Json),
+        value_schema: Some("infer".into()),
+        ..mock_settings(&bootstrap, dir.path())
+    };
+    let (config, store) = archive_mock_topic_as(settings, "carts", &produced).await;
+    let ns = namespace();
+    let table = TopicTable::new(&ns, "carts", None);
+    let catalog = Arc::new(rest(RestAuth::None, store.clone()));
+    let committer = Committer {
+        store: store.clone(),
+        catalog: catalog.clone(),
+        prefix: config.store.dest.prefix().clone(),
+        max_files: 3,
+    };
+    let mut commits = 0;
+    while committer.commit(&table, &[0, 1], 1_000).await.unwrap().snapshot_id.is_some() {
+        commits += 1;
+    }
+    let loaded = catalog.load(&table.ident).await.unwrap().unwrap();
+    let schemas = loaded.metadata["schemas"].as_array().unwrap().len();
+    assert!(commits > 2 && schemas == 2, "{commits} commits, {schemas} schemas: the schema evolved once");
+    let load = r#"
+from pyiceberg.catalog.rest import RestCatalog
+t = RestCatalog("rest", uri=sys.argv[1]).load_table(sys.argv[2])
+"#;
+    let args = [env("KSA_TEST_ICEBERG_REST"), format!("{ns}.carts")];
+    assert_eq!(read_carts_table(load, &args), carts_table(400));
 }
 
 /// The table's positions, `partition=position`, in partition order.

@@ -8,13 +8,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema};
+use futures::StreamExt;
 use thiserror::Error;
 
 use super::catalog::{random_uuid, uri_of, Catalog, CatalogError, Committed, Loaded, TableIdent};
 use super::chain::{columns, read_chain, read_footer, DurableLink};
 use super::iceberg::avro_file::AvroFileError;
+use super::iceberg::evolve::evolve;
 use super::iceberg::manifest::DataFile;
-use super::iceberg::metadata::{new_table, Base, NewTable};
+use super::iceberg::metadata::{new_table, Base, NewSchema, NewTable};
 use super::iceberg::spec::{field_id, table_schema, SpecError, PARTITION_COLUMN, TIME_COLUMN};
 use super::partition::file_partition;
 use super::plan::{plan, Chain, PlanError};
@@ -26,6 +28,8 @@ use crate::archive::partition::TopicPartition;
 use crate::archive::time_bucket::BucketWidth;
 use crate::store::{ObjectStore, StoreError};
 
+/// Footers read at once while a commit is planned (one ranged GET each, two for a large footer).
+const FOOTERS_AT_ONCE: usize = 8;
 /// Commits that meet a newer table are planned again; this many in a row is a fault (another
 /// committer cannot be that busy on one table).
 const MAX_ATTEMPTS: u32 = 50;
@@ -111,6 +115,8 @@ pub struct Committer {
 /// One planned commit: the files per partition and where each partition's position moves.
 pub(super) struct Planned {
     pub files: Vec<DataFile>,
+    /// The schema the files need, when the table's current one lacks columns of theirs.
+    pub schema: Option<NewSchema>,
     pub positions: BTreeMap<i32, i64>,
     /// The topic incarnation the files come from (the table's, or their claims').
     pub topic_id: Option<String>,
@@ -231,10 +237,13 @@ impl Committer {
         partitions: &[i32],
     ) -> Result<Planned, TableError> {
         let width = table.width.filter(|_| has_time_spec(base));
-        let (schema, _) = base.schema()?;
+        let (schema, last_column_id) = base.schema()?;
         let columns = (field_id(schema, "offset"), field_id(schema, TIME_COLUMN));
+        let mut evolving =
+            Evolving { schema: schema.clone(), last_column_id, id: base.next_schema_id(), evolved: false };
         let mut planned = Planned {
             files: Vec::new(),
+            schema: None,
             positions: BTreeMap::new(),
             topic_id: state.topic_id.clone(),
             failed: Vec::new(),
@@ -246,6 +255,12 @@ impl Committer {
             }
             match self.plan_partition(table, state, p, room).await {
                 Ok(Some((to, links))) => {
+                    let (to, links, refused) = self.fit(&mut evolving, to, links).await;
+                    let moves = refused.is_none() || !links.is_empty();
+                    planned.failed.extend(refused.map(|e| (p, e)));
+                    if !moves {
+                        continue;
+                    }
                     for d in &links {
                         planned.topic_id = planned.topic_id.take().or_else(|| d.claim.topic_id.clone());
                         planned.files.extend(data_file(self.store.as_ref(), p, d, width, columns));
@@ -256,7 +271,41 @@ impl Committer {
                 Err(e) => planned.failed.push((p, e)),
             }
         }
+        planned.schema =
+            evolving.evolved.then_some(NewSchema { schema: evolving.schema, last_column_id: evolving.last_column_id });
         Ok(planned)
+    }
+
+    /// The run of `links` (to chain position `to`) whose files the table's schema holds, evolving it
+    /// where a file has columns it lacks; cut before the first file it cannot hold (a column whose type
+    /// changed as Iceberg does not allow) or whose footer cannot be read, with why.
+    async fn fit(
+        &self,
+        evolving: &mut Evolving,
+        to: i64,
+        mut links: Vec<DurableLink>,
+    ) -> (i64, Vec<DurableLink>, Option<TableError>) {
+        let objects: Vec<_> =
+            links.iter().map(|d| d.link.object.clone().zip(d.object.map(|(_, size, _)| size))).collect();
+        let footers: Vec<_> = futures::stream::iter(objects.into_iter().map(|object| self.file_columns(object)))
+            .buffered(FOOTERS_AT_ONCE)
+            .collect()
+            .await;
+        for (i, footer) in footers.into_iter().enumerate() {
+            let fitted = footer.and_then(|c| c.map_or(Ok(()), |c| Ok(evolving.take(&with_partition(&c))?)));
+            if let Err(e) = fitted {
+                let cut = links[i].link.covers.start();
+                links.truncate(i);
+                return (cut, links, Some(e));
+            }
+        }
+        (to, links, None)
+    }
+
+    /// The columns of a data object (its key and size), from its footer.
+    async fn file_columns(&self, object: Option<(String, u64)>) -> Result<Option<Arc<Schema>>, TableError> {
+        let Some((key, size)) = object else { return Ok(None) };
+        Ok(Some(columns(&key, &read_footer(self.store.as_ref(), &key, size).await?)?))
     }
 
     /// A partition's run from its position: where the position moves, and the links it adds.
@@ -313,6 +362,25 @@ fn data_file(
         size,
         bounds,
     })
+}
+
+/// The table's schema as a commit is planned: its current one, evolved by each file that needs it.
+struct Evolving {
+    schema: serde_json::Value,
+    last_column_id: i32,
+    /// The ID an evolved schema takes.
+    id: i32,
+    evolved: bool,
+}
+
+impl Evolving {
+    /// Makes the schema hold a file of `columns` (the table's `partition` among them).
+    fn take(&mut self, columns: &Schema) -> Result<(), SpecError> {
+        if let Some((schema, last)) = evolve(&self.schema, self.last_column_id, columns, self.id)? {
+            (self.schema, self.last_column_id, self.evolved) = (schema, last, true);
+        }
+        Ok(())
+    }
 }
 
 /// The files' columns and the table's own, `partition` (the Kafka partition, from each file's

@@ -5,7 +5,7 @@
 use super::catalog::{key_of, random_uuid};
 use super::committer::{Committer, Planned, TableError, TopicTable};
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
-use super::iceberg::metadata::{append_snapshot, Base, Change};
+use super::iceberg::metadata::{append_snapshot, Base, Change, NewSchema};
 use super::iceberg::spec::{field_id, PartitionSpec, PARTITION_COLUMN, PARTITION_SPEC_ID, TIME_COLUMN, TIME_SPEC_ID};
 use super::state::TableState;
 use crate::archive::time_bucket::BucketWidth;
@@ -26,7 +26,10 @@ impl Committer {
             parent: base.snapshot_id(),
             sequence_number: base.last_sequence_number() + 1,
         };
-        let (schema, _) = base.schema()?;
+        let schema = match &planned.schema {
+            Some(new) => &new.schema,
+            None => base.schema()?.0,
+        };
         let specs = specs_for(schema, table.width.filter(|_| has_time_spec(base)));
         let location = base.location().unwrap_or_default();
         let uuid = random_uuid();
@@ -49,11 +52,12 @@ impl Committer {
         written.push(self.put(base, &list_path, &list).await?);
         let bytes: u64 = planned.files.iter().map(|f| f.size).sum();
         let records: u64 = planned.files.iter().map(|f| f.records).sum();
-        let properties = TableState::properties(planned.topic_id.as_deref(), &planned.positions);
+        let mut properties = TableState::properties(planned.topic_id.as_deref(), &planned.positions);
         let schema_id = schema["schema-id"].as_i64().unwrap_or(0);
         let added = (planned.files.len(), records, bytes);
         let snapshot = append_snapshot(base, ids, &list_path, added, &properties, schema_id, now_ms);
-        Ok((Change { snapshot, properties }, written))
+        properties.extend(planned.schema.as_ref().map(NewSchema::name_mapping));
+        Ok((Change { snapshot, properties, schema: planned.schema.clone() }, written))
     }
 
     /// The manifests of the snapshot `base` is at (none for a table without one).

@@ -90,3 +90,40 @@ print("|".join(str(x) for x in row))
     assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
+
+/// The columns of the value struct of an Iceberg table of [`super::cart`]s and what pyiceberg reads of
+/// it: the coupons it holds and the first cart with one, and the amounts' sum. `load` is Python
+/// that sets `t` to the table (`sys.argv[1:]` are `args`).
+pub fn read_carts_table(load: &str, args: &[String]) -> Vec<String> {
+    let script = format!(
+        r#"
+import sys
+import pyarrow.compute as pc
+{load}
+print("columns", [f.name for f in t.schema().find_field("value").field_type.fields])
+value = t.scan().to_arrow()["value"].combine_chunks()
+coupons = value.field("coupon")
+print("coupons", len(coupons) - coupons.null_count, pc.min(value.field("cart").filter(pc.is_valid(coupons))).as_py())
+print("amount", pc.sum(value.field("amount")).as_py())
+"#
+    );
+    let out = std::process::Command::new(super::env("KSA_TEST_PYTHON"))
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run pyiceberg");
+    assert!(out.status.success(), "pyiceberg failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect()
+}
+
+/// What [`read_carts_table`] reads of a table holding carts `0..n` (n > 200), each once.
+pub fn carts_table(n: usize) -> Vec<String> {
+    let amounts: usize = (0..n).map(|i| i % 50).sum();
+    let coupons = n - super::CARTS_WITHOUT_COUPON;
+    vec![
+        "columns ['amount', 'cart', 'coupon']".to_string(),
+        format!("coupons {coupons} {}", super::CARTS_WITHOUT_COUPON),
+        format!("amount {amounts}"),
+    ]
+}

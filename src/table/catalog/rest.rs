@@ -278,17 +278,29 @@ fn commit_request(table: &TableIdent, base: &Loaded, change: &Change) -> Result<
     let snapshot_id = change.snapshot["snapshot-id"].as_i64().ok_or("the snapshot has no snapshot-id")?;
     let properties: serde_json::Map<String, Value> =
         change.properties.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+    let mut requirements = vec![
+        json!({ "type": "assert-table-uuid", "uuid": uuid }),
+        json!({ "type": "assert-ref-snapshot-id", "ref": MAIN, "snapshot-id": Base(&base.metadata).snapshot_id() }),
+    ];
+    let mut updates = Vec::new();
+    if let Some(new) = &change.schema {
+        // The schema evolves in the same commit as the files that need it, and only from the one planned on.
+        let current = &base.metadata["current-schema-id"];
+        let last = &base.metadata["last-column-id"];
+        requirements.push(json!({ "type": "assert-current-schema-id", "current-schema-id": current }));
+        requirements.push(json!({ "type": "assert-last-assigned-field-id", "last-assigned-field-id": last }));
+        updates.push(json!({ "action": "add-schema", "schema": new.schema, "last-column-id": new.last_column_id }));
+        updates.push(json!({ "action": "set-current-schema", "schema-id": -1 }));
+    }
+    updates.extend([
+        json!({ "action": "add-snapshot", "snapshot": change.snapshot }),
+        json!({ "action": "set-snapshot-ref", "ref-name": MAIN, "type": "branch", "snapshot-id": snapshot_id }),
+        json!({ "action": "set-properties", "updates": properties }),
+    ]);
     Ok(json!({
         "identifier": { "namespace": [table.namespace], "name": table.name },
-        "requirements": [
-            { "type": "assert-table-uuid", "uuid": uuid },
-            { "type": "assert-ref-snapshot-id", "ref": MAIN, "snapshot-id": Base(&base.metadata).snapshot_id() },
-        ],
-        "updates": [
-            { "action": "add-snapshot", "snapshot": change.snapshot },
-            { "action": "set-snapshot-ref", "ref-name": MAIN, "type": "branch", "snapshot-id": snapshot_id },
-            { "action": "set-properties", "updates": properties },
-        ],
+        "requirements": requirements,
+        "updates": updates,
     }))
 }
 
@@ -316,13 +328,15 @@ fn lossy(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::iceberg::metadata::NewSchema;
 
     #[test]
     fn a_commit_requires_the_table_and_main_where_they_were_planned() {
         let table = TableIdent { namespace: "kafka".into(), name: "t".into() };
         let metadata = json!({ "table-uuid": "u-1", "current-snapshot-id": 7 });
         let base = Loaded { metadata, location: "s3://b/m.json".into() };
-        let change = Change { snapshot: json!({ "snapshot-id": 8 }), properties: vec![("k".into(), "v".into())] };
+        let change =
+            Change { snapshot: json!({ "snapshot-id": 8 }), properties: vec![("k".into(), "v".into())], schema: None };
         let body = commit_request(&table, &base, &change).unwrap();
         assert_eq!(body["requirements"][0], json!({ "type": "assert-table-uuid", "uuid": "u-1" }));
         assert_eq!(body["requirements"][1]["snapshot-id"], json!(7));
@@ -332,6 +346,23 @@ mod tests {
         let empty = Loaded { metadata: json!({ "table-uuid": "u-1", "current-snapshot-id": -1 }), ..base };
         let body = commit_request(&table, &empty, &change).unwrap();
         assert_eq!(body["requirements"][1]["snapshot-id"], Value::Null);
+    }
+
+    #[test]
+    fn a_commit_that_evolves_the_schema_requires_the_schema_it_was_planned_on() {
+        let table = TableIdent { namespace: "kafka".into(), name: "t".into() };
+        let metadata =
+            json!({ "table-uuid": "u-1", "current-snapshot-id": 7, "current-schema-id": 0, "last-column-id": 9 });
+        let base = Loaded { metadata, location: "s3://b/m.json".into() };
+        let schema = json!({ "type": "struct", "schema-id": 1, "fields": [] });
+        let new = NewSchema { schema: schema.clone(), last_column_id: 10 };
+        let change = Change { snapshot: json!({ "snapshot-id": 8 }), properties: vec![], schema: Some(new) };
+        let body = commit_request(&table, &base, &change).unwrap();
+        assert_eq!(body["requirements"][2], json!({ "type": "assert-current-schema-id", "current-schema-id": 0 }));
+        assert_eq!(body["requirements"][3]["last-assigned-field-id"], json!(9));
+        assert_eq!(body["updates"][0], json!({ "action": "add-schema", "schema": schema, "last-column-id": 10 }));
+        assert_eq!(body["updates"][1], json!({ "action": "set-current-schema", "schema-id": -1 }));
+        assert_eq!(body["updates"][2]["action"], "add-snapshot", "the files come in the same commit");
     }
 
     #[test]

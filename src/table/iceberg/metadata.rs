@@ -12,6 +12,8 @@ use super::spec::{name_mapping, PartitionSpec, SpecError};
 const METADATA_LOG_MAX: usize = 100;
 /// The branch readers read.
 const MAIN: &str = "main";
+/// The property naming each field's Parquet column (the archive's files carry no field IDs).
+const NAME_MAPPING: &str = "schema.name-mapping.default";
 
 /// What a new table is made of.
 #[derive(Debug, Clone)]
@@ -31,7 +33,7 @@ pub fn new_table(t: &NewTable) -> Value {
     let (schema, last_column_id) = &t.schema;
     let default_spec = t.specs.last().expect("spec 0 at least");
     let mut properties: Map<String, Value> = t.properties.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-    properties.insert("schema.name-mapping.default".into(), json!(name_mapping(schema).to_string()));
+    properties.insert(NAME_MAPPING.into(), json!(name_mapping(schema).to_string()));
     json!({
         "format-version": 2, "table-uuid": t.uuid, "location": t.location, "last-sequence-number": 0,
         "last-updated-ms": t.now_ms, "last-column-id": last_column_id, "current-schema-id": schema["schema-id"],
@@ -85,6 +87,12 @@ impl Base<'_> {
         Ok((schema, self.0["last-column-id"].as_i64().unwrap_or(0) as i32))
     }
 
+    /// The ID a schema added now takes (one past the highest any schema of the table has).
+    pub fn next_schema_id(&self) -> i32 {
+        let schemas = self.0["schemas"].as_array().into_iter().flatten();
+        schemas.filter_map(|s| s["schema-id"].as_i64()).max().map_or(0, |id| id as i32 + 1)
+    }
+
     /// Refuses metadata of another format version than 2.
     pub fn check_version(&self) -> Result<(), SpecError> {
         match self.0["format-version"].as_i64() {
@@ -97,12 +105,27 @@ impl Base<'_> {
     }
 }
 
-/// What one commit does to a table: a new snapshot (appending its manifests) and the properties it
-/// sets.
+/// What one commit does to a table: a new snapshot (appending its manifests), the properties it
+/// sets, and a new current schema when its files have columns the table lacked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub snapshot: Value,
     pub properties: Vec<(String, String)>,
+    pub schema: Option<NewSchema>,
+}
+
+/// A schema a commit adds and makes current (see `evolve`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSchema {
+    pub schema: Value,
+    pub last_column_id: i32,
+}
+
+impl NewSchema {
+    /// The name mapping property of the table at this schema (readers map the files' columns by it).
+    pub fn name_mapping(&self) -> (String, String) {
+        (NAME_MAPPING.to_string(), name_mapping(&self.schema).to_string())
+    }
 }
 
 /// The snapshot of an append whose manifest list is at `manifest_list`, on top of `base`: `summary`
@@ -154,6 +177,11 @@ pub fn append_snapshot(
 /// The metadata after `change`, made from `base` (read from `base_location`) at `now_ms`.
 pub fn apply(base: &Value, base_location: &str, change: &Change, now_ms: i64) -> Value {
     let mut next = base.clone();
+    if let Some(new) = &change.schema {
+        push(&mut next, "schemas", new.schema.clone());
+        next["current-schema-id"] = new.schema["schema-id"].clone();
+        next["last-column-id"] = json!(new.last_column_id);
+    }
     let snapshot = &change.snapshot;
     push(&mut next, "snapshots", snapshot.clone());
     next["current-snapshot-id"] = snapshot["snapshot-id"].clone();

@@ -9,6 +9,7 @@ use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
+use super::evolve::promotes;
 use crate::archive::time_bucket::BucketWidth;
 use crate::table::partition::FilePartition;
 
@@ -192,12 +193,10 @@ fn struct_fields<'a>(
 }
 
 /// Refuses a field whose type changed other than as Iceberg allows (int to long, float to double, a
-/// struct's new fields).
+/// struct's new fields), either way (an older file's int reads as the table's long).
 fn changed(path: &str, was: &Value, now: &Value) -> Result<(), SpecError> {
     let same_kind = match (was, now) {
-        (Value::String(a), Value::String(b)) => {
-            a == b || (a == "int" && b == "long") || (a == "float" && b == "double")
-        }
+        (Value::String(_), Value::String(_)) => was == now || promotes(was, now) || promotes(now, was),
         (Value::Object(a), Value::Object(b)) => a.get("type") == b.get("type"),
         _ => false,
     };

@@ -33,7 +33,7 @@ fn change(base: &Base, id: i64) -> Change {
         SnapshotIds { snapshot_id: id, parent: base.snapshot_id(), sequence_number: base.last_sequence_number() + 1 };
     let summary = [("kafka-s3-archiver.position.0".to_string(), "30".to_string())];
     let snapshot = append_snapshot(base, ids, "s3://b/list.avro", (2, 30, 5000), &summary, 0, 2000);
-    Change { snapshot, properties: summary.to_vec() }
+    Change { snapshot, properties: summary.to_vec(), schema: None }
 }
 
 #[test]
