@@ -167,7 +167,7 @@ catalog = SqlCatalog("default", uri=f"sqlite:///{sys.argv[1]}", warehouse=f"file
 t = catalog.load_table("kafka.carts")
 "#;
     let args = [db.display().to_string(), dir.path().display().to_string()];
-    assert_eq!(read_carts_table(load, &args), carts_table(400));
+    assert_eq!(read_carts_table(load, &args), carts_table(400, 50, 2));
     let loaded = catalog.load(&ident).await.unwrap().unwrap();
     let schemas: Vec<_> = loaded.metadata["schemas"].as_array().unwrap().iter().map(|s| &s["schema-id"]).collect();
     assert_eq!((schemas, &loaded.metadata["current-schema-id"]), (vec![&0.into(), &1.into()], &1.into()));

@@ -204,7 +204,7 @@ from pyiceberg.catalog.rest import RestCatalog
 t = RestCatalog("rest", uri=sys.argv[1]).load_table(sys.argv[2])
 "#;
     let args = [env("KSA_TEST_ICEBERG_REST"), format!("{ns}.carts")];
-    assert_eq!(read_carts_table(load, &args), carts_table(400));
+    assert_eq!(read_carts_table(load, &args), carts_table(400, 50, 2));
 }
 
 /// The table's positions, `partition=position`, in partition order.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema};
 use futures::StreamExt;
+use parquet::file::metadata::ParquetMetaData;
 use thiserror::Error;
 
 use super::catalog::{random_uuid, uri_of, Catalog, CatalogError, Committed, Loaded, TableIdent};
@@ -18,6 +19,7 @@ use super::iceberg::evolve::evolve;
 use super::iceberg::manifest::DataFile;
 use super::iceberg::metadata::{new_table, Base, NewSchema, NewTable};
 use super::iceberg::spec::{field_id, table_schema, SpecError, PARTITION_COLUMN, TIME_COLUMN};
+use super::iceberg::stats::{column_stats, ColumnStats};
 use super::partition::file_partition;
 use super::plan::{plan, Chain, PlanError};
 use super::snapshot::{has_time_spec, specs_for};
@@ -261,9 +263,9 @@ impl Committer {
                     if !moves {
                         continue;
                     }
-                    for d in &links {
+                    for (d, stats) in links {
                         planned.topic_id = planned.topic_id.take().or_else(|| d.claim.topic_id.clone());
-                        planned.files.extend(data_file(self.store.as_ref(), p, d, width, columns));
+                        planned.files.extend(data_file(self.store.as_ref(), p, &d, width, columns, stats));
                     }
                     planned.positions.insert(p, to);
                 }
@@ -277,35 +279,36 @@ impl Committer {
     }
 
     /// The run of `links` (to chain position `to`) whose files the table's schema holds, evolving it
-    /// where a file has columns it lacks; cut before the first file it cannot hold (a column whose type
-    /// changed as Iceberg does not allow) or whose footer cannot be read, with why.
+    /// where a file has columns it lacks, each with its column statistics; cut before the first file it
+    /// cannot hold (a column whose type changed as Iceberg does not allow) or whose footer cannot be
+    /// read, with why.
     async fn fit(
         &self,
         evolving: &mut Evolving,
         to: i64,
-        mut links: Vec<DurableLink>,
-    ) -> (i64, Vec<DurableLink>, Option<TableError>) {
+        links: Vec<DurableLink>,
+    ) -> (i64, Vec<(DurableLink, ColumnStats)>, Option<TableError>) {
         let objects: Vec<_> =
             links.iter().map(|d| d.link.object.clone().zip(d.object.map(|(_, size, _)| size))).collect();
-        let footers: Vec<_> = futures::stream::iter(objects.into_iter().map(|object| self.file_columns(object)))
+        let footers: Vec<_> = futures::stream::iter(objects.into_iter().map(|object| self.footer(object)))
             .buffered(FOOTERS_AT_ONCE)
             .collect()
             .await;
-        for (i, footer) in footers.into_iter().enumerate() {
-            let fitted = footer.and_then(|c| c.map_or(Ok(()), |c| Ok(evolving.take(&with_partition(&c))?)));
-            if let Err(e) = fitted {
-                let cut = links[i].link.covers.start();
-                links.truncate(i);
-                return (cut, links, Some(e));
+        let mut fitted = Vec::with_capacity(links.len());
+        for (d, footer) in links.into_iter().zip(footers) {
+            match footer.and_then(|footer| Ok(footer.map(|f| evolving.take(f)).transpose()?)) {
+                Ok(stats) => fitted.push((d, stats.unwrap_or_default())),
+                Err(e) => return (d.link.covers.start(), fitted, Some(e)),
             }
         }
-        (to, links, None)
+        (to, fitted, None)
     }
 
-    /// The columns of a data object (its key and size), from its footer.
-    async fn file_columns(&self, object: Option<(String, u64)>) -> Result<Option<Arc<Schema>>, TableError> {
+    /// A data object's footer (its key and size) and columns.
+    async fn footer(&self, object: Option<(String, u64)>) -> Result<Option<Footer>, TableError> {
         let Some((key, size)) = object else { return Ok(None) };
-        Ok(Some(columns(&key, &read_footer(self.store.as_ref(), &key, size).await?)?))
+        let footer = read_footer(self.store.as_ref(), &key, size).await?;
+        Ok(Some(Footer { columns: with_partition(&columns(&key, &footer)?), footer }))
     }
 
     /// A partition's run from its position: where the position moves, and the links it adds.
@@ -336,13 +339,15 @@ impl Committer {
 }
 
 /// The data file of a link's object (none for a link without one); its offsets' and timestamps'
-/// bounds (columns `offset` and `timestamp`, by field ID), the latter from its claim.
+/// bounds (columns `offset` and `timestamp`, by field ID), the latter from its claim, beside the
+/// statistics of its footer.
 fn data_file(
     store: &dyn ObjectStore,
     partition: i32,
     d: &DurableLink,
     width: Option<BucketWidth>,
     (offset, timestamp): (Option<i32>, Option<i32>),
+    stats: ColumnStats,
 ) -> Option<DataFile> {
     let (range, size, records) = d.object?;
     let key = d.link.object.as_deref()?;
@@ -361,6 +366,7 @@ fn data_file(
         records,
         size,
         bounds,
+        stats,
     })
 }
 
@@ -374,13 +380,20 @@ struct Evolving {
 }
 
 impl Evolving {
-    /// Makes the schema hold a file of `columns` (the table's `partition` among them).
-    fn take(&mut self, columns: &Schema) -> Result<(), SpecError> {
-        if let Some((schema, last)) = evolve(&self.schema, self.last_column_id, columns, self.id)? {
+    /// Makes the schema hold a file (evolving it where it lacks the file's columns); the file's column
+    /// statistics by the field IDs its columns then have.
+    fn take(&mut self, file: Footer) -> Result<ColumnStats, SpecError> {
+        if let Some((schema, last)) = evolve(&self.schema, self.last_column_id, &file.columns, self.id)? {
             (self.schema, self.last_column_id, self.evolved) = (schema, last, true);
         }
-        Ok(())
+        Ok(column_stats(&file.footer, &self.schema))
     }
+}
+
+/// A data object's footer, and its columns with the table's `partition`.
+struct Footer {
+    footer: ParquetMetaData,
+    columns: Schema,
 }
 
 /// The files' columns and the table's own, `partition` (the Kafka partition, from each file's

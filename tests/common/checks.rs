@@ -105,6 +105,8 @@ value = t.scan().to_arrow()["value"].combine_chunks()
 coupons = value.field("coupon")
 print("coupons", len(coupons) - coupons.null_count, pc.min(value.field("cart").filter(pc.is_valid(coupons))).as_py())
 print("amount", pc.sum(value.field("amount")).as_py())
+files = lambda f: len(list(t.scan(row_filter=f).plan_files()))
+print("files for the last carts", files("value.cart >= 390"), "of", files("value.cart >= 0"))
 "#
     );
     let out = std::process::Command::new(super::env("KSA_TEST_PYTHON"))
@@ -117,13 +119,23 @@ print("amount", pc.sum(value.field("amount")).as_py())
     String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect()
 }
 
-/// What [`read_carts_table`] reads of a table holding carts `0..n` (n > 200), each once.
-pub fn carts_table(n: usize) -> Vec<String> {
+/// What [`read_carts_table`] reads of a table holding carts `0..n` (n > 200), each once, in files of
+/// `per_file` records of `partitions` partitions: the files of carts `n - 10..` are the last of each
+/// partition (an engine prunes the others by their column bounds).
+pub fn carts_table(n: usize, per_file: usize, partitions: usize) -> Vec<String> {
     let amounts: usize = (0..n).map(|i| i % 50).sum();
     let coupons = n - super::CARTS_WITHOUT_COUPON;
     vec![
         "columns ['amount', 'cart', 'coupon']".to_string(),
         format!("coupons {coupons} {}", super::CARTS_WITHOUT_COUPON),
         format!("amount {amounts}"),
+        format!("files for the last carts {partitions} of {}", files(n, per_file, partitions)),
     ]
+}
+
+/// The files of carts `0..n` in files of `per_file` records of each of `partitions` partitions (a file
+/// is cut where the coupons start too: its schema changes there).
+fn files(n: usize, per_file: usize, partitions: usize) -> usize {
+    let per_partition = |before: usize| before.div_ceil(partitions).div_ceil(per_file);
+    partitions * (per_partition(super::CARTS_WITHOUT_COUPON) + per_partition(n - super::CARTS_WITHOUT_COUPON))
 }

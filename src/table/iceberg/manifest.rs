@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::avro_file::{self, AvroFileError};
 use super::spec::PartitionSpec;
+use super::stats::ColumnStats;
 use crate::table::partition::FilePartition;
 use crate::values::avro::value::latin1;
 
@@ -20,8 +21,11 @@ pub struct DataFile {
     pub partition: FilePartition,
     pub records: u64,
     pub size: u64,
-    /// Per column (by field ID), the smallest and largest value in Iceberg's single-value binary form.
+    /// Per column (by field ID), the smallest and largest value in Iceberg's single-value binary form
+    /// (taken over `stats`' of the same column).
     pub bounds: Vec<(i32, Vec<u8>, Vec<u8>)>,
+    /// Its columns' statistics, from its footer.
+    pub stats: ColumnStats,
 }
 
 /// A manifest written: where, how long, and the manifest list's entry for it.
@@ -116,9 +120,16 @@ fn manifest_list_schema() -> String {
 }
 
 fn bounds(file: &DataFile, lower: bool) -> Value {
+    let footer = file.stats.bounds.iter().filter(|(id, ..)| !file.bounds.iter().any(|(own, ..)| own == id));
+    let mut all: Vec<_> = file.bounds.iter().chain(footer).collect();
+    all.sort_by_key(|(id, ..)| *id);
     let entries =
-        file.bounds.iter().map(|(id, low, high)| json!({"key": id, "value": latin1(if lower { low } else { high })}));
+        all.into_iter().map(|(id, low, high)| json!({"key": id, "value": latin1(if lower { low } else { high })}));
     Value::Array(entries.collect())
+}
+
+fn counts(per_column: &[(i32, u64)]) -> Value {
+    Value::Array(per_column.iter().map(|(id, n)| json!({"key": id, "value": n})).collect())
 }
 
 /// The manifest of `files` (all of `spec`) added by snapshot `ids`, its bytes; with `schema`, the table
@@ -137,7 +148,9 @@ pub fn write_manifest(
                 "file_sequence_number": null, "data_file": {
                     "content": CONTENT_DATA, "file_path": f.path, "file_format": "PARQUET",
                     "partition": spec.partition_record(f.kafka_partition, &f.partition), "record_count": f.records,
-                    "file_size_in_bytes": f.size, "lower_bounds": bounds(f, true), "upper_bounds": bounds(f, false)}})
+                    "file_size_in_bytes": f.size, "column_sizes": counts(&f.stats.sizes),
+                    "value_counts": counts(&f.stats.values), "null_value_counts": counts(&f.stats.nulls),
+                    "lower_bounds": bounds(f, true), "upper_bounds": bounds(f, false)}})
         })
         .collect();
     let metadata = [

@@ -17,6 +17,13 @@ fn file(path: &str, ordinal: Option<i32>) -> DataFile {
         records: 10,
         size: 1000,
         bounds: vec![(1, 5i64.to_le_bytes().to_vec(), 14i64.to_le_bytes().to_vec())],
+        stats: ColumnStats {
+            sizes: vec![(1, 80), (3, 900)],
+            values: vec![(1, 10), (3, 10)],
+            nulls: vec![(3, 2)],
+            // The footer's bounds of a column the file has bounds of already are not written twice.
+            bounds: vec![(1, vec![0; 8], vec![0; 8]), (3, b"a".to_vec(), b"q".to_vec())],
+        },
     }
 }
 
@@ -38,7 +45,11 @@ fn a_manifest_lists_its_files_as_added_by_its_snapshot() {
     assert_eq!(data["file_path"], "s3://b/a.parquet");
     assert_eq!(data["partition"], json!({"partition": 4, "timestamp_day": 20000}));
     assert_eq!((data["record_count"].clone(), data["file_size_in_bytes"].clone()), (json!(10), json!(1000)));
-    assert_eq!(data["lower_bounds"][0]["key"], 1);
+    assert_eq!(data["lower_bounds"], json!([{"key": 1, "value": "\u{5}\0\0\0\0\0\0\0"}, {"key": 3, "value": "a"}]));
+    assert_eq!(data["upper_bounds"][1], json!({"key": 3, "value": "q"}));
+    assert_eq!(data["column_sizes"], json!([{"key": 1, "value": 80}, {"key": 3, "value": 900}]));
+    assert_eq!(data["value_counts"][1], json!({"key": 3, "value": 10}));
+    assert_eq!(data["null_value_counts"], json!([{"key": 3, "value": 2}]));
     assert_eq!(read.records[1]["data_file"]["file_path"], "s3://b/b.parquet");
 
     let entry = list_entry("s3://b/m.avro", bytes.len(), &files, &spec, IDS);
