@@ -176,6 +176,22 @@ install_producer() {
   echo "$spec" >"$venv/.installed"
 }
 
+# DuckDB reads the Iceberg tables back in tests/iceberg.rs through its iceberg extension. DuckDB's own
+# extension repository is not reachable here, so the extensions come from PyPI's duckdb-extension-*
+# packages (a third party's repackaging of DuckDB's builds, fine for a reader check), loaded by path with
+# autoloading off; they are built for DuckDB 1.5.5, hence a venv of its own beside s3-venv's DuckDB 2.
+install_duckdb_iceberg() {
+  local venv="$SERVICES_DIR/duckdb-iceberg-venv"
+  local spec="duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5"
+  [ "$(cat "$venv/.installed" 2>/dev/null)" = "$spec" ] && return 0
+  say "installing $spec into $venv"
+  rm -rf "$venv"
+  "$SERVICES_DIR/s3-venv/bin/python" -m venv "$venv"
+  # shellcheck disable=SC2086 # the spec is several requirements
+  "$venv/bin/pip" install --quiet $spec || die "pip could not install $spec into $venv"
+  echo "$spec" >"$venv/.installed"
+}
+
 # The Iceberg REST catalog: Apache Iceberg's own server (iceberg-open-api's test fixtures; their pom lists
 # no dependencies, so they are named here: ~40 jars, 144 MB) and our few lines of Java that start it bound
 # to 127.0.0.1 (iceberg-rest/LoopbackRESTCatalogServer.java), compiled against them.
@@ -221,8 +237,9 @@ install_kafka
 install_s3
 install_duckdb
 install_pyiceberg
+install_duckdb_iceberg
 install_pyyaml
 install_registry
 install_producer
 install_iceberg_rest
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION)"
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION)"

@@ -40,6 +40,7 @@ wait_tcp() { # port seconds name log
 [ -f "$SERVICES_DIR/s3-venv/.installed" ] || die "the S3 server is not installed; run localstack/install.sh first"
 [ -f "$REGISTRY_DIR/.installed" ] || die "Apicurio Registry $APICURIO_VERSION is not installed; run localstack/install.sh first"
 [ -f "$ICEBERG_REST_DIR/.installed" ] || die "Apache Iceberg's REST catalog $ICEBERG_VERSION is not installed; run localstack/install.sh first"
+[ -f "$SERVICES_DIR/duckdb-iceberg-venv/.installed" ] || die "DuckDB's iceberg reader (duckdb-iceberg-venv) is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/producer-venv/.installed" ] || die "confluent-kafka (the producer venv) is not installed; run localstack/install.sh first"
 command -v curl >/dev/null || die "curl is not installed (start.sh asks the Schema Registry and LocalStack whether they are up): apt-get install curl"
 ICEBERG_REST_JAVA=$(find_java 17) || die "Apache Iceberg's REST catalog needs Java 17+ and none was found ($ICEBERG_REST_JAVA)"
@@ -216,6 +217,7 @@ export KSA_TEST_CA=$TLS/ca.pem
 export KSA_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export KSA_TEST_S3_KIND=$S3_KIND
 export KSA_TEST_PYTHON=$SERVICES_DIR/s3-venv/bin/python
+export KSA_TEST_DUCKDB_ICEBERG_PYTHON=$SERVICES_DIR/duckdb-iceberg-venv/bin/python
 export KSA_TEST_SCHEMA_REGISTRY=$REGISTRY_URL
 export KSA_TEST_SCHEMA_REGISTRY_HTTPS=$REGISTRY_HTTPS_URL
 export KSA_TEST_ICEBERG_REST=$ICEBERG_REST_URL

@@ -1,7 +1,7 @@
-//! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg: a
-//! topic archived by an in-process archiver from librdkafka's mock cluster, committed by two committers
-//! at once (two instances), then again (nothing to add), then after more records were archived; an
-//! archiver with `--table iceberg` and hourly time buckets keeping its table up to date; one whose
+//! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg and
+//! DuckDB: a topic archived by an in-process archiver from librdkafka's mock cluster, committed by two
+//! committers at once (two instances), then again (nothing to add), then after more records were
+//! archived; an archiver with `--table iceberg` and hourly time buckets keeping its table up to date; one whose
 //! typed values gain a column mid-stream (the table's schema evolves); and one whose graceful stop
 //! commits the files it closed on the way out.
 
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{archive_mock_topic, cart, carts_table, env, mock_settings, read_carts_table};
+use common::{archive_mock_topic, cart, carts_table, duckdb_iceberg_row, env, mock_settings, read_carts_table};
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::{produce, produce_records};
@@ -71,6 +71,7 @@ async fn every_archived_object_is_in_the_table_once_whoever_commits_it_and_pyice
     let again = a.commit(&table, &[0, 1, 2], 2_000).await.unwrap();
     assert_eq!((again.files, again.snapshot_id), (0, None), "nothing new: no snapshot");
     check_pyiceberg(&db, dir.path(), TOPIC, &produced);
+    check_duckdb(&a, &table, &produced).await;
 
     // More records archived later (a restart resumes from the archive): only those are added.
     let more = produce(&bootstrap, TOPIC, 3, 900..1200, 40).await.unwrap();
@@ -81,6 +82,7 @@ async fn every_archived_object_is_in_the_table_once_whoever_commits_it_and_pyice
     let later = b.commit(&table, &[0, 1, 2], 3_000).await.unwrap();
     assert_eq!(later.records, 300, "{later:?}");
     check_pyiceberg(&db, dir.path(), TOPIC, &produced);
+    check_duckdb(&b, &table, &produced).await;
 
     // verify holds the table against the archive: exact; then an object deleted from the archive.
     let catalog = CatalogConfig {
@@ -168,6 +170,16 @@ t = catalog.load_table("kafka.carts")
 "#;
     let args = [db.display().to_string(), dir.path().display().to_string()];
     assert_eq!(read_carts_table(load, &args), carts_table(400, 50, 2));
+    let metadata = catalog.load(&ident).await.unwrap().unwrap().location;
+    let duckdb = duckdb_iceberg_row(
+        &metadata,
+        "count(*), count(t.value.coupon), min(t.value.cart) FILTER (t.value.coupon IS NOT NULL), sum(t.value.amount)",
+    );
+    assert_eq!(
+        duckdb,
+        format!("400|200|200|{}", (0..400).map(|i| i % 50).sum::<usize>()),
+        "DuckDB reads the evolved table"
+    );
     let loaded = catalog.load(&ident).await.unwrap().unwrap();
     let schemas: Vec<_> = loaded.metadata["schemas"].as_array().unwrap().iter().map(|s| &s["schema-id"]).collect();
     assert_eq!((schemas, &loaded.metadata["current-schema-id"]), (vec![&0.into(), &1.into()], &1.into()));
@@ -267,6 +279,20 @@ async fn start_archiver(settings: Settings) -> (Archiver, Arc<dyn ObjectStore>) 
     .await
     .unwrap();
     (Archiver::start(&config, store.clone()).unwrap(), store)
+}
+
+/// DuckDB (its iceberg extension, on the table's current metadata file) reads every produced record
+/// once: per partition, the count, the distinct offsets and the last.
+async fn check_duckdb(committer: &Committer, table: &TopicTable, produced: &BTreeMap<i32, Vec<Record>>) {
+    let metadata = committer.catalog.load(&table.ident).await.unwrap().unwrap().location;
+    for (p, records) in produced {
+        let select = format!(
+            "count(*) FILTER (partition = {p}), count(DISTINCT \"offset\") FILTER (partition = {p}), \
+             max(\"offset\") FILTER (partition = {p})"
+        );
+        let last = records.last().unwrap().offset;
+        assert_eq!(duckdb_iceberg_row(&metadata, &select), format!("{0}|{0}|{last}", records.len()), "partition {p}");
+    }
 }
 
 /// pyiceberg's SqlCatalog on the same database reads every produced record once, each partition's

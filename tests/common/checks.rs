@@ -91,6 +91,27 @@ print("|".join(str(x) for x in row))
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
+/// DuckDB's one-row answer to `SELECT <select>` over the Iceberg table whose current metadata file is
+/// at `metadata` (read by its iceberg extension, as `t`), its values joined by `|`.
+pub fn duckdb_iceberg_row(metadata: &str, select: &str) -> String {
+    let script = r#"
+import duckdb, glob, os, sys
+site = os.path.dirname(os.path.dirname(duckdb.__file__))
+config = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+con = duckdb.connect(config=config)
+for ext in ["avro", "iceberg"]:
+    con.execute(f"LOAD '{glob.glob(f'{site}/duckdb_extension_{ext}/extensions/*/{ext}.duckdb_extension')[0]}'")
+row = con.sql(f"SELECT {sys.argv[2]} FROM iceberg_scan('{sys.argv[1]}') AS t").fetchall()[0]
+print("|".join(str(x) for x in row))
+"#;
+    let out = std::process::Command::new(super::env("KSA_TEST_DUCKDB_ICEBERG_PYTHON"))
+        .args(["-c", script, metadata, select])
+        .output()
+        .expect("run duckdb");
+    assert!(out.status.success(), "duckdb failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// The columns of the value struct of an Iceberg table of [`super::cart`]s and what pyiceberg reads of
 /// it: the coupons it holds and the first cart with one, and the amounts' sum. `load` is Python
 /// that sets `t` to the table (`sys.argv[1:]` are `args`).
