@@ -79,10 +79,23 @@ async fn every_archived_object_is_in_the_table_once_whoever_commits_it_and_pyice
         produced.entry(p).or_default().extend(records);
     }
     drop(archive_mock_topic(&bootstrap, dir.path(), TOPIC, &produced).await);
-    let later = b.commit(&table, &[0, 1, 2], 3_000).await.unwrap();
+    let before = b.catalog.load(&table.ident).await.unwrap().unwrap().metadata;
+    // Six days on: the snapshots older than five go with this commit, their manifest lists too; every
+    // record stays readable (the manifests and data files are the later snapshots' as well).
+    let six_days_on = 3_000 + 6 * 24 * 3600 * 1000;
+    let later = b.commit(&table, &[0, 1, 2], six_days_on).await.unwrap();
     assert_eq!(later.records, 300, "{later:?}");
     check_pyiceberg(&db, dir.path(), TOPIC, &produced);
     check_duckdb(&b, &table, &produced).await;
+    let after = b.catalog.load(&table.ident).await.unwrap().unwrap().metadata;
+    let snapshots = |m: &serde_json::Value| m["snapshots"].as_array().unwrap().clone();
+    assert!(snapshots(&before).len() >= 2, "{before}");
+    assert_eq!(snapshots(&after).len(), 1, "only the new snapshot stays");
+    for old in snapshots(&before) {
+        let list = old["manifest-list"].as_str().unwrap();
+        let key = list.strip_prefix(&format!("{}/", store.describe())).unwrap();
+        assert!(store.head(key).await.unwrap().is_none(), "{list} is deleted with its snapshot");
+    }
 
     // verify holds the table against the archive: exact; then an object deleted from the archive.
     let catalog = CatalogConfig {

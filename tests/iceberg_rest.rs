@@ -85,6 +85,7 @@ async fn two_committers_on_a_rest_catalog_add_each_file_once() {
         }),
         properties: vec![],
         schema: None,
+        expired: vec![],
     };
     let first = catalog.commit(&table.ident, &planned, &change(11), 0).await.unwrap();
     assert!(matches!(first, Committed::Done(_)), "{first:?}");

@@ -4,6 +4,7 @@
 
 use super::catalog::{key_of, random_uuid};
 use super::committer::{Committer, Planned, TableError, TopicTable};
+use super::iceberg::expire::{expired, Expired};
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
 use super::iceberg::metadata::{append_snapshot, Base, Change, NewSchema};
 use super::iceberg::spec::{field_id, PartitionSpec, PARTITION_COLUMN, PARTITION_SPEC_ID, TIME_COLUMN, TIME_SPEC_ID};
@@ -57,7 +58,18 @@ impl Committer {
         let added = (planned.files.len(), records, bytes);
         let snapshot = append_snapshot(base, ids, &list_path, added, &properties, schema_id, now_ms);
         properties.extend(planned.schema.as_ref().map(NewSchema::name_mapping));
-        Ok((Change { snapshot, properties, schema: planned.schema.clone() }, written))
+        let expired = expired(base.0, now_ms);
+        Ok((Change { snapshot, properties, schema: planned.schema.clone(), expired }, written))
+    }
+
+    /// Deletes the manifest lists of snapshots a commit on `base` removed (each is its snapshot's own;
+    /// one off the table's store is left alone). A failed delete leaves an unreferenced file, nothing worse.
+    pub(super) async fn delete_expired(&self, base: &Base<'_>, expired: &[Expired]) {
+        for list in expired.iter().filter_map(|e| e.manifest_list.as_deref()) {
+            if let Ok(key) = self.key(base, list) {
+                let _ = self.store.delete(key).await;
+            }
+        }
     }
 
     /// The manifests of the snapshot `base` is at (none for a table without one).

@@ -297,6 +297,10 @@ fn commit_request(table: &TableIdent, base: &Loaded, change: &Change) -> Result<
         json!({ "action": "set-snapshot-ref", "ref-name": MAIN, "type": "branch", "snapshot-id": snapshot_id }),
         json!({ "action": "set-properties", "updates": properties }),
     ]);
+    if !change.expired.is_empty() {
+        let ids: Vec<i64> = change.expired.iter().map(|e| e.snapshot_id).collect();
+        updates.push(json!({ "action": "remove-snapshots", "snapshot-ids": ids }));
+    }
     Ok(json!({
         "identifier": { "namespace": [table.namespace], "name": table.name },
         "requirements": requirements,
@@ -328,6 +332,7 @@ fn lossy(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::iceberg::expire::Expired;
     use crate::table::iceberg::metadata::NewSchema;
 
     #[test]
@@ -335,8 +340,12 @@ mod tests {
         let table = TableIdent { namespace: "kafka".into(), name: "t".into() };
         let metadata = json!({ "table-uuid": "u-1", "current-snapshot-id": 7 });
         let base = Loaded { metadata, location: "s3://b/m.json".into() };
-        let change =
-            Change { snapshot: json!({ "snapshot-id": 8 }), properties: vec![("k".into(), "v".into())], schema: None };
+        let change = Change {
+            snapshot: json!({ "snapshot-id": 8 }),
+            properties: vec![("k".into(), "v".into())],
+            schema: None,
+            expired: vec![],
+        };
         let body = commit_request(&table, &base, &change).unwrap();
         assert_eq!(body["requirements"][0], json!({ "type": "assert-table-uuid", "uuid": "u-1" }));
         assert_eq!(body["requirements"][1]["snapshot-id"], json!(7));
@@ -356,13 +365,15 @@ mod tests {
         let base = Loaded { metadata, location: "s3://b/m.json".into() };
         let schema = json!({ "type": "struct", "schema-id": 1, "fields": [] });
         let new = NewSchema { schema: schema.clone(), last_column_id: 10 };
-        let change = Change { snapshot: json!({ "snapshot-id": 8 }), properties: vec![], schema: Some(new) };
+        let expired = vec![Expired { snapshot_id: 3, manifest_list: None }];
+        let change = Change { snapshot: json!({ "snapshot-id": 8 }), properties: vec![], schema: Some(new), expired };
         let body = commit_request(&table, &base, &change).unwrap();
         assert_eq!(body["requirements"][2], json!({ "type": "assert-current-schema-id", "current-schema-id": 0 }));
         assert_eq!(body["requirements"][3]["last-assigned-field-id"], json!(9));
         assert_eq!(body["updates"][0], json!({ "action": "add-schema", "schema": schema, "last-column-id": 10 }));
         assert_eq!(body["updates"][1], json!({ "action": "set-current-schema", "schema-id": -1 }));
         assert_eq!(body["updates"][2]["action"], "add-snapshot", "the files come in the same commit");
+        assert_eq!(body["updates"][5], json!({ "action": "remove-snapshots", "snapshot-ids": [3] }));
     }
 
     #[test]

@@ -11,9 +11,10 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
+use super::key_of;
 use super::{next_metadata_file, read_metadata, write_metadata, Catalog, CatalogError, Committed, Loaded, TableIdent};
 use crate::store::ObjectStore;
-use crate::table::iceberg::metadata::{apply, Change};
+use crate::table::iceberg::metadata::{apply, dropped_from_log, Change, DELETE_AFTER_COMMIT};
 
 /// How long a statement waits for another process's write lock on the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -156,6 +157,13 @@ impl Catalog for SqlCatalog {
         if swapped == 0 {
             let _ = self.store.delete(&key).await; // Nobody's: the table never pointed at it.
             return Ok(Committed::Conflict);
+        }
+        if next["properties"][DELETE_AFTER_COMMIT] == "true" {
+            for dropped in dropped_from_log(&base.metadata, &next) {
+                if let Ok(key) = key_of(self.store.as_ref(), &table.to_string(), &dropped) {
+                    let _ = self.store.delete(key).await; // Left behind, it is only unreferenced.
+                }
+            }
         }
         Ok(Committed::Done(Loaded { metadata: next, location: file }))
     }

@@ -5,6 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::expire::Expired;
 use super::spec::{name_mapping, PartitionSpec, SpecError};
 
 /// How many earlier metadata files the metadata log names (Iceberg's default,
@@ -14,6 +15,8 @@ const METADATA_LOG_MAX: usize = 100;
 const MAIN: &str = "main";
 /// The property naming each field's Parquet column (the archive's files carry no field IDs).
 const NAME_MAPPING: &str = "schema.name-mapping.default";
+/// The property saying whether metadata files that fall off the metadata log are deleted.
+pub const DELETE_AFTER_COMMIT: &str = "write.metadata.delete-after-commit.enabled";
 
 /// What a new table is made of.
 #[derive(Debug, Clone)]
@@ -34,6 +37,8 @@ pub fn new_table(t: &NewTable) -> Value {
     let default_spec = t.specs.last().expect("spec 0 at least");
     let mut properties: Map<String, Value> = t.properties.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     properties.insert(NAME_MAPPING.into(), json!(name_mapping(schema).to_string()));
+    // A metadata file a minute would pile up: those older than the log's 100 are deleted (SQL catalog).
+    properties.insert(DELETE_AFTER_COMMIT.into(), json!("true"));
     json!({
         "format-version": 2, "table-uuid": t.uuid, "location": t.location, "last-sequence-number": 0,
         "last-updated-ms": t.now_ms, "last-column-id": last_column_id, "current-schema-id": schema["schema-id"],
@@ -106,12 +111,14 @@ impl Base<'_> {
 }
 
 /// What one commit does to a table: a new snapshot (appending its manifests), the properties it
-/// sets, and a new current schema when its files have columns the table lacked.
+/// sets, a new current schema when its files have columns the table lacked, and the old snapshots it
+/// removes (see `expire`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub snapshot: Value,
     pub properties: Vec<(String, String)>,
     pub schema: Option<NewSchema>,
+    pub expired: Vec<Expired>,
 }
 
 /// A schema a commit adds and makes current (see `evolve`).
@@ -197,8 +204,24 @@ pub fn apply(base: &Value, base_location: &str, change: &Change, now_ms: i64) ->
     for (key, value) in &change.properties {
         set_property(&mut next, key, value);
     }
+    let expired = |s: &Value| change.expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
+    for list in ["snapshots", "snapshot-log"] {
+        if let Some(items) = next[list].as_array_mut() {
+            items.retain(|s| !expired(s));
+        }
+    }
     next["last-updated-ms"] = json!(now_ms);
     next
+}
+
+/// The metadata files `base`'s log names and `next`'s no longer does (it keeps the newest 100).
+pub fn dropped_from_log(base: &Value, next: &Value) -> Vec<String> {
+    let files = |m: &Value| -> Vec<String> {
+        let log = m["metadata-log"].as_array().into_iter().flatten();
+        log.filter_map(|e| e["metadata-file"].as_str().map(str::to_string)).collect()
+    };
+    let kept = files(next);
+    files(base).into_iter().filter(|f| !kept.contains(f)).collect()
 }
 
 fn push(metadata: &mut Value, key: &str, item: Value) {

@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::archive::time_bucket::BucketWidth;
+use crate::table::iceberg::expire::Expired;
 use crate::table::iceberg::manifest::SnapshotIds;
 
 fn table() -> Value {
@@ -33,7 +34,30 @@ fn change(base: &Base, id: i64) -> Change {
         SnapshotIds { snapshot_id: id, parent: base.snapshot_id(), sequence_number: base.last_sequence_number() + 1 };
     let summary = [("kafka-s3-archiver.position.0".to_string(), "30".to_string())];
     let snapshot = append_snapshot(base, ids, "s3://b/list.avro", (2, 30, 5000), &summary, 0, 2000);
-    Change { snapshot, properties: summary.to_vec(), schema: None }
+    Change { snapshot, properties: summary.to_vec(), schema: None, expired: vec![] }
+}
+
+#[test]
+fn expired_snapshots_leave_the_snapshots_and_their_log_and_old_metadata_files_leave_the_log() {
+    let t = table();
+    assert_eq!(Base(&t).0["properties"]["write.metadata.delete-after-commit.enabled"], "true");
+    let mut at = t.clone();
+    for (i, id) in (7..=110).enumerate() {
+        let mut next = change(&Base(&at), id);
+        if id == 9 {
+            next.expired = vec![Expired { snapshot_id: 7, manifest_list: None }];
+        }
+        let after = apply(&at, &format!("s3://b/m{i}.json"), &next, 2000 + id);
+        // The log holds the newest 100: the 101st commit drops the first file.
+        let dropped: Vec<String> = (i >= 100).then(|| format!("s3://b/m{}.json", i - 100)).into_iter().collect();
+        assert_eq!(dropped_from_log(&at, &after), dropped, "commit {i}");
+        at = after;
+    }
+    let ids = |list: &str| -> Vec<i64> {
+        at[list].as_array().unwrap().iter().map(|s| s["snapshot-id"].as_i64().unwrap()).collect()
+    };
+    assert_eq!(ids("snapshots")[..2], [8, 9], "7 expired");
+    assert_eq!(ids("snapshot-log")[..2], [8, 9]);
 }
 
 #[test]

@@ -1,0 +1,101 @@
+//! Snapshot expiry, as Iceberg's table properties ask for it: each commit adds a snapshot (one a minute
+//! by default), and a table that kept them all would carry a longer snapshot list in every metadata
+//! file it writes. A commit also removes the snapshots older than `history.expire.max-snapshot-age-ms`
+//! (default 5 days), keeping the newest `history.expire.min-snapshots-to-keep` (default 1) and every
+//! snapshot a branch or tag names. Only snapshots go: the data files stay (they are the archive's own
+//! objects, and every later snapshot holds them); the manifest lists of the removed ones are deleted
+//! once the commit is in.
+
+use serde_json::Value;
+
+/// Iceberg's default maximum snapshot age: 5 days.
+pub const DEFAULT_MAX_SNAPSHOT_AGE_MS: i64 = 5 * 24 * 3600 * 1000;
+/// Iceberg's default number of snapshots always kept.
+pub const DEFAULT_MIN_SNAPSHOTS_TO_KEEP: usize = 1;
+/// At most this many snapshots are removed by one commit (a table that kept years of them is trimmed
+/// over several).
+const MAX_REMOVED_PER_COMMIT: usize = 1000;
+
+const MAIN: &str = "main";
+const MAX_AGE_PROPERTY: &str = "history.expire.max-snapshot-age-ms";
+const MIN_KEEP_PROPERTY: &str = "history.expire.min-snapshots-to-keep";
+
+/// A removed snapshot: its ID and its manifest list's location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expired {
+    pub snapshot_id: i64,
+    pub manifest_list: Option<String>,
+}
+
+/// The snapshots of `metadata` a commit at `now_ms` that adds one more (and moves `main` to it)
+/// removes, oldest first.
+pub fn expired(metadata: &Value, now_ms: i64) -> Vec<Expired> {
+    let property = |key: &str| metadata["properties"][key].as_str().and_then(|v| v.parse::<i64>().ok());
+    let max_age = property(MAX_AGE_PROPERTY).unwrap_or(DEFAULT_MAX_SNAPSHOT_AGE_MS);
+    let min_keep = property(MIN_KEEP_PROPERTY).map_or(DEFAULT_MIN_SNAPSHOTS_TO_KEEP, |n| n.max(0) as usize);
+    // Other branches and tags keep theirs; `main` moves to the commit's new snapshot.
+    let referenced: Vec<i64> = metadata["refs"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| name.as_str() != MAIN)
+        .filter_map(|(_, r)| r["snapshot-id"].as_i64())
+        .collect();
+    let mut snapshots: Vec<&Value> = metadata["snapshots"].as_array().into_iter().flatten().collect();
+    snapshots.sort_by_key(|s| (s["sequence-number"].as_i64(), s["timestamp-ms"].as_i64()));
+    // The newest `min_keep` stay, counting the one the commit adds.
+    let candidates = snapshots.len().saturating_sub(min_keep.saturating_sub(1));
+    snapshots[..candidates]
+        .iter()
+        .filter(|s| s["timestamp-ms"].as_i64().is_some_and(|t| t < now_ms.saturating_sub(max_age)))
+        .filter_map(|s| {
+            let id = s["snapshot-id"].as_i64()?;
+            let manifest_list = s["manifest-list"].as_str().map(str::to_string);
+            (!referenced.contains(&id)).then_some(Expired { snapshot_id: id, manifest_list })
+        })
+        .take(MAX_REMOVED_PER_COMMIT)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const DAY: i64 = 24 * 3600 * 1000;
+
+    fn table(properties: Value) -> Value {
+        let snapshot = |id: i64, day: i64| json!({"snapshot-id": id, "sequence-number": id, "timestamp-ms": day * DAY, "manifest-list": format!("s3://b/snap-{id}.avro")});
+        json!({
+            "snapshots": [snapshot(3, 3), snapshot(1, 1), snapshot(2, 2), snapshot(4, 4), snapshot(9, 9)],
+            "current-snapshot-id": 9,
+            "refs": {"main": {"snapshot-id": 9, "type": "branch"}, "audit": {"snapshot-id": 2, "type": "tag"}},
+            "properties": properties,
+        })
+    }
+
+    fn ids(expired: &[Expired]) -> Vec<i64> {
+        expired.iter().map(|e| e.snapshot_id).collect()
+    }
+
+    #[test]
+    fn snapshots_older_than_five_days_go_except_those_a_branch_or_tag_names() {
+        let expired = expired(&table(json!({})), 10 * DAY);
+        assert_eq!(ids(&expired), [1, 3, 4], "2 is tagged; 9 is younger");
+        assert_eq!(expired[0].manifest_list.as_deref(), Some("s3://b/snap-1.avro"));
+        assert_eq!(ids(&super::expired(&table(json!({})), 6 * DAY + 1)), [1], "younger than 5 days: kept");
+        let later = super::expired(&table(json!({})), 20 * DAY);
+        assert_eq!(ids(&later), [1, 3, 4, 9], "main's goes too: main moves to the commit's new snapshot");
+    }
+
+    #[test]
+    fn the_tables_own_properties_set_the_age_and_how_many_stay() {
+        let kept = table(json!({"history.expire.max-snapshot-age-ms": DAY.to_string(),
+                                "history.expire.min-snapshots-to-keep": "4"}));
+        // Five snapshots and the commit's new one: the newest four (3, 4, 9 and the new) stay.
+        assert_eq!(ids(&expired(&kept, 10 * DAY)), [1]);
+        let none = table(json!({"history.expire.max-snapshot-age-ms": (100 * DAY).to_string()}));
+        assert_eq!(ids(&expired(&none, 10 * DAY)), Vec::<i64>::new());
+    }
+}
