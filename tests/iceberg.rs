@@ -2,8 +2,8 @@
 //! DuckDB: a topic archived by an in-process archiver from librdkafka's mock cluster, committed by two
 //! committers at once (two instances), then again (nothing to add), then after more records were
 //! archived; an archiver with `--table iceberg` and hourly time buckets keeping its table up to date; one whose
-//! typed values gain a column mid-stream (the table's schema evolves); and one whose graceful stop
-//! commits the files it closed on the way out.
+//! typed values gain a column mid-stream (the table's schema evolves); one committed to so often that its
+//! manifests are merged; and one whose graceful stop commits the files it closed on the way out.
 
 mod common;
 
@@ -196,6 +196,48 @@ t = catalog.load_table("kafka.carts")
     let loaded = catalog.load(&ident).await.unwrap().unwrap();
     let schemas: Vec<_> = loaded.metadata["schemas"].as_array().unwrap().iter().map(|s| &s["schema-id"]).collect();
     assert_eq!((schemas, &loaded.metadata["current-schema-id"]), (vec![&0.into(), &1.into()], &1.into()));
+}
+
+/// A table committed to many times (one file a commit here, as a busy table's minutes would be): each
+/// commit lists every manifest before it, until a hundred small ones are merged into one, so the list
+/// stays short, and every record is still read once.
+#[tokio::test(flavor = "multi_thread")]
+async fn many_commits_merge_their_manifests_and_readers_still_see_every_record_once() {
+    const TOPIC: &str = "ticks";
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic(TOPIC, 1, 1).unwrap();
+    let produced = produce(&bootstrap, TOPIC, 1, 0..1300, 20).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings { roll_records: Some(10), ..mock_settings(&bootstrap, dir.path()) };
+    let (config, store) = common::archive_mock_topic_as(settings, TOPIC, &produced).await;
+    let db = dir.path().join("catalog.db");
+    let committer = Committer { max_files: 1, ..committer(&db, store.clone(), config.store.dest.prefix()) };
+    let table = TopicTable::new("kafka", TOPIC, None);
+    let mut commits = 0;
+    while committer.commit(&table, &[0], 1_000 + commits).await.unwrap().snapshot_id.is_some() {
+        commits += 1;
+    }
+    assert_eq!(commits, 130, "a file a commit");
+    let loaded = committer.catalog.load(&table.ident).await.unwrap().unwrap();
+    let current =
+        loaded.metadata["snapshots"].as_array().unwrap().last().unwrap()["manifest-list"].as_str().unwrap().to_string();
+    let key = current.strip_prefix(&format!("{}/", store.describe())).unwrap();
+    let listed =
+        kafka_s3_archiver::table::iceberg::manifest::read_manifest_list(&store.get(key).await.unwrap()).unwrap();
+    let existing: Vec<i64> = listed.iter().map(|m| m.0["existing_files_count"].as_i64().unwrap()).collect();
+    assert_eq!(listed.len(), 31, "one merged manifest of 100 files, then 30 of one each: {existing:?}");
+    assert_eq!(existing.iter().sum::<i64>(), 100);
+    check_pyiceberg(&db, dir.path(), TOPIC, &produced);
+    check_duckdb(&committer, &table, &produced).await;
+    let catalog = CatalogConfig {
+        location: CatalogLocation::Sqlite(db.clone()),
+        name: "default".into(),
+        namespace: "kafka".into(),
+    };
+    let prefix = config.store.dest.prefix();
+    let checked = check_tables(store.clone(), prefix, &catalog, &[TOPIC.to_string()]).await.unwrap();
+    assert_eq!((checked[0].records, checked[0].problems.clone()), (1300, vec![]), "verify finds the table exact");
 }
 
 /// Waits (up to 60 s) until the table's position of each partition is right after its last record.

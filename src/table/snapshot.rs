@@ -2,10 +2,13 @@
 //! spec of the files it adds, and the manifest list (its manifests, then every one of its parent's).
 //! Every file has a name of its own (the commit's UUID), so one thrown away is nobody's.
 
+use futures::StreamExt;
+
 use super::catalog::{key_of, random_uuid};
 use super::committer::{Committer, Planned, TableError, TopicTable};
 use super::iceberg::expire::{expired, Expired};
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
+use super::iceberg::merge;
 use super::iceberg::metadata::{append_snapshot, Base, Change, NewSchema};
 use super::iceberg::spec::{field_id, PartitionSpec, PARTITION_COLUMN, PARTITION_SPEC_ID, TIME_COLUMN, TIME_SPEC_ID};
 use super::state::TableState;
@@ -47,7 +50,8 @@ impl Committer {
             written.push(self.put(base, &path, &bytes).await?);
             entries.push(manifest::list_entry(&path, bytes.len(), &files, spec, ids));
         }
-        entries.extend(self.manifests(base).await?);
+        let merging = Merging { specs: &specs, schema, ids, uuid: &uuid };
+        entries.extend(self.merged_manifests(base, &merging, &mut written).await?);
         let list = manifest::write_manifest_list(&entries, ids, sync(&uuid, specs.len()))?;
         let list_path = format!("{location}/metadata/snap-{}-1-{uuid}.avro", ids.snapshot_id);
         written.push(self.put(base, &list_path, &list).await?);
@@ -60,6 +64,52 @@ impl Committer {
         properties.extend(planned.schema.as_ref().map(NewSchema::name_mapping));
         let expired = expired(base.0, now_ms);
         Ok((Change { snapshot, properties, schema: planned.schema.clone(), expired }, written))
+    }
+
+    /// The manifests of `base`'s snapshot, with each spec's many small ones of the archiver's merged into
+    /// one (written here, its key added to `written`); one that cannot be read now stays as it is.
+    async fn merged_manifests(
+        &self,
+        base: &Base<'_>,
+        m: &Merging<'_>,
+        written: &mut Vec<String>,
+    ) -> Result<Vec<ManifestEntry>, TableError> {
+        let mut parent = self.manifests(base).await?;
+        for (i, spec) in m.specs.iter().enumerate() {
+            let chosen: Vec<(usize, String)> = merge::to_merge(&parent, spec.spec_id)
+                .into_iter()
+                .filter_map(|at| Some((at, self.key(base, parent[at].0["manifest_path"].as_str()?).ok()?.to_string())))
+                .collect();
+            let keys: Vec<String> = chosen.iter().map(|(_, key)| key.clone()).collect();
+            let read: Vec<_> = futures::stream::iter(keys.into_iter().map(|key| self.own_manifest(key)))
+                .buffered(MANIFESTS_AT_ONCE)
+                .collect()
+                .await;
+            let (mut merged, mut records) = (Vec::new(), Vec::new());
+            for ((at, _), read) in chosen.iter().zip(read) {
+                if let Some(read) = read {
+                    records.extend(merge::as_existing(read, &parent[*at]));
+                    merged.push(*at);
+                }
+            }
+            if merged.len() < 2 {
+                continue;
+            }
+            let n = m.specs.len() + 1 + i;
+            let bytes = manifest::write_entries(&records, spec, m.schema, sync(m.uuid, n))?;
+            let path = format!("{}/metadata/{}-m{n}.avro", base.location().unwrap_or_default(), m.uuid);
+            written.push(self.put(base, &path, &bytes).await?);
+            let mut at = 0..;
+            parent.retain(|_| !merged.contains(&at.next().expect("endless")));
+            parent.insert(0, merge::merged_entry(&path, bytes.len(), &records, spec, m.ids));
+        }
+        Ok(parent)
+    }
+
+    /// The entries of the manifest at `key` if the archiver wrote it and it can be read now.
+    async fn own_manifest(&self, key: String) -> Option<Vec<serde_json::Value>> {
+        let bytes = self.store.get(&key).await.ok()?;
+        manifest::read_own_manifest(&bytes).ok().flatten()
     }
 
     /// Deletes the manifest lists of snapshots a commit on `base` removed (each is its snapshot's own;
@@ -90,6 +140,17 @@ impl Committer {
         self.store.put_if_absent(&key, &data, bytes.len() as u64).await?;
         Ok(key)
     }
+}
+
+/// Manifests read at once to merge them.
+const MANIFESTS_AT_ONCE: usize = 8;
+
+/// What a commit's merged manifests are written with.
+struct Merging<'a> {
+    specs: &'a [PartitionSpec],
+    schema: &'a serde_json::Value,
+    ids: SnapshotIds,
+    uuid: &'a str,
 }
 
 /// Whether the table has the spec by time (made so when it was created with time buckets).

@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use super::avro_file::{self, AvroFileError};
+use super::merge::WRITER;
 use super::spec::PartitionSpec;
 use super::stats::ColumnStats;
 use crate::table::partition::FilePartition;
@@ -153,6 +154,16 @@ pub fn write_manifest(
                     "lower_bounds": bounds(f, true), "upper_bounds": bounds(f, false)}})
         })
         .collect();
+    write_entries(&entries, spec, schema, sync)
+}
+
+/// A manifest of `entries` (manifest entry records, of files of `spec`), its bytes.
+pub fn write_entries(
+    entries: &[Value],
+    spec: &PartitionSpec,
+    schema: &Value,
+    sync: [u8; 16],
+) -> Result<Vec<u8>, AvroFileError> {
     let metadata = [
         ("schema", schema.to_string()),
         ("schema-id", schema["schema-id"].to_string()),
@@ -160,9 +171,17 @@ pub fn write_manifest(
         ("partition-spec-id", spec.spec_id.to_string()),
         ("format-version", "2".to_string()),
         ("content", "data".to_string()),
+        (WRITER.0, WRITER.1.to_string()),
     ]
     .map(|(k, v)| (k.to_string(), v));
-    avro_file::write(&manifest_schema(spec), &metadata, &entries, sync)
+    avro_file::write(&manifest_schema(spec), &metadata, entries, sync)
+}
+
+/// A manifest's entry records, if the archiver wrote it (none for another writer's: it is not merged).
+pub fn read_own_manifest(file: &[u8]) -> Result<Option<Vec<Value>>, AvroFileError> {
+    let read = avro_file::read(file)?;
+    let own = read.metadata.iter().any(|(k, v)| k == WRITER.0 && v == WRITER.1);
+    Ok(own.then_some(read.records))
 }
 
 /// The manifest list's entry for a manifest of `files` (of `spec`) written at `path`, `length` bytes.
