@@ -198,9 +198,10 @@ t = catalog.load_table("kafka.carts")
     assert_eq!((schemas, &loaded.metadata["current-schema-id"]), (vec![&0.into(), &1.into()], &1.into()));
 }
 
-/// A table committed to many times (one file a commit here, as a busy table's minutes would be): each
-/// commit lists every manifest before it, until a hundred small ones are merged into one, so the list
-/// stays short, and every record is still read once.
+/// A table committed to many times (one file a commit here, five hours apart): each commit lists every
+/// manifest before it, until a hundred small ones are merged into one, so the list stays short; the
+/// snapshots older than five days expire, and once none lists the small manifests they are deleted too;
+/// every record is still read once.
 #[tokio::test(flavor = "multi_thread")]
 async fn many_commits_merge_their_manifests_and_readers_still_see_every_record_once() {
     const TOPIC: &str = "ticks";
@@ -215,7 +216,8 @@ async fn many_commits_merge_their_manifests_and_readers_still_see_every_record_o
     let committer = Committer { max_files: 1, ..committer(&db, store.clone(), config.store.dest.prefix()) };
     let table = TopicTable::new("kafka", TOPIC, None);
     let mut commits = 0;
-    while committer.commit(&table, &[0], 1_000 + commits).await.unwrap().snapshot_id.is_some() {
+    let hours = |n: i64| n * 3600 * 1000;
+    while committer.commit(&table, &[0], hours(5 * commits)).await.unwrap().snapshot_id.is_some() {
         commits += 1;
     }
     assert_eq!(commits, 130, "a file a commit");
@@ -228,6 +230,21 @@ async fn many_commits_merge_their_manifests_and_readers_still_see_every_record_o
     let existing: Vec<i64> = listed.iter().map(|m| m.0["existing_files_count"].as_i64().unwrap()).collect();
     assert_eq!(listed.len(), 31, "one merged manifest of 100 files, then 30 of one each: {existing:?}");
     assert_eq!(existing.iter().sum::<i64>(), 100);
+    let snapshots = loaded.metadata["snapshots"].as_array().unwrap().len();
+    assert_eq!(snapshots, 25, "those of the last five days (hours 525 to 645)");
+    let location = committer.location(&table.ident);
+    let folder = format!("{}/metadata/", location.strip_prefix(&format!("{}/", store.describe())).unwrap());
+    let manifests: Vec<String> = list_all(store.as_ref(), &folder)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|k| k.ends_with(".avro") && !k.contains("/snap-"))
+        .map(|k| format!("{}/{k}", store.describe()))
+        .collect();
+    let current: Vec<&str> = listed.iter().map(|m| m.0["manifest_path"].as_str().unwrap()).collect();
+    let unlisted = manifests.iter().filter(|m| !current.contains(&m.as_str())).count();
+    assert_eq!(unlisted, 0, "the small manifests merged away went with the last snapshot that listed them");
+    assert_eq!(manifests.len(), current.len(), "every listed manifest is there");
     check_pyiceberg(&db, dir.path(), TOPIC, &produced);
     check_duckdb(&committer, &table, &produced).await;
     let catalog = CatalogConfig {

@@ -22,7 +22,7 @@ use super::iceberg::spec::{field_id, table_schema, SpecError, PARTITION_COLUMN, 
 use super::iceberg::stats::{column_stats, ColumnStats};
 use super::partition::file_partition;
 use super::plan::{plan, Chain, PlanError};
-use super::snapshot::{has_time_spec, specs_for};
+use super::snapshot::{has_time_spec, specs_for, WrittenSnapshot};
 use super::state::{StateError, TableState};
 use crate::archive::claim::ClaimError;
 use crate::archive::object_key::Prefix;
@@ -164,10 +164,11 @@ impl Committer {
             if planned.positions.is_empty() {
                 return Ok(report);
             }
-            let (change, written) = self.write_snapshot(table, &base, &planned, now_ms).await?;
+            let WrittenSnapshot { change, keys: written, listed } =
+                self.write_snapshot(table, &base, &planned, now_ms).await?;
             match self.catalog.commit(&table.ident, &loaded, &change, now_ms).await? {
                 Committed::Done(_) => {
-                    self.delete_expired(&base, &change.expired).await;
+                    self.delete_expired(&base, &change.expired, &listed).await;
                     report.snapshot_id = change.snapshot["snapshot-id"].as_i64();
                     report.files = planned.files.len();
                     report.records = planned.files.iter().map(|f| f.records).sum();

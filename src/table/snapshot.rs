@@ -6,7 +6,7 @@ use futures::StreamExt;
 
 use super::catalog::{key_of, random_uuid};
 use super::committer::{Committer, Planned, TableError, TopicTable};
-use super::iceberg::expire::{expired, Expired};
+use super::iceberg::expire::{expired, has_other_refs, orphaned, Expired};
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
 use super::iceberg::merge;
 use super::iceberg::metadata::{append_snapshot, Base, Change, NewSchema};
@@ -16,15 +16,14 @@ use crate::archive::time_bucket::BucketWidth;
 use crate::encode::spool::SpoolData;
 
 impl Committer {
-    /// Writes the manifests and manifest list of `planned` on top of `base`; returns the change and
-    /// the keys written.
+    /// Writes the manifests and manifest list of `planned` on top of `base`.
     pub(super) async fn write_snapshot(
         &self,
         table: &TopicTable,
         base: &Base<'_>,
         planned: &Planned,
         now_ms: i64,
-    ) -> Result<(Change, Vec<String>), TableError> {
+    ) -> Result<WrittenSnapshot, TableError> {
         let ids = SnapshotIds {
             snapshot_id: (fastrand::u64(..) >> 1) as i64,
             parent: base.snapshot_id(),
@@ -63,7 +62,8 @@ impl Committer {
         let snapshot = append_snapshot(base, ids, &list_path, added, &properties, schema_id, now_ms);
         properties.extend(planned.schema.as_ref().map(NewSchema::name_mapping));
         let expired = expired(base.0, now_ms);
-        Ok((Change { snapshot, properties, schema: planned.schema.clone(), expired }, written))
+        let change = Change { snapshot, properties, schema: planned.schema.clone(), expired };
+        Ok(WrittenSnapshot { change, keys: written, listed: entries })
     }
 
     /// The manifests of `base`'s snapshot, with each spec's many small ones of the archiver's merged into
@@ -112,14 +112,48 @@ impl Committer {
         manifest::read_own_manifest(&bytes).ok().flatten()
     }
 
-    /// Deletes the manifest lists of snapshots a commit on `base` removed (each is its snapshot's own;
-    /// one off the table's store is left alone). A failed delete leaves an unreferenced file, nothing worse.
-    pub(super) async fn delete_expired(&self, base: &Base<'_>, expired: &[Expired]) {
-        for list in expired.iter().filter_map(|e| e.manifest_list.as_deref()) {
-            if let Ok(key) = self.key(base, list) {
+    /// Deletes what only the snapshots a commit on `base` removed read: their manifest lists (each is
+    /// its snapshot's own) and the manifests no kept snapshot lists (`expire::orphaned`; none while the
+    /// table has a branch or tag, or when a list cannot be read now). A file off the table's store is
+    /// left alone; a failed delete leaves an unreferenced file, nothing worse.
+    pub(super) async fn delete_expired(&self, base: &Base<'_>, expired: &[Expired], listed: &[ManifestEntry]) {
+        let lists: Vec<&str> = expired.iter().filter_map(|e| e.manifest_list.as_deref()).collect();
+        if lists.is_empty() {
+            return;
+        }
+        let mut orphans = Vec::new();
+        if !has_other_refs(base.0) {
+            let gone =
+                |s: &&serde_json::Value| expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
+            let mut snapshots: Vec<&serde_json::Value> = base.0["snapshots"].as_array().into_iter().flatten().collect();
+            snapshots.retain(|s| !gone(s));
+            let oldest_kept = snapshots
+                .iter()
+                .min_by_key(|s| s["sequence-number"].as_i64())
+                .and_then(|s| s["manifest-list"].as_str());
+            let kept = match oldest_kept {
+                Some(uri) => self.read_list(base, uri).await,
+                None => Some(Vec::new()),
+            };
+            let mut expired_lists = Vec::new();
+            for uri in &lists {
+                expired_lists.extend(self.read_list(base, uri).await);
+            }
+            if let (Some(kept), true) = (kept, expired_lists.len() == lists.len()) {
+                orphans = orphaned(&expired_lists, &[&kept, listed]);
+            }
+        }
+        for uri in lists.into_iter().chain(orphans.iter().map(String::as_str)) {
+            if let Ok(key) = self.key(base, uri) {
                 let _ = self.store.delete(key).await;
             }
         }
+    }
+
+    /// The manifest list at `uri`, if it can be read now.
+    async fn read_list(&self, base: &Base<'_>, uri: &str) -> Option<Vec<ManifestEntry>> {
+        let bytes = self.store.get(self.key(base, uri).ok()?).await.ok()?;
+        manifest::read_manifest_list(&bytes).ok()
     }
 
     /// The manifests of the snapshot `base` is at (none for a table without one).
@@ -140,6 +174,14 @@ impl Committer {
         self.store.put_if_absent(&key, &data, bytes.len() as u64).await?;
         Ok(key)
     }
+}
+
+/// A snapshot written, for the catalog to take: its change, the keys written (deleted if it is refused)
+/// and the manifests its list names.
+pub(super) struct WrittenSnapshot {
+    pub change: Change,
+    pub keys: Vec<String>,
+    pub listed: Vec<ManifestEntry>,
 }
 
 /// Manifests read at once to merge them.

@@ -4,9 +4,13 @@
 //! (default 5 days), keeping the newest `history.expire.min-snapshots-to-keep` (default 1) and every
 //! snapshot a branch or tag names. Only snapshots go: the data files stay (they are the archive's own
 //! objects, and every later snapshot holds them); the manifest lists of the removed ones are deleted
-//! once the commit is in.
+//! once the commit is in, and so are the manifests only they listed (small ones merged away since).
+
+use std::collections::HashSet;
 
 use serde_json::Value;
+
+use super::manifest::ManifestEntry;
 
 /// Iceberg's default maximum snapshot age: 5 days.
 pub const DEFAULT_MAX_SNAPSHOT_AGE_MS: i64 = 5 * 24 * 3600 * 1000;
@@ -57,6 +61,25 @@ pub fn expired(metadata: &Value, now_ms: i64) -> Vec<Expired> {
         .collect()
 }
 
+/// The manifests the lists of expired snapshots name and no kept list does: those merged away since,
+/// which no snapshot left reads. A table's history is a line (its only branch is `main`), and each list
+/// names every manifest live at its snapshot, so the oldest kept snapshot's list and the new one's are
+/// all the kept lists a manifest of an expired one can be in.
+pub fn orphaned(expired_lists: &[Vec<ManifestEntry>], kept_lists: &[&[ManifestEntry]]) -> Vec<String> {
+    let path = |m: &ManifestEntry| m.0["manifest_path"].as_str().map(str::to_string);
+    let kept: HashSet<String> = kept_lists.iter().flat_map(|l| l.iter()).filter_map(path).collect();
+    let mut orphaned: Vec<String> =
+        expired_lists.iter().flatten().filter_map(path).filter(|p| !kept.contains(p)).collect();
+    orphaned.sort();
+    orphaned.dedup();
+    orphaned
+}
+
+/// Whether the table has refs other than `main` (a branch or tag: its lists may name any manifest).
+pub fn has_other_refs(metadata: &Value) -> bool {
+    metadata["refs"].as_object().is_some_and(|refs| refs.keys().any(|name| name != MAIN))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -87,6 +110,18 @@ mod tests {
         assert_eq!(ids(&super::expired(&table(json!({})), 6 * DAY + 1)), [1], "younger than 5 days: kept");
         let later = super::expired(&table(json!({})), 20 * DAY);
         assert_eq!(ids(&later), [1, 3, 4, 9], "main's goes too: main moves to the commit's new snapshot");
+    }
+
+    #[test]
+    fn manifests_only_expired_snapshots_list_are_orphaned() {
+        let list = |paths: &[&str]| -> Vec<ManifestEntry> {
+            paths.iter().map(|p| ManifestEntry(json!({"manifest_path": p}))).collect()
+        };
+        // m1 and m2 were merged into m3 after the expired snapshots; m0 is still listed.
+        let expired = [list(&["m1", "m0"]), list(&["m2", "m1", "m0"])];
+        let (oldest_kept, new) = (list(&["m3", "m0"]), list(&["m4", "m3", "m0"]));
+        assert_eq!(orphaned(&expired, &[&oldest_kept, &new]), ["m1", "m2"]);
+        assert!(has_other_refs(&table(json!({}))), "the audit tag");
     }
 
     #[test]
