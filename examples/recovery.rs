@@ -5,65 +5,26 @@
 //!
 //! Usage (services from localstack/with-services.sh): localstack/bench-recovery.sh [objects]
 
-use std::sync::atomic::{AtomicU64, Ordering};
+#[path = "common/counting.rs"]
+mod counting;
+
+use std::sync::Arc;
 use std::time::Instant;
 
-use async_trait::async_trait;
-use bytes::Bytes;
-use kafka_s3_archiver::archive::keys::{ListPage, ListRequest};
+use counting::Counting;
+
 use kafka_s3_archiver::archive::object_key::Prefix;
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::commands::demo::generate::write_synthetic_archive;
-use kafka_s3_archiver::encode::spool::SpoolData;
 use kafka_s3_archiver::recovery::tail::{find_tail, TailHints};
 use kafka_s3_archiver::recovery::CommitHint;
 use kafka_s3_archiver::retry::Patience;
-use kafka_s3_archiver::store::{ObjectStore, PutOutcome, S3Options, S3Store, StoreError};
+use kafka_s3_archiver::store::{ObjectStore, S3Options, S3Store};
 
 /// Records per object.
 const RECORDS: i64 = 100;
 /// PUTs in flight while writing the archive.
 const WRITERS: usize = 64;
-
-/// Counts the requests recovery makes.
-struct Counting<'a> {
-    inner: &'a dyn ObjectStore,
-    lists: AtomicU64,
-    gets: AtomicU64,
-    others: AtomicU64,
-}
-
-#[async_trait]
-impl ObjectStore for Counting<'_> {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
-        self.others.fetch_add(1, Ordering::Relaxed);
-        self.inner.put_if_absent(key, data, len).await
-    }
-
-    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
-        self.lists.fetch_add(1, Ordering::Relaxed);
-        self.inner.list(req, max_keys).await
-    }
-
-    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
-        self.gets.fetch_add(1, Ordering::Relaxed);
-        self.inner.get(key).await
-    }
-
-    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        self.others.fetch_add(1, Ordering::Relaxed);
-        self.inner.head(key).await
-    }
-
-    async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.others.fetch_add(1, Ordering::Relaxed);
-        self.inner.delete(key).await
-    }
-}
 
 #[tokio::main]
 async fn main() {
@@ -73,11 +34,12 @@ async fn main() {
     let bucket = format!("recovery-{}", std::process::id());
     let store = S3Store::connect(&bucket, S3Options::new(Some(endpoint), Some("us-east-1".into()))).await;
     store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
+    let store: Arc<dyn ObjectStore> = Arc::new(store);
     let (prefix, tp) = (Prefix::new("arch"), TopicPartition::new("t", 0).expect("partition"));
     let started = Instant::now();
     let ranges =
         (0..objects).map(|i| (tp.clone(), OffsetRange::new(i * RECORDS, i * RECORDS + RECORDS - 1).expect("range")));
-    write_synthetic_archive(&store, &prefix, ranges, WRITERS).await.expect("write the archive");
+    write_synthetic_archive(store.as_ref(), &prefix, ranges, WRITERS).await.expect("write the archive");
     let secs = started.elapsed().as_secs_f64();
     println!(
         "wrote {objects} data objects and {objects} claims in {secs:.0}s ({:.0} PUTs/s)",
@@ -96,8 +58,7 @@ async fn main() {
     ];
     println!("\n| hints | list requests | GETs | other requests | seconds |\n|---|---|---|---|---|");
     for (name, commit, log_end) in cases {
-        let counting =
-            Counting { inner: &store, lists: AtomicU64::new(0), gets: AtomicU64::new(0), others: AtomicU64::new(0) };
+        let counting = Counting::new(store.clone());
         let t0 = Instant::now();
         let found =
             find_tail(&counting, &prefix, &tp, TailHints { commit, log_end }, true, Patience::Attempts(3), None)
@@ -105,7 +66,7 @@ async fn main() {
                 .expect("recovery");
         let secs = t0.elapsed().as_secs_f64();
         assert_eq!(found.tail, kafka_s3_archiver::recovery::Tail::Complete { next: end }, "{name}");
-        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        println!("| {name} | {} | {} | {} | {secs:.2} |", n(&counting.lists), n(&counting.gets), n(&counting.others));
+        let [lists, gets, puts, others] = counting.counts();
+        println!("| {name} | {lists} | {gets} | {} | {secs:.2} |", puts + others);
     }
 }

@@ -27,6 +27,8 @@ pub struct DurableLink {
     pub claim: Claim,
     /// The data object's offsets, size in bytes and record count (none for a link without one).
     pub object: Option<(OffsetRange, u64, u64)>,
+    /// The data object's footer, read to find it durable (a commit takes its columns and statistics).
+    pub footer: Option<Arc<ParquetMetaData>>,
 }
 
 /// The chain of `tp` from chain position `from` on: its durable links, in order, up to the one holding
@@ -91,10 +93,10 @@ async fn durable_link(
             let footer = read_footer(store, &key.to_string(), size).await?;
             let records = footer.file_metadata().num_rows().max(0) as u64;
             let link = Link { covers: claim.covers(), object: Some(key.to_string()) };
-            Some(DurableLink { link, claim, object: Some((key.range, size, records)) })
+            Some(DurableLink { link, claim, object: Some((key.range, size, records)), footer: Some(Arc::new(footer)) })
         }
         None if emptied(&claim, following) => {
-            Some(DurableLink { link: Link { covers: claim.covers(), object: None }, claim, object: None })
+            Some(DurableLink { link: Link { covers: claim.covers(), object: None }, claim, object: None, footer: None })
         }
         None => None,
     })

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema};
-use futures::StreamExt;
 use parquet::file::metadata::ParquetMetaData;
 use thiserror::Error;
 
@@ -30,8 +29,6 @@ use crate::archive::partition::TopicPartition;
 use crate::archive::time_bucket::BucketWidth;
 use crate::store::{ObjectStore, StoreError};
 
-/// Footers read at once while a commit is planned (one ranged GET each, two for a large footer).
-const FOOTERS_AT_ONCE: usize = 8;
 /// Commits that meet a newer table are planned again; this many in a row is a fault (another
 /// committer cannot be that busy on one table).
 const MAX_ATTEMPTS: u32 = 50;
@@ -259,7 +256,7 @@ impl Committer {
             }
             match self.plan_partition(table, state, p, room).await {
                 Ok(Some((to, links))) => {
-                    let (to, links, refused) = self.fit(&mut evolving, to, links).await;
+                    let (to, links, refused) = Self::fit(&mut evolving, to, links);
                     let moves = refused.is_none() || !links.is_empty();
                     planned.failed.extend(refused.map(|e| (p, e)));
                     if !moves {
@@ -281,36 +278,26 @@ impl Committer {
     }
 
     /// The run of `links` (to chain position `to`) whose files the table's schema holds, evolving it
-    /// where a file has columns it lacks, each with its column statistics; cut before the first file it
-    /// cannot hold (a column whose type changed as Iceberg does not allow) or whose footer cannot be
-    /// read, with why.
-    async fn fit(
-        &self,
+    /// where a file has columns it lacks, each with its column statistics (from the footers read to
+    /// find the files durable); cut before the first file it cannot hold (a column whose type changed
+    /// as Iceberg does not allow), with why.
+    fn fit(
         evolving: &mut Evolving,
         to: i64,
         links: Vec<DurableLink>,
     ) -> (i64, Vec<(DurableLink, ColumnStats)>, Option<TableError>) {
-        let objects: Vec<_> =
-            links.iter().map(|d| d.link.object.clone().zip(d.object.map(|(_, size, _)| size))).collect();
-        let footers: Vec<_> = futures::stream::iter(objects.into_iter().map(|object| self.footer(object)))
-            .buffered(FOOTERS_AT_ONCE)
-            .collect()
-            .await;
         let mut fitted = Vec::with_capacity(links.len());
-        for (d, footer) in links.into_iter().zip(footers) {
-            match footer.and_then(|footer| Ok(footer.map(|f| evolving.take(f)).transpose()?)) {
-                Ok(stats) => fitted.push((d, stats.unwrap_or_default())),
+        for mut d in links {
+            let taken = match (d.footer.take(), d.link.object.as_deref()) {
+                (Some(footer), Some(key)) => evolving.take(key, &footer),
+                _ => Ok(ColumnStats::default()),
+            };
+            match taken {
+                Ok(stats) => fitted.push((d, stats)),
                 Err(e) => return (d.link.covers.start(), fitted, Some(e)),
             }
         }
         (to, fitted, None)
-    }
-
-    /// A data object's footer (its key and size) and columns.
-    async fn footer(&self, object: Option<(String, u64)>) -> Result<Option<Footer>, TableError> {
-        let Some((key, size)) = object else { return Ok(None) };
-        let footer = read_footer(self.store.as_ref(), &key, size).await?;
-        Ok(Some(Footer { columns: with_partition(&columns(&key, &footer)?), footer }))
     }
 
     /// A partition's run from its position: where the position moves, and the links it adds.
@@ -382,20 +369,15 @@ struct Evolving {
 }
 
 impl Evolving {
-    /// Makes the schema hold a file (evolving it where it lacks the file's columns); the file's column
-    /// statistics by the field IDs its columns then have.
-    fn take(&mut self, file: Footer) -> Result<ColumnStats, SpecError> {
-        if let Some((schema, last)) = evolve(&self.schema, self.last_column_id, &file.columns, self.id)? {
+    /// Makes the schema hold the file at `key` (evolving it where it lacks the file's columns); the
+    /// file's column statistics by the field IDs its columns then have.
+    fn take(&mut self, key: &str, footer: &ParquetMetaData) -> Result<ColumnStats, TableError> {
+        let columns = with_partition(&columns(key, footer)?);
+        if let Some((schema, last)) = evolve(&self.schema, self.last_column_id, &columns, self.id)? {
             (self.schema, self.last_column_id, self.evolved) = (schema, last, true);
         }
-        Ok(column_stats(&file.footer, &self.schema))
+        Ok(column_stats(footer, &self.schema))
     }
-}
-
-/// A data object's footer, and its columns with the table's `partition`.
-struct Footer {
-    footer: ParquetMetaData,
-    columns: Schema,
 }
 
 /// The files' columns and the table's own, `partition` (the Kafka partition, from each file's

@@ -6,7 +6,7 @@ use futures::StreamExt;
 
 use super::catalog::{key_of, random_uuid};
 use super::committer::{Committer, Planned, TableError, TopicTable};
-use super::iceberg::expire::{expired, has_other_refs, orphaned, Expired};
+use super::iceberg::expire::{expired, history_is_a_line, orphaned, Expired};
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
 use super::iceberg::merge;
 use super::iceberg::metadata::{append_snapshot, Base, Change, NewSchema};
@@ -45,7 +45,7 @@ impl Committer {
                 continue;
             }
             let bytes = manifest::write_manifest(&files, spec, schema, ids, sync(&uuid, i))?;
-            let path = format!("{location}/metadata/{uuid}-m{i}.avro");
+            let path = format!("{location}/metadata/{uuid}{}{i}.avro", merge::OWN_MANIFEST);
             written.push(self.put(base, &path, &bytes).await?);
             entries.push(manifest::list_entry(&path, bytes.len(), &files, spec, ids));
         }
@@ -97,7 +97,8 @@ impl Committer {
             }
             let n = m.specs.len() + 1 + i;
             let bytes = manifest::write_entries(&records, spec, m.schema, sync(m.uuid, n))?;
-            let path = format!("{}/metadata/{}-m{n}.avro", base.location().unwrap_or_default(), m.uuid);
+            let path =
+                format!("{}/metadata/{}{}{n}.avro", base.location().unwrap_or_default(), m.uuid, merge::OWN_MANIFEST);
             written.push(self.put(base, &path, &bytes).await?);
             let mut at = 0..;
             parent.retain(|_| !merged.contains(&at.next().expect("endless")));
@@ -113,8 +114,8 @@ impl Committer {
     }
 
     /// Deletes what only the snapshots a commit on `base` removed read: their manifest lists (each is
-    /// its snapshot's own) and the manifests no kept snapshot lists (`expire::orphaned`; none while the
-    /// table has a branch or tag, or when a list cannot be read now). A file off the table's store is
+    /// its snapshot's own) and the manifests no kept snapshot lists (`expire::orphaned`; none unless the
+    /// history is a line, or when a list cannot be read now). A file off the table's store is
     /// left alone; a failed delete leaves an unreferenced file, nothing worse.
     pub(super) async fn delete_expired(&self, base: &Base<'_>, expired: &[Expired], listed: &[ManifestEntry]) {
         let lists: Vec<&str> = expired.iter().filter_map(|e| e.manifest_list.as_deref()).collect();
@@ -122,7 +123,7 @@ impl Committer {
             return;
         }
         let mut orphans = Vec::new();
-        if !has_other_refs(base.0) {
+        if history_is_a_line(base.0, expired) {
             let gone =
                 |s: &&serde_json::Value| expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
             let mut snapshots: Vec<&serde_json::Value> = base.0["snapshots"].as_array().into_iter().flatten().collect();
@@ -143,7 +144,9 @@ impl Committer {
                 orphans = orphaned(&expired_lists, &[&kept, listed]);
             }
         }
-        for uri in lists.into_iter().chain(orphans.iter().map(String::as_str)) {
+        // Orphaned manifests before the lists: a stop half-way leaves a list behind (one unreferenced
+        // file) rather than manifests that nothing names any more.
+        for uri in orphans.iter().map(String::as_str).chain(lists) {
             if let Ok(key) = self.key(base, uri) {
                 let _ = self.store.delete(key).await;
             }

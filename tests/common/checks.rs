@@ -99,6 +99,7 @@ import duckdb, glob, os, sys
 site = os.path.dirname(os.path.dirname(duckdb.__file__))
 config = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
 con = duckdb.connect(config=config)
+con.execute("SET enable_progress_bar = false")
 for ext in ["avro", "iceberg"]:
     con.execute(f"LOAD '{glob.glob(f'{site}/duckdb_extension_{ext}/extensions/*/{ext}.duckdb_extension')[0]}'")
 row = con.sql(f"SELECT {sys.argv[2]} FROM iceberg_scan('{sys.argv[1]}') AS t").fetchall()[0]

@@ -120,15 +120,26 @@ pub async fn write_synthetic_archive(
     objects: impl Iterator<Item = (TopicPartition, OffsetRange)>,
     at_once: usize,
 ) -> Result<u64, StoreError> {
+    write_synthetic_objects(store, prefix, objects, at_once, (FileKind::Jsonl, Bytes::from_static(b"{}\n"))).await
+}
+
+/// Like [`write_synthetic_archive`], each data object of `kind` holding `body` (a table needs Parquet).
+pub async fn write_synthetic_objects(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    objects: impl Iterator<Item = (TopicPartition, OffsetRange)>,
+    at_once: usize,
+    (kind, body): (FileKind, Bytes),
+) -> Result<u64, StoreError> {
     let puts = objects.flat_map(|(tp, range)| {
-        let data = ObjectKey::new(prefix.clone(), tp.clone(), range, FileKind::Jsonl);
+        let data = ObjectKey::new(prefix.clone(), tp.clone(), range, kind);
         let records = u64::try_from(range.end() - range.start() + 1).expect("a range");
         let claim = Claim {
             object: Some(data.relative()),
             ..Claim::plain(range.start(), range.start(), range.end(), records, "synthetic:1")
         };
         let claim_key = ClaimKey::new(prefix.clone(), tp, range.start()).to_string();
-        [(data.to_string(), Bytes::from_static(b"{}\n")), (claim_key, Bytes::from(claim.to_json()))]
+        [(data.to_string(), body.clone()), (claim_key, Bytes::from(claim.to_json()))]
     });
     let results: Vec<Result<PutOutcome, StoreError>> = futures::stream::iter(puts)
         .map(|(key, body)| async move {

@@ -75,9 +75,28 @@ pub fn orphaned(expired_lists: &[Vec<ManifestEntry>], kept_lists: &[&[ManifestEn
     orphaned
 }
 
-/// Whether the table has refs other than `main` (a branch or tag: its lists may name any manifest).
-pub fn has_other_refs(metadata: &Value) -> bool {
-    metadata["refs"].as_object().is_some_and(|refs| refs.keys().any(|name| name != MAIN))
+/// Whether what `orphaned` assumes holds of `metadata` once `expired` go: its only ref is `main`, the
+/// snapshots kept are all `main`'s ancestors, and every expired one is older than every kept one (a
+/// rolled-back or otherwise forked history, or clocks out of step, and nothing is deleted but lists).
+pub fn history_is_a_line(metadata: &Value, expired: &[Expired]) -> bool {
+    if metadata["refs"].as_object().is_some_and(|refs| refs.keys().any(|name| name != MAIN)) {
+        return false;
+    }
+    let snapshots: Vec<&Value> = metadata["snapshots"].as_array().into_iter().flatten().collect();
+    let gone = |s: &Value| expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
+    let mut ancestors = HashSet::new();
+    let mut at = metadata["refs"][MAIN]["snapshot-id"].as_i64();
+    while let Some(id) = at.filter(|id| ancestors.insert(*id)) {
+        at = snapshots
+            .iter()
+            .find(|s| s["snapshot-id"].as_i64() == Some(id))
+            .and_then(|s| s["parent-snapshot-id"].as_i64());
+    }
+    let sequence = |s: &&Value| s["sequence-number"].as_i64().unwrap_or(i64::MAX);
+    let (gone, kept): (Vec<&Value>, Vec<&Value>) = snapshots.iter().partition(|s| gone(s));
+    let newest_gone = gone.iter().map(sequence).max().unwrap_or(i64::MIN);
+    kept.iter()
+        .all(|s| s["snapshot-id"].as_i64().is_some_and(|id| ancestors.contains(&id)) && sequence(s) > newest_gone)
 }
 
 #[cfg(test)]
@@ -121,7 +140,22 @@ mod tests {
         let expired = [list(&["m1", "m0"]), list(&["m2", "m1", "m0"])];
         let (oldest_kept, new) = (list(&["m3", "m0"]), list(&["m4", "m3", "m0"]));
         assert_eq!(orphaned(&expired, &[&oldest_kept, &new]), ["m1", "m2"]);
-        assert!(has_other_refs(&table(json!({}))), "the audit tag");
+    }
+
+    #[test]
+    fn manifests_are_deleted_only_along_a_line_of_snapshots() {
+        let line = json!({
+            "snapshots": [{"snapshot-id": 1, "sequence-number": 1}, {"snapshot-id": 2, "sequence-number": 2, "parent-snapshot-id": 1},
+                          {"snapshot-id": 3, "sequence-number": 3, "parent-snapshot-id": 2}],
+            "refs": {"main": {"snapshot-id": 3, "type": "branch"}},
+        });
+        let gone = |id: i64| vec![Expired { snapshot_id: id, manifest_list: None }];
+        assert!(history_is_a_line(&line, &gone(1)));
+        assert!(!history_is_a_line(&line, &gone(2)), "1 is kept and older than 2");
+        let mut rolled_back = line.clone();
+        rolled_back["refs"]["main"]["snapshot-id"] = json!(2); // 3 is no ancestor of main any more
+        assert!(!history_is_a_line(&rolled_back, &gone(1)));
+        assert!(!history_is_a_line(&table(json!({})), &[]), "the audit tag");
     }
 
     #[test]

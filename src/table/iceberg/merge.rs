@@ -18,12 +18,15 @@ pub const MIN_COUNT_TO_MERGE: usize = 100;
 pub const TARGET_BYTES: u64 = 8 << 20;
 /// The Avro metadata of the manifests the archiver writes.
 pub const WRITER: (&str, &str) = ("writer", "kafka-s3-archiver");
+/// What the names of the manifests the archiver writes hold (`<uuid>-ksa-m<n>.avro`): a list names
+/// them, so they are told apart without reading them (another engine's are never read to merge).
+pub const OWN_MANIFEST: &str = "-ksa-m";
 
 const STATUS_EXISTING: i64 = 0;
 const STATUS_DELETED: i64 = 2;
 
-/// The manifests of a snapshot's list (its parent's) that a commit merges for spec `spec_id`: its small
-/// data manifests that added or kept files and deleted none, when there are enough of them.
+/// The manifests of a snapshot's list (its parent's) that a commit merges for spec `spec_id`: the
+/// archiver's small data manifests that added or kept files and deleted none, when there are enough.
 pub fn to_merge(entries: &[ManifestEntry], spec_id: i32) -> Vec<usize> {
     let small: Vec<usize> = entries
         .iter()
@@ -31,6 +34,7 @@ pub fn to_merge(entries: &[ManifestEntry], spec_id: i32) -> Vec<usize> {
         .filter(|(_, e)| {
             let e = &e.0;
             e["partition_spec_id"] == spec_id
+                && e["manifest_path"].as_str().is_some_and(|p| p.contains(OWN_MANIFEST))
                 && e["content"] == 0
                 && e["deleted_files_count"].as_i64() == Some(0)
                 && e["manifest_length"].as_u64().is_some_and(|n| n < TARGET_BYTES)

@@ -26,8 +26,6 @@ pub const PARTITION_COLUMN: &str = "partition";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SpecError {
-    #[error("column {path} is of type {data_type}, which an Iceberg table cannot hold")]
-    Type { path: String, data_type: String },
     #[error("column {path} was {was} in the table and is {now} now: not a change Iceberg's schema evolution allows; point --iceberg-namespace at a new table")]
     Changed { path: String, was: String, now: String },
     #[error("the table's schema is not one this reads: {0}")]
@@ -206,9 +204,10 @@ fn changed(path: &str, was: &Value, now: &Value) -> Result<(), SpecError> {
     }
 }
 
-/// A column's Iceberg type (none: no table can hold its values), nested IDs taken from `previous`.
+/// A column's Iceberg type, nested IDs taken from `previous`; none for a column no table can hold
+/// (unsigned 64-bit integers, durations, times of day in milliseconds, a placeholder of no type): it is
+/// left out of the table (readers do not see it; the files keep it), never a reason to stop adding files.
 fn field_type(t: &DataType, previous: Option<&Value>, path: &str, ids: &mut Ids) -> Result<Option<Value>, SpecError> {
-    let unsupported = || SpecError::Type { path: path.to_string(), data_type: t.to_string() };
     Ok(Some(match t {
         DataType::Null => return Ok(None),
         DataType::Boolean => json!("boolean"),
@@ -228,20 +227,25 @@ fn field_type(t: &DataType, previous: Option<&Value>, path: &str, ids: &mut Ids)
         DataType::Dictionary(_, values) => return field_type(values, previous, path, ids),
         DataType::List(item) | DataType::LargeList(item) => {
             let element_id = ids.id(previous, "element-id");
-            let element =
-                field_type(item.data_type(), previous.map(|p| &p["element"]), &format!("{path}.element"), ids)?
-                    .ok_or_else(unsupported)?;
+            let (before, path) = (previous.map(|p| &p["element"]), format!("{path}.element"));
+            let Some(element) = field_type(item.data_type(), before, &path, ids)? else { return Ok(None) };
+            nested_changed(&path, before, &element)?;
             json!({"type": "list", "element-id": element_id, "element": element, "element-required": !item.is_nullable()})
         }
         DataType::Map(entries, _) => {
-            let DataType::Struct(kv) = entries.data_type() else { return Err(unsupported()) };
+            let DataType::Struct(kv) = entries.data_type() else { return Ok(None) };
             let [key, value] = [&kv[0], &kv[1]];
             let key_id = ids.id(previous, "key-id");
             let value_id = ids.id(previous, "value-id");
-            let key_type = field_type(key.data_type(), previous.map(|p| &p["key"]), &format!("{path}.key"), ids)?;
-            let value_type =
-                field_type(value.data_type(), previous.map(|p| &p["value"]), &format!("{path}.value"), ids)?;
-            let (Some(key_type), Some(value_type)) = (key_type, value_type) else { return Err(unsupported()) };
+            let mut part = |f: &Field, name: &str| -> Result<Option<Value>, SpecError> {
+                let (before, path) = (previous.map(|p| &p[name]), format!("{path}.{name}"));
+                let t = field_type(f.data_type(), before, &path, ids)?;
+                t.as_ref().map_or(Ok(()), |t| nested_changed(&path, before, t))?;
+                Ok(t)
+            };
+            let (Some(key_type), Some(value_type)) = (part(key, "key")?, part(value, "value")?) else {
+                return Ok(None);
+            };
             json!({"type": "map", "key-id": key_id, "key": key_type, "value-id": value_id, "value": value_type,
                    "value-required": !value.is_nullable()})
         }
@@ -252,8 +256,16 @@ fn field_type(t: &DataType, previous: Option<&Value>, path: &str, ids: &mut Ids)
             }
             json!({"type": "struct", "fields": inner})
         }
-        _ => return Err(unsupported()),
+        _ => return Ok(None),
     }))
+}
+
+/// `changed` for a list's element or a map's key or value (a struct's fields check theirs).
+fn nested_changed(path: &str, before: Option<&Value>, now: &Value) -> Result<(), SpecError> {
+    match before {
+        Some(before) if !before.is_null() => changed(path, before, now),
+        _ => Ok(()),
+    }
 }
 
 /// The name mapping (`schema.name-mapping.default`) of a table schema: each field's ID by its name in

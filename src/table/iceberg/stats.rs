@@ -1,8 +1,8 @@
 //! A data file's column statistics, from its Parquet footer, as a manifest records them by field ID:
 //! each column's size, value and null counts, and its smallest and largest value in Iceberg's
 //! single-value binary form — what engines prune files by (`WHERE value.customer = 42` reads only the
-//! files whose bounds hold 42). Columns inside lists and maps, and types whose Parquet order is not
-//! Iceberg's (unsigned integers, decimals, times), get counts but no bounds.
+//! files whose bounds hold 42). Columns inside lists and maps get none; types whose Parquet order is not
+//! Iceberg's (unsigned integers, decimals, times) and long strings get counts but no bounds.
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,8 @@ const IDS: SnapshotIds = SnapshotIds { snapshot_id: 900, parent: Some(899), sequ
 
 fn listed(spec_id: i32, length: u64, deleted: i64) -> ManifestEntry {
     ManifestEntry(json!({"partition_spec_id": spec_id, "content": 0, "deleted_files_count": deleted,
-                         "manifest_length": length, "added_snapshot_id": 7, "sequence_number": 3}))
+                         "manifest_length": length, "added_snapshot_id": 7, "sequence_number": 3,
+                         "manifest_path": "s3://b/t/metadata/u-ksa-m0.avro"}))
 }
 
 #[test]
@@ -15,7 +16,10 @@ fn a_spec_s_small_manifests_are_merged_once_there_are_enough() {
     entries.push(listed(1, 4000, 0));
     entries.push(listed(0, TARGET_BYTES, 0));
     entries.push(listed(0, 4000, 1));
-    assert_eq!(to_merge(&entries, 0), Vec::<usize>::new(), "99 small ones of spec 0: not yet");
+    let mut foreign = listed(0, 4000, 0);
+    foreign.0["manifest_path"] = json!("s3://b/t/metadata/u-m0.avro");
+    entries.push(foreign);
+    assert_eq!(to_merge(&entries, 0), Vec::<usize>::new(), "99 small ones of the archiver's of spec 0: not yet");
     entries.push(listed(0, 4000, 0));
     let chosen = to_merge(&entries, 0);
     assert_eq!(chosen.len(), MIN_COUNT_TO_MERGE);
@@ -24,6 +28,7 @@ fn a_spec_s_small_manifests_are_merged_once_there_are_enough() {
         !chosen.contains(&MIN_COUNT_TO_MERGE) && !chosen.contains(&(MIN_COUNT_TO_MERGE + 1)),
         "a large one, one with deletes"
     );
+    assert!(!chosen.contains(&(MIN_COUNT_TO_MERGE + 2)), "another engine's (or an older archiver's): never read");
 }
 
 #[test]

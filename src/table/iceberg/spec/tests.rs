@@ -65,12 +65,22 @@ fn a_later_schema_keeps_each_fields_id_and_numbers_new_ones_after_the_last() {
 }
 
 #[test]
-fn a_column_no_table_can_hold_is_refused_by_name() {
-    let schema = Schema::new(vec![Field::new("n", DataType::UInt64, true)]);
-    assert_eq!(
-        table_schema(&schema, None, 0, 0),
-        Err(SpecError::Type { path: "n".into(), data_type: "UInt64".into() })
-    );
+fn a_column_no_table_can_hold_is_left_out_and_a_changed_element_type_is_refused() {
+    let list = |t: DataType| DataType::List(Arc::new(Field::new("item", t, true)));
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("n", DataType::UInt64, true),
+        Field::new("gaps", list(DataType::Duration(TimeUnit::Microsecond)), true),
+        Field::new("tags", list(DataType::Int32), true),
+    ]);
+    let (table, last) = table_schema(&schema, None, 0, 0).unwrap();
+    let names: Vec<&str> = table["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["id", "tags"], "a uint64 and a list of durations are left out, not a reason to stop");
+    let later = Schema::new(vec![Field::new("tags", list(DataType::Utf8), true)]);
+    let refused = table_schema(&later, Some(&table), last, 1).unwrap_err();
+    assert!(matches!(&refused, SpecError::Changed { path, .. } if path == "tags.element"), "{refused}");
+    let widened = Schema::new(vec![Field::new("tags", list(DataType::Int64), true)]);
+    assert!(table_schema(&widened, Some(&table), last, 1).is_ok(), "int to long inside a list");
 }
 
 #[test]
