@@ -164,8 +164,8 @@ impl Committer {
             let WrittenSnapshot { change, keys: written, listed } =
                 self.write_snapshot(table, &base, &planned, now_ms).await?;
             match self.catalog.commit(&table.ident, &loaded, &change, now_ms).await? {
-                Committed::Done(_) => {
-                    self.delete_expired(&base, &change.expired, &listed).await;
+                Committed::Done(now) => {
+                    self.delete_expired(&base, &now.metadata, &change.expired, &listed).await;
                     report.snapshot_id = change.snapshot["snapshot-id"].as_i64();
                     report.files = planned.files.len();
                     report.records = planned.files.iter().map(|f| f.records).sum();

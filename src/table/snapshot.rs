@@ -115,19 +115,26 @@ impl Committer {
 
     /// Deletes what only the snapshots a commit on `base` removed read: their manifest lists (each is
     /// its snapshot's own) and the manifests no kept snapshot lists (`expire::orphaned`; none unless the
-    /// history is a line, or when a list cannot be read now). A file off the table's store is
+    /// history is a line, both as planned and as the catalog now has it, or when a list cannot be read). A file off the table's store is
     /// left alone; a failed delete leaves an unreferenced file, nothing worse.
-    pub(super) async fn delete_expired(&self, base: &Base<'_>, expired: &[Expired], listed: &[ManifestEntry]) {
+    pub(super) async fn delete_expired(
+        &self,
+        base: &Base<'_>,
+        now: &serde_json::Value,
+        expired: &[Expired],
+        listed: &[ManifestEntry],
+    ) {
         let lists: Vec<&str> = expired.iter().filter_map(|e| e.manifest_list.as_deref()).collect();
         if lists.is_empty() {
             return;
         }
         let mut orphans = Vec::new();
-        if history_is_a_line(base.0, expired) {
-            let gone =
-                |s: &&serde_json::Value| expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
-            let mut snapshots: Vec<&serde_json::Value> = base.0["snapshots"].as_array().into_iter().flatten().collect();
-            snapshots.retain(|s| !gone(s));
+        // The catalog's answer counts: a branch made meanwhile, or snapshots it did not remove, keep theirs.
+        let kept_now =
+            |s: &&serde_json::Value| !expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
+        let removed = now["snapshots"].as_array().into_iter().flatten().all(|s| kept_now(&s));
+        if removed && history_is_a_line(base.0, expired) && history_is_a_line(now, &[]) {
+            let snapshots: Vec<&serde_json::Value> = now["snapshots"].as_array().into_iter().flatten().collect();
             let oldest_kept = snapshots
                 .iter()
                 .min_by_key(|s| s["sequence-number"].as_i64())
