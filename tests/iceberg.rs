@@ -128,15 +128,7 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
     let produced = produce(&bootstrap, "clicks.v1", 2, 0..400, 40).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("catalog.db");
-    let settings = Settings {
-        topics: Some(vec!["clicks.v1".into()]),
-        roll_records: Some(50),
-        time_buckets: Some(TimeBuckets::Hour),
-        table: Some(TableFormat::Iceberg),
-        iceberg_catalog: Some(format!("sqlite://{}", db.display())),
-        table_commit_interval: Some("1s".parse().unwrap()),
-        ..mock_settings(&bootstrap, dir.path())
-    };
+    let settings = Settings { time_buckets: Some(TimeBuckets::Hour), ..table_settings(&bootstrap, &db, "clicks.v1") };
     let (archiver, store) = start_archiver(settings).await;
     let catalog = SqlCatalog::open(db.clone(), "default", store.clone()).unwrap();
     let ident = TableIdent { namespace: "kafka".into(), name: "clicks_v1".into() };
@@ -160,14 +152,9 @@ async fn a_column_added_mid_stream_evolves_the_tables_schema_and_readers_see_it(
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("catalog.db");
     let settings = Settings {
-        topics: Some(vec![TOPIC.into()]),
-        roll_records: Some(50),
         value_format: Some(ValueFormatName::Json),
         value_schema: Some("infer".into()),
-        table: Some(TableFormat::Iceberg),
-        iceberg_catalog: Some(format!("sqlite://{}", db.display())),
-        table_commit_interval: Some("1s".parse().unwrap()),
-        ..mock_settings(&bootstrap, dir.path())
+        ..table_settings(&bootstrap, &db, TOPIC)
     };
     let (archiver, store) = start_archiver(settings).await;
     let catalog = SqlCatalog::open(db.clone(), "default", store.clone()).unwrap();
@@ -338,6 +325,19 @@ async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
     }
     report.tables = tables;
     println!("{}", report.table());
+}
+
+/// An archiver of `topic` on the mock cluster at `bootstrap`, files of 50 records, committing them to the
+/// topic's table in the SQL catalog `db` (beside which it archives) every second.
+fn table_settings(bootstrap: &str, db: &Path, topic: &str) -> Settings {
+    Settings {
+        topics: Some(vec![topic.into()]),
+        roll_records: Some(50),
+        table: Some(TableFormat::Iceberg),
+        iceberg_catalog: Some(format!("sqlite://{}", db.display())),
+        table_commit_interval: Some("1s".parse().unwrap()),
+        ..mock_settings(bootstrap, db.parent().unwrap())
+    }
 }
 
 /// An in-process archiver of these settings, and its store.
