@@ -113,10 +113,11 @@ impl Committer {
         manifest::read_own_manifest(&bytes).ok().flatten()
     }
 
-    /// Deletes what only the snapshots a commit on `base` removed read: their manifest lists (each is
-    /// its snapshot's own) and the manifests no kept snapshot lists (`expire::orphaned`; none unless the
-    /// history is a line, both as planned and as the catalog now has it, or when a list cannot be read). A file off the table's store is
-    /// left alone; a failed delete leaves an unreferenced file, nothing worse.
+    /// Deletes what only the snapshots a commit on `base` removed read, once the catalog's answer (`now`)
+    /// shows them gone: their manifest lists (each is its snapshot's own) and the manifests no kept
+    /// snapshot lists (`expire::orphaned`; none unless the history is a line, both as planned and as
+    /// the catalog now has it, or when a list cannot be read). A file off the table's store is left
+    /// alone; a failed delete leaves an unreferenced file, nothing worse.
     pub(super) async fn delete_expired(
         &self,
         base: &Base<'_>,
@@ -128,12 +129,15 @@ impl Committer {
         if lists.is_empty() {
             return;
         }
+        // The catalog's answer counts: snapshots it did not remove keep their files, and a branch made
+        // meanwhile keeps its manifests.
+        let expired_id =
+            |s: &serde_json::Value| expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
+        if now["snapshots"].as_array().into_iter().flatten().any(expired_id) {
+            return;
+        }
         let mut orphans = Vec::new();
-        // The catalog's answer counts: a branch made meanwhile, or snapshots it did not remove, keep theirs.
-        let kept_now =
-            |s: &&serde_json::Value| !expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
-        let removed = now["snapshots"].as_array().into_iter().flatten().all(|s| kept_now(&s));
-        if removed && history_is_a_line(base.0, expired) && history_is_a_line(now, &[]) {
+        if history_is_a_line(base.0, expired) && history_is_a_line(now, &[]) {
             let snapshots: Vec<&serde_json::Value> = now["snapshots"].as_array().into_iter().flatten().collect();
             let oldest_kept = snapshots
                 .iter()
