@@ -5,12 +5,14 @@
 //!
 //! Usage (services from localstack/with-services.sh): localstack/bench-recovery.sh [objects]
 
+#[path = "common/bucket.rs"]
+mod bucket;
 #[path = "common/counting.rs"]
 mod counting;
 
-use std::sync::Arc;
 use std::time::Instant;
 
+use bucket::new_bucket;
 use counting::Counting;
 
 use kafka_s3_archiver::archive::object_key::Prefix;
@@ -19,7 +21,6 @@ use kafka_s3_archiver::commands::demo::generate::write_synthetic_archive;
 use kafka_s3_archiver::recovery::tail::{find_tail, TailHints};
 use kafka_s3_archiver::recovery::CommitHint;
 use kafka_s3_archiver::retry::Patience;
-use kafka_s3_archiver::store::{ObjectStore, S3Options, S3Store};
 
 /// Records per object.
 const RECORDS: i64 = 100;
@@ -29,12 +30,7 @@ const WRITERS: usize = 64;
 #[tokio::main]
 async fn main() {
     let objects: i64 = std::env::args().nth(1).map_or(100_000, |a| a.parse().expect("objects"));
-    let endpoint =
-        std::env::var("KSA_TEST_S3_ENDPOINT").expect("KSA_TEST_S3_ENDPOINT: run through localstack/bench-recovery.sh");
-    let bucket = format!("recovery-{}", std::process::id());
-    let store = S3Store::connect(&bucket, S3Options::new(Some(endpoint), Some("us-east-1".into()))).await;
-    store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
-    let store: Arc<dyn ObjectStore> = Arc::new(store);
+    let store = new_bucket("recovery", "localstack/bench-recovery.sh").await;
     let (prefix, tp) = (Prefix::new("arch"), TopicPartition::new("t", 0).expect("partition"));
     let started = Instant::now();
     let ranges =

@@ -7,6 +7,8 @@
 //!
 //! Usage (services from localstack/with-services.sh): localstack/bench-table.sh [files]
 
+#[path = "common/bucket.rs"]
+mod bucket;
 #[path = "common/counting.rs"]
 mod counting;
 
@@ -17,12 +19,12 @@ use std::time::Instant;
 use arrow_array::{Int64Array, RecordBatch, TimestampMillisecondArray};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use async_trait::async_trait;
+use bucket::new_bucket;
 use bytes::Bytes;
 use counting::Counting;
 use kafka_s3_archiver::archive::object_key::{FileKind, Prefix};
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::commands::demo::generate::write_synthetic_objects;
-use kafka_s3_archiver::store::{ObjectStore, S3Options, S3Store};
 use kafka_s3_archiver::table::catalog::sql::SqlCatalog;
 use kafka_s3_archiver::table::catalog::{Catalog, CatalogError, Committed, Loaded, TableIdent};
 use kafka_s3_archiver::table::committer::{Committer, TopicTable};
@@ -91,12 +93,7 @@ fn parquet_body() -> Bytes {
 #[tokio::main]
 async fn main() {
     let files: i64 = std::env::args().nth(1).map_or(1000, |a| a.parse().expect("files"));
-    let endpoint =
-        std::env::var("KSA_TEST_S3_ENDPOINT").expect("KSA_TEST_S3_ENDPOINT: run through localstack/bench-table.sh");
-    let bucket = format!("tables-{}", std::process::id());
-    let store = S3Store::connect(&bucket, S3Options::new(Some(endpoint), Some("us-east-1".into()))).await;
-    store.client().create_bucket().bucket(&bucket).send().await.expect("create bucket");
-    let store: Arc<dyn ObjectStore> = Arc::new(store);
+    let store = new_bucket("tables", "localstack/bench-table.sh").await;
     let dir = tempfile::tempdir().expect("a directory");
     println!("| files a commit | commits | catalog requests | LISTs | GETs | PUTs | others | seconds | ms a commit |");
     println!("|---|---|---|---|---|---|---|---|---|");

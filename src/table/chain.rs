@@ -27,7 +27,8 @@ pub struct DurableLink {
     pub claim: Claim,
     /// The data object's offsets, size in bytes and record count (none for a link without one).
     pub object: Option<(OffsetRange, u64, u64)>,
-    /// The data object's footer, read to find it durable (a commit takes its columns and statistics).
+    /// The data object's footer, read to find it durable, when the chain was read `keep_footers` (a
+    /// commit takes its columns and statistics).
     pub footer: Option<Arc<ParquetMetaData>>,
 }
 
@@ -35,13 +36,15 @@ pub struct DurableLink {
 /// the `max_objects`-th data object (a claim whose data is not in the store is left out: the last one's
 /// writer may be uploading it, and a missing one before a durable one is a hole the plan refuses to
 /// pass), and the chain position after the last claim read. Claims are read one ahead of the link
-/// being looked at, so nothing past the last link returned is read.
+/// being looked at, so nothing past the last link returned is read. `keep_footers`: each link keeps
+/// its object's footer (a commit's few links; a whole partition's would hold them all in memory).
 pub async fn read_chain(
     store: &dyn ObjectStore,
     prefix: &Prefix,
     tp: &TopicPartition,
     from: i64,
     max_objects: usize,
+    keep_footers: bool,
 ) -> Result<(Vec<DurableLink>, i64), TableError> {
     let req =
         ListRequest { prefix: prefix.claims_folder(tp), start_after: Some(ClaimKey::start_after(prefix, tp, from)) };
@@ -52,7 +55,10 @@ pub async fn read_chain(
     while let Some(claim) = current {
         let following = read_claim(store, keys.next()).await?;
         next = claim.end + 1;
-        if let Some(link) = durable_link(store, prefix, tp, claim, following.as_ref()).await? {
+        if let Some(mut link) = durable_link(store, prefix, tp, claim, following.as_ref()).await? {
+            if !keep_footers {
+                link.footer = None;
+            }
             objects += usize::from(link.object.is_some());
             links.push(link);
             if objects >= max_objects {

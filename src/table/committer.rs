@@ -12,7 +12,7 @@ use parquet::file::metadata::ParquetMetaData;
 use thiserror::Error;
 
 use super::catalog::{random_uuid, uri_of, Catalog, CatalogError, Committed, Loaded, TableIdent};
-use super::chain::{columns, read_chain, read_footer, DurableLink};
+use super::chain::{columns, read_chain, DurableLink};
 use super::iceberg::avro_file::AvroFileError;
 use super::iceberg::evolve::evolve;
 use super::iceberg::manifest::DataFile;
@@ -195,8 +195,7 @@ impl Committer {
         if let Some(loaded) = self.catalog.load(&table.ident).await? {
             return Ok(Some(loaded));
         }
-        let Some((key, size, topic_id)) = self.first_object(table, partitions).await? else { return Ok(None) };
-        let footer = read_footer(self.store.as_ref(), &key, size).await?;
+        let Some((key, footer, topic_id)) = self.first_object(table, partitions).await? else { return Ok(None) };
         let schema = table_schema(&with_partition(&columns(&key, &footer)?), None, 0, 0)?;
         let specs = specs_for(&schema.0, table.width);
         let location = self.location(&table.ident);
@@ -210,18 +209,18 @@ impl Committer {
         }
     }
 
-    /// The first durable data object of `partitions`, if any: its key, size and topic incarnation.
+    /// The first durable data object of `partitions`, if any: its key, footer and topic incarnation.
     async fn first_object(
         &self,
         table: &TopicTable,
         partitions: &[i32],
-    ) -> Result<Option<(String, u64, Option<String>)>, TableError> {
+    ) -> Result<Option<(String, Arc<ParquetMetaData>, Option<String>)>, TableError> {
         for &p in partitions {
             let tp = TopicPartition::new(&table.topic, p).expect("an archived partition");
-            let (durable, _) = read_chain(self.store.as_ref(), &self.prefix, &tp, 0, 1).await?;
+            let (durable, _) = read_chain(self.store.as_ref(), &self.prefix, &tp, 0, 1, true).await?;
             for d in durable {
-                if let (Some(key), Some((_, size, _))) = (d.link.object, d.object) {
-                    return Ok(Some((key, size, d.claim.topic_id)));
+                if let (Some(key), Some(footer)) = (d.link.object, d.footer) {
+                    return Ok(Some((key, footer, d.claim.topic_id)));
                 }
             }
         }
@@ -312,7 +311,7 @@ impl Committer {
         let position = state.positions.get(&p).copied();
         // At most `room` files: the chain is read up to the link holding the last one.
         let (mut durable, next) =
-            read_chain(self.store.as_ref(), &self.prefix, &tp, position.unwrap_or(0), room).await?;
+            read_chain(self.store.as_ref(), &self.prefix, &tp, position.unwrap_or(0), room, true).await?;
         let links: Vec<_> = durable.iter().map(|d| d.link.clone()).collect();
         let Some(append) = plan(position, Chain { links: &links, next })
             .map_err(|source| TableError::Plan { tp: tp.to_string(), source })?

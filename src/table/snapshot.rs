@@ -6,7 +6,7 @@ use futures::StreamExt;
 
 use super::catalog::{key_of, random_uuid};
 use super::committer::{Committer, Planned, TableError, TopicTable};
-use super::iceberg::expire::{expired, history_is_a_line, orphaned, Expired};
+use super::iceberg::expire::{expired, history_is_a_line, is_expired, oldest_list, orphaned, Expired};
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
 use super::iceberg::merge;
 use super::iceberg::metadata::{append_snapshot, Base, Change, NewSchema};
@@ -131,19 +131,12 @@ impl Committer {
         }
         // The catalog's answer counts: snapshots it did not remove keep their files, and a branch made
         // meanwhile keeps its manifests.
-        let expired_id =
-            |s: &serde_json::Value| expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
-        if now["snapshots"].as_array().into_iter().flatten().any(expired_id) {
+        if now["snapshots"].as_array().into_iter().flatten().any(|s| is_expired(expired, s)) {
             return;
         }
         let mut orphans = Vec::new();
         if history_is_a_line(base.0, expired) && history_is_a_line(now, &[]) {
-            let snapshots: Vec<&serde_json::Value> = now["snapshots"].as_array().into_iter().flatten().collect();
-            let oldest_kept = snapshots
-                .iter()
-                .min_by_key(|s| s["sequence-number"].as_i64())
-                .and_then(|s| s["manifest-list"].as_str());
-            let kept = match oldest_kept {
+            let kept = match oldest_list(now) {
                 Some(uri) => self.read_list(base, uri).await,
                 None => Some(Vec::new()),
             };

@@ -31,6 +31,17 @@ pub struct Expired {
     pub manifest_list: Option<String>,
 }
 
+/// Whether `snapshot` is one of `expired`.
+pub fn is_expired(expired: &[Expired], snapshot: &Value) -> bool {
+    expired.iter().any(|e| snapshot["snapshot-id"].as_i64() == Some(e.snapshot_id))
+}
+
+/// The manifest list of the oldest snapshot `metadata` keeps (by sequence number), if any.
+pub fn oldest_list(metadata: &Value) -> Option<&str> {
+    let snapshots = metadata["snapshots"].as_array().into_iter().flatten();
+    snapshots.min_by_key(|s| s["sequence-number"].as_i64()).and_then(|s| s["manifest-list"].as_str())
+}
+
 /// The snapshots of `metadata` a commit at `now_ms` that adds one more (and moves `main` to it)
 /// removes, oldest first.
 pub fn expired(metadata: &Value, now_ms: i64) -> Vec<Expired> {
@@ -83,7 +94,7 @@ pub fn history_is_a_line(metadata: &Value, expired: &[Expired]) -> bool {
         return false;
     }
     let snapshots: Vec<&Value> = metadata["snapshots"].as_array().into_iter().flatten().collect();
-    let gone = |s: &Value| expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
+    let gone = |s: &Value| is_expired(expired, s);
     let mut ancestors = HashSet::new();
     let mut at = metadata["refs"][MAIN]["snapshot-id"].as_i64();
     while let Some(id) = at.filter(|id| ancestors.insert(*id)) {

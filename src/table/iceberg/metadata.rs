@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::expire::Expired;
+use super::expire::{is_expired, Expired};
 use super::spec::{name_mapping, PartitionSpec, SpecError};
 
 /// How many earlier metadata files the metadata log names (Iceberg's default,
@@ -204,10 +204,9 @@ pub fn apply(base: &Value, base_location: &str, change: &Change, now_ms: i64) ->
     for (key, value) in &change.properties {
         set_property(&mut next, key, value);
     }
-    let expired = |s: &Value| change.expired.iter().any(|e| s["snapshot-id"].as_i64() == Some(e.snapshot_id));
     for list in ["snapshots", "snapshot-log"] {
         if let Some(items) = next[list].as_array_mut() {
-            items.retain(|s| !expired(s));
+            items.retain(|s| !is_expired(&change.expired, s));
         }
     }
     next["last-updated-ms"] = json!(now_ms);
