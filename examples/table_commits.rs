@@ -110,7 +110,7 @@ async fn main() {
         let counting = Arc::new(Counting::new(store.clone()));
         let db = dir.path().join(format!("catalog-{per_commit}.db"));
         let catalog = Arc::new(CountingCatalog {
-            inner: SqlCatalog::open(db, "default", counting.clone()).expect("catalog"),
+            inner: SqlCatalog::sqlite(&db, "default", counting.clone()).expect("catalog"),
             calls: AtomicU64::new(0),
         });
         let committer = Committer {

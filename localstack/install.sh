@@ -125,6 +125,27 @@ install_pyiceberg() {
   touch "$venv/.pyiceberg"
 }
 
+# pyiceberg reads a table of the PostgreSQL catalog too (tests/iceberg.rs), through psycopg2.
+install_psycopg2() {
+  local venv="$SERVICES_DIR/s3-venv"
+  [ -f "$venv/.psycopg2" ] && return 0
+  say "installing psycopg2-binary 2.9.11 into $venv"
+  "$venv/bin/pip" install --quiet "psycopg2-binary==2.9.11" || die "pip could not install psycopg2-binary==2.9.11 into $venv"
+  touch "$venv/.psycopg2"
+}
+
+# PostgreSQL, for the SQL catalog on PostgreSQL (tests/iceberg.rs): Debian's server package. start.sh runs
+# a cluster of its own in the state folder, so nothing of the package's own cluster is used.
+install_postgres() {
+  ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && return 0
+  command -v apt-get >/dev/null || die "PostgreSQL's server is not installed and there is no apt-get: install PostgreSQL 13 or newer (its postgres and initdb under /usr/lib/postgresql/VERSION/bin)"
+  [ "$(id -u)" = 0 ] || die "PostgreSQL's server is not installed: run 'apt-get install postgresql' as root (or install.sh as root)"
+  say "installing Debian's postgresql package"
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql; } \
+    >"$SERVICES_DIR/postgres-install.log" 2>&1 \
+    || { tail -n 20 "$SERVICES_DIR/postgres-install.log" >&2; die "apt-get could not install postgresql (log above)"; }
+}
+
 # PyYAML parses the Kubernetes manifests under deploy/ in tests/packaging.rs (LocalStack brings it; moto
 # may not).
 install_pyyaml() {
@@ -237,9 +258,11 @@ install_kafka
 install_s3
 install_duckdb
 install_pyiceberg
+install_psycopg2
+install_postgres
 install_duckdb_iceberg
 install_pyyaml
 install_registry
 install_producer
 install_iceberg_rest
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION)"
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename))"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Starts Apache Kafka (a single-node KRaft broker), an S3 server (LocalStack, or moto), a Schema
-# Registry (Apicurio Registry, in memory) and an Iceberg REST catalog (Apache Iceberg's) on free
-# 127.0.0.1 ports.
+# Registry (Apicurio Registry, in memory), an Iceberg REST catalog (Apache Iceberg's) and PostgreSQL on
+# free 127.0.0.1 ports.
 # Usage: localstack/start.sh STATE_DIR
 # Writes STATE_DIR/env (source it: KSA_TEST_BROKERS, KSA_TEST_S3_ENDPOINT, KSA_TEST_SCHEMA_REGISTRY,
-# KSA_TEST_ICEBERG_REST, AWS_*), logs and pid files.
+# KSA_TEST_ICEBERG_REST, KSA_TEST_POSTGRES, AWS_*), logs and pid files.
 # Exits non-zero, saying why, if a service does not come up; stop.sh STATE_DIR stops what was started.
 set -euo pipefail
 
@@ -42,6 +42,8 @@ wait_tcp() { # port seconds name log
 [ -f "$ICEBERG_REST_DIR/.installed" ] || die "Apache Iceberg's REST catalog $ICEBERG_VERSION is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/duckdb-iceberg-venv/.installed" ] || die "DuckDB's iceberg reader (duckdb-iceberg-venv) is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/producer-venv/.installed" ] || die "confluent-kafka (the producer venv) is not installed; run localstack/install.sh first"
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -x "$PG_BIN/postgres" ] || die "PostgreSQL's server is not installed; run localstack/install.sh first"
 command -v curl >/dev/null || die "curl is not installed (start.sh asks the Schema Registry and LocalStack whether they are up): apt-get install curl"
 ICEBERG_REST_JAVA=$(find_java 17) || die "Apache Iceberg's REST catalog needs Java 17+ and none was found ($ICEBERG_REST_JAVA)"
 REGISTRY_JAVA=$(find_java 21) || die "Apicurio Registry $APICURIO_VERSION needs Java 21+ and none was found ($REGISTRY_JAVA): install a JDK 21 or newer under /usr/lib/jvm, or point JAVA_HOME at one"
@@ -54,6 +56,7 @@ ICEBERG_REST_PORT=$(free_port)
 REGISTRY_PORT=$(free_port)
 REGISTRY_MANAGEMENT_PORT=$(free_port)
 REGISTRY_TLS_PORT=$(free_port)
+PG_PORT=$(free_port)
 
 # A CA and a server certificate for 127.0.0.1, made for this run: the broker's SASL_SSL listener and the
 # registry's HTTPS port present it.
@@ -146,6 +149,30 @@ KAFKA_JAVA=(java -Xmx512m -Dlog4j2.configurationFile="$STATE/kafka-log4j2.proper
 setsid "${KAFKA_JAVA[@]}" kafka.Kafka "$STATE/kafka.properties" >"$STATE/kafka.log" 2>&1 &
 echo $! >"$STATE/kafka.pid"
 
+# PostgreSQL, for the SQL catalog on PostgreSQL: a cluster of its own in the state folder, password
+# (SCRAM) authentication and TLS with the certificate made above. The server refuses to run as root, so
+# as root it runs as the package's postgres user (setpriv execs it: the pid file names the server).
+PG_DIR="$STATE/postgres"
+PG_PASSWORD="catalog-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+mkdir -p "$PG_DIR"
+printf '%s\n' "$PG_PASSWORD" >"$PG_DIR/pwfile"
+cp "$TLS/broker.pem" "$TLS/broker.key" "$PG_DIR/"
+chmod 600 "$PG_DIR/broker.key"
+AS_PG=()
+if [ "$(id -u)" = 0 ]; then
+  chmod o+x "$STATE"
+  chown -R postgres: "$PG_DIR"
+  AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+fi
+"${AS_PG[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U archiver --pwfile="$PG_DIR/pwfile" --auth=scram-sha-256 \
+  -E UTF8 --no-sync >"$STATE/postgres-init.log" 2>&1 \
+  || { cat "$STATE/postgres-init.log" >&2; die "initdb of the PostgreSQL cluster failed (log above)"; }
+setsid "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -c listen_addresses=127.0.0.1 -p "$PG_PORT" \
+  -c unix_socket_directories="$PG_DIR" -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+  -c ssl=on -c ssl_cert_file="$PG_DIR/broker.pem" -c ssl_key_file="$PG_DIR/broker.key" \
+  >"$STATE/postgres.log" 2>&1 &
+echo $! >"$STATE/postgres.pid"
+
 S3_KIND=$(cat "$SERVICES_DIR/s3-venv/.installed")
 mkdir -p "$STATE/s3-tmp"
 if [ "$S3_KIND" = localstack ]; then
@@ -207,6 +234,16 @@ until [ "$(curl -sS -o /dev/null -w '%{http_code}' "$ICEBERG_REST_URL/v1/config"
   sleep 0.5
 done
 
+deadline=$((SECONDS + 60))
+until "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; do
+  kill -0 "$(cat "$STATE/postgres.pid")" 2>/dev/null \
+    || { tail -n 30 "$STATE/postgres.log" >&2; die "PostgreSQL exited before it answered on 127.0.0.1:$PG_PORT (log above: $STATE/postgres.log)"; }
+  [ $SECONDS -lt $deadline ] || { tail -n 30 "$STATE/postgres.log" >&2; die "PostgreSQL did not answer on 127.0.0.1:$PG_PORT within 60 s (log above: $STATE/postgres.log)"; }
+  sleep 0.3
+done
+PGPASSWORD="$PG_PASSWORD" "$PG_BIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U archiver -d postgres -c "CREATE DATABASE iceberg" \
+  >"$STATE/postgres-db.log" 2>&1 || { cat "$STATE/postgres-db.log" >&2; die "creating PostgreSQL's database iceberg failed (log above)"; }
+
 cat >"$STATE/env" <<ENV
 export KSA_TEST_BROKERS=127.0.0.1:$KAFKA_PORT
 export KSA_TEST_KAFKA_DIR=$KAFKA_DIR
@@ -221,10 +258,12 @@ export KSA_TEST_DUCKDB_ICEBERG_PYTHON=$SERVICES_DIR/duckdb-iceberg-venv/bin/pyth
 export KSA_TEST_SCHEMA_REGISTRY=$REGISTRY_URL
 export KSA_TEST_SCHEMA_REGISTRY_HTTPS=$REGISTRY_HTTPS_URL
 export KSA_TEST_ICEBERG_REST=$ICEBERG_REST_URL
+export KSA_TEST_POSTGRES=postgresql://archiver@127.0.0.1:$PG_PORT/iceberg
+export KSA_TEST_POSTGRES_PASSWORD=$PG_PASSWORD
 export KSA_TEST_PRODUCER_PYTHON=$SERVICES_DIR/producer-venv/bin/python
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=us-east-1
 export AWS_EC2_METADATA_DISABLED=true
 ENV
-echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, $S3_KIND S3 on 127.0.0.1:$S3_PORT, Apicurio Registry $APICURIO_VERSION on 127.0.0.1:$REGISTRY_PORT and Apache Iceberg's REST catalog $ICEBERG_VERSION on 127.0.0.1:$ICEBERG_REST_PORT (state in $STATE)"
+echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, $S3_KIND S3 on 127.0.0.1:$S3_PORT, Apicurio Registry $APICURIO_VERSION on 127.0.0.1:$REGISTRY_PORT, Apache Iceberg's REST catalog $ICEBERG_VERSION on 127.0.0.1:$ICEBERG_REST_PORT and PostgreSQL on 127.0.0.1:$PG_PORT (state in $STATE)"

@@ -248,11 +248,15 @@ pub struct Settings {
         help = with_default("Also commit each topic's durable Parquet files to a table: none, or iceberg (the \
             topic's Iceberg table in --iceberg-catalog, exactly once)", DEFAULT_TABLE))]
     pub table: Option<TableFormat>,
-    /// The Iceberg catalog of --table iceberg: sqlite:///absolute/path.db (a SQL catalog on SQLite,
-    /// created if absent, as Iceberg's JDBC catalog and pyiceberg's SqlCatalog read it), or
+    /// The Iceberg catalog of --table iceberg: sqlite:///absolute/path.db or
+    /// postgresql://user@host:port/database[?sslmode=require] (a SQL catalog, its tables created if
+    /// absent, as Iceberg's JDBC catalog and pyiceberg's SqlCatalog read it), or
     /// http(s)://host:port[/path] (an Iceberg REST catalog: the URL before /v1)
     #[arg(long, env = "KSA_ICEBERG_CATALOG", help_heading = "Tables")]
     pub iceberg_catalog: Option<String>,
+    /// The password of a PostgreSQL catalog's user (shown masked)
+    #[arg(long, env = "KSA_ICEBERG_CATALOG_PASSWORD", hide_env_values = true, help_heading = "Tables")]
+    pub iceberg_catalog_password: Option<String>,
     /// A REST catalog's warehouse, for catalogs that serve several (sent with GET /v1/config)
     #[arg(long, env = "KSA_ICEBERG_WAREHOUSE", help_heading = "Tables")]
     pub iceberg_warehouse: Option<String>,
@@ -266,8 +270,8 @@ pub struct Settings {
     #[arg(long, env = "KSA_ICEBERG_SCOPE", help_heading = "Tables",
         help = with_default("The OAuth2 scope asked for with --iceberg-credential", DEFAULT_ICEBERG_SCOPE))]
     pub iceberg_scope: Option<String>,
-    /// For an https:// REST catalog: a PEM file of the CA certificates its certificate is signed by
-    /// [default: the system's root certificates]
+    /// For an https:// REST catalog or a PostgreSQL catalog over TLS: a PEM file of the CA certificates
+    /// its certificate is signed by [default: the system's root certificates]
     #[arg(long, env = "KSA_ICEBERG_CA", help_heading = "Tables")]
     pub iceberg_ca: Option<PathBuf>,
     #[arg(long, env = "KSA_ICEBERG_CATALOG_NAME", help_heading = "Tables",
@@ -459,6 +463,7 @@ impl Settings {
             &mut shown.schema_registry_token,
             &mut shown.iceberg_token,
             &mut shown.iceberg_credential,
+            &mut shown.iceberg_catalog_password,
         ] {
             if secret.is_some() {
                 *secret = Some("****".into());

@@ -36,19 +36,24 @@ pub enum HttpError {
 /// A client trusting `ca`'s certificates, or the system's roots (those that can be read; none found
 /// leaves the store empty, and a request then fails saying the certificate is not trusted).
 pub fn client(ca: Option<&[CertificateDer<'static>]>) -> HttpClient {
+    let tls = tls_config(ca);
+    let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// TLS trusting `ca`'s certificates, or the system's roots (those that can be read).
+pub fn tls_config(ca: Option<&[CertificateDer<'static>]>) -> ClientConfig {
     let mut roots = RootCertStore::empty();
     match ca {
         Some(certificates) => drop(roots.add_parsable_certificates(certificates.iter().cloned())),
         None => drop(roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs)),
     }
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let tls = ClientConfig::builder_with_provider(provider)
+    ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("the provider's default protocol versions")
         .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
-    Client::builder(TokioExecutor::new()).build(connector)
+        .with_no_client_auth()
 }
 
 /// Sends `request` and reads its answer: its status and body (at most `max_bytes`), within `timeout`.

@@ -11,7 +11,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{archive_mock_topic, cart, carts_table, duckdb_iceberg_row, env, mock_settings, read_carts_table};
+use common::{
+    archive_mock_topic, cart, carts_table, duckdb_iceberg_row, mock_settings, pyiceberg_reads_each_record_once,
+    read_carts_table, start_archiver, wait_for_table,
+};
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::{produce, produce_records};
@@ -19,7 +22,6 @@ use kafka_s3_archiver::commands::status::tables::table_statuses;
 use kafka_s3_archiver::commands::status::{status, StatusOptions};
 use kafka_s3_archiver::commands::verify::tables::check_tables;
 use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation, Settings, TableFormat, TimeBuckets, ValueFormatName};
-use kafka_s3_archiver::service::archiver::Archiver;
 use kafka_s3_archiver::store::{list_all, ObjectStore};
 use kafka_s3_archiver::table::audit::TableProblem;
 use kafka_s3_archiver::table::catalog::sql::SqlCatalog;
@@ -35,7 +37,7 @@ fn committer(
     store: Arc<dyn ObjectStore>,
     prefix: &kafka_s3_archiver::archive::object_key::Prefix,
 ) -> Committer {
-    let catalog = SqlCatalog::open(db.to_path_buf(), "default", store.clone()).unwrap();
+    let catalog = SqlCatalog::sqlite(db, "default", store.clone()).unwrap();
     Committer { store, catalog: Arc::new(catalog), prefix: prefix.clone(), max_files: 1000 }
 }
 
@@ -130,7 +132,7 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
     let db = dir.path().join("catalog.db");
     let settings = Settings { time_buckets: Some(TimeBuckets::Hour), ..table_settings(&bootstrap, &db, "clicks.v1") };
     let (archiver, store) = start_archiver(settings).await;
-    let catalog = SqlCatalog::open(db.clone(), "default", store.clone()).unwrap();
+    let catalog = SqlCatalog::sqlite(&db, "default", store.clone()).unwrap();
     let ident = TableIdent { namespace: "kafka".into(), name: "clicks_v1".into() };
     wait_for_table(&catalog, &ident, &produced).await;
     archiver.shutdown().await.unwrap();
@@ -157,7 +159,7 @@ async fn a_column_added_mid_stream_evolves_the_tables_schema_and_readers_see_it(
         ..table_settings(&bootstrap, &db, TOPIC)
     };
     let (archiver, store) = start_archiver(settings).await;
-    let catalog = SqlCatalog::open(db.clone(), "default", store.clone()).unwrap();
+    let catalog = SqlCatalog::sqlite(&db, "default", store.clone()).unwrap();
     let ident = TableIdent { namespace: "kafka".into(), name: TOPIC.into() };
     wait_for_table(&catalog, &ident, &produced).await;
     archiver.shutdown().await.unwrap();
@@ -244,33 +246,6 @@ async fn many_commits_merge_their_manifests_and_readers_still_see_every_record_o
     assert_eq!((checked[0].records, checked[0].problems.clone()), (1300, vec![]), "verify finds the table exact");
 }
 
-/// Waits (up to 60 s) until the table's position of each partition is right after its last record.
-async fn wait_for_table(catalog: &SqlCatalog, ident: &TableIdent, produced: &BTreeMap<i32, Vec<Record>>) {
-    let wanted: Vec<String> = produced.iter().map(|(p, r)| format!("{p}={}", r.last().unwrap().offset + 1)).collect();
-    let started = std::time::Instant::now();
-    loop {
-        let positions: Vec<String> = match catalog.load(ident).await.unwrap() {
-            Some(t) => produced
-                .keys()
-                .filter_map(|p| {
-                    t.metadata["properties"][format!("kafka-s3-archiver.position.{p}")]
-                        .as_str()
-                        .map(|v| format!("{p}={v}"))
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        if positions == wanted {
-            return;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "the table is at {positions:?}, not {wanted:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_graceful_stop_commits_what_the_archiver_uploaded_last() {
     let cluster = MockCluster::new(1).unwrap();
@@ -340,19 +315,6 @@ fn table_settings(bootstrap: &str, db: &Path, topic: &str) -> Settings {
     }
 }
 
-/// An in-process archiver of these settings, and its store.
-async fn start_archiver(settings: Settings) -> (Archiver, Arc<dyn ObjectStore>) {
-    let config = settings.resolve(None).unwrap();
-    let store = kafka_s3_archiver::store::open(
-        &config.store.dest,
-        &config.store.settings,
-        kafka_s3_archiver::store::Role::Archive,
-    )
-    .await
-    .unwrap();
-    (Archiver::start(&config, store.clone()).unwrap(), store)
-}
-
 /// DuckDB (its iceberg extension, on the table's current metadata file) reads every produced record
 /// once: per partition, the count, the distinct offsets and the last.
 async fn check_duckdb(committer: &Committer, table: &TopicTable, produced: &BTreeMap<i32, Vec<Record>>) {
@@ -367,37 +329,7 @@ async fn check_duckdb(committer: &Committer, table: &TopicTable, produced: &BTre
     }
 }
 
-/// pyiceberg's SqlCatalog on the same database reads every produced record once, each partition's
-/// through its last offset, and the positions the table records.
+/// pyiceberg's SqlCatalog on the same SQLite database reads every produced record once.
 fn check_pyiceberg(db: &Path, dir: &Path, table: &str, produced: &BTreeMap<i32, Vec<Record>>) {
-    let script = r#"
-import sys
-from pyiceberg.catalog.sql import SqlCatalog
-catalog = SqlCatalog("default", uri=f"sqlite:///{sys.argv[1]}", warehouse=f"file://{sys.argv[2]}")
-t = catalog.load_table(f"kafka.{sys.argv[3]}")
-rows = t.scan().to_arrow()
-pairs = list(zip(rows["partition"].to_pylist(), rows["offset"].to_pylist()))
-print("rows", len(pairs), len(set(pairs)))
-for p in sorted({p for p, _ in pairs}):
-    print("partition", p, max(o for q, o in pairs if q == p), t.scan(row_filter=f"partition == {p}").to_arrow().num_rows)
-for k, v in sorted(t.properties.items()):
-    if k.startswith("kafka-s3-archiver.position."):
-        print("position", k.rsplit(".", 1)[1], v)
-"#;
-    let out = std::process::Command::new(env("KSA_TEST_PYTHON"))
-        .args(["-c", script, &db.display().to_string(), &dir.display().to_string(), table])
-        .output()
-        .expect("run pyiceberg");
-    assert!(out.status.success(), "pyiceberg failed: {}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    let total: usize = produced.values().map(Vec::len).sum();
-    let mut expected = vec![format!("rows {total} {total}")];
-    for (p, records) in produced {
-        let last = records.last().unwrap().offset;
-        expected.push(format!("partition {p} {last} {}", records.len()));
-    }
-    for (p, records) in produced {
-        expected.push(format!("position {p} {}", records.last().unwrap().offset + 1));
-    }
-    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+    pyiceberg_reads_each_record_once(&format!("sqlite:///{}", db.display()), "default", dir, table, produced);
 }

@@ -72,9 +72,13 @@ impl RegistryArgs {
 #[derive(clap::Args)]
 pub struct CatalogArgs {
     /// Each topic's Iceberg table in this catalog, beside the archive (verify checks it, status shows
-    /// where it stands): sqlite:///absolute/path.db or http(s)://host:port[/path] (a REST catalog).
+    /// where it stands): sqlite:///absolute/path.db, postgresql://user@host:port/database (SQL catalogs)
+    /// or http(s)://host:port[/path] (a REST catalog).
     #[arg(long, env = "KSA_ICEBERG_CATALOG")]
     iceberg_catalog: Option<String>,
+    /// The password of a PostgreSQL catalog's user.
+    #[arg(long, env = "KSA_ICEBERG_CATALOG_PASSWORD", hide_env_values = true)]
+    iceberg_catalog_password: Option<String>,
     /// The catalog's name in a SQL catalog's rows.
     #[arg(long, env = "KSA_ICEBERG_CATALOG_NAME", default_value = config::DEFAULT_ICEBERG_CATALOG_NAME)]
     iceberg_catalog_name: String,
@@ -93,7 +97,8 @@ pub struct CatalogArgs {
     /// The OAuth2 scope asked for with --iceberg-credential.
     #[arg(long, env = "KSA_ICEBERG_SCOPE", default_value = config::DEFAULT_ICEBERG_SCOPE)]
     iceberg_scope: String,
-    /// For an https:// REST catalog: a PEM file of the CA certificates its certificate is signed by.
+    /// For an https:// REST catalog or a PostgreSQL catalog over TLS: a PEM file of the CA certificates
+    /// its certificate is signed by.
     #[arg(long, env = "KSA_ICEBERG_CA")]
     iceberg_ca: Option<std::path::PathBuf>,
 }
@@ -103,6 +108,7 @@ impl CatalogArgs {
     pub fn catalog(self) -> anyhow::Result<Option<config::CatalogConfig>> {
         let settings = config::Settings {
             iceberg_catalog: self.iceberg_catalog,
+            iceberg_catalog_password: self.iceberg_catalog_password,
             iceberg_catalog_name: Some(self.iceberg_catalog_name),
             iceberg_namespace: Some(self.iceberg_namespace),
             iceberg_warehouse: self.iceberg_warehouse,

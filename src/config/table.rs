@@ -12,6 +12,7 @@ use crate::encode::{FileSpec, Format};
 use crate::pipeline::TopicProfiles;
 use crate::table::cadence::{Cadence, DEFAULT_COMMIT_FILES, DEFAULT_COMMIT_INTERVAL};
 use crate::table::catalog::rest::{RestAuth, RestOptions};
+use crate::table::catalog::sql::postgres::PostgresOptions;
 pub use crate::table::catalog::CatalogLocation;
 
 pub const DEFAULT_TABLE: TableFormat = TableFormat::None;
@@ -21,6 +22,8 @@ pub const DEFAULT_ICEBERG_NAMESPACE: &str = "kafka";
 pub const DEFAULT_ICEBERG_SCOPE: &str = "catalog";
 pub const DEFAULT_TABLE_COMMIT_INTERVAL: HumanDuration = HumanDuration(DEFAULT_COMMIT_INTERVAL);
 pub const DEFAULT_TABLE_COMMIT_FILES: usize = DEFAULT_COMMIT_FILES;
+/// How long connecting to a PostgreSQL catalog may take, unless its URL's `connect_timeout` says.
+const POSTGRES_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The shortest `--table-commit-interval`.
 const MIN_COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -61,8 +64,8 @@ impl Settings {
         if !profiles.any_table() {
             return Ok(None);
         }
-        let how = "--table iceberg commits to a catalog: pass --iceberg-catalog sqlite:///absolute/path.db or \
-                   http(s)://host:port (a REST catalog)";
+        let how = "--table iceberg commits to a catalog: pass --iceberg-catalog sqlite:///absolute/path.db, \
+                   postgresql://user@host:port/database or http(s)://host:port (a REST catalog)";
         let catalog = self.catalog()?.ok_or(ConfigError::Missing { name: "--iceberg-catalog", how })?;
         let interval = set(self.table_commit_interval, "--table-commit-interval")?.0;
         if interval < MIN_COMMIT_INTERVAL {
@@ -92,12 +95,9 @@ impl Settings {
             ("--iceberg-warehouse", self.iceberg_warehouse.is_some()),
             ("--iceberg-token", self.iceberg_token.is_some()),
             ("--iceberg-credential", self.iceberg_credential.is_some()),
-            ("--iceberg-ca", self.iceberg_ca.is_some()),
         ];
-        if let Some(path) = url.strip_prefix("sqlite://") {
-            if !path.starts_with('/') {
-                return Err(invalid("--iceberg-catalog", url, "write sqlite:///absolute/path.db".into()));
-            }
+        let sql = url.starts_with("sqlite://") || url.starts_with("postgresql://") || url.starts_with("postgres://");
+        if sql {
             if let Some((flag, _)) = rest_only.iter().find(|(_, given)| *given) {
                 return Err(invalid(
                     flag,
@@ -105,13 +105,30 @@ impl Settings {
                     "it is a REST catalog's setting; --iceberg-catalog is a SQL one".into(),
                 ));
             }
+        } else if self.iceberg_catalog_password.is_some() {
+            let why = "it is a PostgreSQL catalog's setting; --iceberg-catalog is not one";
+            return Err(invalid("--iceberg-catalog-password", "****", why.into()));
+        }
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if !path.starts_with('/') {
+                return Err(invalid("--iceberg-catalog", url, "write sqlite:///absolute/path.db".into()));
+            }
+            if self.iceberg_ca.is_some() {
+                return Err(invalid("--iceberg-ca", "…", "a SQLite catalog is a local file".into()));
+            }
+            if self.iceberg_catalog_password.is_some() {
+                return Err(invalid("--iceberg-catalog-password", "****", "a SQLite catalog has no password".into()));
+            }
             return Ok(CatalogLocation::Sqlite(PathBuf::from(path)));
+        }
+        if sql {
+            return self.postgres(url).map(CatalogLocation::Postgres);
         }
         let https = url.starts_with("https://");
         let host = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).unwrap_or_default();
         if host.is_empty() {
-            let why = "write sqlite:///absolute/path.db (a SQL catalog on SQLite) or http(s)://host:port[/path] (an \
-                       Iceberg REST catalog; other catalogs are not supported yet)";
+            let why = "write sqlite:///absolute/path.db or postgresql://user@host:port/database (a SQL catalog), or \
+                       http(s)://host:port[/path] (an Iceberg REST catalog; other catalogs are not supported yet)";
             return Err(invalid("--iceberg-catalog", url, why.into()));
         }
         if host.split('/').next().unwrap_or_default().contains('@') {
@@ -127,6 +144,47 @@ impl Settings {
             auth: self.rest_auth()?,
             ca,
         }))
+    }
+
+    /// A PostgreSQL catalog's connection: `url` with the password of --iceberg-catalog-password.
+    fn postgres(&self, url: &str) -> Result<PostgresOptions, ConfigError> {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+            let why = format!("{e}; write postgresql://user@host:port/database[?sslmode=require]");
+            invalid("--iceberg-catalog", "postgresql://…", why)
+        })?;
+        if config.get_password().is_some() {
+            let why = "give the password as --iceberg-catalog-password (a secret in the URL would be shown and logged)";
+            return Err(invalid("--iceberg-catalog", "postgresql://****@…", why.into()));
+        }
+        if config.get_user().is_none() {
+            return Err(invalid(
+                "--iceberg-catalog",
+                url,
+                "name the user: postgresql://user@host:port/database".into(),
+            ));
+        }
+        if config.get_hosts().is_empty() {
+            return Err(invalid(
+                "--iceberg-catalog",
+                url,
+                "name the host: postgresql://user@host:port/database".into(),
+            ));
+        }
+        if let Some(password) = &self.iceberg_catalog_password {
+            config.password(password.as_str());
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(POSTGRES_CONNECT_TIMEOUT);
+        }
+        config.application_name(env!("CARGO_PKG_NAME"));
+        let tls = config.get_ssl_mode() != tokio_postgres::config::SslMode::Disable;
+        let ca = read_ca(
+            "--iceberg-ca",
+            self.iceberg_ca.as_deref(),
+            tls,
+            "a PostgreSQL catalog with sslmode other than disable",
+        )?;
+        Ok(PostgresOptions { config, url: url.to_string(), ca })
     }
 
     /// How a REST catalog's requests authenticate.

@@ -163,6 +163,48 @@ fn iceberg_tables_need_a_sqlite_catalog_parquet_and_claims_and_may_be_per_topic(
 }
 
 #[test]
+fn a_postgresql_catalog_takes_its_password_apart_shown_masked_and_a_ca_for_tls() {
+    let pg = |url: &str, s: Settings| Settings {
+        table: Some(crate::config::TableFormat::Iceberg),
+        iceberg_catalog: Some(url.into()),
+        ..s
+    };
+    let settings = pg(
+        "postgresql://archiver@db.example.com:5433/lake",
+        Settings { iceberg_catalog_password: Some("pa55".into()), ..minimal() },
+    );
+    let crate::config::CatalogLocation::Postgres(options) =
+        settings.clone().resolve(None).unwrap().table.unwrap().catalog.location
+    else {
+        panic!("a PostgreSQL catalog")
+    };
+    assert_eq!(options.config.get_password(), Some(&b"pa55"[..]));
+    assert_eq!((options.config.get_user(), options.config.get_dbname()), (Some("archiver"), Some("lake")));
+    assert_eq!(options.config.get_connect_timeout(), Some(&Duration::from_secs(10)), "a default deadline");
+    assert_eq!(options.url, "postgresql://archiver@db.example.com:5433/lake", "what messages show");
+    let shown = settings.effective(None).unwrap().to_toml();
+    assert!(!shown.contains("pa55") && shown.contains("iceberg-catalog-password = \"****\""), "{shown}");
+    for (settings, why) in [
+        (pg("postgresql://archiver:pa55@db/lake", minimal()), "--iceberg-catalog-password"),
+        (pg("postgres://db/lake", minimal()), "name the user"),
+        (pg("postgresql://archiver@db/lake?sslmode=maybe", minimal()), "sslmode=require"),
+        (pg("postgresql://archiver@db/lake", Settings { iceberg_token: Some("t".into()), ..minimal() }), "REST"),
+        (
+            pg(
+                "postgresql://archiver@db/lake?sslmode=disable",
+                Settings { iceberg_ca: Some("ca.pem".into()), ..minimal() },
+            ),
+            "sslmode",
+        ),
+        (pg("sqlite:///c.db", Settings { iceberg_catalog_password: Some("p".into()), ..minimal() }), "no password"),
+        (pg("https://c", Settings { iceberg_catalog_password: Some("p".into()), ..minimal() }), "PostgreSQL"),
+    ] {
+        let error = settings.resolve(None).unwrap_err().to_string();
+        assert!(error.contains(why) && !error.contains("pa55"), "{why}: {error}");
+    }
+}
+
+#[test]
 fn a_rest_catalog_takes_a_token_or_client_credentials_shown_masked() {
     use crate::table::catalog::rest::{RestAuth, RestOptions};
     let rest = |s: Settings| Settings {

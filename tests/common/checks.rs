@@ -161,3 +161,76 @@ fn files(n: usize, per_file: usize, partitions: usize) -> usize {
     let per_partition = |before: usize| before.div_ceil(partitions).div_ceil(per_file);
     partitions * (per_partition(super::CARTS_WITHOUT_COUPON) + per_partition(n - super::CARTS_WITHOUT_COUPON))
 }
+
+/// pyiceberg's SqlCatalog `catalog` at `uri` (SQLAlchemy's: `sqlite:///…`, `postgresql+psycopg2://…`)
+/// reads every produced record of `kafka.<table>` once, each partition's through its last offset, and
+/// the positions the table records. `dir` is its warehouse (unused: the tables exist).
+pub fn pyiceberg_reads_each_record_once(
+    uri: &str,
+    catalog: &str,
+    dir: &std::path::Path,
+    table: &str,
+    produced: &std::collections::BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>,
+) {
+    let script = r#"
+import sys
+from pyiceberg.catalog.sql import SqlCatalog
+catalog = SqlCatalog(sys.argv[2], uri=sys.argv[1], warehouse=f"file://{sys.argv[3]}")
+t = catalog.load_table(f"kafka.{sys.argv[4]}")
+rows = t.scan().to_arrow()
+pairs = list(zip(rows["partition"].to_pylist(), rows["offset"].to_pylist()))
+print("rows", len(pairs), len(set(pairs)))
+for p in sorted({p for p, _ in pairs}):
+    print("partition", p, max(o for q, o in pairs if q == p), t.scan(row_filter=f"partition == {p}").to_arrow().num_rows)
+for k, v in sorted(t.properties.items()):
+    if k.startswith("kafka-s3-archiver.position."):
+        print("position", k.rsplit(".", 1)[1], v)
+"#;
+    let out = std::process::Command::new(super::env("KSA_TEST_PYTHON"))
+        .args(["-c", script, uri, catalog, &dir.display().to_string(), table])
+        .output()
+        .expect("run pyiceberg");
+    assert!(out.status.success(), "pyiceberg failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let total: usize = produced.values().map(Vec::len).sum();
+    let mut expected = vec![format!("rows {total} {total}")];
+    for (p, records) in produced {
+        let last = records.last().unwrap().offset;
+        expected.push(format!("partition {p} {last} {}", records.len()));
+    }
+    for (p, records) in produced {
+        expected.push(format!("position {p} {}", records.last().unwrap().offset + 1));
+    }
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+}
+
+/// Waits (up to 60 s) until the table's position of each partition is right after its last record.
+pub async fn wait_for_table(
+    catalog: &dyn kafka_s3_archiver::table::catalog::Catalog,
+    ident: &kafka_s3_archiver::table::catalog::TableIdent,
+    produced: &std::collections::BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>,
+) {
+    let wanted: Vec<String> = produced.iter().map(|(p, r)| format!("{p}={}", r.last().unwrap().offset + 1)).collect();
+    let started = std::time::Instant::now();
+    loop {
+        let positions: Vec<String> = match catalog.load(ident).await.unwrap() {
+            Some(t) => produced
+                .keys()
+                .filter_map(|p| {
+                    t.metadata["properties"][format!("kafka-s3-archiver.position.{p}")]
+                        .as_str()
+                        .map(|v| format!("{p}={v}"))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        if positions == wanted {
+            return;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the table is at {positions:?}, not {wanted:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}

@@ -195,3 +195,18 @@ pub fn cart(i: usize) -> kafka_s3_archiver::archive::record::Record {
 
 /// The carts before the first with a coupon.
 pub const CARTS_WITHOUT_COUPON: usize = 200;
+
+/// An in-process archiver of these settings, and its store.
+pub async fn start_archiver(
+    settings: kafka_s3_archiver::config::Settings,
+) -> (kafka_s3_archiver::service::archiver::Archiver, std::sync::Arc<dyn kafka_s3_archiver::store::ObjectStore>) {
+    let config = settings.resolve(None).unwrap();
+    let store = kafka_s3_archiver::store::open(
+        &config.store.dest,
+        &config.store.settings,
+        kafka_s3_archiver::store::Role::Archive,
+    )
+    .await
+    .unwrap();
+    (kafka_s3_archiver::service::archiver::Archiver::start(&config, store.clone()).unwrap(), store)
+}

@@ -20,6 +20,8 @@ use crate::table::iceberg::metadata::Change;
 pub enum CatalogLocation {
     /// A SQL catalog in this SQLite database file.
     Sqlite(PathBuf),
+    /// A SQL catalog in a PostgreSQL database.
+    Postgres(sql::postgres::PostgresOptions),
     /// An Iceberg REST catalog.
     Rest(rest::RestOptions),
 }
@@ -31,7 +33,11 @@ pub fn open(
     store: Arc<dyn ObjectStore>,
 ) -> Result<Arc<dyn Catalog>, CatalogError> {
     Ok(match location {
-        CatalogLocation::Sqlite(path) => Arc::new(sql::SqlCatalog::open(path.clone(), name, store)?),
+        CatalogLocation::Sqlite(path) => Arc::new(sql::SqlCatalog::sqlite(path, name, store)?),
+        CatalogLocation::Postgres(options) => {
+            let rows = sql::postgres::PostgresRows::new(options.clone());
+            Arc::new(sql::SqlCatalog::new(Box::new(rows), name, store))
+        }
         CatalogLocation::Rest(options) => Arc::new(rest::RestCatalog::new(options.clone(), store)),
     })
 }
