@@ -3,11 +3,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_s3_archiver::archive::object_key::Prefix;
 use kafka_s3_archiver::commands::demo::check::archived_ends;
 use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Options, S3Store};
+use kafka_s3_archiver::table::catalog::sql::SqlCatalog;
+use kafka_s3_archiver::table::catalog::{Catalog, TableIdent};
 
 use crate::measure::{cpu_seconds, peak_rss_kib, thread_cpu};
 use crate::registry::Typed;
@@ -19,6 +22,9 @@ pub enum Target {
     Directory,
     S3,
     S3JsonLines,
+    /// To S3, each file also committed to the topic's Iceberg table (a SQLite catalog), timed until the
+    /// table holds every record.
+    S3Table,
     /// To S3, values decoded by `--value-format avro` or `protobuf` through the test Schema Registry.
     S3Typed(Typed),
 }
@@ -29,6 +35,7 @@ impl Target {
             Target::Directory => "run to a local directory",
             Target::S3 => "run to S3",
             Target::S3JsonLines => "run to S3, JSON lines",
+            Target::S3Table => "run to S3 + Iceberg table, 1s commits",
             Target::S3Typed(Typed::Avro) => "run to S3, --value-format avro",
             Target::S3Typed(Typed::Protobuf) => "run to S3, --value-format protobuf",
         }
@@ -88,9 +95,9 @@ pub fn bucket(bench: &Bench, target: Target) -> String {
 }
 
 /// Where `target` lives: a store to watch and the archiver's `--dest` arguments.
-async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (Box<dyn ObjectStore>, Vec<String>) {
+async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (Arc<dyn ObjectStore>, Vec<String>) {
     match target {
-        Target::S3 | Target::S3JsonLines | Target::S3Typed(_) => {
+        Target::S3 | Target::S3JsonLines | Target::S3Typed(_) | Target::S3Table => {
             let endpoint = env("KSA_TEST_S3_ENDPOINT");
             let bucket = bucket(bench, target);
             let store =
@@ -100,16 +107,23 @@ async fn destination(bench: &Bench, target: Target, dir: &std::path::Path) -> (B
             if target == Target::S3JsonLines {
                 args.extend(["--format".into(), "jsonl".into()]);
             }
+            if target == Target::S3Table {
+                let catalog = format!("sqlite://{}", dir.join("catalog.db").display());
+                args.extend(
+                    ["--table", "iceberg", "--iceberg-catalog", &catalog, "--table-commit-interval", "1s"]
+                        .map(String::from),
+                );
+            }
             if let Target::S3Typed(typed) = target {
                 let registry = env("KSA_TEST_SCHEMA_REGISTRY");
                 args.extend(["--value-format", typed.name(), "--schema-registry-url", &registry].map(String::from));
             }
-            (Box::new(store), args)
+            (Arc::new(store), args)
         }
         Target::Directory => {
             let dir = dir.join("archive");
             let store = LocalStore::new(&dir).unwrap();
-            (Box::new(store), vec!["--dest".into(), format!("file://{}/bench", dir.display())])
+            (Arc::new(store), vec!["--dest".into(), format!("file://{}/bench", dir.display())])
         }
     }
 }
@@ -150,12 +164,17 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
     }
     let t0 = Instant::now();
     let prefix = Prefix::new("bench");
+    let table = (target == Target::S3Table)
+        .then(|| SqlCatalog::sqlite(&spool.path().join("catalog.db"), "default", store.clone()).expect("the catalog"));
     let mut peak = 0;
     loop {
         peak = peak.max(peak_rss_kib(child.id()));
         let ends = archived_ends(store.as_ref(), &prefix, &bench.topic).await.unwrap();
         if bench.last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o)) {
-            break;
+            match &table {
+                Some(catalog) if !in_table(catalog, bench).await => {}
+                _ => break,
+            }
         }
         assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish: see {}", log_path.display());
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -184,4 +203,15 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         status,
         log: log_path,
     }
+}
+
+/// Whether the bench topic's table records every partition's position past its last offset.
+async fn in_table(catalog: &dyn Catalog, bench: &Bench) -> bool {
+    let name = bench.topic.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
+    let ident = TableIdent { namespace: "kafka".into(), name };
+    let Ok(Some(table)) = catalog.load(&ident).await else { return false };
+    bench.last.iter().all(|(p, last)| {
+        let position = &table.metadata["properties"][format!("kafka-s3-archiver.position.{p}")];
+        position.as_str().and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *last)
+    })
 }

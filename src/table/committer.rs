@@ -7,18 +7,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field, Schema};
 use parquet::file::metadata::ParquetMetaData;
 use thiserror::Error;
 
 use super::catalog::{random_uuid, uri_of, Catalog, CatalogError, Committed, Loaded, TableIdent};
 use super::chain::{columns, read_chain, DurableLink};
+use super::fit::{with_partition, Evolving};
 use super::iceberg::avro_file::AvroFileError;
-use super::iceberg::evolve::evolve;
 use super::iceberg::manifest::DataFile;
 use super::iceberg::metadata::{new_table, Base, NewSchema, NewTable};
-use super::iceberg::spec::{field_id, table_schema, SpecError, PARTITION_COLUMN, TIME_COLUMN};
-use super::iceberg::stats::{column_stats, ColumnStats};
+use super::iceberg::spec::{field_id, table_schema, SpecError, TIME_COLUMN};
+use super::iceberg::stats::ColumnStats;
 use super::partition::file_partition;
 use super::plan::{plan, Chain, PlanError};
 use super::snapshot::{has_time_spec, specs_for, WrittenSnapshot};
@@ -239,8 +238,7 @@ impl Committer {
         let width = table.width.filter(|_| has_time_spec(base));
         let (schema, last_column_id) = base.schema()?;
         let columns = (field_id(schema, "offset"), field_id(schema, TIME_COLUMN));
-        let mut evolving =
-            Evolving { schema: schema.clone(), last_column_id, id: base.next_schema_id(), evolved: false };
+        let mut evolving = Evolving::new(schema.clone(), last_column_id, base.next_schema_id());
         let mut planned = Planned {
             files: Vec::new(),
             schema: None,
@@ -255,7 +253,7 @@ impl Committer {
             }
             match self.plan_partition(table, state, p, room).await {
                 Ok(Some((to, links))) => {
-                    let (to, links, refused) = Self::fit(&mut evolving, to, links);
+                    let (to, links, refused) = evolving.fit(to, links);
                     let moves = refused.is_none() || !links.is_empty();
                     planned.failed.extend(refused.map(|e| (p, e)));
                     if !moves {
@@ -271,32 +269,8 @@ impl Committer {
                 Err(e) => planned.failed.push((p, e)),
             }
         }
-        planned.schema =
-            evolving.evolved.then_some(NewSchema { schema: evolving.schema, last_column_id: evolving.last_column_id });
+        planned.schema = evolving.evolved();
         Ok(planned)
-    }
-
-    /// The run of `links` (to chain position `to`) whose files the table's schema holds, evolving it
-    /// where a file has columns it lacks, each with its column statistics (from the footers read to
-    /// find the files durable); cut before the first file it cannot hold (a column whose type changed
-    /// as Iceberg does not allow), with why.
-    fn fit(
-        evolving: &mut Evolving,
-        to: i64,
-        links: Vec<DurableLink>,
-    ) -> (i64, Vec<(DurableLink, ColumnStats)>, Option<TableError>) {
-        let mut fitted = Vec::with_capacity(links.len());
-        for mut d in links {
-            let taken = match (d.footer.take(), d.link.object.as_deref()) {
-                (Some(footer), Some(key)) => evolving.take(key, &footer),
-                _ => Ok(ColumnStats::default()),
-            };
-            match taken {
-                Ok(stats) => fitted.push((d, stats)),
-                Err(e) => return (d.link.covers.start(), fitted, Some(e)),
-            }
-        }
-        (to, fitted, None)
     }
 
     /// A partition's run from its position: where the position moves, and the links it adds.
@@ -356,33 +330,4 @@ fn data_file(
         bounds,
         stats,
     })
-}
-
-/// The table's schema as a commit is planned: its current one, evolved by each file that needs it.
-struct Evolving {
-    schema: serde_json::Value,
-    last_column_id: i32,
-    /// The ID an evolved schema takes.
-    id: i32,
-    evolved: bool,
-}
-
-impl Evolving {
-    /// Makes the schema hold the file at `key` (evolving it where it lacks the file's columns); the
-    /// file's column statistics by the field IDs its columns then have.
-    fn take(&mut self, key: &str, footer: &ParquetMetaData) -> Result<ColumnStats, TableError> {
-        let columns = with_partition(&columns(key, footer)?);
-        if let Some((schema, last)) = evolve(&self.schema, self.last_column_id, &columns, self.id)? {
-            (self.schema, self.last_column_id, self.evolved) = (schema, last, true);
-        }
-        Ok(column_stats(footer, &self.schema))
-    }
-}
-
-/// The files' columns and the table's own, `partition` (the Kafka partition, from each file's
-/// partition value: the files do not hold it).
-fn with_partition(columns: &Arc<Schema>) -> Schema {
-    let mut fields: Vec<Field> = columns.fields().iter().map(|f| f.as_ref().clone()).collect();
-    fields.push(Field::new(PARTITION_COLUMN, DataType::Int32, true)); // Optional: readers fill it (pyiceberg only then).
-    Schema::new(fields)
 }

@@ -18,6 +18,7 @@ pub mod cadence;
 pub mod catalog;
 pub mod chain;
 pub mod committer;
+pub mod fit;
 pub mod iceberg;
 pub mod inspect;
 pub mod partition;
