@@ -1,15 +1,19 @@
 //! Iceberg tables on the SQL catalog in PostgreSQL (the real server `localstack/start.sh` runs, password
 //! authentication over TLS): committers racing on a table nobody has created add each archived file once;
 //! an archiver keeps its table up to date; pyiceberg (its SqlCatalog through psycopg2) reads every record
-//! once; verify holds the table against the archive; a wrong password or an untrusted certificate says so.
+//! once; verify holds the table against the archive; a wrong password or an untrusted certificate says so;
+//! and, with archiver processes on Apache Kafka, a zombie's commit that lands after a second group's
+//! commit of the same files adds nothing twice.
 
 mod common;
 
 use std::path::Path;
 use std::sync::Arc;
 
+use common::s3_proxy::{Fault, Kind, S3Proxy};
 use common::{
-    archive_mock_topic, env, mock_settings, pyiceberg_reads_each_record_once, start_archiver, unique, wait_for_table,
+    archive_mock_topic, archiver_args, brokers, create_topic, env, mock_settings, pyiceberg_reads_each_record_once,
+    s3_endpoint, start_archiver, through, unique, wait_for_table, wait_log, ArchiverProcess, TestDest,
 };
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::commands::demo::generate::produce;
@@ -123,4 +127,81 @@ async fn a_wrong_password_or_an_untrusted_certificate_is_refused_saying_why() {
     let catalog = catalog::open(&catalog_of(&good).location, "checks", store).unwrap();
     let answer = catalog.check().await.unwrap();
     assert!(answer.ends_with(": 0 tables"), "{answer}");
+}
+
+/// The table flags of an archiver process committing to the test's PostgreSQL, catalog `name`.
+fn table_flags(name: &str) -> Vec<String> {
+    let catalog = format!("{}?sslmode=require", env("KSA_TEST_POSTGRES"));
+    [
+        "--table",
+        "iceberg",
+        "--iceberg-catalog",
+        &catalog,
+        "--iceberg-ca",
+        &env("KSA_TEST_CA"),
+        "--iceberg-catalog-password",
+        &env("KSA_TEST_POSTGRES_PASSWORD"),
+        "--iceberg-catalog-name",
+        name,
+        "--table-commit-interval",
+        "1s",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Archiver A commits to the table, then its store traffic is held: its next commit, planned on the
+/// table as it was, waits 8 s for its metadata file (as a process stalled mid-commit would). Meanwhile
+/// archiver B, of another group (no Kafka commits in common), commits the same files. A's commit then
+/// reaches the catalog after B's: refused as a conflict, planned again on B's table, it adds nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_zombies_commit_landing_after_another_groups_adds_nothing_twice() {
+    let topic = unique("late-commit");
+    create_topic(&topic, 2).await;
+    let mut produced = produce(&brokers(), &topic, 2, 0..200, 40).await.unwrap();
+    let dest = TestDest::s3().await;
+    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    let (name, spool) = (unique("zombie"), tempfile::tempdir().unwrap());
+    let table_name = topic.replace('-', "_");
+    let mut a_args = through(archiver_args(&dest, &unique("ga"), &topic, 50, &spool.path().join("a")), &proxy.url);
+    a_args.extend(table_flags(&name));
+    a_args.extend(["--s3-attempt-timeout".into(), "30s".into()]);
+    let mut a = ArchiverProcess::spawn("zombie-a", &a_args);
+    let store = dest.store().await;
+    let settings = postgres_settings("127.0.0.1:9", spool.path(), &topic, &name);
+    let catalog = catalog::open(&catalog_of(&settings).location, &name, store.clone()).unwrap();
+    let ident = TableIdent { namespace: "kafka".into(), name: table_name.clone() };
+    wait_for_table(catalog.as_ref(), &ident, &produced).await;
+
+    // From now on A's next metadata file is held: its next commit stalls between planning and the swap.
+    let held = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hold_once = held.clone();
+    proxy.set_rule(move |req| {
+        let metadata = req.kind == Kind::PutData && req.key.ends_with(".metadata.json");
+        if metadata && !hold_once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            Fault::Hold(std::time::Duration::from_secs(8))
+        } else {
+            Fault::Pass
+        }
+    });
+    for (p, records) in produce(&brokers(), &topic, 2, 200..400, 40).await.unwrap() {
+        produced.entry(p).or_default().extend(records);
+    }
+    let started = std::time::Instant::now();
+    while !held.load(std::sync::atomic::Ordering::SeqCst) {
+        a.assert_running();
+        assert!(started.elapsed().as_secs() < 60, "A never committed the new files; log:\n{}", a.log_text());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut b_args = archiver_args(&dest, &unique("gb"), &topic, 50, &spool.path().join("b"));
+    b_args.extend(table_flags(&name));
+    let mut b = ArchiverProcess::spawn("zombie-b", &b_args);
+    wait_for_table(catalog.as_ref(), &ident, &produced).await;
+    assert!(started.elapsed().as_secs() < 8, "B committed after A's held commit was let go: no race shown");
+    wait_log(&mut a, "another committer had added them, nothing is left to add").await;
+    assert!(a.terminate().success() && b.terminate().success(), "A:\n{}\nB:\n{}", a.log_text(), b.log_text());
+    pyiceberg_reads_each_record_once(&pyiceberg_uri(), &name, spool.path(), &table_name, &produced);
+    let prefix = dest.prefix();
+    let checked = check_tables(store, &prefix, &catalog_of(&settings), std::slice::from_ref(&topic)).await.unwrap();
+    assert_eq!((checked[0].records, checked[0].problems.clone()), (400, vec![]), "verify finds the table exact");
 }

@@ -400,6 +400,13 @@ impl Metrics {
                         conflicts = c.conflicts,
                         "committed archived files to the table"
                     );
+                } else if c.conflicts > 0 {
+                    info!(
+                        topic,
+                        table,
+                        conflicts = c.conflicts,
+                        "the table moved while committing: another committer had added them, nothing is left to add"
+                    );
                 }
             }
             Err(why) => {

@@ -164,7 +164,8 @@ fn files(n: usize, per_file: usize, partitions: usize) -> usize {
 
 /// pyiceberg's SqlCatalog `catalog` at `uri` (SQLAlchemy's: `sqlite:///…`, `postgresql+psycopg2://…`)
 /// reads every produced record of `kafka.<table>` once, each partition's through its last offset, and
-/// the positions the table records. `dir` is its warehouse (unused: the tables exist).
+/// the positions the table records. `dir` is its warehouse (unused: the tables exist); tables on the
+/// test S3 server are read there.
 pub fn pyiceberg_reads_each_record_once(
     uri: &str,
     catalog: &str,
@@ -173,9 +174,12 @@ pub fn pyiceberg_reads_each_record_once(
     produced: &std::collections::BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>,
 ) {
     let script = r#"
-import sys
+import os, sys
 from pyiceberg.catalog.sql import SqlCatalog
-catalog = SqlCatalog(sys.argv[2], uri=sys.argv[1], warehouse=f"file://{sys.argv[3]}")
+# Tables on the test S3 server (LocalStack or moto) are read with its endpoint and keys.
+s3 = {"s3.endpoint": os.environ.get("KSA_TEST_S3_ENDPOINT", ""), "s3.region": "us-east-1",
+      "s3.access-key-id": "test", "s3.secret-access-key": "test"}
+catalog = SqlCatalog(sys.argv[2], uri=sys.argv[1], warehouse=f"file://{sys.argv[3]}", **s3)
 t = catalog.load_table(f"kafka.{sys.argv[4]}")
 rows = t.scan().to_arrow()
 pairs = list(zip(rows["partition"].to_pylist(), rows["offset"].to_pylist()))
