@@ -134,6 +134,23 @@ install_psycopg2() {
   touch "$venv/.psycopg2"
 }
 
+# Apache Spark reads the Iceberg tables back in tests/iceberg.rs (localstack/spark/check.py): pyspark 4.0.1
+# from PyPI (a 434 MB download, Spark's jars inside) in a venv of its own, with Apache Iceberg's Spark runtime
+# and sqlite-jdbc (Iceberg's JDBC catalog on the tests' SQLite catalog) from Maven Central.
+install_spark() {
+  local venv="$SERVICES_DIR/spark-venv"
+  [ -f "$venv/.installed" ] && return 0
+  say "installing pyspark 4.0.1 into $venv, Apache Iceberg's Spark runtime 1.10.0 and sqlite-jdbc 3.50.3.0 beside it"
+  rm -rf "$venv"
+  python3 -m venv "$venv" || die "python3 -m venv $venv failed"
+  "$venv/bin/pip" install --quiet "pyspark==4.0.1" || die "pip could not install pyspark==4.0.1 into $venv"
+  for a in "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:$ICEBERG_VERSION" org.xerial:sqlite-jdbc:3.50.3.0; do
+    mvn -q -B dependency:copy -Dartifact="$a" -DoutputDirectory="$venv/jars-iceberg" \
+      || die "mvn could not fetch $a from Maven Central"
+  done
+  touch "$venv/.installed"
+}
+
 # PostgreSQL, for the SQL catalog on PostgreSQL (tests/iceberg.rs): Debian's server package. start.sh runs
 # a cluster of its own in the state folder, so nothing of the package's own cluster is used.
 install_postgres() {
@@ -260,9 +277,10 @@ install_duckdb
 install_pyiceberg
 install_psycopg2
 install_postgres
+install_spark
 install_duckdb_iceberg
 install_pyyaml
 install_registry
 install_producer
 install_iceberg_rest
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename))"
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename), pyspark 4.0.1)"

@@ -41,6 +41,7 @@ wait_tcp() { # port seconds name log
 [ -f "$REGISTRY_DIR/.installed" ] || die "Apicurio Registry $APICURIO_VERSION is not installed; run localstack/install.sh first"
 [ -f "$ICEBERG_REST_DIR/.installed" ] || die "Apache Iceberg's REST catalog $ICEBERG_VERSION is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/duckdb-iceberg-venv/.installed" ] || die "DuckDB's iceberg reader (duckdb-iceberg-venv) is not installed; run localstack/install.sh first"
+[ -f "$SERVICES_DIR/spark-venv/.installed" ] || die "pyspark (spark-venv) is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/producer-venv/.installed" ] || die "confluent-kafka (the producer venv) is not installed; run localstack/install.sh first"
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$PG_BIN/postgres" ] || die "PostgreSQL's server is not installed; run localstack/install.sh first"
@@ -258,6 +259,8 @@ export KSA_TEST_DUCKDB_ICEBERG_PYTHON=$SERVICES_DIR/duckdb-iceberg-venv/bin/pyth
 export KSA_TEST_SCHEMA_REGISTRY=$REGISTRY_URL
 export KSA_TEST_SCHEMA_REGISTRY_HTTPS=$REGISTRY_HTTPS_URL
 export KSA_TEST_ICEBERG_REST=$ICEBERG_REST_URL
+export KSA_TEST_SPARK_PYTHON=$SERVICES_DIR/spark-venv/bin/python
+export KSA_TEST_SPARK_JARS=$(ls "$SERVICES_DIR"/spark-venv/jars-iceberg/*.jar | paste -sd, -)
 export KSA_TEST_POSTGRES=postgresql://archiver@127.0.0.1:$PG_PORT/iceberg
 export KSA_TEST_POSTGRES_PASSWORD=$PG_PASSWORD
 export KSA_TEST_PRODUCER_PYTHON=$SERVICES_DIR/producer-venv/bin/python

@@ -1,5 +1,5 @@
-//! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg and
-//! DuckDB: a topic archived by an in-process archiver from librdkafka's mock cluster, committed by two
+//! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg,
+//! DuckDB and Apache Spark: a topic archived by an in-process archiver from librdkafka's mock cluster, committed by two
 //! committers at once (two instances), then again (nothing to add), then after more records were
 //! archived; an archiver with `--table iceberg` and hourly time buckets keeping its table up to date; one whose
 //! typed values gain a column mid-stream (the table's schema evolves); one committed to so often that its
@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use common::{
     archive_mock_topic, cart, carts_table, duckdb_iceberg_row, mock_settings, pyiceberg_reads_each_record_once,
-    read_carts_table, start_archiver, wait_for_table,
+    read_carts_table, spark_reads_the_table, start_archiver, wait_for_table,
 };
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
@@ -74,6 +74,8 @@ async fn every_archived_object_is_in_the_table_once_whoever_commits_it_and_pyice
     assert_eq!((again.files, again.snapshot_id), (0, None), "nothing new: no snapshot");
     check_pyiceberg(&db, dir.path(), TOPIC, &produced);
     check_duckdb(&a, &table, &produced).await;
+    let spark = spark_reads_the_table(&db, dir.path(), "kafka.orders");
+    assert!(spark.contains("spark: 900 records in 3 partitions") && spark.contains("check OK"), "{spark}");
 
     // More records archived later (a restart resumes from the archive): only those are added.
     let more = produce(&bootstrap, TOPIC, 3, 900..1200, 40).await.unwrap();

@@ -1,10 +1,13 @@
-"""Spark reads the demo's Iceberg table (localstack/spark-check.sh): every record once, the positions,
-and time travel to each snapshot. Usage: check.py DEMO_DIR JARS"""
+"""Apache Spark reads an Iceberg table of the archiver's SQL catalog on SQLite (catalog `default`) through
+Iceberg's JDBC catalog: every record once (offsets from 0, no gaps), the table's positions right after
+each partition's last record, and time travel to each snapshot holding exactly what the positions in its
+and earlier summaries say. Prints what it read; exits non-zero saying what differs.
+Usage: check.py CATALOG_DB WAREHOUSE_DIR NAMESPACE.TABLE JARS (tests/iceberg.rs, localstack/spark-check.sh)"""
 import sys
 
 from pyspark.sql import SparkSession
 
-demo, jars = sys.argv[1], sys.argv[2]
+db, warehouse, name, jars = sys.argv[1:5]
 POSITION = "kafka-s3-archiver.position."
 # Iceberg's JDBC catalog names its rows after the Spark catalog: the demo's catalog is `default`.
 spark = (
@@ -13,15 +16,16 @@ spark = (
     .config("spark.driver.bindAddress", "127.0.0.1")
     .config("spark.driver.host", "127.0.0.1")
     .config("spark.ui.enabled", "false")
+    .config("spark.ui.showConsoleProgress", "false")
     .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
     .config("spark.sql.catalog.default", "org.apache.iceberg.spark.SparkCatalog")
     .config("spark.sql.catalog.default.catalog-impl", "org.apache.iceberg.jdbc.JdbcCatalog")
-    .config("spark.sql.catalog.default.uri", f"jdbc:sqlite:file:{demo}/catalog.db")
-    .config("spark.sql.catalog.default.warehouse", f"file://{demo}/archive")
+    .config("spark.sql.catalog.default.uri", f"jdbc:sqlite:file:{db}")
+    .config("spark.sql.catalog.default.warehouse", f"file://{warehouse}")
     .getOrCreate()
 )
 spark.sparkContext.setLogLevel("ERROR")
-table = "`default`.kafka.demo_orders"
+table = f"`default`.{name}"
 
 def per_partition(version=None):
     at = f" VERSION AS OF {version}" if version else ""
@@ -50,7 +54,8 @@ for snapshot_id, summary in snapshots:
     wanted = {p: at for p, at in covered.items() if at > 0}
     if seen != wanted:
         failures.append(f"snapshot {snapshot_id}: holds {then}, its summaries say {wanted}")
-print(f"spark: time travel to each of {len(snapshots)} snapshots holds what its summary says")
+if not any(f.startswith("snapshot") for f in failures):
+    print(f"spark: time travel to each of {len(snapshots)} snapshots holds what its summary says")
 if failures:
     sys.exit("spark check FAILED:\n" + "\n".join(failures))
 print("spark check OK: every record once, positions right after each partition's last record")

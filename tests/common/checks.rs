@@ -238,3 +238,18 @@ pub async fn wait_for_table(
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
 }
+
+/// Apache Spark (pyspark with Iceberg's Spark runtime, `localstack/spark/check.py`) reads `table`
+/// (`namespace.name`) of the SQL catalog `default` in the SQLite database `db`: every record once, the
+/// positions, and time travel to each snapshot. Its report.
+pub fn spark_reads_the_table(db: &std::path::Path, warehouse: &std::path::Path, table: &str) -> String {
+    let out = std::process::Command::new(super::env("KSA_TEST_SPARK_PYTHON"))
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/localstack/spark/check.py"))
+        .args([&db.display().to_string(), &warehouse.display().to_string(), table, &super::env("KSA_TEST_SPARK_JARS")])
+        .env("SPARK_LOCAL_IP", "127.0.0.1")
+        .output()
+        .expect("run pyspark");
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "Spark's check failed: {report}\n{}", String::from_utf8_lossy(&out.stderr));
+    report
+}
