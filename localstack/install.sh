@@ -125,7 +125,7 @@ install_pyiceberg() {
   touch "$venv/.pyiceberg"
 }
 
-# pyiceberg reads a table of the PostgreSQL catalog too (tests/iceberg.rs), through psycopg2.
+# pyiceberg reads a table of the PostgreSQL catalog too (tests/iceberg_postgres.rs), through psycopg2.
 install_psycopg2() {
   local venv="$SERVICES_DIR/s3-venv"
   [ -f "$venv/.psycopg2" ] && return 0
@@ -151,7 +151,7 @@ install_spark() {
   touch "$venv/.installed"
 }
 
-# PostgreSQL, for the SQL catalog on PostgreSQL (tests/iceberg.rs): Debian's server package. start.sh runs
+# PostgreSQL, for the SQL catalog on PostgreSQL (tests/iceberg_postgres.rs): Debian's server package. start.sh runs
 # a cluster of its own in the state folder, so nothing of the package's own cluster is used.
 install_postgres() {
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && return 0

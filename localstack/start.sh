@@ -43,7 +43,7 @@ wait_tcp() { # port seconds name log
 [ -f "$SERVICES_DIR/duckdb-iceberg-venv/.installed" ] || die "DuckDB's iceberg reader (duckdb-iceberg-venv) is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/spark-venv/.installed" ] || die "pyspark (spark-venv) is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/producer-venv/.installed" ] || die "confluent-kafka (the producer venv) is not installed; run localstack/install.sh first"
-PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 [ -x "$PG_BIN/postgres" ] || die "PostgreSQL's server is not installed; run localstack/install.sh first"
 command -v curl >/dev/null || die "curl is not installed (start.sh asks the Schema Registry and LocalStack whether they are up): apt-get install curl"
 ICEBERG_REST_JAVA=$(find_java 17) || die "Apache Iceberg's REST catalog needs Java 17+ and none was found ($ICEBERG_REST_JAVA)"
@@ -164,12 +164,14 @@ if [ "$(id -u)" = 0 ]; then
   chmod o+x "$STATE"
   chown -R postgres: "$PG_DIR"
   AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+  "${AS_PG[@]}" test -w "$PG_DIR" \
+    || die "the postgres user cannot reach $PG_DIR (a parent folder is closed to others): set TMPDIR to a folder under /tmp"
 fi
 "${AS_PG[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U archiver --pwfile="$PG_DIR/pwfile" --auth=scram-sha-256 \
   -E UTF8 --no-sync >"$STATE/postgres-init.log" 2>&1 \
   || { cat "$STATE/postgres-init.log" >&2; die "initdb of the PostgreSQL cluster failed (log above)"; }
 setsid "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -c listen_addresses=127.0.0.1 -p "$PG_PORT" \
-  -c unix_socket_directories="$PG_DIR" -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+  -c unix_socket_directories= -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
   -c ssl=on -c ssl_cert_file="$PG_DIR/broker.pem" -c ssl_key_file="$PG_DIR/broker.key" \
   >"$STATE/postgres.log" 2>&1 &
 echo $! >"$STATE/postgres.pid"

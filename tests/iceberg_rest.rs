@@ -10,12 +10,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::*;
-use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::{produce, produce_records};
 use kafka_s3_archiver::commands::verify::tables::check_tables;
 use kafka_s3_archiver::config::{CatalogConfig, CatalogLocation, Settings, ValueFormatName};
-use kafka_s3_archiver::store::{list_all, ObjectStore};
+use kafka_s3_archiver::store::ObjectStore;
 use kafka_s3_archiver::table::catalog::rest::{RestAuth, RestCatalog, RestOptions};
 use kafka_s3_archiver::table::catalog::{Catalog, Committed, TableIdent};
 use kafka_s3_archiver::table::committer::{Committer, TopicTable};
@@ -41,8 +40,7 @@ async fn two_committers_on_a_rest_catalog_add_each_file_once() {
     let dir = tempfile::tempdir().unwrap();
     let (config, store) = archive_mock_topic(&bootstrap, dir.path(), "payments", &produced).await;
     let prefix = config.store.dest.prefix().clone();
-    let objects = list_all(store.as_ref(), &prefix.topic_folder("payments")).await.unwrap();
-    let objects = objects.iter().filter(|k| matches!(classify(&prefix, k), ArchiveKey::Data(_))).count();
+    let objects = data_objects(store.as_ref(), &prefix, "payments").await;
     let ns = namespace();
     let table = TopicTable {
         ident: TableIdent { namespace: ns.clone(), name: "payments".into() },

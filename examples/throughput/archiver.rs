@@ -195,7 +195,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
     let threads = thread_cpu(child.id());
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let status = child.wait().unwrap();
-    let join_seconds = launched.elapsed().as_secs_f64() - seconds;
+    let join_seconds = launched.elapsed().as_secs_f64() - seconds - table_lag.unwrap_or(0.0);
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     let mut rolls: BTreeMap<String, u32> = BTreeMap::new();
     for reason in log.lines().filter(|l| l.contains("object uploaded")).filter_map(|l| l.split("reason=").nth(1)) {

@@ -45,9 +45,17 @@ for p, (count, distinct, first, last) in sorted(now.items()):
         failures.append(f"partition {p}: {count} rows, {distinct} distinct offsets {first}..{last}, position {positions.get(p)}")
 
 # Time travel: each snapshot holds offsets 0 up to the position its summary (or an earlier one's) records.
-snapshots = spark.sql(f"SELECT snapshot_id, summary FROM {table}.snapshots ORDER BY committed_at").collect()
+# In commit order: from the current snapshot back along its parents (commits in one millisecond tie on time).
+rows = spark.sql(f"SELECT snapshot_id, parent_id, summary FROM {table}.snapshots").collect()
+by_id = {r[0]: r for r in rows}
+parents = {r[1] for r in rows}
+(current,) = [r for r in rows if r[0] not in parents]
+snapshots = [current]
+while snapshots[-1][1] in by_id:
+    snapshots.append(by_id[snapshots[-1][1]])
+snapshots.reverse()
 covered = {}
-for snapshot_id, summary in snapshots:
+for snapshot_id, _, summary in snapshots:
     covered.update({int(k[len(POSITION):]): int(v) for k, v in summary.items() if k.startswith(POSITION)})
     then = per_partition(snapshot_id)
     seen = {p: last + 1 for p, (count, distinct, first, last) in then.items() if count == distinct == last + 1 and first == 0}

@@ -14,6 +14,7 @@ use crate::table::cadence::{Cadence, DEFAULT_COMMIT_FILES, DEFAULT_COMMIT_INTERV
 use crate::table::catalog::rest::{RestAuth, RestOptions};
 use crate::table::catalog::sql::postgres::PostgresOptions;
 pub use crate::table::catalog::CatalogLocation;
+use tokio_postgres::config::SslMode;
 
 pub const DEFAULT_TABLE: TableFormat = TableFormat::None;
 pub const DEFAULT_ICEBERG_CATALOG_NAME: &str = "default";
@@ -24,6 +25,9 @@ pub const DEFAULT_TABLE_COMMIT_INTERVAL: HumanDuration = HumanDuration(DEFAULT_C
 pub const DEFAULT_TABLE_COMMIT_FILES: usize = DEFAULT_COMMIT_FILES;
 /// How long connecting to a PostgreSQL catalog may take, unless its URL's `connect_timeout` says.
 const POSTGRES_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The server-side limits of a PostgreSQL catalog's statements, below the client's own 30 s: a
+/// statement waiting on a lock or running long ends on the server too.
+const POSTGRES_SERVER_TIMEOUTS: &str = "-c statement_timeout=20s -c lock_timeout=15s";
 /// The shortest `--table-commit-interval`.
 const MIN_COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -177,13 +181,17 @@ impl Settings {
             config.connect_timeout(POSTGRES_CONNECT_TIMEOUT);
         }
         config.application_name(env!("CARGO_PKG_NAME"));
-        let tls = config.get_ssl_mode() != tokio_postgres::config::SslMode::Disable;
-        let ca = read_ca(
-            "--iceberg-ca",
-            self.iceberg_ca.as_deref(),
-            tls,
-            "a PostgreSQL catalog with sslmode other than disable",
-        )?;
+        // Only a server that takes writes; statements the server gives up on before the client does.
+        config.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
+        let options = config.get_options().map_or(String::new(), |o| format!("{o} "));
+        config.options(format!("{options}{POSTGRES_SERVER_TIMEOUTS}"));
+        let tls = config.get_ssl_mode() != SslMode::Disable;
+        let what = "a PostgreSQL catalog with sslmode other than disable";
+        let ca = read_ca("--iceberg-ca", self.iceberg_ca.as_deref(), tls, what)?;
+        if ca.is_some() {
+            // A CA given means TLS: `prefer` (the default) would let a server in the middle say no.
+            config.ssl_mode(SslMode::Require);
+        }
         Ok(PostgresOptions { config, url: url.to_string(), ca })
     }
 

@@ -182,6 +182,17 @@ fn a_postgresql_catalog_takes_its_password_apart_shown_masked_and_a_ca_for_tls()
     assert_eq!((options.config.get_user(), options.config.get_dbname()), (Some("archiver"), Some("lake")));
     assert_eq!(options.config.get_connect_timeout(), Some(&Duration::from_secs(10)), "a default deadline");
     assert_eq!(options.url, "postgresql://archiver@db.example.com:5433/lake", "what messages show");
+    assert!(options.config.get_options().is_some_and(|o| o.contains("statement_timeout=")), "server-side timeouts");
+    let tls = |url: &str, ca: Option<std::path::PathBuf>| {
+        let settings = Settings { iceberg_ca: ca, ..pg(url, minimal()) };
+        match settings.resolve(None).unwrap().table.unwrap().catalog.location {
+            crate::config::CatalogLocation::Postgres(o) => o.config.get_ssl_mode(),
+            other => panic!("{other:?}"),
+        }
+    };
+    use tokio_postgres::config::SslMode;
+    assert_eq!(tls("postgresql://archiver@db/lake", None), SslMode::Prefer, "libpq's default");
+    assert_eq!(tls("postgresql://archiver@db/lake", Some(ca())), SslMode::Require, "a CA means TLS");
     let shown = settings.effective(None).unwrap().to_toml();
     assert!(!shown.contains("pa55") && shown.contains("iceberg-catalog-password = \"****\""), "{shown}");
     for (settings, why) in [

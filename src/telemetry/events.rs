@@ -405,7 +405,7 @@ impl Metrics {
                         topic,
                         table,
                         conflicts = c.conflicts,
-                        "the table moved while committing: another committer had added them, nothing is left to add"
+                        "the table moved while committing: another committer had added what this round planned; it added nothing"
                     );
                 }
             }

@@ -253,3 +253,14 @@ pub fn spark_reads_the_table(db: &std::path::Path, warehouse: &std::path::Path, 
     assert!(out.status.success(), "Spark's check failed: {report}\n{}", String::from_utf8_lossy(&out.stderr));
     report
 }
+
+/// How many data objects (not claims, not tables) the archive holds of `topic`.
+pub async fn data_objects(
+    store: &dyn kafka_s3_archiver::store::ObjectStore,
+    prefix: &kafka_s3_archiver::archive::object_key::Prefix,
+    topic: &str,
+) -> usize {
+    use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
+    let keys = kafka_s3_archiver::store::list_all(store, &prefix.topic_folder(topic)).await.unwrap();
+    keys.iter().filter(|k| matches!(classify(prefix, k), ArchiveKey::Data(_))).count()
+}

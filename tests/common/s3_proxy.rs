@@ -55,6 +55,8 @@ pub enum Fault {
     DropResponse,
     /// Hold the request this long, then forward it whatever the client did meanwhile.
     Hold(Duration),
+    /// Hold the request until [`S3Proxy::release_held`], then forward it.
+    HoldUntilReleased,
     /// Forward without its `If-None-Match` header: a store that ignores conditional writes.
     StripConditional,
 }
@@ -69,7 +71,7 @@ impl Fault {
             Fault::Reset => "connection reset",
             Fault::StallResponse(_) => "response stalled past timeout",
             Fault::DropResponse => "response dropped after store",
-            Fault::Hold(_) => "request held, forwarded late",
+            Fault::Hold(_) | Fault::HoldUntilReleased => "request held, forwarded late",
             Fault::StripConditional => "If-None-Match dropped",
         }
     }
@@ -110,6 +112,8 @@ pub struct S3Proxy {
     pub url: String,
     rule: Arc<RwLock<Rule>>,
     counts: Arc<Mutex<ProxyCounts>>,
+    /// Set once: the requests held until released go ahead.
+    released: tokio::sync::watch::Sender<bool>,
     task: JoinHandle<()>,
 }
 
@@ -122,24 +126,31 @@ impl S3Proxy {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let rule: Arc<RwLock<Rule>> = Arc::new(RwLock::new(Box::new(|_| Fault::Pass)));
         let counts = Arc::new(Mutex::new(ProxyCounts::default()));
+        let (released, gate) = tokio::sync::watch::channel(false);
         let (r, c) = (rule.clone(), counts.clone());
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else { continue };
-                let (r, c) = (r.clone(), c.clone());
+                let (r, c, g) = (r.clone(), c.clone(), gate.clone());
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| handle(req, upstream, r.clone(), c.clone()));
+                    let service =
+                        hyper::service::service_fn(move |req| handle(req, upstream, r.clone(), c.clone(), g.clone()));
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
                 });
             }
         });
-        Self { url, rule, counts, task }
+        Self { url, rule, counts, released, task }
     }
 
     pub fn set_rule(&self, rule: impl Fn(&RequestInfo) -> Fault + Send + Sync + 'static) {
         *self.rule.write().unwrap() = Box::new(rule);
+    }
+
+    /// Lets the requests held by [`Fault::HoldUntilReleased`] go ahead (and any held later).
+    pub fn release_held(&self) {
+        self.released.send_replace(true);
     }
 
     pub fn pass_all(&self) {
@@ -209,6 +220,7 @@ async fn handle(
     upstream: SocketAddr,
     rule: Arc<RwLock<Rule>>,
     counts: Arc<Mutex<ProxyCounts>>,
+    mut released: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Answer, std::io::Error> {
     let _in_flight = InFlight::start(&counts);
     let info = classify(&req);
@@ -252,6 +264,15 @@ async fn handle(
             // Detached, so it goes ahead even when the client has given up and closed the connection.
             let late = tokio::spawn(async move {
                 tokio::time::sleep(d).await;
+                let answer = forward(upstream, forward_req).await;
+                counts.lock().unwrap().forwarded_late += 1;
+                answer
+            });
+            late.await.map_err(std::io::Error::other)?
+        }
+        Fault::HoldUntilReleased => {
+            let late = tokio::spawn(async move {
+                let _ = released.wait_for(|go| *go).await;
                 let answer = forward(upstream, forward_req).await;
                 counts.lock().unwrap().forwarded_late += 1;
                 answer

@@ -34,7 +34,14 @@ pub struct PostgresOptions {
 
 pub struct PostgresRows {
     options: PostgresOptions,
-    client: Mutex<Option<Arc<Client>>>,
+    client: Mutex<Option<Arc<Connected>>>,
+}
+
+/// A connection, and whether its `iceberg_tables` has the `iceberg_type` column (Iceberg's JDBC
+/// catalog's schema V1, and ours; V0 tables, made by other tools, lack it).
+struct Connected {
+    client: Client,
+    typed: bool,
 }
 
 impl PostgresRows {
@@ -45,38 +52,41 @@ impl PostgresRows {
 
     /// Runs `statement` with `params` on the connection: the rows it touched.
     async fn execute(&self, statement: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, String> {
-        self.with_client(|client| async move { client.execute(statement, params).await }).await
+        self.with_client(|c| async move { c.client.execute(statement, params).await }).await
     }
 
-    /// Runs `f` on the connection within [`STATEMENT_TIMEOUT`], connecting first if there is none; a
-    /// connection that broke or timed out is dropped, so the next statement makes a new one.
-    async fn with_client<T, F>(&self, f: impl FnOnce(Arc<Client>) -> F) -> Result<T, String>
+    /// Runs `f` on the connection within [`STATEMENT_TIMEOUT`] (the server gives up on it sooner:
+    /// the options set `statement_timeout`), connecting first if there is none. A connection that broke,
+    /// timed out or is no longer fit to write (the server shutting down, a standby) is dropped, so the
+    /// next statement makes a new one.
+    async fn with_client<T, F>(&self, f: impl FnOnce(Arc<Connected>) -> F) -> Result<T, String>
     where
         F: Future<Output = Result<T, tokio_postgres::Error>>,
     {
-        let client = {
+        let connected = {
             let mut slot = self.client.lock().await;
-            match slot.as_ref().filter(|client| !client.is_closed()) {
-                Some(client) => client.clone(),
+            match slot.as_ref().filter(|c| !c.client.is_closed()) {
+                Some(connected) => connected.clone(),
                 None => slot.insert(Arc::new(self.connect().await?)).clone(),
             }
         };
-        let why = match tokio::time::timeout(STATEMENT_TIMEOUT, f(client.clone())).await {
+        let why = match tokio::time::timeout(STATEMENT_TIMEOUT, f(connected.clone())).await {
             Ok(Ok(answer)) => return Ok(answer),
-            // The database refused the statement: the connection is fine.
-            Ok(Err(e)) if e.as_db_error().is_some() => return Err(described(&e)),
+            // The database refused the statement: the connection stays unless it is unfit.
+            Ok(Err(e)) if e.as_db_error().is_some_and(|db| !unfit(db.code())) => return Err(described(&e)),
             Ok(Err(e)) => described(&e),
             Err(_) => format!("no answer within {} s", STATEMENT_TIMEOUT.as_secs()),
         };
         let mut slot = self.client.lock().await;
-        if slot.as_ref().is_some_and(|current| Arc::ptr_eq(current, &client)) {
+        if slot.as_ref().is_some_and(|current| Arc::ptr_eq(current, &connected)) {
             *slot = None;
         }
         Err(why)
     }
 
-    /// A new connection, with the catalog's tables made if absent.
-    async fn connect(&self) -> Result<Client, String> {
+    /// A new connection, with the catalog's tables made if absent (only then: a user allowed to read
+    /// and write them but not to create tables works with tables made for it).
+    async fn connect(&self) -> Result<Connected, String> {
         let tls = MakeRustlsConnect::new(crate::http::tls_config(self.options.ca.as_deref()));
         let connecting = tokio::time::timeout(STATEMENT_TIMEOUT, self.options.config.connect(tls));
         let (client, connection) = connecting
@@ -89,16 +99,39 @@ impl PostgresRows {
                 tracing::warn!(catalog = %url, error = %e, "the connection to the SQL catalog broke; the next statement makes a new one");
             }
         });
-        match tokio::time::timeout(STATEMENT_TIMEOUT, client.batch_execute(SCHEMA)).await {
-            Ok(Ok(())) => Ok(client),
-            // Two archivers creating the tables at once: one wins, the tables are there.
-            Ok(Err(e)) if matches!(e.code(), Some(c) if *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::DUPLICATE_TABLE) => {
-                Ok(client)
+        let setup = async {
+            let found = client.query_one(FOUND, &[]).await?;
+            if !(found.try_get::<_, bool>(0)? && found.try_get::<_, bool>(1)?) {
+                match client.batch_execute(SCHEMA).await {
+                    // Two archivers creating the tables at once: one wins, the tables are there.
+                    Err(e)
+                        if e.code()
+                            .is_some_and(|c| *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::DUPLICATE_TABLE) => {}
+                    done => done?,
+                }
             }
-            Ok(Err(e)) => Err(format!("creating the catalog's tables: {}", described(&e))),
-            Err(_) => Err(format!("creating the catalog's tables: no answer within {} s", STATEMENT_TIMEOUT.as_secs())),
+            client.query_one(TYPED, &[]).await?.try_get::<_, bool>(0)
+        };
+        match tokio::time::timeout(STATEMENT_TIMEOUT, setup).await {
+            Ok(Ok(typed)) => Ok(Connected { client, typed }),
+            Ok(Err(e)) => Err(format!("finding or creating the catalog's tables: {}", described(&e))),
+            Err(_) => Err(format!("finding the catalog's tables: no answer within {} s", STATEMENT_TIMEOUT.as_secs())),
         }
     }
+}
+
+/// Whether the catalog's two tables are there (on the search path).
+const FOUND: &str =
+    "SELECT to_regclass('iceberg_tables') IS NOT NULL, to_regclass('iceberg_namespace_properties') IS NOT NULL";
+/// Whether `iceberg_tables` has the `iceberg_type` column.
+const TYPED: &str = "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() \
+                     AND table_name = 'iceberg_tables' AND column_name = 'iceberg_type')";
+
+/// Whether an error the server answered with leaves the connection unfit for the catalog's writes:
+/// the connection failing or the server going away (classes 08 and 57P), or a read-only server.
+fn unfit(code: &SqlState) -> bool {
+    let code = code.code();
+    code.starts_with("08") || code.starts_with("57P") || code == SqlState::READ_ONLY_SQL_TRANSACTION.code()
 }
 
 #[async_trait]
@@ -110,10 +143,10 @@ impl Rows for PostgresRows {
     async fn location(&self, catalog: &str, table: &TableIdent) -> Result<Option<String>, String> {
         let (namespace, name) = (table.namespace.as_str(), table.name.as_str());
         let row = self
-            .with_client(|client| async move {
+            .with_client(|c| async move {
                 let statement = "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = $1 \
                                  AND table_namespace = $2 AND table_name = $3";
-                client.query_opt(statement, &[&catalog, &namespace, &name]).await
+                c.client.query_opt(statement, &[&catalog, &namespace, &name]).await
             })
             .await?;
         row.map(|row| row.try_get::<_, Option<String>>(0).map_err(|e| e.to_string())).transpose().map(Option::flatten)
@@ -121,8 +154,8 @@ impl Rows for PostgresRows {
 
     async fn count(&self, catalog: &str) -> Result<i64, String> {
         let row = self
-            .with_client(|client| async move {
-                client.query_one("SELECT COUNT(*) FROM iceberg_tables WHERE catalog_name = $1", &[&catalog]).await
+            .with_client(|c| async move {
+                c.client.query_one("SELECT COUNT(*) FROM iceberg_tables WHERE catalog_name = $1", &[&catalog]).await
             })
             .await?;
         row.try_get(0).map_err(|e| e.to_string())
@@ -130,16 +163,24 @@ impl Rows for PostgresRows {
 
     async fn insert(&self, catalog: &str, table: &TableIdent, at: &str) -> Result<bool, String> {
         let (namespace, name) = (table.namespace.as_str(), table.name.as_str());
-        self.execute(
-            "INSERT INTO iceberg_namespace_properties VALUES ($1, $2, 'exists', 'true') ON CONFLICT DO NOTHING",
-            &[&catalog, &namespace],
-        )
-        .await?;
         let added = self
-            .execute(
-                "INSERT INTO iceberg_tables VALUES ($1, $2, $3, $4, NULL, 'TABLE') ON CONFLICT DO NOTHING",
-                &[&catalog, &namespace, &name, &at],
-            )
+            .with_client(|c| async move {
+                let namespace_row = "INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, \
+                                     property_value) VALUES ($1, $2, 'exists', 'true') ON CONFLICT DO NOTHING";
+                c.client.execute(namespace_row, &[&catalog, &namespace]).await?;
+                let table_row = match c.typed {
+                    true => {
+                        "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, \
+                             previous_metadata_location, iceberg_type) VALUES ($1, $2, $3, $4, NULL, 'TABLE') \
+                             ON CONFLICT DO NOTHING"
+                    }
+                    false => {
+                        "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, \
+                              previous_metadata_location) VALUES ($1, $2, $3, $4, NULL) ON CONFLICT DO NOTHING"
+                    }
+                };
+                c.client.execute(table_row, &[&catalog, &namespace, &name, &at]).await
+            })
             .await?;
         Ok(added == 1)
     }

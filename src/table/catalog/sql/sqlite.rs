@@ -17,6 +17,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct SqliteRows {
     db: Arc<Mutex<Connection>>,
     path: PathBuf,
+    /// Whether `iceberg_tables` has the `iceberg_type` column (schema V1, ours; V0 lacks it).
+    typed: bool,
 }
 
 impl SqliteRows {
@@ -25,7 +27,14 @@ impl SqliteRows {
         let db = Connection::open(path).map_err(|e| e.to_string())?;
         db.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
         db.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
-        Ok(Self { db: Arc::new(Mutex::new(db)), path: path.to_path_buf() })
+        let typed = db
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('iceberg_tables') WHERE name = 'iceberg_type'",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(Self { db: Arc::new(Mutex::new(db)), path: path.to_path_buf(), typed: typed == 1 })
     }
 
     /// Runs `f` on the connection, off the async threads.
@@ -71,16 +80,20 @@ impl Rows for SqliteRows {
 
     async fn insert(&self, catalog: &str, table: &TableIdent, at: &str) -> Result<bool, String> {
         let (name, t, at) = (catalog.to_string(), table.clone(), at.to_string());
+        let table_row = match self.typed {
+            true => "INSERT OR IGNORE INTO iceberg_tables (catalog_name, table_namespace, table_name, \
+                     metadata_location, previous_metadata_location, iceberg_type) VALUES (?1, ?2, ?3, ?4, NULL, 'TABLE')",
+            false => "INSERT OR IGNORE INTO iceberg_tables (catalog_name, table_namespace, table_name, \
+                      metadata_location, previous_metadata_location) VALUES (?1, ?2, ?3, ?4, NULL)",
+        };
         let added = self
             .with_db(move |db| {
                 db.execute(
-                    "INSERT OR IGNORE INTO iceberg_namespace_properties VALUES (?1, ?2, 'exists', 'true')",
+                    "INSERT OR IGNORE INTO iceberg_namespace_properties (catalog_name, namespace, property_key, \
+                     property_value) VALUES (?1, ?2, 'exists', 'true')",
                     params![name, t.namespace],
                 )?;
-                db.execute(
-                    "INSERT OR IGNORE INTO iceberg_tables VALUES (?1, ?2, ?3, ?4, NULL, 'TABLE')",
-                    params![name, t.namespace, t.name, at],
-                )
+                db.execute(table_row, params![name, t.namespace, t.name, at])
             })
             .await?;
         Ok(added == 1)
@@ -98,5 +111,31 @@ impl Rows for SqliteRows {
             })
             .await?;
         Ok(swapped == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tables another tool made in Iceberg's JDBC schema V0 (no `iceberg_type`) are used as they are.
+    #[tokio::test]
+    async fn a_table_row_goes_into_tables_of_schema_v0_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v0.db");
+        let v0 = "CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) NOT \
+                  NULL, table_name VARCHAR(255) NOT NULL, metadata_location VARCHAR(1000), previous_metadata_location \
+                  VARCHAR(1000), PRIMARY KEY (catalog_name, table_namespace, table_name))";
+        Connection::open(&path).unwrap().execute_batch(v0).unwrap();
+        let table = TableIdent { namespace: "kafka".into(), name: "orders".into() };
+        for (path, typed) in [(path, false), (dir.path().join("new.db"), true)] {
+            let rows = SqliteRows::open(&path).unwrap();
+            assert_eq!(rows.typed, typed, "{}", path.display());
+            assert!(rows.insert("default", &table, "s3://b/m/00000.metadata.json").await.unwrap());
+            assert!(!rows.insert("default", &table, "s3://b/m/00000-other.metadata.json").await.unwrap(), "once");
+            assert!(rows.swap("default", &table, "s3://b/m/00000.metadata.json", "s3://b/m/00001.json").await.unwrap());
+            let at = rows.location("default", &table).await.unwrap();
+            assert_eq!(at.as_deref(), Some("s3://b/m/00001.json"));
+        }
     }
 }
