@@ -118,6 +118,7 @@ async fn main() {
             catalog: catalog.clone(),
             prefix: prefix.clone(),
             max_files: per_commit,
+            recent: Default::default(),
         };
         let table = TopicTable::new("kafka", "orders", None);
         let partitions: Vec<i32> = (0..PARTITIONS).collect();

@@ -1,7 +1,8 @@
 //! Iceberg tables as views of the archive, on the SQL catalog (SQLite) and read back by pyiceberg,
 //! DuckDB and Apache Spark: a topic archived by an in-process archiver from librdkafka's mock cluster, committed by two
 //! committers at once (two instances), then again (nothing to add), then after more records were
-//! archived; an archiver with `--table iceberg` and hourly time buckets keeping its table up to date; one whose
+//! archived; an archiver with `--table iceberg` and hourly time buckets keeping its table up to date; one
+//! on S3 that commits the objects it created without reading them back; one whose
 //! typed values gain a column mid-stream (the table's schema evolves); one committed to so often that its
 //! manifests are merged; and one whose graceful stop commits the files it closed on the way out.
 
@@ -11,9 +12,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use common::s3_proxy::{Kind, S3Proxy};
 use common::{
-    archive_mock_topic, cart, carts_table, duckdb_iceberg_row, mock_settings, pyiceberg_reads_each_record_once,
-    read_carts_table, spark_reads_the_table, start_archiver, wait_for_table,
+    archive_mock_topic, cart, carts_table, data_objects, duckdb_iceberg_row, mock_settings,
+    pyiceberg_reads_each_record_once, read_carts_table, s3_endpoint, spark_reads_the_table, start_archiver,
+    wait_for_table, TestDest,
 };
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
@@ -38,7 +41,7 @@ fn committer(
     prefix: &kafka_s3_archiver::archive::object_key::Prefix,
 ) -> Committer {
     let catalog = SqlCatalog::sqlite(db, "default", store.clone()).unwrap();
-    Committer { store, catalog: Arc::new(catalog), prefix: prefix.clone(), max_files: 1000 }
+    Committer { store, catalog: Arc::new(catalog), prefix: prefix.clone(), max_files: 1000, recent: Default::default() }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -141,6 +144,32 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
     check_pyiceberg(&db, dir.path(), "clicks_v1", &produced);
     let loaded = catalog.load(&ident).await.unwrap().unwrap();
     assert_eq!(loaded.metadata["default-spec-id"], 1, "partitioned by Kafka partition and hour");
+}
+
+/// An archiver's commits take the size and footer of the objects it created from its own pipeline:
+/// through a proxy that counts the store's requests, the table is complete with no HEAD and no footer
+/// read of any of them (each added file cost a HEAD and a ranged GET before).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_archiver_commits_the_objects_it_created_without_reading_them_back() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("taps", 2, 1).unwrap();
+    let produced = produce(&bootstrap, "taps", 2, 0..400, 40).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (dest, proxy) = (TestDest::s3().await, S3Proxy::start(&s3_endpoint()).await);
+    let settings = Settings {
+        dest: Some(dest.url()),
+        s3_endpoint: Some(proxy.url.clone()),
+        ..table_settings(&bootstrap, &dir.path().join("catalog.db"), "taps")
+    };
+    let (archiver, store) = start_archiver(settings).await;
+    let catalog = SqlCatalog::sqlite(&dir.path().join("catalog.db"), "default", store.clone()).unwrap();
+    wait_for_table(&catalog, &TableIdent { namespace: "kafka".into(), name: "taps".into() }, &produced).await;
+    archiver.shutdown().await.unwrap();
+    let files = data_objects(store.as_ref(), &dest.prefix(), "taps").await;
+    assert!(files >= 8, "{files} files: 50 records each");
+    let counts = proxy.counts();
+    assert_eq!(counts.requests.get(&Kind::Head), None, "{:?}", counts.requests);
 }
 
 /// Typed values whose producer adds a field mid-stream: the files after it have a column the table's

@@ -78,6 +78,7 @@ async fn committers_racing_on_a_postgresql_catalog_add_each_archived_file_once()
             catalog: catalog::open(&catalog.location, &name, store.clone()).unwrap(),
             prefix: prefix.clone(),
             max_files: 1000,
+            recent: Default::default(),
         })
         .collect();
     let partitions = [vec![0, 1], vec![1, 2], vec![2, 0], vec![0, 1, 2]];
@@ -153,6 +154,7 @@ async fn a_user_without_create_rights_commits_to_tables_made_for_it_in_schema_v0
         catalog: catalog::open(&location, "v0", store.clone()).unwrap(),
         prefix,
         max_files: 1000,
+        recent: Default::default(),
     };
     let table = TopicTable {
         ident: TableIdent { namespace: "kafka".into(), name: "refunds".into() },

@@ -52,6 +52,7 @@ async fn two_committers_on_a_rest_catalog_add_each_file_once() {
         catalog: Arc::new(rest(auth, store.clone())),
         prefix: prefix.clone(),
         max_files: 1000,
+        recent: Default::default(),
     };
     let oauth2 = RestAuth::ClientCredentials {
         client_id: "ksa".into(),
@@ -190,6 +191,7 @@ async fn a_column_added_mid_stream_evolves_a_rest_catalogs_table() {
         catalog: catalog.clone(),
         prefix: config.store.dest.prefix().clone(),
         max_files: 3,
+        recent: Default::default(),
     };
     let mut commits = 0;
     while committer.commit(&table, &[0, 1], 1_000).await.unwrap().snapshot_id.is_some() {

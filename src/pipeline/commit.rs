@@ -1,15 +1,16 @@
 //! What follows durability, in one place: each uploader reports every object that became durable (its
 //! claim won, its data created or found already there), in its partition's order, and the stage acts
-//! on it. Today that is Kafka's commit, a hint for the next recovery; a table commit (Iceberg) is the
-//! next stage here, and needs what `Durable` carries (the range, the chain position, the footer).
+//! on it: Kafka's commit, a hint for the next recovery, and, with tables, the size and footer of each
+//! object it created, so the table commits of this process need not read them back.
 
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use parquet::file::metadata::ParquetMetaData;
-use std::sync::mpsc::Sender;
 
 use crate::archive::object_key::ObjectKey;
 use crate::source::{Commit, SourceCommand};
+use crate::table::recent::RecentObjects;
 
 /// An object that is in the archive for good.
 #[derive(Debug, Clone)]
@@ -28,11 +29,25 @@ pub struct Durable {
 pub(super) struct CommitStage {
     /// The consumer thread, which commits to Kafka.
     source: Sender<SourceCommand>,
+    /// The objects created lately, for the table commits of this process (none without tables).
+    recent: Option<Arc<RecentObjects>>,
 }
 
 impl CommitStage {
     pub(super) fn new(source: Sender<SourceCommand>) -> Self {
-        Self { source }
+        Self { source, recent: None }
+    }
+
+    pub(super) fn with_recent(self, recent: Arc<RecentObjects>) -> Self {
+        Self { recent: Some(recent), ..self }
+    }
+
+    /// `object` was created by this upload (not found there already, when it may hold other bytes):
+    /// a table commit of this process may take its size and footer as they are.
+    pub(super) fn created(&self, object: &Durable) {
+        if let (Some(recent), Some(footer)) = (&self.recent, &object.footer) {
+            recent.created(&object.key.to_string(), object.bytes, footer.clone());
+        }
     }
 
     /// `object` is durable: the group's committed offset moves past it, with its chain position in the

@@ -208,6 +208,13 @@ impl Pipeline {
         self
     }
 
+    /// Tells `recent` of each Parquet object it creates (its size and footer), for the table commits
+    /// of this process.
+    pub fn with_recent_objects(mut self, recent: Arc<crate::table::recent::RecentObjects>) -> Self {
+        self.commits = Arc::new(CommitStage::new(self.link.commands.clone()).with_recent(recent));
+        self
+    }
+
     /// Also sends records whose value did not fit the value schema to `sink`, before their file is
     /// uploaded.
     pub fn with_dead_letters(mut self, sink: Arc<dyn DeadLetterSink>) -> Self {

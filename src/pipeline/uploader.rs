@@ -122,6 +122,9 @@ impl Uploader {
             values: file.values.as_ref(),
             keys: file.keys.as_ref(),
         }));
+        if outcome == PutOutcome::Created {
+            self.commits.created(&durable);
+        }
         self.commits.durable(&durable);
         Ok(())
     }

@@ -28,6 +28,7 @@ use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, Sour
 use crate::store::{self, ObjectStore, PutOutcome, Role, StoreError};
 use crate::table::catalog;
 use crate::table::committer::Committer;
+use crate::table::recent::{RecentObjects, RECENT_OBJECTS};
 use crate::telemetry::{Event, Metrics};
 
 /// How long a graceful stop waits for the tables' last commit.
@@ -56,11 +57,11 @@ pub enum ArchiverError {
     Catalog(#[from] crate::table::catalog::CatalogError),
 }
 
-/// Opens the tables' catalog and starts their committer.
+/// Opens the tables' catalog and starts their committer (told of the objects the pipeline creates).
 fn start_tables(
     config: &ArchiverConfig,
     table: &TableConfig,
-    store: Arc<dyn ObjectStore>,
+    (store, recent): (Arc<dyn ObjectStore>, Arc<RecentObjects>),
     assigned: AssignedTopics,
     metrics: &Arc<Metrics>,
 ) -> Result<TableTask, ArchiverError> {
@@ -69,6 +70,7 @@ fn start_tables(
         store,
         prefix: config.store.dest.prefix().clone(),
         max_files: table.cadence.max_files,
+        recent,
     };
     let options =
         TableOptions { config: table.clone(), profiles: Arc::new(config.pipeline.profiles.clone()), assigned };
@@ -263,7 +265,13 @@ impl Archiver {
             pipeline = pipeline.with_registry(Registry { client, cache: registry.cache.clone() });
         }
         let tables = match &config.table {
-            Some(table) => Some(start_tables(config, table, store.clone(), pipeline.assigned_topics(), &metrics)?),
+            Some(table) => {
+                let recent = Arc::new(RecentObjects::new(RECENT_OBJECTS));
+                pipeline = pipeline.with_recent_objects(recent.clone());
+                let tables =
+                    start_tables(config, table, (store.clone(), recent), pipeline.assigned_topics(), &metrics)?;
+                Some(tables)
+            }
             None => None,
         };
         let markers = profiles.any_bucketed().then(|| {

@@ -1,7 +1,8 @@
 //! A partition's claims chain from a table position on, as a committer reads it from the archive: each
 //! claim, whether its data object is durable, and what the table records of the object (its offsets,
 //! its size, its record count and columns from its Parquet footer). Thin I/O around [`super::plan`]:
-//! one LIST of the claims folder, then a GET per claim, a HEAD and a ranged GET (the footer) per object.
+//! one LIST of the claims folder, then a GET per claim, a HEAD and a ranged GET (the footer) per object
+//! (none for the objects this process has just created: [`RecentObjects`]).
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use crate::store::{list_between, ObjectStore};
 
 use super::committer::TableError;
 use super::plan::Link;
+use super::recent::RecentObjects;
 
 /// How much of an object's end is read first for its footer (most footers are smaller).
 const FOOTER_GUESS: u64 = 64 << 10;
@@ -38,8 +40,9 @@ pub struct DurableLink {
 /// pass), and the chain position after the last claim read. Claims are read one ahead of the link
 /// being looked at, so nothing past the last link returned is read. `keep_footers`: each link keeps
 /// its object's footer (a commit's few links; a whole partition's would hold them all in memory).
+/// Objects in `recent` (this process created them) are taken from there, not read back.
 pub async fn read_chain(
-    store: &dyn ObjectStore,
+    (store, recent): (&dyn ObjectStore, &RecentObjects),
     prefix: &Prefix,
     tp: &TopicPartition,
     from: i64,
@@ -55,7 +58,7 @@ pub async fn read_chain(
     while let Some(claim) = current {
         let following = read_claim(store, keys.next()).await?;
         next = claim.end + 1;
-        if let Some(mut link) = durable_link(store, prefix, tp, claim, following.as_ref()).await? {
+        if let Some(mut link) = durable_link((store, recent), prefix, tp, claim, following.as_ref()).await? {
             if !keep_footers {
                 link.footer = None;
             }
@@ -78,7 +81,7 @@ async fn read_claim(store: &dyn ObjectStore, key: Option<String>) -> Result<Opti
 
 /// The link of `claim` if its data is durable (or it has none by design, as `following` says).
 async fn durable_link(
-    store: &dyn ObjectStore,
+    (store, recent): (&dyn ObjectStore, &RecentObjects),
     prefix: &Prefix,
     tp: &TopicPartition,
     claim: Claim,
@@ -87,19 +90,26 @@ async fn durable_link(
     let named = claim
         .object_key(prefix)
         .ok_or_else(|| TableError::OldClaim { tp: tp.to_string(), start: claim.chain_start })?;
-    let object = match store.head(&named.to_string()).await? {
-        Some(size) => Some((named, size)),
-        None => rewritten(store, &named, &claim).await?,
+    let created = recent.get(&named.to_string());
+    let object = match created {
+        Some((size, footer)) => Some((named, size, Some(footer))),
+        None => match store.head(&named.to_string()).await? {
+            Some(size) => Some((named, size, None)),
+            None => rewritten(store, &named, &claim).await?.map(|(key, size)| (key, size, None)),
+        },
     };
     Ok(match object {
-        Some((key, size)) => {
+        Some((key, size, footer)) => {
             if key.kind != FileKind::Parquet {
                 return Err(TableError::NotParquet { key: key.to_string() });
             }
-            let footer = read_footer(store, &key.to_string(), size).await?;
+            let footer = match footer {
+                Some(footer) => footer,
+                None => Arc::new(read_footer(store, &key.to_string(), size).await?),
+            };
             let records = footer.file_metadata().num_rows().max(0) as u64;
             let link = Link { covers: claim.covers(), object: Some(key.to_string()) };
-            Some(DurableLink { link, claim, object: Some((key.range, size, records)), footer: Some(Arc::new(footer)) })
+            Some(DurableLink { link, claim, object: Some((key.range, size, records)), footer: Some(footer) })
         }
         None if emptied(&claim, following) => {
             Some(DurableLink { link: Link { covers: claim.covers(), object: None }, claim, object: None, footer: None })

@@ -20,6 +20,7 @@ use super::iceberg::spec::{field_id, table_schema, SpecError, TIME_COLUMN};
 use super::iceberg::stats::ColumnStats;
 use super::partition::file_partition;
 use super::plan::{plan, Chain, PlanError};
+use super::recent::RecentObjects;
 use super::snapshot::{has_time_spec, specs_for, WrittenSnapshot};
 use super::state::{StateError, TableState};
 use crate::archive::claim::ClaimError;
@@ -108,6 +109,8 @@ pub struct Committer {
     pub prefix: Prefix,
     /// At most this many files go into one commit (the rest wait for the next).
     pub max_files: usize,
+    /// The objects this process has just created (empty: read every object from the store).
+    pub recent: Arc<RecentObjects>,
 }
 
 /// One planned commit: the files per partition and where each partition's position moves.
@@ -216,7 +219,7 @@ impl Committer {
     ) -> Result<Option<(String, Arc<ParquetMetaData>, Option<String>)>, TableError> {
         for &p in partitions {
             let tp = TopicPartition::new(&table.topic, p).expect("an archived partition");
-            let (durable, _) = read_chain(self.store.as_ref(), &self.prefix, &tp, 0, 1, true).await?;
+            let (durable, _) = read_chain((self.store.as_ref(), &self.recent), &self.prefix, &tp, 0, 1, true).await?;
             for d in durable {
                 if let (Some(key), Some(footer)) = (d.link.object, d.footer) {
                     return Ok(Some((key, footer, d.claim.topic_id)));
@@ -285,7 +288,8 @@ impl Committer {
         let position = state.positions.get(&p).copied();
         // At most `room` files: the chain is read up to the link holding the last one.
         let (mut durable, next) =
-            read_chain(self.store.as_ref(), &self.prefix, &tp, position.unwrap_or(0), room, true).await?;
+            read_chain((self.store.as_ref(), &self.recent), &self.prefix, &tp, position.unwrap_or(0), room, true)
+                .await?;
         let links: Vec<_> = durable.iter().map(|d| d.link.clone()).collect();
         let Some(append) = plan(position, Chain { links: &links, next })
             .map_err(|source| TableError::Plan { tp: tp.to_string(), source })?

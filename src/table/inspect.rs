@@ -69,7 +69,8 @@ impl Committer {
         let mut expected = BTreeMap::new();
         for (&p, &position) in &state.positions {
             let tp = TopicPartition::new(&table.topic, p).expect("a recorded partition");
-            let (durable, next) = read_chain(self.store.as_ref(), &self.prefix, &tp, 0, usize::MAX, false).await?;
+            let (durable, next) =
+                read_chain((self.store.as_ref(), &self.recent), &self.prefix, &tp, 0, usize::MAX, false).await?;
             let links: Vec<_> = durable.into_iter().map(|d| d.link).collect();
             expected.insert(p, expected_objects(position, Chain { links: &links, next }));
         }

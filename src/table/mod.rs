@@ -23,6 +23,7 @@ pub mod iceberg;
 pub mod inspect;
 pub mod partition;
 pub mod plan;
+pub mod recent;
 pub mod snapshot;
 pub mod state;
 

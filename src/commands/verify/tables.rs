@@ -40,6 +40,7 @@ pub(crate) fn reader(
         store,
         prefix: prefix.clone(),
         max_files: 0,
+        recent: Default::default(),
     })
 }
 
