@@ -28,7 +28,7 @@ use crate::source::{KafkaSource, PipelineChannels, SourceError, SourceLink, Sour
 use crate::store::{self, ObjectStore, PutOutcome, Role, StoreError};
 use crate::table::catalog;
 use crate::table::committer::Committer;
-use crate::table::recent::{RecentObjects, RECENT_OBJECTS};
+use crate::table::recent::{RecentObjects, RECENT_FOOTER_BYTES, RECENT_OBJECTS};
 use crate::telemetry::{Event, Metrics};
 
 /// How long a graceful stop waits for the tables' last commit.
@@ -266,7 +266,7 @@ impl Archiver {
         }
         let tables = match &config.table {
             Some(table) => {
-                let recent = Arc::new(RecentObjects::new(RECENT_OBJECTS));
+                let recent = Arc::new(RecentObjects::new(RECENT_OBJECTS, RECENT_FOOTER_BYTES));
                 pipeline = pipeline.with_recent_objects(recent.clone());
                 let tables =
                     start_tables(config, table, (store.clone(), recent), pipeline.assigned_topics(), &metrics)?;
