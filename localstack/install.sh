@@ -105,34 +105,26 @@ install_s3() {
   fi
 }
 
-# DuckDB reads the archive in the data-lake test, as a user's query engine would.
-install_duckdb() {
-  local venv="$SERVICES_DIR/s3-venv"
-  [ -f "$venv/.duckdb" ] && return 0
-  say "installing duckdb 2.0.0 into $venv"
-  "$venv/bin/pip" install --quiet "duckdb==2.0.0" || die "pip could not install duckdb==2.0.0 into $venv"
-  touch "$venv/.duckdb"
+# Python packages the tests use beside the S3 server, in its venv: installs SPEC... once, remembered by
+# the marker file NAME. Usage: s3_venv_pip NAME SPEC...
+s3_venv_pip() {
+  local venv="$SERVICES_DIR/s3-venv" marker="$1"
+  shift
+  [ -f "$venv/.$marker" ] && return 0
+  say "installing $* into $venv"
+  "$venv/bin/pip" install --quiet "$@" || die "pip could not install $* into $venv"
+  touch "$venv/.$marker"
 }
+
+# DuckDB reads the archive in the data-lake test, as a user's query engine would.
+install_duckdb() { s3_venv_pip duckdb "duckdb==2.0.0"; }
 
 # pyiceberg reads the Iceberg tables back in tests/iceberg.rs, as a user's reader would (its SqlCatalog on
 # the same SQLite catalog; pyarrow reads the files).
-install_pyiceberg() {
-  local venv="$SERVICES_DIR/s3-venv"
-  [ -f "$venv/.pyiceberg" ] && return 0
-  say "installing pyiceberg 0.12.0 and pyarrow 26.0.1 into $venv"
-  "$venv/bin/pip" install --quiet "pyiceberg[sql-sqlite]==0.12.0" "pyarrow==26.0.1" \
-    || die "pip could not install pyiceberg[sql-sqlite]==0.12.0 and pyarrow==26.0.1 into $venv"
-  touch "$venv/.pyiceberg"
-}
+install_pyiceberg() { s3_venv_pip pyiceberg "pyiceberg[sql-sqlite]==0.12.0" "pyarrow==26.0.1"; }
 
 # pyiceberg reads a table of the PostgreSQL catalog too (tests/iceberg_postgres.rs), through psycopg2.
-install_psycopg2() {
-  local venv="$SERVICES_DIR/s3-venv"
-  [ -f "$venv/.psycopg2" ] && return 0
-  say "installing psycopg2-binary 2.9.11 into $venv"
-  "$venv/bin/pip" install --quiet "psycopg2-binary==2.9.11" || die "pip could not install psycopg2-binary==2.9.11 into $venv"
-  touch "$venv/.psycopg2"
-}
+install_psycopg2() { s3_venv_pip psycopg2 "psycopg2-binary==2.9.11"; }
 
 # Apache Spark reads the Iceberg tables back in tests/iceberg.rs (localstack/spark/check.py): pyspark 4.0.1
 # from PyPI (a 434 MB download, Spark's jars inside) in a venv of its own, with Apache Iceberg's Spark runtime
