@@ -20,6 +20,7 @@ use common::{
 };
 use kafka_s3_archiver::archive::keys::{classify, ArchiveKey};
 use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::archive::time_bucket::BucketWidth;
 use kafka_s3_archiver::commands::demo::generate::{produce, produce_records};
 use kafka_s3_archiver::commands::status::tables::table_statuses;
 use kafka_s3_archiver::commands::status::{status, StatusOptions};
@@ -144,6 +145,34 @@ async fn an_archiver_with_a_table_keeps_it_up_to_date_partitioned_by_hour() {
     check_pyiceberg(&db, dir.path(), "clicks_v1", &produced);
     let loaded = catalog.load(&ident).await.unwrap().unwrap();
     assert_eq!(loaded.metadata["default-spec-id"], 1, "partitioned by Kafka partition and hour");
+}
+
+/// A table keeps the partition specs it was made with: committed to later with other time buckets
+/// (days when it was made, hours now), each file's partition value is still its day, so a scan bounded
+/// by time (which prunes by those values) still finds every record.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_keeps_its_own_time_partitions_when_the_time_buckets_change() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("visits", 2, 1).unwrap();
+    let mut produced = produce(&bootstrap, "visits", 2, 0..200, 40).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (config, store) = archive_mock_topic(&bootstrap, dir.path(), "visits", &produced).await;
+    let db = dir.path().join("catalog.db");
+    let committer = committer(&db, store.clone(), config.store.dest.prefix());
+    let by_day = TopicTable::new("kafka", "visits", Some(BucketWidth::Day));
+    assert_eq!(committer.commit(&by_day, &[0, 1], 1_000).await.unwrap().records, 200);
+
+    let more = produce(&bootstrap, "visits", 2, 200..400, 40).await.unwrap();
+    for (p, records) in more {
+        produced.entry(p).or_default().extend(records);
+    }
+    drop(archive_mock_topic(&bootstrap, dir.path(), "visits", &produced).await);
+    let by_hour = TopicTable::new("kafka", "visits", Some(BucketWidth::Hour));
+    assert_eq!(committer.commit(&by_hour, &[0, 1], 2_000).await.unwrap().records, 200);
+    check_pyiceberg(&db, dir.path(), "visits", &produced);
+    let metadata = committer.catalog.load(&by_day.ident).await.unwrap().unwrap().metadata;
+    assert_eq!(metadata["partition-specs"][1]["fields"][1]["transform"], "day", "{metadata}");
 }
 
 /// An archiver's commits take the size and footer of the objects it created from its own pipeline:

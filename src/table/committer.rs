@@ -16,12 +16,12 @@ use super::fit::{with_partition, Evolving};
 use super::iceberg::avro_file::AvroFileError;
 use super::iceberg::manifest::DataFile;
 use super::iceberg::metadata::{new_table, Base, NewSchema, NewTable};
-use super::iceberg::spec::{field_id, table_schema, SpecError, TIME_COLUMN};
+use super::iceberg::spec::{field_id, table_schema, time_width, SpecError, TIME_COLUMN};
 use super::iceberg::stats::ColumnStats;
 use super::partition::file_partition;
 use super::plan::{plan, Chain, PlanError};
 use super::recent::RecentObjects;
-use super::snapshot::{has_time_spec, specs_for, WrittenSnapshot};
+use super::snapshot::{specs_for, WrittenSnapshot};
 use super::state::{StateError, TableState};
 use crate::archive::claim::ClaimError;
 use crate::archive::object_key::Prefix;
@@ -69,8 +69,8 @@ pub enum TableError {
     Foreign { table: String, location: String, expected: String },
 }
 
-/// A topic's table: its name, and how it is partitioned (when it is created: by time too with time
-/// buckets). Its columns are those of the first file it takes.
+/// A topic's table: its name, and how it is partitioned when it is created (by time too with time
+/// buckets; a table made before keeps its own specs). Its columns are those of the first file it takes.
 #[derive(Debug, Clone)]
 pub struct TopicTable {
     pub ident: TableIdent,
@@ -164,7 +164,7 @@ impl Committer {
                 return Ok(report);
             }
             let WrittenSnapshot { change, keys: written, listed } =
-                self.write_snapshot(table, &base, &planned, now_ms).await?;
+                self.write_snapshot(&base, &planned, now_ms).await?;
             match self.catalog.commit(&table.ident, &loaded, &change, now_ms).await? {
                 Committed::Done(now) => {
                     self.delete_expired(&base, &now.metadata, &change.expired, &listed).await;
@@ -238,8 +238,8 @@ impl Committer {
         state: &TableState,
         partitions: &[i32],
     ) -> Result<Planned, TableError> {
-        let width = table.width.filter(|_| has_time_spec(base));
         let (schema, last_column_id) = base.schema()?;
+        let width = time_width(&base.0["partition-specs"], schema)?;
         let columns = (field_id(schema, "offset"), field_id(schema, TIME_COLUMN));
         let mut evolving = Evolving::new(schema.clone(), last_column_id, base.next_schema_id());
         let mut planned = Planned {

@@ -5,12 +5,12 @@
 use futures::StreamExt;
 
 use super::catalog::{key_of, random_uuid};
-use super::committer::{Committer, Planned, TableError, TopicTable};
+use super::committer::{Committer, Planned, TableError};
 use super::iceberg::expire::{expired, history_is_a_line, is_expired, oldest_list, orphaned, Expired};
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
 use super::iceberg::merge;
 use super::iceberg::metadata::{append_snapshot, Base, Change, NewSchema};
-use super::iceberg::spec::{field_id, PartitionSpec, PARTITION_COLUMN, PARTITION_SPEC_ID, TIME_COLUMN, TIME_SPEC_ID};
+use super::iceberg::spec::{field_id, time_width, PartitionSpec, PARTITION_COLUMN, PARTITION_SPEC_ID, TIME_COLUMN};
 use super::state::TableState;
 use crate::archive::time_bucket::BucketWidth;
 use crate::encode::spool::SpoolData;
@@ -19,7 +19,6 @@ impl Committer {
     /// Writes the manifests and manifest list of `planned` on top of `base`.
     pub(super) async fn write_snapshot(
         &self,
-        table: &TopicTable,
         base: &Base<'_>,
         planned: &Planned,
         now_ms: i64,
@@ -33,7 +32,7 @@ impl Committer {
             Some(new) => &new.schema,
             None => base.schema()?.0,
         };
-        let specs = specs_for(schema, table.width.filter(|_| has_time_spec(base)));
+        let specs = specs_for(schema, time_width(&base.0["partition-specs"], schema)?);
         let location = base.location().unwrap_or_default();
         let uuid = random_uuid();
         let mut written = Vec::new();
@@ -200,11 +199,6 @@ struct Merging<'a> {
     schema: &'a serde_json::Value,
     ids: SnapshotIds,
     uuid: &'a str,
-}
-
-/// Whether the table has the spec by time (made so when it was created with time buckets).
-pub(super) fn has_time_spec(base: &Base) -> bool {
-    base.0["partition-specs"].as_array().is_some_and(|s| s.iter().any(|s| s["spec-id"] == TIME_SPEC_ID))
 }
 
 /// The specs of a table of `schema`: by Kafka partition, and by time too with `width` (the default).

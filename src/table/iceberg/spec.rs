@@ -297,6 +297,30 @@ fn mapped(id: Value, names: Vec<Value>, t: &Value) -> Value {
 }
 
 /// The field ID of the top-level column `name` in a table schema.
+/// The width of the spec by time of a table whose schema is `schema` and whose specs are `specs` (its
+/// metadata's `partition-specs`): the table's own, whatever `--time-buckets` says now (a file's partition
+/// value must be the one its spec's transform gives); none when it has no such spec, or one of another
+/// shape (files then go under the spec by Kafka partition). A table whose spec by Kafka partition is not
+/// the archiver's was not made by it: refused, as no file could be recorded in it correctly.
+pub fn time_width(specs: &Value, schema: &Value) -> Result<Option<BucketWidth>, SpecError> {
+    let partition = field_id(schema, PARTITION_COLUMN).ok_or_else(|| {
+        SpecError::Table(format!("it has no {PARTITION_COLUMN} column (not a table this archiver made)"))
+    })?;
+    let fields = |id: i32| specs.as_array().into_iter().flatten().find(|s| s["spec-id"] == id).map(|s| &s["fields"]);
+    let wanted = |spec: PartitionSpec| Some(spec.to_json()["fields"].clone());
+    if fields(PARTITION_SPEC_ID).cloned() != wanted(PartitionSpec::by_partition(partition)) {
+        return Err(SpecError::Table(format!(
+            "its partition spec {PARTITION_SPEC_ID} is not by the {PARTITION_COLUMN} column alone (not a table this \
+             archiver made); point --iceberg-namespace at a table of its own"
+        )));
+    }
+    let Some(time) = field_id(schema, TIME_COLUMN) else { return Ok(None) };
+    let by_time = fields(TIME_SPEC_ID).cloned();
+    Ok([BucketWidth::Day, BucketWidth::Hour]
+        .into_iter()
+        .find(|w| by_time == wanted(PartitionSpec::by_time(partition, *w, time))))
+}
+
 pub fn field_id(schema: &Value, name: &str) -> Option<i32> {
     let fields = schema["fields"].as_array()?;
     fields.iter().find(|f| f["name"] == name).and_then(|f| f["id"].as_i64()).map(|id| id as i32)

@@ -99,3 +99,27 @@ fn the_specs_partition_by_kafka_partition_and_the_timestamps_day_or_hour() {
     assert_eq!(by_partition.partition_record(3, &FilePartition::Unpartitioned), json!({"partition": 3}));
     assert_eq!(by_partition.last_field_id(), 1000);
 }
+
+#[test]
+fn the_width_of_a_tables_time_spec_is_the_tables_own_and_a_foreign_spec_is_refused() {
+    let schema = json!({"fields": [{"id": 2, "name": "timestamp"}, {"id": 9, "name": "partition"}]});
+    let specs = |widths: &[BucketWidth]| {
+        let mut all = vec![PartitionSpec::by_partition(9).to_json()];
+        all.extend(widths.iter().map(|w| PartitionSpec::by_time(9, *w, 2).to_json()));
+        Value::Array(all)
+    };
+    assert_eq!(time_width(&specs(&[BucketWidth::Day]), &schema), Ok(Some(BucketWidth::Day)));
+    assert_eq!(time_width(&specs(&[BucketWidth::Hour]), &schema), Ok(Some(BucketWidth::Hour)));
+    assert_eq!(time_width(&specs(&[]), &schema), Ok(None));
+    // A spec 1 by another column: files go under spec 0 only.
+    let other =
+        json!([PartitionSpec::by_partition(9).to_json(), PartitionSpec::by_time(9, BucketWidth::Day, 5).to_json()]);
+    assert_eq!(time_width(&other, &schema), Ok(None));
+    // Key order in the catalog's JSON does not matter.
+    let reordered = json!([{"fields": [{"field-id": 1000, "source-id": 9, "transform": "identity", "name": "partition"}], "spec-id": 0}]);
+    assert_eq!(time_width(&reordered, &schema), Ok(None));
+    let unpartitioned = json!([{"spec-id": 0, "fields": []}]);
+    assert!(matches!(time_width(&unpartitioned, &schema), Err(SpecError::Table(why)) if why.contains("spec 0")));
+    let no_partition = json!({"fields": [{"id": 2, "name": "timestamp"}]});
+    assert!(time_width(&specs(&[]), &no_partition).is_err());
+}
