@@ -175,6 +175,28 @@ async fn a_table_keeps_its_own_time_partitions_when_the_time_buckets_change() {
     assert_eq!(metadata["partition-specs"][1]["fields"][1]["transform"], "day", "{metadata}");
 }
 
+/// Topics `a.b` and `a_b` name one table: the second topic's files are refused by the first's table,
+/// saying why (added, they would have been planned from the first topic's positions).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_topic_whose_name_gives_another_topics_table_is_refused() {
+    let cluster = MockCluster::new(1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("catalog.db");
+    let mut committers = Vec::new();
+    for topic in ["a.b", "a_b"] {
+        cluster.create_topic(topic, 1, 1).unwrap();
+        let produced = produce(&bootstrap, topic, 1, 0..100, 40).await.unwrap();
+        let (config, store) = archive_mock_topic(&bootstrap, dir.path(), topic, &produced).await;
+        committers.push((topic, committer(&db, store, config.store.dest.prefix())));
+    }
+    let (first, a) = &committers[0];
+    assert_eq!(a.commit(&TopicTable::new("kafka", first, None), &[0], 1_000).await.unwrap().records, 100);
+    let (second, b) = &committers[1];
+    let refused = b.commit(&TopicTable::new("kafka", second, None), &[0], 2_000).await.unwrap_err().to_string();
+    assert!(refused.contains(r#"the table holds topic "a.b", not "a_b""#), "{refused}");
+}
+
 /// An archiver's commits take the size and footer of the objects it created from its own pipeline:
 /// through a proxy that counts the store's requests, the table is complete with no HEAD and no footer
 /// read of any of them (each added file cost a HEAD and a ranged GET before).

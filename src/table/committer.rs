@@ -119,6 +119,8 @@ pub(super) struct Planned {
     /// The schema the files need, when the table's current one lacks columns of theirs.
     pub schema: Option<NewSchema>,
     pub positions: BTreeMap<i32, i64>,
+    /// The topic the files come from.
+    pub topic: String,
     /// The topic incarnation the files come from (the table's, or their claims').
     pub topic_id: Option<String>,
     pub failed: Vec<(i32, TableError)>,
@@ -157,6 +159,7 @@ impl Committer {
             // Never before the table's last change: readers expect its logs in time order.
             let now_ms = now_ms.max(base.last_updated_ms());
             let state = TableState::from_properties(base.properties())?;
+            state.check_topic(&table.topic)?;
             report.held = partitions.iter().filter_map(|p| Some((*p, *state.positions.get(p)?))).collect();
             let mut planned = self.plan(table, &base, &state, partitions).await?;
             report.failed = std::mem::take(&mut planned.failed);
@@ -202,7 +205,7 @@ impl Committer {
         let specs = specs_for(&schema.0, table.width);
         let location = self.location(&table.ident);
         let uuid = random_uuid();
-        let properties = TableState::properties(topic_id.as_deref(), &BTreeMap::new());
+        let properties = TableState::properties(&table.topic, topic_id.as_deref(), &BTreeMap::new());
         let metadata =
             new_table(&NewTable { uuid: &uuid, location: &location, schema, specs: &specs, properties, now_ms });
         match self.catalog.create(&table.ident, &metadata).await? {
@@ -246,6 +249,7 @@ impl Committer {
             files: Vec::new(),
             schema: None,
             positions: BTreeMap::new(),
+            topic: table.topic.clone(),
             topic_id: state.topic_id.clone(),
             failed: Vec::new(),
         };

@@ -55,7 +55,7 @@ impl Committer {
         written.push(self.put(base, &list_path, &list).await?);
         let bytes: u64 = planned.files.iter().map(|f| f.size).sum();
         let records: u64 = planned.files.iter().map(|f| f.records).sum();
-        let mut properties = TableState::properties(planned.topic_id.as_deref(), &planned.positions);
+        let mut properties = TableState::properties(&planned.topic, planned.topic_id.as_deref(), &planned.positions);
         let schema_id = schema["schema-id"].as_i64().unwrap_or(0);
         let added = (planned.files.len(), records, bytes);
         let snapshot = append_snapshot(base, ids, &list_path, added, &properties, schema_id, now_ms);
