@@ -181,6 +181,46 @@ async fn a_restore_killed_midway_and_run_again_is_exactly_once() {
     assert_restored_exactly(&produced, &read_topic_back(&target, 2, 3000));
 }
 
+/// A complete restore leaves a summary of what the target holds: a re-run reads back only what the target
+/// received after it (here another producer's records), not the whole topic, and still writes each
+/// archived record once; a re-run with nothing to do reads nothing back. The summary of a target since
+/// deleted and created again is not used: everything is restored again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_re_run_reads_back_only_what_the_target_received_after_the_last_complete_run() {
+    let (dest, topic, produced) = archived_topic(2, 3000).await;
+    let target = unique("dst");
+    create_topic(&target, 2).await;
+    let brokers = brokers();
+    let args = ["--to-topic", target.as_str(), "--brokers", brokers.as_str()];
+    let restore = |extra: &[&str]| {
+        let out = run(restore_cmd(&dest, &topic, &[&args[..], extra].concat()));
+        let said = String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or_default().to_string();
+        println!("{extra:?}: {said}");
+        said
+    };
+    let first = restore(&["--to-offset", "749"]);
+    assert!(
+        first.contains("restored 1500 records") && first.contains(", 0 records of the target read back"),
+        "{first}"
+    );
+    produce(&brokers, &target, 2, 0..10, 60).await.unwrap();
+    let second = restore(&[]);
+    assert!(second.contains("restored 1500 records") && second.contains("1500 already there"), "{second}");
+    assert!(second.contains(", 10 records of the target read back"), "only the other producer's: {second}");
+    let third = restore(&[]);
+    assert!(third.contains("restored 0 records") && third.contains("3000 already there"), "{third}");
+    assert!(third.contains(", 0 records of the target read back"), "{third}");
+    let (restored, others) = read_topic_back_with_others(&target, 2, 3000);
+    assert_eq!(others, 10);
+    assert_restored_exactly(&produced, &restored);
+
+    delete_topic(&target).await;
+    create_topic(&target, 2).await;
+    let again = restore(&[]);
+    assert!(again.contains("restored 3000 records") && again.contains(" 0 already there"), "{again}");
+    assert_restored_exactly(&produced, &read_topic_back(&target, 2, 3000));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn key_partitioning_into_another_partition_count() {
     let (dest, topic, produced) = archived_topic(3, 1500).await;

@@ -1,7 +1,9 @@
 //! `restore`: an archived range back into a Kafka topic (or to stdout as JSON lines), per partition in
 //! offset order, each offset once, with keys, values, headers and timestamps. Into Kafka, the producer
 //! is idempotent and every record carries its source in a header; a re-run first reads the target
-//! back and skips what it holds, so an interrupted restore resumes without duplicates.
+//! back and skips what it holds, so an interrupted restore resumes without duplicates. A complete run
+//! leaves a summary of what the target holds in the target cluster (`summary`), so the next run reads
+//! back only what came after it.
 
 pub mod cli;
 pub mod plan;
@@ -9,6 +11,7 @@ pub mod progress;
 
 mod by_time;
 mod kafka;
+mod summary;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -25,7 +28,7 @@ use crate::archive::keys::{classify, ArchiveKey};
 use crate::archive::object_key::{ObjectKey, Prefix};
 use crate::archive::partition::{is_selected, TopicPartition};
 use crate::archive::record::Record;
-use crate::commands::restore::plan::{OffsetOnce, Partitioning, Selection};
+use crate::commands::restore::plan::{OffsetOnce, Partitioning, RestoreProgress, Selection};
 use crate::encode::{decode, json_line, EncodeError};
 use crate::retry::{Patience, Retrying};
 use crate::store::{list_all, ObjectStore, StoreError};
@@ -106,6 +109,8 @@ pub struct RestoreProgressCounters {
     pub objects_skipped: AtomicU64,
     /// Time-bucket folders whose marker says their records are outside the time selection.
     pub folders_skipped: AtomicU64,
+    /// Records of the target read back to learn what an earlier run wrote.
+    pub read_back: AtomicU64,
 }
 
 impl RestoreProgressCounters {
@@ -128,13 +133,14 @@ impl RestoreProgressCounters {
     pub fn summary(&self) -> String {
         format!(
             "restored {} records ({:.1} MB), {} already there, {} skipped, {} objects skipped by time \
-             ({} time-bucket folders by their markers)",
+             ({} time-bucket folders by their markers), {} records of the target read back",
             Self::get(&self.written),
             Self::get(&self.bytes) as f64 / 1e6,
             Self::get(&self.already_there),
             Self::get(&self.skipped),
             Self::get(&self.objects_skipped),
             Self::get(&self.folders_skipped),
+            Self::get(&self.read_back),
         )
     }
 
@@ -174,6 +180,23 @@ async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<(ByPa
 
 /// Selected objects per source partition.
 type ByPartition = BTreeMap<i32, Vec<ObjectKey>>;
+
+/// Leaves out the objects whose every selected offset the target holds a record of (nothing of them to
+/// write, so nothing to fetch); how many records they hold.
+fn skip_held_objects(held: &RestoreProgress, opts: &RestoreOptions, by_partition: &mut ByPartition) -> u64 {
+    let mut skipped = 0;
+    for (p, keys) in by_partition.iter_mut() {
+        let source = TopicPartition::new(opts.topic.as_str(), *p).expect("parsed from a key");
+        keys.retain(|k| match opts.selection.offsets_of(k.range) {
+            Some((first, last)) if held.covers(&source, first, last) => {
+                skipped += (last - first + 1) as u64;
+                false
+            }
+            _ => true,
+        });
+    }
+    skipped
+}
 
 /// Paces records to `--max-rate` across all partitions.
 struct Pacer {
@@ -220,15 +243,17 @@ impl PartitionSink<'_> {
         }
     }
 
-    async fn finish(self, counters: &RestoreProgressCounters) -> Result<(), RestoreError> {
+    /// Awaits what is still on its way; what was delivered.
+    async fn finish(self, counters: &RestoreProgressCounters) -> Result<RestoreProgress, RestoreError> {
         match self {
-            PartitionSink::Stdout { .. } => Ok(()),
+            PartitionSink::Stdout { .. } => Ok(RestoreProgress::default()),
             PartitionSink::Kafka { deliveries, .. } => deliveries.finish(counters).await,
         }
     }
 }
 
-/// One source partition's selected objects, fetched and decoded a few ahead, each offset once, in order.
+/// One source partition's selected objects, fetched and decoded a few ahead, each offset once, in order;
+/// what it delivered.
 async fn restore_partition(
     store: Arc<dyn ObjectStore>,
     opts: Arc<RestoreOptions>,
@@ -237,7 +262,7 @@ async fn restore_partition(
     pacer: Arc<Pacer>,
     counters: Arc<RestoreProgressCounters>,
     mut sink: PartitionSink<'_>,
-) -> Result<(), RestoreError> {
+) -> Result<RestoreProgress, RestoreError> {
     let mut once = OffsetOnce::default();
     let reencode_json = opts.reencode_json;
     let mut decoded = stream::iter(keys)
@@ -311,6 +336,10 @@ pub async fn restore(
             let target = Arc::new(tokio::task::block_in_place(|| {
                 kafka::KafkaTarget::open(brokers, props, topic, *partitioning, &source_partitions)
             })?);
+            counters.read_back.store(target.read_back, Ordering::Relaxed);
+            let held_before = skip_held_objects(target.progress(), &opts, &mut by_partition);
+            RestoreProgressCounters::add(&counters.already_there, held_before);
+            let mut held = target.progress().clone();
             // Dropping the set (on an error) stops the partitions still running.
             let mut running = JoinSet::new();
             let mut pending = by_partition.into_iter();
@@ -323,11 +352,13 @@ pub async fn restore(
                 }
                 match running.join_next().await {
                     None => break,
-                    Some(Ok(done)) => done?,
+                    Some(Ok(done)) => held.merge(&done?),
                     Some(Err(e)) => std::panic::resume_unwind(e.into_panic()),
                 }
             }
-            target.flush().await
+            target.flush().await?;
+            tokio::task::block_in_place(|| target.leave_summary(brokers, props, &held));
+            Ok(())
         }
     }
 }

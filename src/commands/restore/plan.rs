@@ -139,9 +139,14 @@ impl Selection {
 
     /// At most how many offsets of `range` are selected (for progress estimates).
     pub fn offsets_in(&self, range: OffsetRange) -> u64 {
+        self.offsets_of(range).map_or(0, |(start, end)| u64::try_from(end - start + 1).unwrap_or(0))
+    }
+
+    /// The first and last offset of `range` the offset bounds select, if any.
+    pub fn offsets_of(&self, range: OffsetRange) -> Option<(i64, i64)> {
         let start = self.from_offset.map_or(range.start(), |f| f.max(range.start()));
         let end = self.to_offset.map_or(range.end(), |t| t.min(range.end()));
-        u64::try_from(end - start + 1).unwrap_or(0)
+        Some((start, end)).filter(|(start, end)| start <= end)
     }
 }
 
@@ -158,13 +163,35 @@ impl RestoreProgress {
         self.delivered.entry(source.clone()).or_default().insert(offset);
     }
 
+    /// The target holds the records of `source` from `first` through `last`.
+    pub fn delivered_run(&mut self, source: &TopicPartition, first: i64, last: i64) {
+        self.delivered.entry(source.clone()).or_default().insert_run(first, last);
+    }
+
     pub fn is_done(&self, source: &TopicPartition, offset: i64) -> bool {
         self.delivered.get(source).is_some_and(|set| set.contains(offset))
+    }
+
+    /// Whether the target holds a record of `source` at every offset from `first` through `last`.
+    pub fn covers(&self, source: &TopicPartition, first: i64, last: i64) -> bool {
+        self.delivered.get(source).is_some_and(|set| set.covers(first, last))
     }
 
     /// Holes in what earlier runs wrote: runs of offsets beyond one per source partition.
     pub fn holes(&self) -> usize {
         self.delivered.values().map(|set| set.runs() - 1).sum()
+    }
+
+    /// Every run of source offsets the target holds: source partition, first and last offset.
+    pub fn runs(&self) -> impl Iterator<Item = (&TopicPartition, i64, i64)> {
+        self.delivered.iter().flat_map(|(tp, set)| set.runs.iter().map(move |(first, last)| (tp, *first, *last)))
+    }
+
+    /// Adds what `other` holds.
+    pub fn merge(&mut self, other: &RestoreProgress) {
+        for (tp, first, last) in other.runs() {
+            self.delivered_run(tp, first, last);
+        }
     }
 }
 
@@ -178,19 +205,31 @@ pub struct OffsetSet {
 
 impl OffsetSet {
     pub fn insert(&mut self, offset: i64) {
-        if self.contains(offset) {
-            return;
+        if !self.contains(offset) {
+            self.insert_run(offset, offset);
         }
-        let before = self.runs.range(..offset).next_back().filter(|(_, end)| **end + 1 == offset).map(|(s, _)| *s);
-        let after = offset.checked_add(1).and_then(|next| self.runs.remove(&next));
-        match before {
-            Some(start) => self.runs.insert(start, after.unwrap_or(offset)),
-            None => self.runs.insert(offset, after.unwrap_or(offset)),
-        };
+    }
+
+    /// Adds `first..=last`, merged with the runs it overlaps or touches.
+    pub fn insert_run(&mut self, mut first: i64, mut last: i64) {
+        // The runs starting up to right after `last` and ending no earlier than right before `first`:
+        // disjoint and apart, so they are the last ones of that range, from the highest start down.
+        while let Some((&start, &end)) =
+            self.runs.range(..=last.saturating_add(1)).next_back().filter(|(_, end)| end.saturating_add(1) >= first)
+        {
+            self.runs.remove(&start);
+            (first, last) = (first.min(start), last.max(end));
+        }
+        self.runs.insert(first, last);
     }
 
     pub fn contains(&self, offset: i64) -> bool {
-        self.runs.range(..=offset).next_back().is_some_and(|(_, end)| offset <= *end)
+        self.covers(offset, offset)
+    }
+
+    /// Whether every offset from `first` through `last` is in it.
+    pub fn covers(&self, first: i64, last: i64) -> bool {
+        self.runs.range(..=first).next_back().is_some_and(|(_, end)| last <= *end)
     }
 
     /// How many runs of adjacent offsets it holds.
@@ -316,6 +355,33 @@ mod tests {
         assert!(set.contains(10) && !set.contains(11) && !set.contains(-1));
         set.insert(i64::MAX);
         assert!(set.contains(i64::MAX));
+    }
+
+    #[test]
+    fn runs_added_whole_merge_with_those_they_overlap_or_touch() {
+        let mut set = OffsetSet::default();
+        for (first, last) in [(10, 19), (30, 39), (50, 59), (0, 4)] {
+            set.insert_run(first, last);
+        }
+        assert_eq!(set.runs(), 4);
+        set.insert_run(20, 29);
+        assert_eq!(set.runs(), 3, "touching both sides: 10..=39 is one run");
+        set.insert_run(35, 55);
+        assert_eq!(set.runs(), 2, "overlapping: 10..=59");
+        set.insert_run(5, 9);
+        assert_eq!(set.runs(), 1);
+        assert!((0..=59).all(|o| set.contains(o)) && !set.contains(60) && !set.contains(-1));
+        set.insert_run(62, i64::MAX);
+        assert_eq!((set.runs(), set.contains(61), set.contains(i64::MAX)), (2, false, true));
+        let mut progress = RestoreProgress::default();
+        let tp = TopicPartition::new("t", 0).unwrap();
+        progress.delivered_run(&tp, 0, 9);
+        let mut more = RestoreProgress::default();
+        more.delivered(&tp, 10);
+        progress.merge(&more);
+        assert_eq!(progress.runs().collect::<Vec<_>>(), vec![(&tp, 0, 10)]);
+        assert!(progress.covers(&tp, 0, 10) && progress.covers(&tp, 3, 3) && !progress.covers(&tp, 5, 11));
+        assert!(!progress.covers(&TopicPartition::new("t", 1).unwrap(), 0, 0));
     }
 
     #[test]
