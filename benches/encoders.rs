@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
-use kafka_s3_archiver::archive::record::Record;
+use kafka_s3_archiver::archive::record::{Header, Record};
 use kafka_s3_archiver::commands::demo::generate::generated;
 use kafka_s3_archiver::encode::spool::{Spool, SpoolOptions, SpoolUsage};
 use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
@@ -80,6 +80,33 @@ fn encoders(c: &mut Criterion) {
         group.finish();
     }
     typed(c, &spool);
+    headers(c, &spool);
+}
+
+/// Parquet (zstd), compressible values, with each record's headers replaced: none, or three small
+/// binary ones (a trace ID, a schema tag, a routing key, as real topics carry): what a header costs.
+fn headers(c: &mut Criterion, spool: &SpoolOptions) {
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).expect("spec");
+    let mut group = c.benchmark_group("encode-1KiB-headers");
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.sample_size(10);
+    let mut rng = fastrand::Rng::with_seed(11);
+    for count in [0, 3] {
+        let mut input = records(false);
+        for r in &mut input {
+            let names: [&[u8]; 3] = [b"traceparent", b"schema", b"route"];
+            r.headers = names[..count]
+                .iter()
+                .map(|name| Header { key: name.to_vec(), value: Some((0..16).map(|_| rng.u8(..)).collect()) })
+                .collect();
+        }
+        let name = format!("{count}-headers");
+        println!("encode-1KiB-headers/{name}: a file of {} bytes", encode(spec, &ValueFormat::Raw, &input, spool));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
+            b.iter_batched(|| (), |()| encode(spec, &ValueFormat::Raw, input, spool), BatchSize::PerIteration)
+        });
+    }
+    group.finish();
 }
 
 /// Parquet (zstd) with values raw, typed by a declared schema (keeping every value's bytes too, or
