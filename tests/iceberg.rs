@@ -193,8 +193,12 @@ async fn a_topic_whose_name_gives_another_topics_table_is_refused() {
     let (first, a) = &committers[0];
     assert_eq!(a.commit(&TopicTable::new("kafka", first, None), &[0], 1_000).await.unwrap().records, 100);
     let (second, b) = &committers[1];
-    let refused = b.commit(&TopicTable::new("kafka", second, None), &[0], 2_000).await.unwrap_err().to_string();
+    let table = TopicTable::new("kafka", second, None);
+    let refused = b.commit(&table, &[0], 2_000).await.unwrap_err().to_string();
     assert!(refused.contains(r#"the table holds topic "a.b", not "a_b""#), "{refused}");
+    // status and verify say so too, rather than show or audit the other topic's table.
+    assert!(b.positions(&table).await.unwrap_err().to_string().contains("a_b"));
+    assert!(b.check(&table).await.unwrap_err().to_string().contains("a_b"));
 }
 
 /// An archiver's commits take the size and footer of the objects it created from its own pipeline:

@@ -51,6 +51,7 @@ impl Committer {
         let base = Base(&loaded.metadata);
         self.check_base(table, &base)?;
         let state = TableState::from_properties(base.properties())?;
+        state.check_topic(&table.topic)?;
         Ok(Some(TablePositions {
             table: table.ident.to_string(),
             snapshot_id: base.snapshot_id(),
@@ -65,6 +66,7 @@ impl Committer {
         let base = Base(&loaded.metadata);
         base.check_version()?;
         let state = TableState::from_properties(base.properties())?;
+        state.check_topic(&table.topic)?;
         let files = self.live_files(&base).await?;
         let mut expected = BTreeMap::new();
         for (&p, &position) in &state.positions {

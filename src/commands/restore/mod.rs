@@ -11,6 +11,7 @@ pub mod progress;
 
 mod by_time;
 mod kafka;
+mod read_back;
 mod summary;
 
 use std::collections::BTreeMap;
@@ -244,9 +245,9 @@ impl PartitionSink<'_> {
     }
 
     /// Awaits what is still on its way; what was delivered.
-    async fn finish(self, counters: &RestoreProgressCounters) -> Result<RestoreProgress, RestoreError> {
+    async fn finish(self, counters: &RestoreProgressCounters) -> Result<kafka::Delivered, RestoreError> {
         match self {
-            PartitionSink::Stdout { .. } => Ok(RestoreProgress::default()),
+            PartitionSink::Stdout { .. } => Ok(kafka::Delivered::default()),
             PartitionSink::Kafka { deliveries, .. } => deliveries.finish(counters).await,
         }
     }
@@ -262,7 +263,7 @@ async fn restore_partition(
     pacer: Arc<Pacer>,
     counters: Arc<RestoreProgressCounters>,
     mut sink: PartitionSink<'_>,
-) -> Result<RestoreProgress, RestoreError> {
+) -> Result<kafka::Delivered, RestoreError> {
     let mut once = OffsetOnce::default();
     let reencode_json = opts.reencode_json;
     let mut decoded = stream::iter(keys)
@@ -336,10 +337,10 @@ pub async fn restore(
             let target = Arc::new(tokio::task::block_in_place(|| {
                 kafka::KafkaTarget::open(brokers, props, topic, *partitioning, &source_partitions)
             })?);
-            counters.read_back.store(target.read_back, Ordering::Relaxed);
-            let held_before = skip_held_objects(target.progress(), &opts, &mut by_partition);
+            counters.read_back.store(target.start.read, Ordering::Relaxed);
+            let held_before = skip_held_objects(&target.start.progress, &opts, &mut by_partition);
             RestoreProgressCounters::add(&counters.already_there, held_before);
-            let mut held = target.progress().clone();
+            let mut delivered = kafka::Delivered::default();
             // Dropping the set (on an error) stops the partitions still running.
             let mut running = JoinSet::new();
             let mut pending = by_partition.into_iter();
@@ -352,12 +353,12 @@ pub async fn restore(
                 }
                 match running.join_next().await {
                     None => break,
-                    Some(Ok(done)) => held.merge(&done?),
+                    Some(Ok(done)) => delivered.merge(done?),
                     Some(Err(e)) => std::panic::resume_unwind(e.into_panic()),
                 }
             }
             target.flush().await?;
-            tokio::task::block_in_place(|| target.leave_summary(brokers, props, &held));
+            tokio::task::block_in_place(|| target.leave_summary(brokers, props, &delivered));
             Ok(())
         }
     }

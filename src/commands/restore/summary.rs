@@ -69,6 +69,18 @@ pub fn decode(chunks: &[&str], topic_id: &str) -> Result<RestoreProgress, String
     Ok(progress)
 }
 
+/// Where a summary says a partition ends: where it ends now (`high`), when the run that leaves the
+/// summary is the only writer since it started at `start` (it delivered `delivered` records there, each
+/// once: the producer is idempotent); else where it ended at the start, as records another writer added
+/// since may be ones the summary does not list (another restore's). A reader of the summary then reads
+/// that partition back from there.
+pub fn end(start: i64, high: i64, delivered: u64) -> i64 {
+    match u64::try_from(high - start) {
+        Ok(added) if added == delivered => high,
+        _ => start,
+    }
+}
+
 fn parse_run(run: &str) -> Option<(TopicPartition, i64, i64)> {
     let (rest, span) = run.rsplit_once('/')?;
     let (topic, partition) = rest.rsplit_once('/')?;
@@ -112,6 +124,14 @@ mod tests {
         assert!(chunks.iter().all(|c| c.len() <= CHUNK_BYTES) && chunks[1].len() > 1000, "{chunks:?}");
         assert_eq!(decoded(&chunks, "-"), Ok(held.clone()));
         assert_eq!(encode(&held, "-", "n", 2), None);
+    }
+
+    #[test]
+    fn a_partition_another_writer_wrote_to_ends_where_the_run_started() {
+        assert_eq!(end(100, 150, 50), 150, "only this run's 50 records since");
+        assert_eq!(end(100, 160, 50), 100, "ten records of another writer: read back from the start");
+        assert_eq!(end(100, 100, 0), 100);
+        assert_eq!(end(100, 99, 0), 100, "truncated since: the start, which a reader then checks");
     }
 
     #[test]

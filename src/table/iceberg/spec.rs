@@ -296,7 +296,6 @@ fn mapped(id: Value, names: Vec<Value>, t: &Value) -> Value {
     }
 }
 
-/// The field ID of the top-level column `name` in a table schema.
 /// The width of the spec by time of a table whose schema is `schema` and whose specs are `specs` (its
 /// metadata's `partition-specs`): the table's own, whatever `--time-buckets` says now (a file's partition
 /// value must be the one its spec's transform gives); none when it has no such spec, or one of another
@@ -321,6 +320,7 @@ pub fn time_width(specs: &Value, schema: &Value) -> Result<Option<BucketWidth>, 
         .find(|w| by_time == wanted(PartitionSpec::by_time(partition, *w, time))))
 }
 
+/// The field ID of the top-level column `name` in a table schema.
 pub fn field_id(schema: &Value, name: &str) -> Option<i32> {
     let fields = schema["fields"].as_array()?;
     fields.iter().find(|f| f["name"] == name).and_then(|f| f["id"].as_i64()).map(|id| id as i32)
