@@ -267,6 +267,15 @@ pub struct Settings {
     /// its /v1/oauth/tokens, instead of --iceberg-token (shown masked)
     #[arg(long, env = "KSA_ICEBERG_CREDENTIAL", hide_env_values = true, help_heading = "Tables")]
     pub iceberg_credential: Option<String>,
+    /// Sign the REST catalog's requests with AWS Signature Version 4 for this service: glue (Glue's
+    /// Iceberg endpoint, https://glue.REGION.amazonaws.com/iceberg) or s3tables (S3 Tables'), with the
+    /// credentials of AWS's default chain, instead of --iceberg-token or --iceberg-credential
+    #[arg(long, env = "KSA_ICEBERG_SIGNING_NAME", help_heading = "Tables")]
+    pub iceberg_signing_name: Option<String>,
+    /// The region requests are signed for with --iceberg-signing-name [default: AWS's configuration's
+    /// (AWS_REGION, the profile)]
+    #[arg(long, env = "KSA_ICEBERG_SIGNING_REGION", help_heading = "Tables")]
+    pub iceberg_signing_region: Option<String>,
     #[arg(long, env = "KSA_ICEBERG_SCOPE", help_heading = "Tables",
         help = with_default("The OAuth2 scope asked for with --iceberg-credential", DEFAULT_ICEBERG_SCOPE))]
     pub iceberg_scope: Option<String>,

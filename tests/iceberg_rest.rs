@@ -2,7 +2,8 @@
 //! by pyiceberg through the same catalog: two committers racing on one table (one with OAuth2 client
 //! credentials), and an archiver killed after its uploads but before any commit, whose files the next
 //! instance adds; every snapshot read by time travel holds exactly the positions its summary records;
-//! typed values that gain a column mid-stream evolve the table's schema through the catalog.
+//! typed values that gain a column mid-stream evolve the table's schema through the catalog; requests
+//! signed with AWS Signature Version 4 carry the signature AWS's own Python SDK (botocore) computes.
 
 mod common;
 
@@ -66,7 +67,10 @@ async fn two_committers_on_a_rest_catalog_add_each_file_once() {
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
     assert_eq!(ra.files + rb.files, objects, "{ra:?} {rb:?}");
     assert_eq!(ra.records + rb.records, 900);
-    let again = a.commit(&table, &[0, 1, 2], 2_000).await.unwrap();
+    // A committer signing its requests with AWS Signature Version 4 (as Glue's endpoint wants; this
+    // catalog takes them, signed or not) loads and plans through the catalog: nothing new.
+    let sigv4 = committer(RestAuth::SigV4 { signing_name: "glue".into(), region: None });
+    let again = sigv4.commit(&table, &[0, 1, 2], 2_000).await.unwrap();
     assert_eq!((again.files, again.snapshot_id), (0, None), "nothing new: no snapshot");
     check_pyiceberg(&ns, "payments", &[], &produced);
 
@@ -257,4 +261,72 @@ for s in sorted(t.snapshots(), key=lambda s: s.sequence_number):
         expected.push(format!("partition {p} {}", records.last().unwrap().offset));
     }
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().collect::<Vec<_>>(), expected);
+}
+
+/// The requests a catalog signer signs carry the very signature botocore (AWS's Python SDK, its SigV4Auth)
+/// computes for the same request, time and credentials: a GET with a query, a POST with a JSON body, a
+/// path with an escaped character, temporary credentials with a session token.
+#[test]
+fn signed_requests_carry_the_signature_botocore_computes() {
+    use kafka_s3_archiver::table::catalog::sigv4::sign_request;
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_385_600); // 2026-12-04T12:00:00Z
+    let keys = aws_credential_types::Credentials::new("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG", None, None, "test");
+    let temporary = aws_credential_types::Credentials::new("ASIAEXAMPLE", "s3cr3t", Some("T0K3N".into()), None, "t");
+    let cases = [
+        ("GET", "https://glue.eu-west-1.amazonaws.com/iceberg/v1/config?warehouse=123456789012", "", &keys),
+        (
+            "POST",
+            "https://glue.eu-west-1.amazonaws.com/iceberg/v1/catalogs/1234/namespaces/kafka/tables/orders",
+            r#"{"requirements":[]}"#,
+            &keys,
+        ),
+        ("GET", "http://127.0.0.1:8181/v1/namespaces/a%1Fb/tables/c", "", &temporary),
+    ];
+    let mut signed = Vec::new();
+    for (method, url, body, credentials) in cases {
+        let mut request = hyper::Request::builder().method(method).uri(url).header("accept", "application/json");
+        if !body.is_empty() {
+            request = request.header("content-type", "application/json");
+        }
+        let mut request = request.body(()).unwrap();
+        sign_request(&mut request, body.as_bytes(), credentials, "glue", "eu-west-1", time).unwrap();
+        let headers: BTreeMap<String, String> =
+            request.headers().iter().map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap().to_string())).collect();
+        signed.push(serde_json::json!({
+            "method": method, "url": url, "body": body, "headers": headers,
+            "key": credentials.access_key_id(), "secret": credentials.secret_access_key(),
+            "token": credentials.session_token(),
+        }));
+    }
+    let script = r#"
+import datetime, json, sys
+from unittest import mock
+import botocore.auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+for case in json.load(sys.stdin):
+    headers = {k: v for k, v in case["headers"].items() if k not in ("authorization", "x-amz-date", "x-amz-security-token")}
+    request = AWSRequest(method=case["method"], url=case["url"], data=case["body"].encode(), headers=headers)
+    signer = botocore.auth.SigV4Auth(Credentials(case["key"], case["secret"], case["token"]), "glue", "eu-west-1")
+    with mock.patch.object(botocore.auth, "get_current_datetime", lambda: datetime.datetime(2026, 12, 4, 12, 0, 0)):
+        signer.add_auth(request)
+    print(request.headers["Authorization"])
+"#;
+    let mut python = std::process::Command::new(env("KSA_TEST_PYTHON"))
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run botocore");
+    use std::io::Write as _;
+    python.stdin.take().unwrap().write_all(serde_json::to_string(&signed).unwrap().as_bytes()).unwrap();
+    let out = python.wait_with_output().unwrap();
+    assert!(out.status.success(), "botocore failed: {}", String::from_utf8_lossy(&out.stderr));
+    let botocore: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect();
+    let ours: Vec<String> =
+        signed.iter().map(|s| s["headers"]["authorization"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ours, botocore);
+    assert!(ours[0].contains("Credential=AKIDEXAMPLE/20261204/eu-west-1/glue/aws4_request"), "{}", ours[0]);
+    assert!(signed[2]["headers"]["x-amz-security-token"] == "T0K3N", "{}", signed[2]);
 }

@@ -94,6 +94,12 @@ pub struct CatalogArgs {
     /// OAuth2 client credentials for the REST catalog, CLIENT_ID:CLIENT_SECRET.
     #[arg(long, env = "KSA_ICEBERG_CREDENTIAL", hide_env_values = true)]
     iceberg_credential: Option<String>,
+    /// Sign the REST catalog's requests with AWS Signature Version 4 for this service (glue, s3tables).
+    #[arg(long, env = "KSA_ICEBERG_SIGNING_NAME")]
+    iceberg_signing_name: Option<String>,
+    /// The region requests are signed for with --iceberg-signing-name.
+    #[arg(long, env = "KSA_ICEBERG_SIGNING_REGION")]
+    iceberg_signing_region: Option<String>,
     /// The OAuth2 scope asked for with --iceberg-credential.
     #[arg(long, env = "KSA_ICEBERG_SCOPE", default_value = config::DEFAULT_ICEBERG_SCOPE)]
     iceberg_scope: String,
@@ -114,6 +120,8 @@ impl CatalogArgs {
             iceberg_warehouse: self.iceberg_warehouse,
             iceberg_token: self.iceberg_token,
             iceberg_credential: self.iceberg_credential,
+            iceberg_signing_name: self.iceberg_signing_name,
+            iceberg_signing_region: self.iceberg_signing_region,
             iceberg_scope: Some(self.iceberg_scope),
             iceberg_ca: self.iceberg_ca,
             ..Default::default()

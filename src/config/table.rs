@@ -99,6 +99,8 @@ impl Settings {
             ("--iceberg-warehouse", self.iceberg_warehouse.is_some()),
             ("--iceberg-token", self.iceberg_token.is_some()),
             ("--iceberg-credential", self.iceberg_credential.is_some()),
+            ("--iceberg-signing-name", self.iceberg_signing_name.is_some()),
+            ("--iceberg-signing-region", self.iceberg_signing_region.is_some()),
         ];
         let sql = url.starts_with("sqlite://") || url.starts_with("postgresql://") || url.starts_with("postgres://");
         if sql {
@@ -197,6 +199,25 @@ impl Settings {
 
     /// How a REST catalog's requests authenticate.
     fn rest_auth(&self) -> Result<RestAuth, ConfigError> {
+        if let Some(signing_name) = &self.iceberg_signing_name {
+            if self.iceberg_token.is_some() || self.iceberg_credential.is_some() {
+                let why = "requests are signed with AWS credentials, or carry a token: not both";
+                return Err(invalid("--iceberg-signing-name", signing_name, why.into()));
+            }
+            if signing_name.is_empty() || !signing_name.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+                return Err(invalid(
+                    "--iceberg-signing-name",
+                    signing_name,
+                    "an AWS service name: glue, s3tables".into(),
+                ));
+            }
+            let region = self.iceberg_signing_region.clone();
+            return Ok(RestAuth::SigV4 { signing_name: signing_name.clone(), region });
+        }
+        if self.iceberg_signing_region.is_some() {
+            let why = "it is the region of --iceberg-signing-name, which is not given";
+            return Err(invalid("--iceberg-signing-region", "…", why.into()));
+        }
         match (&self.iceberg_token, &self.iceberg_credential) {
             (None, None) => Ok(RestAuth::None),
             (Some(token), None) => Ok(RestAuth::Bearer(token.clone())),

@@ -241,10 +241,30 @@ fn a_rest_catalog_takes_a_token_or_client_credentials_shown_masked() {
     for (settings, why) in [
         (Settings { iceberg_credential: Some("no-colon".into()), ..minimal() }, "CLIENT_ID:CLIENT_SECRET"),
         (Settings { iceberg_credential: Some("a:b".into()), iceberg_token: Some("t".into()), ..minimal() }, "not both"),
+        (
+            Settings { iceberg_signing_name: Some("glue".into()), iceberg_token: Some("t".into()), ..minimal() },
+            "not both",
+        ),
+        (Settings { iceberg_signing_name: Some("Glue API".into()), ..minimal() }, "an AWS service name"),
+        (Settings { iceberg_signing_region: Some("eu-west-1".into()), ..minimal() }, "--iceberg-signing-name"),
     ] {
         let error = rest(settings).resolve(None).unwrap_err().to_string();
         assert!(error.contains(why), "{error}");
     }
+    let signed = Settings {
+        iceberg_signing_name: Some("glue".into()),
+        iceberg_signing_region: Some("eu-west-1".into()),
+        ..minimal()
+    };
+    let crate::config::CatalogLocation::Rest(options) =
+        rest(signed).resolve(None).unwrap().table.unwrap().catalog.location
+    else {
+        panic!("a REST catalog")
+    };
+    assert_eq!(options.auth, RestAuth::SigV4 { signing_name: "glue".into(), region: Some("eu-west-1".into()) });
+    let sql = Settings { iceberg_signing_name: Some("glue".into()), ..minimal() };
+    let error = Settings { iceberg_catalog: Some("sqlite:///c.db".into()), ..rest(sql) }.resolve(None).unwrap_err();
+    assert!(error.to_string().contains("REST catalog's setting"), "{error}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! refuses it ([`Committed::Conflict`]), and the committer plans again on what it finds.
 
 pub mod rest;
+pub mod sigv4;
 pub mod sql;
 
 use std::path::PathBuf;

@@ -20,6 +20,7 @@ use rustls::pki_types::CertificateDer;
 use serde_json::{json, Value};
 use tokio::sync::{Mutex, OnceCell};
 
+use super::sigv4::Signer;
 use super::{next_metadata_file, write_metadata, Catalog, CatalogError, Committed, Loaded, TableIdent};
 use crate::http::{path_segment, send, HttpClient};
 use crate::store::ObjectStore;
@@ -45,6 +46,12 @@ pub enum RestAuth {
         client_secret: String,
         scope: String,
     },
+    /// AWS Signature Version 4 for the service `signing_name` (`glue`, `s3tables`) in `region` (none:
+    /// the region of AWS's configuration), with AWS's default credentials.
+    SigV4 {
+        signing_name: String,
+        region: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,12 +73,18 @@ pub struct RestCatalog {
     base: OnceCell<String>,
     /// The OAuth2 token in use.
     token: Mutex<Option<String>>,
+    /// The signer of requests, with AWS Signature Version 4.
+    signer: Option<Signer>,
 }
 
 impl RestCatalog {
     pub fn new(options: RestOptions, store: Arc<dyn ObjectStore>) -> Self {
         let http = crate::http::client(options.ca.as_deref());
-        Self { options, http, store, base: OnceCell::new(), token: Mutex::new(None) }
+        let signer = match &options.auth {
+            RestAuth::SigV4 { signing_name, region } => Some(Signer::new(signing_name.clone(), region.clone())),
+            _ => None,
+        };
+        Self { options, http, store, base: OnceCell::new(), token: Mutex::new(None), signer }
     }
 
     fn failed(&self, why: impl std::fmt::Display) -> CatalogError {
@@ -132,7 +145,11 @@ impl RestCatalog {
             }
             None => Bytes::new(),
         };
-        self.exchange(request.body(Full::new(body)).map_err(|e| self.failed(e))?, &format!("{method} {url}")).await
+        let mut request = request.body(Full::new(body.clone())).map_err(|e| self.failed(e))?;
+        if let Some(signer) = &self.signer {
+            signer.sign(&mut request, &body).await.map_err(|why| self.failed(why))?;
+        }
+        self.exchange(request, &format!("{method} {url}")).await
     }
 
     async fn exchange(&self, request: Request<Full<Bytes>>, what: &str) -> Result<(StatusCode, Value), CatalogError> {
@@ -149,7 +166,7 @@ impl RestCatalog {
     /// The token to send, fetched first for client credentials.
     async fn token(&self) -> Result<Option<String>, CatalogError> {
         let (client_id, client_secret, scope) = match &self.options.auth {
-            RestAuth::None => return Ok(None),
+            RestAuth::None | RestAuth::SigV4 { .. } => return Ok(None),
             RestAuth::Bearer(token) => return Ok(Some(token.clone())),
             RestAuth::ClientCredentials { client_id, client_secret, scope } => (client_id, client_secret, scope),
         };
@@ -319,7 +336,11 @@ fn expect(answer: (StatusCode, Value), ok: &[StatusCode]) -> Result<(StatusCode,
     });
     Err(match answer.0 {
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-            format!("HTTP {}: {message}; check --iceberg-token or --iceberg-credential", answer.0)
+            format!(
+                "HTTP {}: {message}; check --iceberg-token, --iceberg-credential or, with --iceberg-signing-name, the AWS \
+                 credentials and their IAM permissions",
+                answer.0
+            )
         }
         status => format!("HTTP {status}: {message}"),
     })
