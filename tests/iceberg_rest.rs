@@ -265,35 +265,40 @@ for s in sorted(t.snapshots(), key=lambda s: s.sequence_number):
 
 /// The requests a catalog signer signs carry the very signature botocore (AWS's Python SDK, its SigV4Auth)
 /// computes for the same request, time and credentials: a GET with a query, a POST with a JSON body, a
-/// path with an escaped character, temporary credentials with a session token.
+/// path with an escaped character, temporary credentials with a session token, S3 Tables' escaped ARN.
 #[test]
 fn signed_requests_carry_the_signature_botocore_computes() {
     use kafka_s3_archiver::table::catalog::sigv4::sign_request;
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_385_600); // 2026-12-04T12:00:00Z
     let keys = aws_credential_types::Credentials::new("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG", None, None, "test");
     let temporary = aws_credential_types::Credentials::new("ASIAEXAMPLE", "s3cr3t", Some("T0K3N".into()), None, "t");
+    let glue = "https://glue.eu-west-1.amazonaws.com/iceberg/v1";
+    let tables =
+        "https://s3tables.eu-west-1.amazonaws.com/iceberg/v1/arn%3Aaws%3As3tables%3Aeu-west-1%3A1234%3Abucket%2Flake";
     let cases = [
-        ("GET", "https://glue.eu-west-1.amazonaws.com/iceberg/v1/config?warehouse=123456789012", "", &keys),
+        ("glue", "GET", format!("{glue}/config?warehouse=123456789012"), "", &keys),
         (
+            "glue",
             "POST",
-            "https://glue.eu-west-1.amazonaws.com/iceberg/v1/catalogs/1234/namespaces/kafka/tables/orders",
+            format!("{glue}/catalogs/1234/namespaces/kafka/tables/orders"),
             r#"{"requirements":[]}"#,
             &keys,
         ),
-        ("GET", "http://127.0.0.1:8181/v1/namespaces/a%1Fb/tables/c", "", &temporary),
+        ("glue", "GET", "http://127.0.0.1:8181/v1/namespaces/a%1Fb/tables/c".to_string(), "", &temporary),
+        ("s3tables", "GET", format!("{tables}/namespaces/kafka"), "", &keys),
     ];
     let mut signed = Vec::new();
-    for (method, url, body, credentials) in cases {
-        let mut request = hyper::Request::builder().method(method).uri(url).header("accept", "application/json");
+    for (service, method, url, body, credentials) in cases {
+        let mut request = hyper::Request::builder().method(method).uri(&url).header("accept", "application/json");
         if !body.is_empty() {
             request = request.header("content-type", "application/json");
         }
         let mut request = request.body(()).unwrap();
-        sign_request(&mut request, body.as_bytes(), credentials, "glue", "eu-west-1", time).unwrap();
+        sign_request(&mut request, body.as_bytes(), credentials, service, "eu-west-1", time).unwrap();
         let headers: BTreeMap<String, String> =
             request.headers().iter().map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap().to_string())).collect();
         signed.push(serde_json::json!({
-            "method": method, "url": url, "body": body, "headers": headers,
+            "service": service, "method": method, "url": url, "body": body, "headers": headers,
             "key": credentials.access_key_id(), "secret": credentials.secret_access_key(),
             "token": credentials.session_token(),
         }));
@@ -307,7 +312,7 @@ from botocore.credentials import Credentials
 for case in json.load(sys.stdin):
     headers = {k: v for k, v in case["headers"].items() if k not in ("authorization", "x-amz-date", "x-amz-security-token")}
     request = AWSRequest(method=case["method"], url=case["url"], data=case["body"].encode(), headers=headers)
-    signer = botocore.auth.SigV4Auth(Credentials(case["key"], case["secret"], case["token"]), "glue", "eu-west-1")
+    signer = botocore.auth.SigV4Auth(Credentials(case["key"], case["secret"], case["token"]), case["service"], "eu-west-1")
     with mock.patch.object(botocore.auth, "get_current_datetime", lambda: datetime.datetime(2026, 12, 4, 12, 0, 0)):
         signer.add_auth(request)
     print(request.headers["Authorization"])

@@ -142,6 +142,14 @@ impl Settings {
                        shown and logged)";
             return Err(invalid("--iceberg-catalog", "http://****@…", why.into()));
         }
+        let local = ["localhost", "127.0.0.1"].iter().any(|h| host.split(['/', ':']).next() == Some(*h))
+            || host.starts_with("[::1]");
+        if self.iceberg_signing_name.is_some() && !https && !local {
+            let why =
+                "requests signed for AWS go over https:// (over http the session token travels in the clear and a \
+                       signed request can be replayed)";
+            return Err(invalid("--iceberg-catalog", url, why.into()));
+        }
         let url = url.trim_end_matches('/').trim_end_matches("/v1").to_string();
         let ca = read_ca("--iceberg-ca", self.iceberg_ca.as_deref(), https, "an https:// REST catalog")?;
         Ok(CatalogLocation::Rest(RestOptions {
@@ -204,7 +212,9 @@ impl Settings {
                 let why = "requests are signed with AWS credentials, or carry a token: not both";
                 return Err(invalid("--iceberg-signing-name", signing_name, why.into()));
             }
-            if signing_name.is_empty() || !signing_name.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+            if signing_name.is_empty()
+                || !signing_name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            {
                 return Err(invalid(
                     "--iceberg-signing-name",
                     signing_name,

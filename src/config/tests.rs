@@ -262,6 +262,16 @@ fn a_rest_catalog_takes_a_token_or_client_credentials_shown_masked() {
         panic!("a REST catalog")
     };
     assert_eq!(options.auth, RestAuth::SigV4 { signing_name: "glue".into(), region: Some("eu-west-1".into()) });
+    let s3tables = Settings { iceberg_signing_name: Some("s3tables".into()), ..minimal() };
+    let crate::config::CatalogLocation::Rest(options) =
+        rest(s3tables).resolve(None).unwrap().table.unwrap().catalog.location
+    else {
+        panic!("a REST catalog")
+    };
+    assert_eq!(options.auth, RestAuth::SigV4 { signing_name: "s3tables".into(), region: None });
+    let plain = Settings { iceberg_signing_name: Some("glue".into()), ..rest(minimal()) };
+    let plain = Settings { iceberg_catalog: Some("http://glue.example.com".into()), ..plain };
+    assert!(plain.resolve(None).unwrap_err().to_string().contains("https://"));
     let sql = Settings { iceberg_signing_name: Some("glue".into()), ..minimal() };
     let error = Settings { iceberg_catalog: Some("sqlite:///c.db".into()), ..rest(sql) }.resolve(None).unwrap_err();
     assert!(error.to_string().contains("REST catalog's setting"), "{error}");

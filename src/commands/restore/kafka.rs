@@ -119,7 +119,7 @@ impl KafkaTarget {
             return;
         }
         if target_topic_id(&self.producer, &self.topic).as_deref() != Some(topic_id) {
-            warn!(topic = self.topic, "the target topic was created again while restoring: no summary left");
+            warn!(topic = self.topic, "the target topic's ID could not be confirmed (or it changed): no summary left");
             return;
         }
         let mut held = self.start.progress.clone();

@@ -246,7 +246,17 @@ pub(super) fn commit_summary(
     for ((p, chunk), start) in (0..).zip(chunks).zip(starts) {
         // Every record this run delivered is below its partition's end now (acknowledged by all replicas).
         let (_, high) = consumer.fetch_watermarks(topic, p, REQUEST_TIMEOUT)?;
-        let end = summary::end(*start, high, delivered.get(&p).copied().unwrap_or(0));
+        let delivered = delivered.get(&p).copied().unwrap_or(0);
+        let end = summary::end(*start, high, delivered);
+        if end != high {
+            info!(
+                topic,
+                partition = p,
+                added = high - start,
+                delivered,
+                "others wrote to this partition during the restore: a next run reads it back from where this one started"
+            );
+        }
         let mut elem = tpl.add_partition(topic, p);
         elem.set_offset(Offset::Offset(end))?;
         elem.set_metadata(chunk);

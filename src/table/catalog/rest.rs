@@ -118,11 +118,16 @@ impl RestCatalog {
         Ok(format!("{}/tables/{}", self.namespace_url(table).await?, path_segment(&table.name)))
     }
 
-    /// Sends a request (authenticated; once more with a new token when an OAuth2 token was refused).
+    /// Sends a request (authenticated; once more with a new token when an OAuth2 token was refused, or
+    /// with fresh AWS credentials when signed ones were).
     async fn call(&self, method: Method, url: &str, body: Option<&Value>) -> Result<(StatusCode, Value), CatalogError> {
         let mut answer = self.send_once(method.clone(), url, body).await?;
         if answer.0 == StatusCode::UNAUTHORIZED && matches!(self.options.auth, RestAuth::ClientCredentials { .. }) {
             *self.token.lock().await = None;
+            answer = self.send_once(method, url, body).await?;
+        } else if let (StatusCode::FORBIDDEN, Some(signer)) = (answer.0, &self.signer) {
+            // Credentials revoked or expired early: signed again with fresh ones.
+            signer.forget().await;
             answer = self.send_once(method, url, body).await?;
         }
         Ok(answer)

@@ -18,6 +18,8 @@ use tokio::sync::{Mutex, OnceCell};
 
 /// How long before credentials expire they are fetched anew.
 const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
+/// How long finding AWS's configuration or fetching credentials may take (an STS that never answers).
+const CREDENTIALS_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Signs a REST catalog's requests for `service` in `region`.
 pub struct Signer {
@@ -42,7 +44,9 @@ impl Signer {
                 if let Some(region) = &self.region {
                     loader = loader.region(aws_config::Region::new(region.clone()));
                 }
-                let config = loader.load().await;
+                let config = tokio::time::timeout(CREDENTIALS_TIMEOUT, loader.load())
+                    .await
+                    .map_err(|_| format!("AWS's configuration did not load within {CREDENTIALS_TIMEOUT:?}"))?;
                 let region = config
                     .region()
                     .map(ToString::to_string)
@@ -59,15 +63,21 @@ impl Signer {
             match held.as_ref().filter(|c| fresh(c)) {
                 Some(c) => c.clone(),
                 None => {
-                    let c = provider
-                        .provide_credentials()
+                    let c = tokio::time::timeout(CREDENTIALS_TIMEOUT, provider.provide_credentials())
                         .await
+                        .map_err(|_| format!("AWS credentials did not come within {CREDENTIALS_TIMEOUT:?}"))?
                         .map_err(|e| format!("AWS credentials for signing the catalog's requests: {e}"))?;
                     held.insert(c).clone()
                 }
             }
         };
         sign_request(request, body, &credentials, &self.service, region, SystemTime::now())
+    }
+
+    /// Drops the credentials held (the catalog refused them: revoked, or expired early), so the next
+    /// request fetches them anew.
+    pub async fn forget(&self) {
+        *self.credentials.lock().await = None;
     }
 }
 
