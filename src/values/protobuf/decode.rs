@@ -20,7 +20,7 @@ pub type DecodeError = String;
 /// Messages nested deeper than this are refused (a corrupt or hostile value must not exhaust the stack).
 const MAX_DEPTH: usize = 100;
 
-const VARINT: u8 = 0;
+pub(super) const VARINT: u8 = 0;
 const FIXED64: u8 = 1;
 pub(super) const LEN: u8 = 2;
 const START_GROUP: u8 = 3;

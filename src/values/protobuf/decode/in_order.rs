@@ -3,7 +3,7 @@
 
 use super::super::arrow::append_absent;
 use super::{append_entry, append_items, append_value, duplicate_key, Occurrence, Reader, Scratch};
-use super::{DecodeError, Kind, ProtoField, ProtoMessage};
+use super::{DecodeError, Kind, Proto, ProtoField, ProtoMessage, VARINT};
 use crate::values::column::{Column, Struct};
 
 /// Appends a message whose fields come in the order they are declared, each singular one at most
@@ -53,6 +53,20 @@ pub(super) fn in_order(
             }
             keys.clear();
             next = i + 1;
+        }
+        // A singular varint number, the commonest field: read once, where it is, not delimited first.
+        if wire == VARINT && matches!(f.kind, Kind::Single | Kind::Optional) {
+            match (&f.ty, s.child(i)) {
+                (Proto::Int64, Column::Int64(c)) => {
+                    c.push(r.varint().map_err(|e| format!("{}: {e}", f.name))? as i64);
+                    continue;
+                }
+                (Proto::Int32, Column::Int32(c)) => {
+                    c.push(r.varint().map_err(|e| format!("{}: {e}", f.name))? as i32);
+                    continue;
+                }
+                _ => {}
+            }
         }
         let value = r.value(number, wire, depth).map_err(|e| format!("{}: {e}", f.name))?;
         let appended = match (&f.kind, s.child(i)) {
