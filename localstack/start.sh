@@ -24,8 +24,14 @@ die() {
   exit 1
 }
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+# N free ports on 127.0.0.1, all different: each socket is held until every port is chosen (ports picked
+# one at a time, each socket closed at once, can come back twice: two services on one port).
+free_ports() {
+  python3 -c 'import socket, sys
+held = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in held:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
 }
 
 wait_tcp() { # port seconds name log
@@ -49,15 +55,11 @@ command -v curl >/dev/null || die "curl is not installed (start.sh asks the Sche
 ICEBERG_REST_JAVA=$(find_java 17) || die "Apache Iceberg's REST catalog needs Java 17+ and none was found ($ICEBERG_REST_JAVA)"
 REGISTRY_JAVA=$(find_java 21) || die "Apicurio Registry $APICURIO_VERSION needs Java 21+ and none was found ($REGISTRY_JAVA): install a JDK 21 or newer under /usr/lib/jvm, or point JAVA_HOME at one"
 
-KAFKA_PORT=$(free_port)
-KAFKA_SASL_SSL_PORT=$(free_port)
-CONTROLLER_PORT=$(free_port)
-S3_PORT=$(free_port)
-ICEBERG_REST_PORT=$(free_port)
-REGISTRY_PORT=$(free_port)
-REGISTRY_MANAGEMENT_PORT=$(free_port)
-REGISTRY_TLS_PORT=$(free_port)
-PG_PORT=$(free_port)
+read -r KAFKA_PORT KAFKA_SASL_SSL_PORT CONTROLLER_PORT S3_PORT ICEBERG_REST_PORT REGISTRY_PORT \
+  REGISTRY_MANAGEMENT_PORT REGISTRY_TLS_PORT PG_PORT <<PORTS
+$(free_ports 9)
+PORTS
+[ -n "$PG_PORT" ] || die "could not find 9 free ports on 127.0.0.1"
 
 # A CA and a server certificate for 127.0.0.1, made for this run: the broker's SASL_SSL listener and the
 # registry's HTTPS port present it.
