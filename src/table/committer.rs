@@ -119,6 +119,8 @@ pub(super) struct Planned {
     /// The schema the files need, when the table's current one lacks columns of theirs.
     pub schema: Option<NewSchema>,
     pub positions: BTreeMap<i32, i64>,
+    /// The width of the table's spec by time, which the files' partition values are of (none: spec 0).
+    pub width: Option<BucketWidth>,
     /// The topic the files come from.
     pub topic: String,
     /// The topic incarnation the files come from (the table's, or their claims').
@@ -249,6 +251,7 @@ impl Committer {
             files: Vec::new(),
             schema: None,
             positions: BTreeMap::new(),
+            width,
             topic: table.topic.clone(),
             topic_id: state.topic_id.clone(),
             failed: Vec::new(),

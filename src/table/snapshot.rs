@@ -10,7 +10,7 @@ use super::iceberg::expire::{expired, history_is_a_line, is_expired, oldest_list
 use super::iceberg::manifest::{self, DataFile, ManifestEntry, SnapshotIds};
 use super::iceberg::merge;
 use super::iceberg::metadata::{append_snapshot, Base, Change, NewSchema};
-use super::iceberg::spec::{field_id, time_width, PartitionSpec, PARTITION_COLUMN, PARTITION_SPEC_ID, TIME_COLUMN};
+use super::iceberg::spec::{field_id, PartitionSpec, PARTITION_COLUMN, PARTITION_SPEC_ID, TIME_COLUMN};
 use super::state::TableState;
 use crate::archive::time_bucket::BucketWidth;
 use crate::encode::spool::SpoolData;
@@ -32,7 +32,7 @@ impl Committer {
             Some(new) => &new.schema,
             None => base.schema()?.0,
         };
-        let specs = specs_for(schema, time_width(&base.0["partition-specs"], schema)?);
+        let specs = specs_for(schema, planned.width);
         let location = base.location().unwrap_or_default();
         let uuid = random_uuid();
         let mut written = Vec::new();
