@@ -73,6 +73,9 @@ pub const KEY_ERROR: &str = "key_error";
 pub const KEY_MISFITS_KEY: &str = "kafka.key_misfits";
 pub const KEY_SCHEMA_IDS_KEY: &str = "kafka.key_schema_ids";
 
+/// The Parquet column of the headers' values.
+const HEADER_VALUE_PATH: [&str; 4] = ["headers", "list", "item", "value"];
+
 static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         Field::new("offset", DataType::Int64, false),
@@ -293,10 +296,12 @@ impl ParquetEncoder {
         let props = WriterProperties::builder()
             .set_compression(compression)
             .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
-            // Offsets are unique and values mostly distinct: a dictionary of them only costs.
+            // Offsets are unique and values mostly distinct (header values too: trace IDs), a dictionary
+            // of them only costs.
             .set_column_dictionary_enabled(ColumnPath::from("offset"), false)
             .set_column_dictionary_enabled(ColumnPath::from("value"), false)
             .set_column_dictionary_enabled(ColumnPath::from("value_raw"), false)
+            .set_column_dictionary_enabled(ColumnPath::from(HEADER_VALUE_PATH.map(String::from).to_vec()), false)
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
         let builders = Builders::new(values, keys);

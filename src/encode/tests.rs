@@ -72,8 +72,9 @@ fn a_parquet_file_hands_on_its_footer_in_memory_and_from_the_spool_directory() {
 }
 
 #[test]
-fn offsets_and_values_are_written_without_a_dictionary_and_keys_with_one() {
-    // Unique offsets and distinct values gain nothing from a dictionary; repeated keys do.
+fn offsets_values_and_header_values_are_written_without_a_dictionary_and_keys_with_one() {
+    // Unique offsets and distinct values (header values too: trace IDs) gain nothing from a dictionary;
+    // repeated keys and header names do.
     let records: Vec<Record> = (0..100)
         .map(|i| Record {
             offset: i,
@@ -98,6 +99,7 @@ fn offsets_and_values_are_written_without_a_dictionary_and_keys_with_one() {
         column.dictionary_page_offset().is_some()
     };
     assert_eq!((dictionary("offset"), dictionary("value"), dictionary("key")), (false, false, true));
+    assert_eq!((dictionary("headers.list.item.value"), dictionary("headers.list.item.key")), (false, true));
 }
 
 fn round_trip(spec: FileSpec, records: &[Record], threshold: u64) -> Vec<Record> {
