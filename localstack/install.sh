@@ -10,6 +10,7 @@
 #     Confluent-compatible API is the tests' Schema Registry;
 #   - Apache Iceberg's REST catalog server, pinned in versions.sh, as jars from Maven Central with a
 #     start-up class of ours (needs javac 17+); started by start.sh on the S3 server;
+#   - Prometheus and promtool, from Debian's package, unpacked (for the alert rules' tests);
 #   - confluent-kafka (the Python producer, with its Avro, Protobuf, JSON Schema and Schema Registry
 #     serializers) in a venv of its own: its Schema Registry client needs cryptography>=45 (through
 #     authlib), which LocalStack's venv pins below 44.
@@ -155,6 +156,22 @@ install_postgres() {
     || { tail -n 20 "$SERVICES_DIR/postgres-install.log" >&2; die "apt-get could not install postgresql (log above)"; }
 }
 
+# Prometheus and promtool (the alert rules under deploy/prometheus are checked and unit-tested with
+# promtool in tests/monitoring.rs): Debian's prometheus package, downloaded and unpacked into the cache
+# folder (not installed: no service is started, no user added).
+install_prometheus() {
+  local dir="$SERVICES_DIR/prometheus-deb"
+  [ -f "$dir/.installed" ] && return 0
+  command -v apt-get >/dev/null || die "Prometheus comes from Debian's prometheus package and there is no apt-get: unpack a Prometheus 2.x release into $dir/root/usr/bin (prometheus, promtool)"
+  say "downloading Debian's prometheus package into $dir"
+  rm -rf "$dir" && mkdir -p "$dir"
+  (cd "$dir" && { apt-get download -q prometheus || { apt-get update -q && apt-get download -q prometheus; }; }) \
+    >"$dir/download.log" 2>&1 || { tail -n 20 "$dir/download.log" >&2; die "apt-get could not download prometheus (log above)"; }
+  dpkg-deb -x "$dir"/prometheus_*.deb "$dir/root" || die "dpkg-deb could not unpack $(ls "$dir"/prometheus_*.deb)"
+  "$dir/root/usr/bin/promtool" --version >/dev/null 2>&1 || die "promtool from Debian's prometheus package does not run"
+  dpkg-deb -f "$dir"/prometheus_*.deb Version >"$dir/.installed"
+}
+
 # PyYAML parses the Kubernetes manifests under deploy/ in tests/packaging.rs (LocalStack brings it; moto
 # may not).
 install_pyyaml() {
@@ -272,7 +289,8 @@ install_postgres
 install_spark
 install_duckdb_iceberg
 install_pyyaml
+install_prometheus
 install_registry
 install_producer
 install_iceberg_rest
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename), pyspark 4.0.1)"
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Prometheus $(cat "$SERVICES_DIR/prometheus-deb/.installed"), Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename), pyspark 4.0.1)"
