@@ -1,18 +1,21 @@
-//! The monitoring that ships under deploy/: the Prometheus alert rules, checked and unit-tested by
-//! promtool (Debian's prometheus package, which localstack/install.sh unpacks). Each alert's cases, one
-//! that fires and one that stays silent, are in deploy/prometheus/kafka-s3-archiver.rules.test.yml; the
-//! annotations a firing alert must carry are filled in here from the rules (their `{{ $labels.x }}` from
-//! the case's labels), so promtool checks that the templates render and the cases stay readable.
+//! The monitoring that ships under deploy/, against a real Prometheus (Debian's prometheus package, which
+//! localstack/install.sh unpacks): the alert rules, checked and unit-tested by promtool (each alert's
+//! cases, one that fires and one that stays silent, are in
+//! deploy/prometheus/kafka-s3-archiver.rules.test.yml; the annotations a firing alert must carry are filled
+//! in here from the rules, their `{{ $labels.x }}` from the case's labels, so promtool checks that the
+//! templates render and the cases stay readable); and the Grafana dashboard, every query of which returns
+//! series from a Prometheus scraping a running archiver.
+
+mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
+use common::*;
+use kafka_s3_archiver::commands::demo::generate::produce;
 use serde_json::{json, Value};
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run the tests through localstack/test.sh"))
-}
 
 fn repo(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path).display().to_string()
@@ -83,4 +86,120 @@ fn the_alert_rules_pass_promtool_and_each_alert_fires_and_stays_silent_when_it_s
     std::fs::write(&tests, serde_json::to_vec_pretty(&cases).unwrap()).unwrap();
     let tested = Command::new(&promtool).arg("test").arg("rules").arg(&tests).output().expect("run promtool");
     assert!(tested.status.success(), "promtool test rules: {}", text(&tested));
+}
+
+/// A Prometheus server of the test's own, stopped when dropped.
+struct Prometheus {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    /// Scrapes `target` every second as job kafka-s3-archiver, with the alert rules loaded.
+    fn scraping(target: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let config = json!({
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [repo("deploy/prometheus/kafka-s3-archiver.rules.yml")],
+            "scrape_configs": [{"job_name": "kafka-s3-archiver", "static_configs": [{"targets": [target]}]}],
+        });
+        let path = dir.path().join("prometheus.yml");
+        std::fs::write(&path, serde_json::to_vec(&config).unwrap()).unwrap();
+        let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+        let child = Command::new(env("KSA_TEST_PROMETHEUS"))
+            .arg(format!("--config.file={}", path.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus");
+        let prometheus = Self { child, addr, _dir: dir };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(&prometheus.addr).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(30), "Prometheus did not start: {}", prometheus.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        prometheus
+    }
+
+    /// An instant query's result (its series).
+    fn query(&self, expr: &str) -> Vec<Value> {
+        let (status, body) = http_get(&self.addr, &format!("/api/v1/query?query={}", percent_encoded(expr)));
+        assert_eq!(status, 200, "{expr}: {body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        answer["data"]["result"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_dashboard_query_returns_series_from_prometheus_scraping_a_running_archiver() {
+    let topic = unique("dashboard");
+    create_topic(&topic, 2).await;
+    let dest = TestDest::s3().await;
+    let spool = tempfile::tempdir().unwrap();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut args = archiver_args(&dest, &unique("g"), &topic, 100, spool.path());
+    args.extend(["--metrics-addr".into(), metrics.clone()]);
+    let mut archiver = ArchiverProcess::spawn("dashboard", &args);
+    let produced = produce(&brokers(), &topic, 2, 0..600, 100).await.unwrap();
+    let store = dest.store().await;
+    wait_archived(store.as_ref(), &dest.prefix(), &topic, &last_offsets(&produced), &mut [&mut archiver]).await;
+
+    let prometheus = Prometheus::scraping(&metrics);
+    // Rates need two scrapes in their window; the lag, librdkafka's statistics (every 5 s).
+    let started = Instant::now();
+    while prometheus.query("count_over_time(ksa_unarchived_records[1m]) >= 3").len() < 2 {
+        archiver.assert_running();
+        assert!(started.elapsed() < Duration::from_secs(60), "no scrapes in 60 s; log:\n{}", prometheus.log());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let dashboard: Value =
+        serde_json::from_slice(&std::fs::read(repo("deploy/grafana/kafka-s3-archiver.json")).unwrap()).unwrap();
+    let mut queries = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().unwrap();
+            let expr = expr.replace("$instance", ".*").replace("$topic", &topic).replace("$__rate_interval", "1m");
+            let series = prometheus.query(&expr);
+            assert!(!series.is_empty(), "panel {:?}: {expr} returned no series", panel["title"]);
+            queries += 1;
+        }
+    }
+    assert!(queries >= 30, "{queries} queries");
+    // The variables' queries name this instance and topic.
+    assert!(prometheus.query(&format!("ksa_archived_offset{{topic=\"{topic}\"}}")).len() == 2);
+    // The alert rules load into a real Prometheus, and none fires for a healthy archiver.
+    let (status, body) = http_get(&prometheus.addr, "/api/v1/rules");
+    assert_eq!(status, 200);
+    let rules: Value = serde_json::from_str(&body).unwrap();
+    let loaded: Vec<&Value> =
+        rules["data"]["groups"].as_array().unwrap().iter().flat_map(|g| g["rules"].as_array().unwrap()).collect();
+    assert_eq!(loaded.len(), 7);
+    for rule in loaded {
+        assert_eq!((rule["health"].as_str(), rule["state"].as_str()), (Some("ok"), Some("inactive")), "{rule}");
+    }
 }
