@@ -43,9 +43,10 @@ impl Target {
 }
 
 pub struct ArchiverRun {
-    /// From partitions recovered to every record's object listed.
+    /// From the process's start to every record's object listed: what a user sees.
     pub seconds: f64,
-    pub join_seconds: f64,
+    /// From its partitions recovered (start-up, group join and recovery done) to the same.
+    pub steady_seconds: f64,
     /// CPU seconds of the whole process, start to exit.
     pub cpu_seconds: f64,
     /// CPU seconds by thread name, busiest first.
@@ -69,6 +70,7 @@ impl ArchiverRun {
             contender: target.describe().into(),
             values,
             seconds: self.seconds,
+            steady_seconds: Some(self.steady_seconds),
             cpu_seconds: self.cpu_seconds,
             peak_rss_kib: Some(self.peak_rss_kib),
         }
@@ -79,10 +81,11 @@ impl ArchiverRun {
             self.table_lag.map_or(String::new(), |lag| format!("; the table held every record {lag:.1}s later"));
         let busiest: Vec<String> = self.threads.iter().take(5).map(|(name, s)| format!("{name} {s:.1}s")).collect();
         format!(
-            "{:.1}s from partitions recovered to all objects listed (incl. the last file's 1s roll-age){table}, join \
-             {:.1}s, exit {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} times; log {}",
+            "{:.1}s from start to all objects listed (incl. the last file's 1s roll-age), {:.1}s of them from \
+             partitions recovered{table}; exit {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
+             times; log {}",
             self.seconds,
-            self.join_seconds,
+            self.steady_seconds,
             self.status,
             busiest.join(", "),
             self.rolls,
@@ -156,8 +159,8 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {}: {e} (build it first: cargo build)", exe.display()));
     let launched = Instant::now();
-    // Consumption starts once the assigned partitions are recovered: time from there, like the plain
-    // consumer is timed from its first record.
+    // Consumption starts once the assigned partitions are recovered: the steady rate is timed from there,
+    // as the plain consumer's is from its first record; what a user sees, from the start.
     while !std::fs::read_to_string(&log_path).unwrap_or_default().contains("recovered position from the archive") {
         assert!(
             launched.elapsed() < Duration::from_secs(60),
@@ -189,13 +192,13 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish: see {}", log_path.display());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let seconds = archived_at.expect("archived");
+    let steady_seconds = archived_at.expect("archived");
+    let seconds = steady_seconds + (t0 - launched).as_secs_f64();
     peak = peak.max(peak_rss_kib(child.id()));
     let cpu = cpu_seconds(&child.id().to_string());
     let threads = thread_cpu(child.id());
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let status = child.wait().unwrap();
-    let join_seconds = launched.elapsed().as_secs_f64() - seconds - table_lag.unwrap_or(0.0);
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     let mut rolls: BTreeMap<String, u32> = BTreeMap::new();
     for reason in log.lines().filter(|l| l.contains("object uploaded")).filter_map(|l| l.split("reason=").nth(1)) {
@@ -204,7 +207,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
     let paused = log.matches("pausing fetch").count();
     ArchiverRun {
         seconds,
-        join_seconds,
+        steady_seconds,
         cpu_seconds: cpu,
         threads,
         rolls,

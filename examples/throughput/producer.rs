@@ -1,7 +1,9 @@
 //! A plain rdkafka producer writing the bench's records (keys, values, headers) into a new topic with
-//! the settings `restore` uses (idempotent, acks=all, linger 10 ms): the rate `restore` is held to.
+//! the settings `restore` uses (idempotent, acks=all, linger 10 ms): the rate `restore` is held to. And
+//! the bench's records written as a user's application writes them, by `produce.py`.
 
 use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kafka_s3_archiver::archive::record::Record;
@@ -11,7 +13,10 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
 use crate::measure::cpu_seconds;
-use crate::{create_topic, Bench, Row};
+use crate::{create_topic, env, Bench, Row};
+
+/// The plain producer's line in the results table.
+pub const PLAIN_PRODUCER: &str = "plain rdkafka producer, same settings as restore";
 
 pub async fn plain_producer(bench: &Bench, records: &BTreeMap<i32, Vec<Record>>) -> Row {
     let topic = format!("{}-plain-producer", bench.topic);
@@ -50,12 +55,39 @@ pub async fn plain_producer(bench: &Bench, records: &BTreeMap<i32, Vec<Record>>)
         producer.flush(Duration::from_secs(300)).expect("plain producer flush");
     });
     let row = Row {
-        contender: "plain rdkafka producer, same settings as restore".into(),
+        contender: PLAIN_PRODUCER.into(),
         values: bench.values,
         seconds: t0.elapsed().as_secs_f64(),
+        steady_seconds: None,
         cpu_seconds: cpu_seconds("self") - cpu_before,
         peak_rss_kib: None,
     };
     println!("plain producer ({}): {:.1}s", bench.values.name(), row.seconds);
     row
+}
+
+/// What `produce.py` wrote: each partition's last offset, the key and value bytes.
+pub struct Produced {
+    pub last: BTreeMap<i32, i64>,
+    pub payload_bytes: u64,
+}
+
+/// Writes `records` values of `values` ("compressible" or "random") to `topic` as a user's
+/// application does (`produce.py`: Python confluent-kafka's default batching, 0-3 headers).
+pub fn python_producer(brokers: &str, topic: &str, records: usize, value_size: usize, values: &str) -> Produced {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/throughput/produce.py");
+    let out = Command::new(env("KSA_TEST_PRODUCER_PYTHON"))
+        .args([script, brokers, topic, &records.to_string(), &value_size.to_string(), values])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run produce.py");
+    assert!(out.status.success(), "produce.py failed ({})", out.status);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("produce.py's summary");
+    let last = summary["last"].as_object().expect("last offsets");
+    Produced {
+        last: last.iter().map(|(p, o)| (p.parse().expect("a partition"), o.as_i64().expect("an offset"))).collect(),
+        payload_bytes: summary["payload_bytes"].as_u64().expect("payload bytes"),
+    }
 }

@@ -9,13 +9,14 @@ use crate::archiver::{bucket, Target};
 use crate::measure::{children_cpu_seconds, peak_rss_kib};
 use crate::{create_topic, env, Bench, Row};
 
+/// The restores' lines in the results table.
+pub const RESTORE: &str = "`restore` from S3 into a new topic";
+pub const RESTORE_AGAIN: &str = "`restore` again: every record already there";
+
 pub async fn restore_twice(bench: &Bench) -> [Row; 2] {
     let to_topic = format!("{}-restored", bench.topic);
     create_topic(&bench.brokers, &to_topic, bench.partitions).await;
-    [
-        restore(bench, &to_topic, "`restore` from S3 into a new topic").await,
-        restore(bench, &to_topic, "`restore` again: every record already there").await,
-    ]
+    [restore(bench, &to_topic, RESTORE).await, restore(bench, &to_topic, RESTORE_AGAIN).await]
 }
 
 async fn restore(bench: &Bench, to_topic: &str, contender: &str) -> Row {
@@ -53,6 +54,7 @@ async fn restore(bench: &Bench, to_topic: &str, contender: &str) -> Row {
         contender: contender.into(),
         values: bench.values,
         seconds,
+        steady_seconds: None,
         cpu_seconds: children_cpu_seconds() - cpu_before,
         peak_rss_kib: Some(peak),
     }
