@@ -92,7 +92,7 @@ fn the_alert_rules_pass_promtool_and_each_alert_fires_and_stays_silent_when_it_s
 struct Prometheus {
     child: Child,
     addr: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Prometheus {
@@ -116,10 +116,12 @@ impl Prometheus {
             .stderr(log)
             .spawn()
             .expect("start prometheus");
-        let prometheus = Self { child, addr, _dir: dir };
+        let prometheus = Self { child, addr, dir };
+        // Its API answers 503 until it is ready.
         let started = Instant::now();
-        while std::net::TcpStream::connect(&prometheus.addr).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(30), "Prometheus did not start: {}", prometheus.log());
+        while std::net::TcpStream::connect(&prometheus.addr).is_err() || http_get(&prometheus.addr, "/-/ready").0 != 200
+        {
+            assert!(started.elapsed() < Duration::from_secs(30), "Prometheus not ready in 30 s: {}", prometheus.log());
             std::thread::sleep(Duration::from_millis(100));
         }
         prometheus
@@ -134,7 +136,7 @@ impl Prometheus {
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self._dir.path().join("prometheus.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
     }
 }
 

@@ -11,11 +11,11 @@ use crate::{Bench, Row};
 pub const PEER: &str = "peer: ";
 
 /// The peers run by default (KSA_BENCH_PEERS names others, or none).
-const PEERS: &str = "flink-filesink kafka-connect-iceberg";
+const DEFAULT_PEERS: &str = "flink-filesink kafka-connect-iceberg";
 
 /// Runs each peer asked for on the bench's topic.
 pub fn peers(bench: &Bench) -> Vec<Row> {
-    let chosen = std::env::var("KSA_BENCH_PEERS").unwrap_or_else(|_| PEERS.into());
+    let chosen = std::env::var("KSA_BENCH_PEERS").unwrap_or_else(|_| DEFAULT_PEERS.into());
     chosen.split_whitespace().map(|name| peer(bench, name)).collect()
 }
 
@@ -32,7 +32,11 @@ fn peer(bench: &Bench, name: &str) -> Row {
         .stderr(std::fs::File::create(&log_path).unwrap())
         .output()
         .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
-    assert!(out.status.success(), "peer {name} failed ({}): see {}", out.status, log_path.display());
+    if !out.status.success() {
+        // Kept: the peer's own logs are in it.
+        let work = work.keep();
+        panic!("peer {name} failed ({}): see {} and {}", out.status, log_path.display(), work.display());
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().last().and_then(|l| l.strip_prefix("PEER "));
     let line = line.unwrap_or_else(|| panic!("peer {name} printed no PEER line: see {}", log_path.display()));
