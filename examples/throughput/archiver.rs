@@ -47,7 +47,8 @@ pub struct ArchiverRun {
     pub seconds: f64,
     /// From its partitions recovered (start-up, group join and recovery done) to the same.
     pub steady_seconds: f64,
-    /// CPU seconds of the whole process, start to exit.
+    /// CPU seconds of the whole process, from its start until every record is archived (read before it
+    /// is stopped).
     pub cpu_seconds: f64,
     /// CPU seconds by thread name, busiest first.
     pub threads: Vec<(String, f64)>,
