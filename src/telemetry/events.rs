@@ -489,17 +489,19 @@ impl Metrics {
         for series in [&self.archived_offset, &self.log_end_offset, &self.unarchived_records, &self.table_position] {
             let _ = series.remove_label_values(&labels);
         }
+        self.archived_known.lock().expect("archived partitions").remove(&(tp.topic().to_string(), tp.partition()));
     }
 
     /// An assigned partition's log end, and so what of it is not archived yet (once recovery or an
     /// upload set its archived offset).
-    fn log_end(&self, topic: &str, partition: i32, log_end: i64) {
-        let partition = partition.to_string();
+    fn log_end(&self, topic: &str, partition_number: i32, log_end: i64) {
+        let partition = partition_number.to_string();
         let labels = [topic, partition.as_str()];
         self.log_end_offset.with_label_values(&labels).set(log_end);
-        if let Ok(archived) = self.archived_offset.get_metric_with_label_values(&labels) {
-            let unarchived = (log_end - archived.get() - 1).max(0);
-            self.unarchived_records.with_label_values(&labels).set(unarchived);
+        // Looked up only once set: looking a series up creates it (at 0, as if offset 0 were archived).
+        if self.archived_known.lock().expect("archived partitions").contains(&(topic.to_string(), partition_number)) {
+            let archived = self.archived_offset.with_label_values(&labels).get();
+            self.unarchived_records.with_label_values(&labels).set((log_end - archived - 1).max(0));
         }
     }
 
@@ -507,10 +509,43 @@ impl Metrics {
     fn archived_through(&self, tp: &TopicPartition, offset: i64) {
         let partition = tp.partition().to_string();
         self.archived_offset.with_label_values(&[tp.topic(), partition.as_str()]).set(offset);
+        self.archived_known.lock().expect("archived partitions").insert((tp.topic().to_string(), tp.partition()));
     }
 }
 
 /// A count as a gauge's value (gauges are signed).
 fn gauge_value(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The series of a per-partition metric, by its labels' values.
+    fn series(m: &Metrics, name: &str) -> Vec<(Vec<String>, f64)> {
+        let families = m.registry.gather();
+        let family = families.iter().find(|f| f.name() == name);
+        family.map_or(Vec::new(), |f| {
+            f.get_metric()
+                .iter()
+                .map(|s| (s.get_label().iter().map(|l| l.value().to_string()).collect(), s.get_gauge().get_value()))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn a_partitions_lag_is_told_only_once_its_archived_offset_is_known() {
+        let m = Metrics::default();
+        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 100 });
+        assert_eq!(series(&m, "ksa_archived_offset"), vec![], "no archived offset before recovery");
+        assert_eq!(series(&m, "ksa_unarchived_records"), vec![], "no lag before recovery");
+        let tp = TopicPartition::new("t", 0).unwrap();
+        m.archived_through(&tp, 49);
+        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 100 });
+        assert_eq!(series(&m, "ksa_unarchived_records"), vec![(vec!["0".to_string(), "t".to_string()], 50.0)]);
+        m.forget_partition(&tp);
+        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 120 });
+        assert_eq!(series(&m, "ksa_unarchived_records"), vec![], "no lag once revoked, until recovered again");
+    }
 }

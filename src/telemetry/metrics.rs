@@ -51,6 +51,8 @@ pub struct Metrics {
     pub log_end_offset: IntGaugeVec,
     /// Per partition: records in the log not archived yet.
     pub unarchived_records: IntGaugeVec,
+    /// The partitions whose archived offset is known (recovered here): only theirs is a lag to tell.
+    pub(crate) archived_known: std::sync::Mutex<std::collections::HashSet<(String, i32)>>,
     /// Objects uploaded (or found there), by why their file rolled.
     pub objects_by_roll_reason: IntCounterVec,
     pub value_misfits: IntCounter,
@@ -200,6 +202,7 @@ impl Default for Metrics {
             store_up: gauge(&r, "store_up", "1 while the archive store answers, 0 while its requests fail."),
             archived_offset: partition_gauge(&r, "archived_offset", "Highest offset whose object is durable."),
             log_end_offset: partition_gauge(&r, "log_end_offset", "Log end offset, from the consumer's statistics."),
+            archived_known: Default::default(),
             unarchived_records: partition_gauge(&r, "unarchived_records", "Records in the log not archived yet."),
             objects_by_roll_reason: counter_by(
                 &r,
