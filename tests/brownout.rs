@@ -23,11 +23,6 @@ enum Outage {
     Over,
 }
 
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_s3_brownout_at_start_and_during_recovery_is_waited_out() {
     let topic = unique("brownout");

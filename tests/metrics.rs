@@ -25,10 +25,7 @@ async fn metrics_move_and_agree_with_the_archive() {
     create_topic(&topic, 2).await;
     let dest = TestDest::s3().await;
     let spool = tempfile::tempdir().unwrap();
-    let addr = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let addr = free_addr();
     let group = unique("g");
     let mut args = archiver_args(&dest, &group, &topic, 200, spool.path());
     args.splice(0..0, ["--log-format".to_string(), "json".to_string()]);

@@ -99,7 +99,7 @@ impl Prometheus {
     /// Scrapes `target` every second as job kafka-s3-archiver, with the alert rules loaded.
     fn scraping(target: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let addr = format!("127.0.0.1:{}", free_port());
+        let addr = free_addr();
         let config = json!({
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [repo("deploy/prometheus/kafka-s3-archiver.rules.yml")],
@@ -147,10 +147,6 @@ impl Drop for Prometheus {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn percent_encoded(text: &str) -> String {
     text.bytes()
         .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
@@ -163,7 +159,7 @@ async fn every_dashboard_query_returns_series_from_prometheus_scraping_a_running
     create_topic(&topic, 2).await;
     let dest = TestDest::s3().await;
     let spool = tempfile::tempdir().unwrap();
-    let metrics = format!("127.0.0.1:{}", free_port());
+    let metrics = free_addr();
     let mut args = archiver_args(&dest, &unique("g"), &topic, 100, spool.path());
     args.extend(["--metrics-addr".into(), metrics.clone()]);
     let mut archiver = ArchiverProcess::spawn("dashboard", &args);

@@ -209,6 +209,12 @@ pub fn set_flag(mut args: Vec<String>, name: &str, value: &str) -> Vec<String> {
     args
 }
 
+/// A local address no server listens on now (for a server a test starts, e.g. `--metrics-addr`).
+pub fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
 /// A plain HTTP/1.0 GET; returns the status code and the body.
 pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut stream = std::net::TcpStream::connect(addr).expect("connect to the metrics endpoint");
