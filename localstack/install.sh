@@ -174,6 +174,23 @@ install_prometheus() {
 
 # PyYAML parses the Kubernetes manifests under deploy/ in tests/packaging.rs (LocalStack brings it; moto
 # may not).
+# Helm, built from the Go module proxy (helm.sh/helm/v4; ~2.5 min on 2 cores, 545 MB of modules in a
+# scratch folder removed afterwards): the tests run `helm lint` and `helm template` on deploy/helm/.
+install_helm() {
+  local dir="$SERVICES_DIR/helm"
+  [ -f "$dir/.installed" ] && return 0
+  command -v go >/dev/null || die "Helm is built with Go from the Go module proxy and there is no go: install Go 1.24+ or put a helm $HELM_VERSION binary at $dir/bin/helm"
+  say "building Helm $HELM_VERSION from the Go module proxy into $dir (about 2-3 minutes)"
+  rm -rf "$dir" && mkdir -p "$dir/bin"
+  local scratch="$dir/scratch"
+  GOPATH="$scratch/gopath" GOCACHE="$scratch/cache" GOBIN="$dir/bin" GOFLAGS=-modcacherw \
+    go install -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
+    "helm.sh/helm/v4/cmd/helm@$HELM_VERSION" >"$dir/build.log" 2>&1 \
+    || { tail -n 20 "$dir/build.log" >&2; die "go could not build Helm $HELM_VERSION (log above)"; }
+  rm -rf "$scratch"
+  "$dir/bin/helm" version --short >"$dir/.installed" 2>&1 || die "the Helm just built does not run: $(cat "$dir/.installed")"
+}
+
 install_pyyaml() {
   local venv="$SERVICES_DIR/s3-venv"
   "$venv/bin/python" -c "import yaml" 2>/dev/null && return 0
@@ -290,7 +307,8 @@ install_spark
 install_duckdb_iceberg
 install_pyyaml
 install_prometheus
+install_helm
 install_registry
 install_producer
 install_iceberg_rest
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Prometheus $(cat "$SERVICES_DIR/prometheus-deb/.installed"), Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename), pyspark 4.0.1)"
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Prometheus $(cat "$SERVICES_DIR/prometheus-deb/.installed"), Helm $HELM_VERSION, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename), pyspark 4.0.1)"

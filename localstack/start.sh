@@ -4,7 +4,7 @@
 # free 127.0.0.1 ports.
 # Usage: localstack/start.sh STATE_DIR
 # Writes STATE_DIR/env (source it: KSA_TEST_BROKERS, KSA_TEST_S3_ENDPOINT, KSA_TEST_SCHEMA_REGISTRY,
-# KSA_TEST_ICEBERG_REST, KSA_TEST_POSTGRES, KSA_TEST_PROMTOOL, KSA_TEST_PROMETHEUS, AWS_*), logs and pid files.
+# KSA_TEST_ICEBERG_REST, KSA_TEST_POSTGRES, KSA_TEST_PROMTOOL, KSA_TEST_PROMETHEUS, KSA_TEST_HELM, AWS_*), logs and pid files.
 # Exits non-zero, saying why, if a service does not come up; stop.sh STATE_DIR stops what was started.
 set -euo pipefail
 
@@ -270,6 +270,7 @@ export KSA_TEST_POSTGRES_PASSWORD=$PG_PASSWORD
 export KSA_TEST_PRODUCER_PYTHON=$SERVICES_DIR/producer-venv/bin/python
 export KSA_TEST_PROMTOOL=$SERVICES_DIR/prometheus-deb/root/usr/bin/promtool
 export KSA_TEST_PROMETHEUS=$SERVICES_DIR/prometheus-deb/root/usr/bin/prometheus
+export KSA_TEST_HELM=$SERVICES_DIR/helm/bin/helm
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=us-east-1

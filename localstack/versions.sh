@@ -10,3 +10,5 @@ APICURIO_VERSION="3.3.3"
 ICEBERG_VERSION="1.10.0"
 ICEBERG_HADOOP_VERSION="3.4.1"
 ICEBERG_JETTY_VERSION="11.0.24"
+# Helm, for `helm lint` and `helm template` on deploy/helm/: built from the Go module proxy.
+HELM_VERSION="v4.3.2"

@@ -1,7 +1,8 @@
 //! What a deployment relies on: `run --check` (a config is tested before it is rolled out: settings,
 //! brokers, topics, archive), shell completions and man pages, and the files under deploy/ (the
-//! systemd unit passes `systemd-analyze verify`; the Kubernetes manifests are valid YAML whose settings
-//! are the archiver's and resolve, with a grace period longer than the revoke timeout).
+//! systemd unit passes `systemd-analyze verify`; the Kubernetes manifests and what the Helm chart renders
+//! are valid YAML whose settings are the archiver's and resolve, with a grace period longer than the
+//! revoke timeout; the chart passes `helm lint --strict` and refuses values it does not know).
 
 mod common;
 
@@ -9,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::*;
+use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kafka-s3-archiver");
 
@@ -96,13 +98,7 @@ fn the_systemd_unit_verifies_and_outlasts_the_revoke_timeout() {
 
 #[test]
 fn the_kubernetes_manifests_use_real_settings_that_resolve() {
-    let script = "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))";
-    let parsed = Command::new(env("KSA_TEST_PYTHON"))
-        .args(["-c", script, &repo("deploy/kubernetes/kafka-s3-archiver.yaml")])
-        .output()
-        .expect("run python");
-    assert!(parsed.status.success(), "not valid YAML: {}", text(&parsed.stderr));
-    let docs: Vec<serde_json::Value> = serde_json::from_slice(&parsed.stdout).unwrap();
+    let docs = yaml_documents(&repo("deploy/kubernetes/kafka-s3-archiver.yaml"));
     let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["ConfigMap", "Secret", "Deployment", "PodDisruptionBudget", "Service"]);
     let mut env: Vec<(String, String)> = Vec::new();
@@ -132,11 +128,135 @@ fn the_kubernetes_manifests_use_real_settings_that_resolve() {
     assert_eq!(docs[2]["spec"]["selector"], docs[3]["spec"]["selector"], "the disruption budget covers the pods");
 }
 
+const CHART: &str = "deploy/helm/kafka-s3-archiver";
+
+/// Values a user would give: numbers where YAML has numbers (Helm reads them as floats), librdkafka
+/// settings that are not strings, a secret, a bigger buffer and the ServiceMonitor.
+const USER_VALUES: &str = "config:\n  brokers: kafka:9092\n  group: archivers\n  topics: [orders]\n  \
+                           dest: s3://bucket/archive\n  roll-records: 100000\n  kafka:\n    fetch.max.bytes: 52428800\n    \
+                           check.crcs: true\nsecretEnv:\n  KSA_KAFKA: sasl.username=a;sasl.password=b\nmaxBufferMiB: 1024\n\
+                           revokeTimeoutSeconds: 45\nserviceMonitor:\n  enabled: true\n";
+
+fn helm(args: &[&str]) -> Output {
+    Command::new(env("KSA_TEST_HELM")).args(args).output().expect("run helm")
+}
+
+#[test]
+fn the_helm_chart_lints_and_renders_pods_whose_settings_resolve_and_fit_their_memory_and_grace() {
+    let linted = helm(&["lint", "--strict", &repo(CHART)]);
+    assert!(linted.status.success(), "{}{}", text(&linted.stdout), text(&linted.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("values.yaml");
+    std::fs::write(&values, USER_VALUES).unwrap();
+    let rendered = helm(&["template", "archive", &repo(CHART), "-f", &values.display().to_string()]);
+    assert!(rendered.status.success(), "{}", text(&rendered.stderr));
+    let manifests = dir.path().join("rendered.yaml");
+    std::fs::write(&manifests, &rendered.stdout).unwrap();
+    let docs = yaml_documents(&manifests.display().to_string());
+    let of = |kind: &str| docs.iter().find(|d| d["kind"] == kind).unwrap_or_else(|| panic!("no {kind} rendered"));
+    let mut kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    kinds.sort();
+    let expected =
+        ["ConfigMap", "Deployment", "PodDisruptionBudget", "Secret", "Service", "ServiceAccount", "ServiceMonitor"];
+    assert_eq!(kinds, expected);
+
+    // The ConfigMap's file and the Secret's variables are the archiver's settings, and they resolve.
+    let toml = of("ConfigMap")["data"]["archiver.toml"].as_str().unwrap();
+    let config = dir.path().join("archiver.toml");
+    std::fs::write(&config, toml).unwrap();
+    let secret: Vec<(String, String)> = of("Secret")["stringData"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    let deployment = of("Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let env = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["value"].as_str().unwrap()));
+    let env: Vec<(String, String)> = secret.iter().cloned().chain(env.map(|(k, v)| (k.into(), v.into()))).collect();
+    let help = text(&archiver(&["run", "--help"]).stdout);
+    assert!(env.iter().all(|(k, _)| help.contains(&format!("[env: {k}="))), "{env:?}");
+    let resolved = Command::new(BIN)
+        .args(["run", "--print-config", "--config", &config.display().to_string()])
+        .envs(env.iter().cloned())
+        .output()
+        .unwrap();
+    let effective = text(&resolved.stdout);
+    assert!(resolved.status.success(), "the chart's settings do not resolve: {}\n{toml}", text(&resolved.stderr));
+    for line in ["roll-records = 100000", "\"fetch.max.bytes\" = \"52428800\"", "\"sasl.password\" = \"****\""] {
+        assert!(effective.contains(line), "{line} not in effect:\n{effective}");
+    }
+
+    let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let mount = container["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "config").unwrap();
+    assert_eq!(args, ["run", "--config", &format!("{}/archiver.toml", mount["mountPath"].as_str().unwrap())]);
+    let volume = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "config").unwrap();
+    assert_eq!(volume["configMap"]["name"], of("ConfigMap")["metadata"]["name"]);
+    assert_eq!(container["envFrom"][0]["secretRef"]["name"], of("Secret")["metadata"]["name"]);
+    assert_eq!(pod["serviceAccountName"], of("ServiceAccount")["metadata"]["name"]);
+
+    let revoke: u64 = setting(toml, "revoke-timeout = ").trim_matches(['"', 's']).parse().unwrap();
+    let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
+    assert!(revoke == 45 && grace > revoke + 30, "grace period {grace}s vs revoke timeout {revoke}s");
+    let budget: u64 = setting(toml, "max-buffer-bytes = ").trim_matches('"').trim_end_matches("MiB").parse().unwrap();
+    let mebibytes = |q: &Value| q.as_str().unwrap().trim_end_matches("Mi").parse::<u64>().unwrap();
+    let (request, limit) = (&container["resources"]["requests"]["memory"], &container["resources"]["limits"]["memory"]);
+    assert!(budget == 1024 && mebibytes(request) >= budget + 64 + 96, "memory {request} for a {budget} MiB budget");
+    assert!(mebibytes(limit) > mebibytes(request), "memory limit {limit} vs request {request}");
+
+    let port = setting(toml, "metrics-addr = ").trim_matches('"').rsplit(':').next().unwrap().to_string();
+    assert_eq!(container["ports"][0]["containerPort"].to_string(), port);
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    let selector = &deployment["spec"]["selector"]["matchLabels"];
+    let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    for (key, value) in selector.as_object().unwrap() {
+        assert_eq!(&labels[key], value, "the pods carry the selector's label {key}");
+    }
+    assert_eq!(of("PodDisruptionBudget")["spec"]["selector"]["matchLabels"], *selector);
+    assert_eq!(of("Service")["spec"]["selector"], *selector);
+    let monitor = &of("ServiceMonitor")["spec"];
+    for (key, value) in monitor["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(&of("Service")["metadata"]["labels"][key], value, "the ServiceMonitor selects the Service");
+    }
+    assert_eq!(monitor["endpoints"][0]["port"], of("Service")["spec"]["ports"][0]["name"]);
+}
+
+#[test]
+fn the_helm_chart_refuses_settings_it_owns_and_values_it_does_not_know() {
+    let chart = repo(CHART);
+    for (set, says) in [
+        ("config.revoke-timeout=5s", "set revokeTimeoutSeconds instead"),
+        ("config.metrics-addr=0.0.0.0:1", "set metrics.port instead"),
+        ("config.max-buffer-bytes=1GiB", "set maxBufferMiB instead"),
+        ("config.dest=", "/config/dest"),
+        ("replicas=2", "'replicas' not allowed"),
+        ("uploadGraceSeconds=5", "/uploadGraceSeconds"),
+    ] {
+        let rendered = helm(&["template", "archive", &chart, "--set", set]);
+        let stderr = text(&rendered.stderr);
+        assert!(!rendered.status.success() && stderr.contains(says), "--set {set}: {stderr}");
+    }
+}
+
+/// The documents of a YAML file, as JSON (empty documents left out).
+fn yaml_documents(path: &str) -> Vec<Value> {
+    let script = "import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))";
+    let parsed = Command::new(env("KSA_TEST_PYTHON")).args(["-c", script, path]).output().expect("run python");
+    assert!(parsed.status.success(), "{path} is not valid YAML: {}", text(&parsed.stderr));
+    serde_json::from_slice(&parsed.stdout).unwrap()
+}
+
 fn repo(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path).display().to_string()
 }
 
-/// The value of a `Key=` line of a unit file.
-fn setting<'a>(unit: &'a str, key: &str) -> &'a str {
-    unit.lines().find_map(|l| l.strip_prefix(key)).unwrap_or_else(|| panic!("no {key} in the unit"))
+/// The value of a `Key=` line of a unit file, or of a `key = ` line of a TOML file.
+fn setting<'a>(file: &'a str, key: &str) -> &'a str {
+    file.lines().find_map(|l| l.strip_prefix(key)).unwrap_or_else(|| panic!("no {key:?} line in:\n{file}"))
 }
