@@ -47,6 +47,7 @@ pub const DEFAULT_CLAIMS: bool = true;
 pub const DEFAULT_TIME_BUCKETS: TimeBuckets = TimeBuckets::None;
 pub const DEFAULT_TIME_SOURCE: TimeSource = TimeSource::Record;
 pub const DEFAULT_MARKER_INTERVAL: HumanDuration = HumanDuration(Duration::from_secs(5 * 60));
+pub const DEFAULT_GROUP_OFFSETS_INTERVAL: HumanDuration = HumanDuration(Duration::from_secs(60));
 pub const DEFAULT_VALUE_FORMAT: ValueFormatName = ValueFormatName::Raw;
 pub const DEFAULT_KEY_FORMAT: KeyFormatName = KeyFormatName::Raw;
 pub const DEFAULT_KEEP_RAW_VALUE: bool = false;
@@ -61,7 +62,7 @@ mod values;
 use self::choices::with_default;
 pub use self::choices::{KeyFormatName, SseMode, StartFrom, TableFormat, TimeBuckets, ValueFormatName};
 use self::kafka::is_secret;
-pub use self::kafka::parse_kafka_setting;
+pub use self::kafka::{parse_kafka_setting, GroupOffsetsConfig};
 pub use self::table::{
     CatalogConfig, CatalogLocation, TableConfig, DEFAULT_ICEBERG_CATALOG_NAME, DEFAULT_ICEBERG_NAMESPACE,
     DEFAULT_ICEBERG_SCOPE, DEFAULT_TABLE, DEFAULT_TABLE_COMMIT_FILES, DEFAULT_TABLE_COMMIT_INTERVAL,
@@ -121,6 +122,14 @@ pub struct Settings {
     #[arg(long, env = "KSA_START_FROM", help_heading = "Kafka",
         help = with_default("Where partitions with no archive start", DEFAULT_START_FROM))]
     pub start_from: Option<StartFrom>,
+    /// Also keep, every --group-offsets-interval, the committed offsets of the consumer groups whose whole
+    /// name matches this regular expression, for the archived topics, in the archive (under
+    /// <prefix>/_group-offsets/), for `restore --translate-group-offsets`
+    #[arg(long, env = "KSA_ARCHIVE_GROUP_OFFSETS", value_name = "GROUP_REGEX", help_heading = "Kafka")]
+    pub archive_group_offsets: Option<String>,
+    #[arg(long, env = "KSA_GROUP_OFFSETS_INTERVAL", help_heading = "Kafka",
+        help = with_default("With --archive-group-offsets: how often the groups' offsets are kept", DEFAULT_GROUP_OFFSETS_INTERVAL))]
+    pub group_offsets_interval: Option<HumanDuration>,
 
     // Store: the archive.
     /// Where the archive goes: s3://bucket/prefix or file:///absolute/dir.
@@ -351,6 +360,8 @@ pub struct SourceConfig {
     pub subscription: Vec<String>,
     pub kafka_props: Vec<(String, String)>,
     pub start_from: StartFrom,
+    /// Which consumer groups' offsets are kept in the archive, and how often (`--archive-group-offsets`).
+    pub group_offsets: Option<GroupOffsetsConfig>,
 }
 
 #[derive(Debug, Clone)]
@@ -412,6 +423,7 @@ impl Settings {
             time_buckets: Some(DEFAULT_TIME_BUCKETS),
             time_source: Some(DEFAULT_TIME_SOURCE),
             marker_interval: Some(DEFAULT_MARKER_INTERVAL),
+            group_offsets_interval: Some(DEFAULT_GROUP_OFFSETS_INTERVAL),
             table: Some(DEFAULT_TABLE),
             iceberg_catalog_name: Some(DEFAULT_ICEBERG_CATALOG_NAME.into()),
             iceberg_namespace: Some(DEFAULT_ICEBERG_NAMESPACE.into()),
@@ -530,6 +542,7 @@ impl Settings {
             subscription,
             kafka_props: self.kafka_props()?.into_iter().collect(),
             start_from: set(self.start_from, "--start-from")?,
+            group_offsets: self.group_offsets()?,
         })
     }
 

@@ -71,7 +71,7 @@ pub fn bucket_of_key(prefix: &Prefix, topic: &str, key: &str) -> Option<Bucket> 
     match classify(prefix, key) {
         ArchiveKey::Data(object) => object.bucket.filter(|_| object.tp.topic() == topic),
         ArchiveKey::Marker { topic: of, bucket } => Some(bucket).filter(|_| of == topic),
-        ArchiveKey::Claim(_) | ArchiveKey::Table | ArchiveKey::Foreign => None,
+        ArchiveKey::Claim(_) | ArchiveKey::Table | ArchiveKey::GroupOffsets(_) | ArchiveKey::Foreign => None,
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::claim::ClaimKey;
 use super::completeness::MARKER_NAME;
+use super::group_offsets::SnapshotKey;
 use super::object_key::{ObjectKey, Prefix};
 use super::time_bucket::Bucket;
 
@@ -22,6 +23,8 @@ pub enum ArchiveKey {
     Marker { topic: String, bucket: Bucket },
     /// A file of a topic's table (`<prefix>/_tables/...`: Iceberg's metadata and manifests).
     Table,
+    /// A snapshot of consumer groups' committed offsets (`<prefix>/_group-offsets/...`).
+    GroupOffsets(SnapshotKey),
     /// Anything else: not written by the archiver (stray files, another tool's objects).
     Foreign,
 }
@@ -36,6 +39,9 @@ pub fn classify(prefix: &Prefix, key: &str) -> ArchiveKey {
     }
     if key.strip_prefix(&prefix.root()).is_some_and(|rest| rest.starts_with(TABLES_FOLDER)) {
         return ArchiveKey::Table;
+    }
+    if let Some(snapshot) = SnapshotKey::parse(prefix, key) {
+        return ArchiveKey::GroupOffsets(snapshot);
     }
     match marker(prefix, key) {
         Some((topic, bucket)) => ArchiveKey::Marker { topic, bucket },
@@ -107,6 +113,8 @@ mod tests {
             ArchiveKey::Marker { topic: "orders".into(), bucket }
         );
         assert_eq!(classify(&prefix, "arch/_tables/kafka/orders/metadata/00000-x.metadata.json"), ArchiveKey::Table);
+        let snapshot = SnapshotKey::slot("orders", 1_796_418_451_250, 60_000);
+        assert_eq!(classify(&prefix, &snapshot.to_key(&prefix)), ArchiveKey::GroupOffsets(snapshot));
         for foreign in [
             "arch/topic=orders/partition=3/README.txt",
             "arch/topic=orders/_SUCCESS",
@@ -115,6 +123,7 @@ mod tests {
             "other/topic=orders/dt=2026-11-29/_SUCCESS",
             "arch/_probe/x",
             "other/_tables/kafka/orders/metadata/x.avro",
+            "arch/_group-offsets/topic=orders/latest.json",
         ] {
             assert_eq!(classify(&prefix, foreign), ArchiveKey::Foreign, "{foreign}");
         }

@@ -1,9 +1,23 @@
 //! The librdkafka settings of `run`: the `[kafka]` table and `--kafka KEY=VALUE` flags, and the ones the
-//! archiver owns.
+//! archiver owns; and which consumer groups' offsets it keeps (`--archive-group-offsets`).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use super::{invalid, ConfigError, Settings};
+use regex_automata::meta::Regex;
+
+use super::{invalid, set, ConfigError, Settings};
+
+/// The shortest interval between two snapshots of the groups' offsets.
+const MIN_GROUP_OFFSETS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Which consumer groups' committed offsets are kept in the archive, and how often.
+#[derive(Debug, Clone)]
+pub struct GroupOffsetsConfig {
+    /// Matches whole group names.
+    pub groups: Regex,
+    pub interval: Duration,
+}
 
 /// Librdkafka settings the archiver owns: its exactly-once logic depends on them. (`isolation.level`:
 /// every instance of an archive must see the same records in a range, the committed ones.)
@@ -18,6 +32,19 @@ const RESERVED_KAFKA_KEYS: [&str; 7] = [
 ];
 
 impl Settings {
+    /// `--archive-group-offsets` and its interval, checked.
+    pub(super) fn group_offsets(&self) -> Result<Option<GroupOffsetsConfig>, ConfigError> {
+        let Some(pattern) = &self.archive_group_offsets else { return Ok(None) };
+        let groups = Regex::new(&format!("^(?:{pattern})$"))
+            .map_err(|e| invalid("--archive-group-offsets", pattern, format!("not a regular expression: {e}")))?;
+        let interval = set(self.group_offsets_interval, "--group-offsets-interval")?.0;
+        if interval < MIN_GROUP_OFFSETS_INTERVAL {
+            let why = format!("at least {MIN_GROUP_OFFSETS_INTERVAL:?}: each snapshot is an object in the archive");
+            return Err(invalid("--group-offsets-interval", &format!("{interval:?}"), why));
+        }
+        Ok(Some(GroupOffsetsConfig { groups, interval }))
+    }
+
     /// The `[kafka]` table with the `--kafka KEY=VALUE` flags over it.
     pub(super) fn kafka_props(&self) -> Result<BTreeMap<String, String>, ConfigError> {
         let mut props = self.kafka.clone().unwrap_or_default();

@@ -114,6 +114,28 @@ fn regex_subscriptions_are_anchored() {
 }
 
 #[test]
+fn group_offsets_are_kept_for_whole_names_matching_the_regex() {
+    assert!(minimal().resolve(None).unwrap().source.group_offsets.is_none(), "off by default");
+    let c = Settings { archive_group_offsets: Some("billing|app-.*".into()), ..minimal() }.resolve(None).unwrap();
+    let kept = c.source.group_offsets.unwrap();
+    assert_eq!(kept.interval, Duration::from_secs(60));
+    for (group, matches) in [("billing", true), ("app-1", true), ("billing-2", false), ("my-app-1", false)] {
+        assert_eq!(kept.groups.is_match(group), matches, "{group}");
+    }
+    for (regex, interval, says) in
+        [("app-(", "1m", "--archive-group-offsets"), ("app", "10ms", "--group-offsets-interval")]
+    {
+        let s = Settings {
+            archive_group_offsets: Some(regex.into()),
+            group_offsets_interval: Some(interval.parse().unwrap()),
+            ..minimal()
+        };
+        let err = s.resolve(None).unwrap_err().to_string();
+        assert!(err.contains(says), "{regex} {interval}: {err}");
+    }
+}
+
+#[test]
 fn time_buckets_are_off_by_default_and_need_claims() {
     let c = minimal().resolve(None).unwrap();
     assert_eq!((orders(&c).bucketing, orders(&c).roll.schedule), (None, None));

@@ -20,6 +20,7 @@ use crate::pipeline::AssignedTopics;
 use crate::pipeline::{Pipeline, PipelineError, PipelineOptions};
 use crate::registry::{RegistryClient, RegistryError};
 use crate::retry::Backoff;
+use crate::service::group_offsets::GroupOffsetsOptions;
 use crate::service::markers::MarkerOptions;
 use crate::service::tables::TableOptions;
 use crate::source::probe::{connection_settings, probe_config};
@@ -55,6 +56,11 @@ pub enum ArchiverError {
     Registry(#[from] RegistryError),
     #[error(transparent)]
     Catalog(#[from] crate::table::catalog::CatalogError),
+    #[error(
+        "listing the consumer groups for --archive-group-offsets failed: {0}. The archiver's Kafka principal needs \
+         Describe on the groups to keep (and on the cluster to list them)"
+    )]
+    GroupOffsets(rdkafka::error::KafkaError),
 }
 
 /// Opens the tables' catalog and starts their committer (told of the objects the pipeline creates).
@@ -195,6 +201,15 @@ pub async fn check(config: &ArchiverConfig) -> Result<Vec<String>, ArchiverError
         format!("brokers {}: reachable; topics: {topics}", config.source.brokers),
         format!("archive {}: listable, conditional writes honoured", store.describe()),
     ];
+    if let Some(kept) = &config.source.group_offsets {
+        let (brokers, props) = (config.source.brokers.clone(), connection_settings(&config.source.kafka_props));
+        let (groups, own) = (kept.groups.clone(), config.source.group.clone());
+        let matching =
+            tokio::task::spawn_blocking(move || crate::service::group_offsets::check(&brokers, &props, &groups, &own))
+                .await?
+                .map_err(ArchiverError::GroupOffsets)?;
+        passed.push(format!("group offsets: the consumer groups can be listed, {matching} match now"));
+    }
     if let Some(registry) = &config.pipeline.registry {
         let client = RegistryClient::new(registry.options.clone());
         let subjects = client.subjects().await?;
@@ -221,6 +236,8 @@ pub struct Archiver {
     metrics: Arc<Metrics>,
     /// Puts `_SUCCESS` markers into complete time buckets (with time buckets).
     markers: Option<JoinHandle<()>>,
+    /// Keeps consumer groups' committed offsets in the archive (with `--archive-group-offsets`).
+    group_offsets: Option<JoinHandle<()>>,
     /// Commits durable files to the topics' tables (with `--table iceberg`).
     tables: Option<TableTask>,
 }
@@ -274,6 +291,20 @@ impl Archiver {
             }
             None => None,
         };
+        let group_offsets = config.source.group_offsets.as_ref().map(|kept| {
+            let settings = GroupOffsetsOptions {
+                prefix: config.store.dest.prefix().clone(),
+                topics: config.source.subscription.iter().filter(|t| !t.starts_with('^')).cloned().collect(),
+                assigned: pipeline.assigned_topics(),
+                brokers: config.source.brokers.clone(),
+                kafka_props: connection_settings(&config.source.kafka_props),
+                own_group: config.source.group.clone(),
+                groups: kept.groups.clone(),
+                interval: kept.interval,
+                writer_id: writer_id(),
+            };
+            tokio::spawn(crate::service::group_offsets::run(store.clone(), settings, metrics.clone()))
+        });
         let markers = profiles.any_bucketed().then(|| {
             let settings = MarkerOptions {
                 prefix: config.store.dest.prefix().clone(),
@@ -295,7 +326,7 @@ impl Archiver {
             &link,
             metrics.clone(),
         )?;
-        Ok(Self { source, pipeline, metrics, markers, tables })
+        Ok(Self { source, pipeline, metrics, markers, group_offsets, tables })
     }
 
     pub fn metrics(&self) -> Arc<Metrics> {
@@ -309,7 +340,7 @@ impl Archiver {
 
     /// Graceful stop: stop fetching, upload what is buffered, commit, leave the group.
     pub async fn shutdown(self) -> Result<(), ArchiverError> {
-        if let Some(task) = &self.markers {
+        for task in self.markers.iter().chain(&self.group_offsets) {
             task.abort();
         }
         self.source.request_stop();
@@ -327,7 +358,7 @@ impl Archiver {
 
     /// Simulated crash: nothing is flushed or committed (used by `demo`).
     pub async fn crash(self) {
-        for task in self.markers.iter().chain(self.tables.as_ref().map(|t| &t.task)) {
+        for task in self.markers.iter().chain(&self.group_offsets).chain(self.tables.as_ref().map(|t| &t.task)) {
             task.abort();
         }
         self.pipeline.abort();

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::metrics::Metrics;
 use crate::archive::claim::Claim;
@@ -209,6 +209,13 @@ pub enum Event<'a> {
         topic: &'a str,
         outcome: Result<u64, &'a str>,
     },
+    /// A snapshot of the committed offsets of `groups` consumer groups on `topic` was put into the archive
+    /// (`Ok(true)`), was there already (another instance took it first: `Ok(false)`), or failed.
+    GroupOffsetsKept {
+        topic: &'a str,
+        groups: usize,
+        outcome: Result<bool, &'a str>,
+    },
     /// A commit of `topic`'s durable files to its table (`--table iceberg`) ended.
     TableCommitted {
         topic: &'a str,
@@ -368,6 +375,14 @@ impl Metrics {
             Event::MarkersLooked { outcome: Ok(written), .. } => self.markers_written.inc_by(written),
             Event::MarkersLooked { topic, outcome: Err(why) } => {
                 warn!("looking for complete time buckets of {topic} failed (tried again later): {why}")
+            }
+            Event::GroupOffsetsKept { topic, groups, outcome: Ok(created) } => {
+                self.group_offset_snapshots.inc_by(u64::from(created));
+                debug!(topic, groups, created, "kept the consumer groups' committed offsets in the archive");
+            }
+            Event::GroupOffsetsKept { topic, outcome: Err(why), .. } => {
+                self.group_offset_snapshot_failures.inc();
+                warn!("keeping the consumer groups' committed offsets of {topic} failed (tried again next time): {why}")
             }
             Event::TableCommitted { topic, table, outcome } => self.table_committed(topic, table, outcome),
             Event::TableLastCommitCut { waited } => {

@@ -61,6 +61,8 @@ pub struct Metrics {
     pub dead_letters: IntCounter,
     pub dead_letter_failures: IntCounter,
     pub markers_written: IntCounter,
+    pub group_offset_snapshots: IntCounter,
+    pub group_offset_snapshot_failures: IntCounter,
     pub table_commits: IntCounter,
     pub table_commit_conflicts: IntCounter,
     pub table_commit_failures: IntCounter,
@@ -240,6 +242,16 @@ impl Default for Metrics {
                 &r,
                 "markers_written_total",
                 "_SUCCESS markers this instance put into complete time buckets' folders.",
+            ),
+            group_offset_snapshots: counter(
+                &r,
+                "group_offset_snapshots_total",
+                "Snapshots of consumer groups' committed offsets this instance put into the archive.",
+            ),
+            group_offset_snapshot_failures: counter(
+                &r,
+                "group_offset_snapshot_failures_total",
+                "Snapshots of consumer groups' committed offsets that failed (taken again at the next interval).",
             ),
             table_commits: counter(&r, "table_commits_total", "Snapshots this instance committed to topics' tables."),
             table_commit_conflicts: counter(

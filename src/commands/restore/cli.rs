@@ -6,6 +6,7 @@ use clap::Args;
 
 use super::plan::{Partitioning, Selection};
 use super::progress::Progress;
+use super::translate::{translate, Translation};
 use super::{restore, RestoreOptions, RestoreProgressCounters, RestoreTarget};
 use crate::commands::args::{kafka_props, parse_time, ArchiveArgs};
 
@@ -55,6 +56,20 @@ pub struct RestoreArgs {
     /// necessarily the bytes produced (key order, spacing, number and time formats may differ).
     #[arg(long)]
     reencode_json: bool,
+    /// Then give the consumer groups of the archived topic their positions in the target topic: the
+    /// latest snapshot of their committed offsets in the archive (taken by `run
+    /// --archive-group-offsets`), translated to the restored records' offsets and committed in the
+    /// target cluster (only for groups with no active member there).
+    #[arg(long, requires = "to_topic")]
+    translate_group_offsets: bool,
+    /// With --translate-group-offsets: the latest snapshot taken at or before this time (RFC 3339, or
+    /// milliseconds since the epoch) [default: the latest].
+    #[arg(long, requires = "translate_group_offsets", value_parser = parse_time)]
+    at: Option<i64>,
+    /// With --translate-group-offsets: restore nothing, set nothing; print where each group would resume
+    /// in the target as it holds now.
+    #[arg(long, requires = "translate_group_offsets")]
+    dry_run: bool,
 }
 
 /// Runs `restore`, showing progress on stderr (see `progress`), then a summary line.
@@ -74,6 +89,9 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<()> {
         partitioning,
         max_rate,
         reencode_json,
+        translate_group_offsets,
+        at,
+        dry_run,
     } = args;
     let target = match (to_topic, to_stdout, brokers) {
         (Some(topic), false, Some(brokers)) => {
@@ -92,11 +110,22 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<()> {
         max_rate: max_rate.filter(|r| *r > 0.0),
         reencode_json,
     };
-    let counters = Arc::new(RestoreProgressCounters::default());
-    let started = std::time::Instant::now();
-    let progress = Progress::show(counters.clone(), started);
-    let result = restore(store, &options, &counters).await;
-    progress.finish();
-    eprintln!("{} in {:.1}s", counters.line(started.elapsed()), started.elapsed().as_secs_f64());
-    result.map_err(Into::into)
+    if !dry_run {
+        let counters = Arc::new(RestoreProgressCounters::default());
+        let started = std::time::Instant::now();
+        let progress = Progress::show(counters.clone(), started);
+        let result = restore(store.clone(), &options, &counters).await;
+        progress.finish();
+        eprintln!("{} in {:.1}s", counters.line(started.elapsed()), started.elapsed().as_secs_f64());
+        result?;
+    }
+    if let (true, RestoreTarget::Kafka { brokers, props, topic: target, .. }) =
+        (translate_group_offsets, &options.target)
+    {
+        let translation =
+            Translation { prefix: &options.prefix, topic: &options.topic, at_ms: at, brokers, props, target, dry_run };
+        let report = translate(store, &translation).await?;
+        print!("{}", report.render(&options.topic, target));
+    }
+    Ok(())
 }

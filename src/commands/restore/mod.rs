@@ -13,6 +13,7 @@ mod by_time;
 mod kafka;
 mod read_back;
 mod summary;
+pub mod translate;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -70,6 +71,19 @@ pub enum RestoreError {
     ReadBackStalled { topic: String, waited: Duration },
     #[error("the archive holds no objects of topic {0:?} (for the selected partitions and offsets)")]
     Nothing(String),
+    #[error(
+        "the archive holds no snapshot of consumer group offsets for topic {topic:?}{} under {folder}: they are \
+         taken by `run --archive-group-offsets GROUP_REGEX`",
+        at_ms.map(|ms| format!(" taken at or before {ms} ms")).unwrap_or_default()
+    )]
+    NoSnapshot { topic: String, folder: String, at_ms: Option<i64> },
+    #[error("{0}: it was not written by this archiver, or was damaged since; choose another with --at")]
+    Snapshot(crate::archive::group_offsets::SnapshotError),
+    #[error(
+        "consumer group {group:?} is {state} on {brokers} ({members} members): its offsets can only be set while \
+         nobody consumes in it. Stop its consumers, then run again (nothing was set for it)"
+    )]
+    GroupActive { group: String, state: String, members: usize, brokers: String },
 }
 
 #[derive(Debug, Clone)]
@@ -166,7 +180,7 @@ async fn objects(store: &dyn ObjectStore, opts: &RestoreOptions) -> Result<(ByPa
                 markers.push(raw);
                 continue;
             }
-            ArchiveKey::Claim(_) | ArchiveKey::Table | ArchiveKey::Foreign => continue,
+            ArchiveKey::Claim(_) | ArchiveKey::Table | ArchiveKey::GroupOffsets(_) | ArchiveKey::Foreign => continue,
         };
         let wanted_partition = is_selected(&opts.partitions, key.tp.partition());
         if key.tp.topic() == opts.topic && wanted_partition && opts.selection.wants_object(key.range) {

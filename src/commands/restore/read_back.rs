@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use super::kafka::kafka_err;
 use super::{summary, RestoreError};
+use crate::archive::partition::TopicPartition;
 use crate::commands::restore::plan::{parse_source_header, RestoreProgress, SOURCE_HEADER};
 
 /// How long reading the target back may go without a record or reaching a partition's end before
@@ -105,7 +106,11 @@ pub(super) fn read_back(
             tpl.add_partition_offset(topic, p, start).map_err(kafka_err("assigning the target"))?;
         }
     }
-    let read = read_until(&consumer, topic, &tpl, ends, &mut progress)?;
+    let read = read_until(&consumer, topic, &tpl, ends, &mut |_, _, origin| {
+        if let Some((source, offset)) = origin {
+            progress.delivered(&source, offset);
+        }
+    })?;
     if read > 0 {
         info!(topic, records = read, "read the target back to skip what an earlier restore wrote");
     }
@@ -121,14 +126,38 @@ pub(super) fn read_back(
     Ok(ReadBack { progress, read, highs: marks.into_iter().map(|(_, high)| high).collect() })
 }
 
-/// Reads the partitions of `tpl` from their offsets up to their `ends`, adding the source offsets their
-/// records name to `progress`; how many records were read.
+/// Every record of the target up to where each partition ends now, in each partition's offset order:
+/// `visit` is given its partition, offset and source (its header's, if any); how many were read.
+pub(super) fn read_whole(config: &ClientConfig, topic: &str, visit: &mut Visit<'_>) -> Result<u64, RestoreError> {
+    let consumer: BaseConsumer = config.create().map_err(kafka_err("creating the read-back consumer"))?;
+    let metadata =
+        consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(kafka_err("reading the target's metadata"))?;
+    let partitions = metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len());
+    let (mut ends, mut tpl) = (BTreeMap::new(), TopicPartitionList::new());
+    for p in 0..partitions as i32 {
+        let (low, high) = until_led(LEADER_PATIENCE, Duration::from_millis(200), || {
+            consumer.fetch_watermarks(topic, p, REQUEST_TIMEOUT)
+        })
+        .map_err(kafka_err("reading the target's offsets"))?;
+        if high > low {
+            ends.insert(p, high);
+            tpl.add_partition_offset(topic, p, Offset::Beginning).map_err(kafka_err("assigning the target"))?;
+        }
+    }
+    read_until(&consumer, topic, &tpl, ends, visit)
+}
+
+/// What reading the target back does with each record: its partition, offset and source.
+pub(super) type Visit<'a> = dyn FnMut(i32, i64, Option<(TopicPartition, i64)>) + 'a;
+
+/// Reads the partitions of `tpl` from their offsets up to their `ends`, giving each record to `visit`;
+/// how many records were read.
 fn read_until(
     consumer: &BaseConsumer,
     topic: &str,
     tpl: &TopicPartitionList,
     mut ends: BTreeMap<i32, i64>,
-    progress: &mut RestoreProgress,
+    visit: &mut Visit<'_>,
 ) -> Result<u64, RestoreError> {
     if ends.is_empty() {
         return Ok(0);
@@ -143,9 +172,7 @@ fn read_until(
                 let headers = msg.headers().map(crate::source::headers::read).unwrap_or_default();
                 let origin =
                     headers.iter().find(|h| h.key == SOURCE_HEADER.as_bytes()).and_then(|h| h.value.as_deref());
-                if let Some((source, offset)) = origin.and_then(parse_source_header) {
-                    progress.delivered(&source, offset);
-                }
+                visit(msg.partition(), msg.offset(), origin.and_then(parse_source_header));
                 Some(msg.partition()).filter(|p| ends.get(p).is_some_and(|end| msg.offset() + 1 >= *end))
             }
             // At the partition's end now, so past where it ended at the start.

@@ -14,12 +14,14 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::archive::completeness::{final_through, topic_final_through, Lateness, PartitionProgress};
+use crate::archive::group_offsets::{GroupOffsetsSnapshot, SnapshotError};
 use crate::archive::object_key::Prefix;
 use crate::archive::time_bucket::{BucketWidth, TimeSource};
+use crate::commands::restore::translate::latest_snapshot;
 use crate::recovery::standing::PartitionStatus;
 use crate::recovery::tail::{inspect, InspectError, Inspected};
 use crate::source::offsets::{read_log, OffsetsError};
-use crate::store::ObjectStore;
+use crate::store::{ObjectStore, StoreError};
 use tables::TableStatus;
 
 #[derive(Debug, Error)]
@@ -28,6 +30,10 @@ pub enum StatusError {
     Kafka(#[from] OffsetsError),
     #[error(transparent)]
     Archive(#[from] InspectError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +69,17 @@ pub struct TopicStatus {
     pub complete_through: Option<String>,
     /// How late the brokers let the topic's records be stamped (ms); `None`: unbounded.
     pub lateness_bound_ms: Option<i64>,
+    /// The latest snapshot of its consumer groups' offsets in the archive (`run --archive-group-offsets`).
+    pub group_offsets: Option<GroupOffsetsStatus>,
+}
+
+/// A snapshot of consumer groups' committed offsets: where, when, and which groups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupOffsetsStatus {
+    pub key: String,
+    /// When its offsets were read, RFC 3339.
+    pub read: String,
+    pub groups: Vec<String>,
 }
 
 fn rfc3339(ms: i64) -> String {
@@ -105,6 +122,7 @@ fn topic_statuses(
                     Lateness::Bounded(ms) => Some(ms),
                     Lateness::Unbounded => None,
                 },
+                group_offsets: None,
             }
         })
         .collect()
@@ -154,6 +172,9 @@ impl StatusReport {
                 let _ = writeln!(out, "time buckets complete through {through}");
             }
             self.tables.iter().filter(|t| t.topic == topic).for_each(|t| t.line(&mut out));
+            if let Some(g) = self.topics.iter().find(|t| t.topic == topic).and_then(|t| t.group_offsets.as_ref()) {
+                let _ = writeln!(out, "group offsets kept {} ({}): {}", g.read, g.groups.join(", "), g.key);
+            }
         }
         let flagged = self.partitions.iter().filter(|p| !p.flags.is_empty()).count();
         let _ = write!(
@@ -182,8 +203,23 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
         rows.push((row, progress));
         list_requests += u64::from(requests);
     }
-    let topics = topic_statuses(&rows, &lateness, log_read_ms);
+    let mut topics = topic_statuses(&rows, &lateness, log_read_ms);
+    for topic in &mut topics {
+        topic.group_offsets = group_offsets(store, &opts.prefix, &topic.topic).await?;
+    }
     let partitions = rows.into_iter().map(|(row, _)| row).collect();
     let (archive, group) = (store.describe(), opts.group.clone());
     Ok(StatusReport { archive, group, list_requests, topics, partitions, tables: Vec::new() })
+}
+
+/// The latest snapshot of the topic's consumer groups' offsets, if the archive holds one.
+async fn group_offsets(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    topic: &str,
+) -> Result<Option<GroupOffsetsStatus>, StatusError> {
+    let Some(key) = latest_snapshot(store, prefix, topic, None).await? else { return Ok(None) };
+    let snapshot = GroupOffsetsSnapshot::from_json(&key, &store.get(&key).await?)?;
+    let groups = snapshot.groups.into_keys().collect();
+    Ok(Some(GroupOffsetsStatus { key, read: rfc3339(snapshot.read_ms), groups }))
 }

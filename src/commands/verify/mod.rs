@@ -284,7 +284,11 @@ async fn list_archive(store: &dyn ObjectStore, opts: &VerifyOptions) -> Result<L
                     listed.listings.entry(c.tp.clone()).or_default().claims.insert(c.chain_start);
                 }
                 ArchiveKey::Foreign => listed.foreign_keys.push(raw),
-                ArchiveKey::Data(_) | ArchiveKey::Claim(_) | ArchiveKey::Marker { .. } | ArchiveKey::Table => {}
+                ArchiveKey::Data(_)
+                | ArchiveKey::Claim(_)
+                | ArchiveKey::Marker { .. }
+                | ArchiveKey::Table
+                | ArchiveKey::GroupOffsets(_) => {}
             }
         }
     }

@@ -1,0 +1,236 @@
+//! `restore --translate-group-offsets`: after a restore into Kafka, the consumer groups of the archived
+//! topic are given their positions in the target: the latest snapshot of their committed offsets the
+//! archive holds (`run --archive-group-offsets`; at or before `--at`), translated through the target's
+//! records (each names its source offset in a header; `plan`), and committed for each group in the
+//! target cluster: only for groups with no active member there. A dry run prints the plan and sets
+//! nothing.
+
+pub mod plan;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+
+use self::plan::{GroupMove, Translator};
+use super::kafka::kafka_err;
+use super::read_back::{consumer_config, read_whole, REQUEST_TIMEOUT};
+use super::RestoreError;
+use crate::archive::group_offsets::{latest_at, GroupOffsetsSnapshot, SnapshotKey};
+use crate::archive::keys::ListRequest;
+use crate::archive::object_key::Prefix;
+use crate::clock::wall_clock_ms;
+use crate::retry::{Patience, Retrying};
+use crate::store::{list_between, ObjectStore, StoreError};
+
+/// Group states in which nobody consumes, so its offsets may be set.
+const IDLE_STATES: [&str; 3] = ["Empty", "Dead", ""];
+
+/// What to translate, and where to.
+pub struct Translation<'a> {
+    pub prefix: &'a Prefix,
+    /// The archived topic.
+    pub topic: &'a str,
+    /// The latest snapshot at or before this time (milliseconds since the epoch); the latest when none.
+    pub at_ms: Option<i64>,
+    pub brokers: &'a str,
+    pub props: &'a [(String, String)],
+    pub target: &'a str,
+    /// Print the plan, set nothing.
+    pub dry_run: bool,
+}
+
+/// One group's move: its new positions, and its committed offsets in the target before.
+pub struct GroupReport {
+    pub plan: GroupMove,
+    pub before: BTreeMap<i32, i64>,
+}
+
+/// What a translation found and did.
+pub struct TranslationReport {
+    pub snapshot: String,
+    pub read_ms: i64,
+    /// Records of the target read back.
+    pub read: u64,
+    pub groups: Vec<GroupReport>,
+    pub applied: bool,
+}
+
+/// Finds the snapshot, reads the target back, plans, and (unless a dry run) sets the offsets.
+pub async fn translate(store: Arc<dyn ObjectStore>, t: &Translation<'_>) -> Result<TranslationReport, RestoreError> {
+    let store = Retrying::new(store, Patience::Attempts(super::READ_ATTEMPTS), None);
+    let (key, snapshot) = snapshot(&store, t).await?;
+    let (brokers, props, target, source) =
+        (t.brokers.to_string(), t.props.to_vec(), t.target.to_string(), t.topic.to_string());
+    let groups = snapshot.groups.clone();
+    let (read, plan) = tokio::task::spawn_blocking(move || {
+        let mut translator = Translator::new(&groups);
+        let read = read_whole(&consumer_config(&brokers, &props), &target, &mut |partition, offset, origin| {
+            if let Some((from, source_offset)) = origin.filter(|(from, _)| from.topic() == source) {
+                translator.observe(partition, offset, from.partition(), source_offset);
+            }
+        })?;
+        Ok::<_, RestoreError>((read, translator.plan()))
+    })
+    .await
+    .expect("the read-back task does not panic")?;
+    let (brokers, props, target, dry_run) = (t.brokers.to_string(), t.props.to_vec(), t.target.to_string(), t.dry_run);
+    let snapshot_key = key.clone();
+    let groups = tokio::task::spawn_blocking(move || {
+        let mut reports = Vec::new();
+        for plan in plan.into_iter().filter(|g| !g.partitions.is_empty()) {
+            let group = Group::open(&brokers, &props, &plan.group)?;
+            let before = group.committed(&target)?;
+            if !dry_run {
+                group.set(&brokers, &target, &plan, &snapshot_key)?;
+            }
+            reports.push(GroupReport { plan, before });
+        }
+        Ok::<_, RestoreError>(reports)
+    })
+    .await
+    .expect("the commit task does not panic")?;
+    Ok(TranslationReport { snapshot: key, read_ms: snapshot.read_ms, read, groups, applied: !t.dry_run })
+}
+
+/// The latest snapshot of the topic's group offsets at or before `at_ms`, and its key.
+async fn snapshot(
+    store: &dyn ObjectStore,
+    t: &Translation<'_>,
+) -> Result<(String, GroupOffsetsSnapshot), RestoreError> {
+    let Some(key) = latest_snapshot(store, t.prefix, t.topic, t.at_ms).await? else {
+        let folder = SnapshotKey::folder(t.prefix, t.topic);
+        return Err(RestoreError::NoSnapshot { topic: t.topic.to_string(), folder, at_ms: t.at_ms });
+    };
+    let body = store.get(&key).await?;
+    let snapshot = GroupOffsetsSnapshot::from_json(&key, &body).map_err(RestoreError::Snapshot)?;
+    Ok((key, snapshot))
+}
+
+/// How far before the time asked for the listing of snapshots starts (they are kept every minute or so:
+/// a day of them is a couple of listing requests); the whole folder is listed when none is that recent.
+const RECENT_SNAPSHOTS: i64 = 24 * 3600 * 1000;
+
+/// The key of the latest snapshot of `topic`'s group offsets taken at or before `at_ms` (the latest when
+/// none), if the archive holds one.
+pub async fn latest_snapshot(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    topic: &str,
+    at_ms: Option<i64>,
+) -> Result<Option<String>, StoreError> {
+    let folder = SnapshotKey::folder(prefix, topic);
+    let key_at = |ms: i64| SnapshotKey { topic: topic.to_string(), taken_ms: ms }.to_key(prefix);
+    let recent = key_at(at_ms.unwrap_or_else(wall_clock_ms) - RECENT_SNAPSHOTS);
+    let through = at_ms.map(key_at);
+    for start_after in [Some(recent), None] {
+        let request = ListRequest { prefix: folder.clone(), start_after };
+        let (listed, _) = list_between(store, request, through.as_deref()).await?;
+        let keys: Vec<SnapshotKey> = listed.iter().filter_map(|k| SnapshotKey::parse(prefix, k)).collect();
+        if let Some(latest) = latest_at(&keys, at_ms) {
+            return Ok(Some(latest.to_key(prefix)));
+        }
+    }
+    Ok(None)
+}
+
+/// A consumer group of the target cluster, as a client that never joins it.
+struct Group {
+    name: String,
+    consumer: BaseConsumer,
+}
+
+impl Group {
+    fn open(brokers: &str, props: &[(String, String)], name: &str) -> Result<Self, RestoreError> {
+        let mut config = consumer_config(brokers, props);
+        config.set("group.id", name);
+        let consumer = config.create().map_err(kafka_err("creating a client of a group"))?;
+        Ok(Self { name: name.to_string(), consumer })
+    }
+
+    /// Its committed offsets on `topic`.
+    fn committed(&self, topic: &str) -> Result<BTreeMap<i32, i64>, RestoreError> {
+        let metadata = self
+            .consumer
+            .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
+            .map_err(kafka_err("reading the target's metadata"))?;
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..metadata.topics().first().map_or(0, |t| t.partitions().len() as i32) {
+            tpl.add_partition(topic, p);
+        }
+        let committed = self
+            .consumer
+            .committed_offsets(tpl, REQUEST_TIMEOUT)
+            .map_err(kafka_err("reading a group's committed offsets"))?;
+        Ok(committed
+            .elements()
+            .iter()
+            .filter_map(|e| e.offset().to_raw().filter(|o| *o >= 0).map(|o| (e.partition(), o)))
+            .collect())
+    }
+
+    /// Commits the plan's offsets, if nobody consumes in the group now.
+    fn set(&self, brokers: &str, topic: &str, plan: &GroupMove, snapshot: &str) -> Result<(), RestoreError> {
+        let groups = self
+            .consumer
+            .fetch_group_list(Some(&self.name), REQUEST_TIMEOUT)
+            .map_err(kafka_err("describing a group"))?;
+        if let Some(busy) = groups.groups().iter().find(|g| !IDLE_STATES.contains(&g.state())) {
+            return Err(RestoreError::GroupActive {
+                group: self.name.clone(),
+                state: busy.state().to_string(),
+                members: busy.members().len(),
+                brokers: brokers.to_string(),
+            });
+        }
+        let mut tpl = TopicPartitionList::new();
+        for m in &plan.partitions {
+            let mut elem = tpl.add_partition(topic, m.target_partition);
+            elem.set_offset(Offset::Offset(m.offset)).map_err(kafka_err("setting a group's offset"))?;
+            elem.set_metadata(format!("kafka-s3-archiver: translated from {snapshot}"));
+        }
+        self.consumer.commit(&tpl, CommitMode::Sync).map_err(kafka_err("committing a group's offsets"))
+    }
+}
+
+impl TranslationReport {
+    /// The plan, a line per group and partition, as `restore` prints it.
+    pub fn render(&self, source: &str, target: &str) -> String {
+        let read = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.read_ms.max(0) as u64),
+        );
+        let mut out = format!(
+            "group offsets of {source} from {} (read {read}), translated through {} records of {target}:\n",
+            self.snapshot, self.read
+        );
+        if self.groups.is_empty() {
+            out.push_str("  no group of the snapshot has a record restored in the target: nothing to set\n");
+        }
+        for g in &self.groups {
+            for m in &g.plan.partitions {
+                let before = g.before.get(&m.target_partition).map_or("-".to_string(), i64::to_string);
+                let why = match m.resumes_at {
+                    Some((p, o)) => format!("resumes at the record restored from {source}/{p}@{o}"),
+                    None => "after the last record restored: it had consumed all of them".to_string(),
+                };
+                let again = match m.again {
+                    0 => String::new(),
+                    n => format!("; {n} records it had consumed come after it (target out of source order)"),
+                };
+                let _ = writeln!(
+                    out,
+                    "  {} {target}/{}: {before} -> {} ({why}{again})",
+                    g.plan.group, m.target_partition, m.offset
+                );
+            }
+        }
+        out.push_str(if self.applied {
+            "offsets set\n"
+        } else {
+            "dry run: nothing set (run again without --dry-run to set them)\n"
+        });
+        out
+    }
+}

@@ -1,0 +1,178 @@
+//! `--archive-group-offsets`: at every multiple of the interval, the committed offsets of the consumer
+//! groups whose name matches are read for each archived topic and put into the archive as one small
+//! object per topic (`archive::group_offsets`), if absent: every instance of the archive does it, the
+//! first one's put lands and the others' meet a 412. After an incident, `restore
+//! --translate-group-offsets` gives those groups their positions in the restored topic.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::topic_partition_list::TopicPartitionList;
+use regex_automata::meta::Regex;
+
+use crate::archive::group_offsets::{GroupOffsetsSnapshot, SnapshotKey};
+use crate::archive::object_key::Prefix;
+use crate::clock::wall_clock_ms;
+use crate::encode::spool::SpoolData;
+use crate::pipeline::AssignedTopics;
+use crate::store::{ObjectStore, PutOutcome};
+use crate::telemetry::{Event, Metrics};
+
+/// How long one request for the groups, a topic's partitions or a group's offsets may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+pub struct GroupOffsetsOptions {
+    pub prefix: Prefix,
+    /// The topics named in the subscription; those a regex matches are learnt from the assignments.
+    pub topics: Vec<String>,
+    pub assigned: AssignedTopics,
+    pub brokers: String,
+    pub kafka_props: Vec<(String, String)>,
+    /// The archivers' own group: never kept (its offsets are hints of the archive's own position).
+    pub own_group: String,
+    /// Matches the whole names of the groups to keep.
+    pub groups: Regex,
+    pub interval: Duration,
+    pub writer_id: String,
+}
+
+/// Per topic, per group, per partition: the committed offset.
+type Committed = BTreeMap<String, BTreeMap<String, BTreeMap<i32, i64>>>;
+
+/// Takes a snapshot at every multiple of the interval, until the task is aborted.
+pub async fn run(store: Arc<dyn ObjectStore>, settings: GroupOffsetsOptions, metrics: Arc<Metrics>) {
+    let settings = Arc::new(settings);
+    let reader = Arc::new(Mutex::new(None::<GroupReader>));
+    let interval_ms = settings.interval.as_millis() as i64;
+    loop {
+        let now = wall_clock_ms();
+        tokio::time::sleep(Duration::from_millis((interval_ms - now.rem_euclid(interval_ms)) as u64)).await;
+        let slot_ms = wall_clock_ms();
+        let mut topics = settings.topics.clone();
+        topics.extend(settings.assigned.snapshot());
+        topics.sort();
+        topics.dedup();
+        let (s, r, names) = (settings.clone(), reader.clone(), topics.clone());
+        let read = tokio::task::spawn_blocking(move || {
+            let mut reader = r.lock().expect("group reader");
+            if reader.is_none() {
+                *reader = Some(GroupReader::new(&s.brokers, &s.kafka_props)?);
+            }
+            reader.as_mut().expect("created above").read(&s, &names)
+        })
+        .await
+        .expect("reading the groups' offsets does not panic");
+        let read_ms = wall_clock_ms();
+        for topic in &topics {
+            let outcome = match &read {
+                Ok(committed) => match committed.get(topic).filter(|groups| !groups.is_empty()) {
+                    None => continue,
+                    Some(groups) => put(store.as_ref(), &settings, topic, groups, slot_ms, read_ms).await,
+                },
+                Err(e) => Err(format!("reading the groups' committed offsets from Kafka: {e}")),
+            };
+            let groups = read.as_ref().ok().and_then(|c| c.get(topic)).map_or(0, BTreeMap::len);
+            metrics.emit(Event::GroupOffsetsKept {
+                topic,
+                groups,
+                outcome: outcome.as_ref().copied().map_err(String::as_str),
+            });
+        }
+    }
+}
+
+/// Puts one topic's snapshot of the slot, if absent; whether it was created.
+async fn put(
+    store: &dyn ObjectStore,
+    s: &GroupOffsetsOptions,
+    topic: &str,
+    groups: &BTreeMap<String, BTreeMap<i32, i64>>,
+    slot_ms: i64,
+    read_ms: i64,
+) -> Result<bool, String> {
+    let key = SnapshotKey::slot(topic, slot_ms, s.interval.as_millis() as i64).to_key(&s.prefix);
+    let snapshot =
+        GroupOffsetsSnapshot { topic: topic.to_string(), read_ms, writer: s.writer_id.clone(), groups: groups.clone() };
+    let body = Bytes::from(snapshot.to_json());
+    let len = body.len() as u64;
+    match store.put_if_absent(&key, &SpoolData::Memory(body), len).await {
+        Ok(outcome) => Ok(outcome == PutOutcome::Created),
+        Err(e) => Err(format!("putting {key}: {e}")),
+    }
+}
+
+/// Kafka clients that read groups' offsets without joining them: one that lists the groups, and one per
+/// group kept (a committed offset is asked for as a member of the group would).
+struct GroupReader {
+    config: ClientConfig,
+    lister: BaseConsumer,
+    groups: HashMap<String, BaseConsumer>,
+}
+
+impl GroupReader {
+    fn new(brokers: &str, props: &[(String, String)]) -> Result<Self, KafkaError> {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", brokers).set("enable.auto.commit", "false");
+        for (k, v) in props {
+            config.set(k, v);
+        }
+        Ok(Self { lister: config.create()?, config, groups: HashMap::new() })
+    }
+
+    /// The committed offsets of the matching groups on `topics` (those that do not exist are left out).
+    fn read(&mut self, s: &GroupOffsetsOptions, topics: &[String]) -> Result<Committed, KafkaError> {
+        let names = matching_groups(&self.lister, &s.groups, &s.own_group)?;
+        self.groups.retain(|name, _| names.contains(name));
+        let mut tpl = TopicPartitionList::new();
+        for topic in topics {
+            let metadata = self.lister.fetch_metadata(Some(topic), REQUEST_TIMEOUT)?;
+            let partitions =
+                metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len());
+            for p in 0..partitions as i32 {
+                tpl.add_partition(topic, p);
+            }
+        }
+        let mut committed = Committed::new();
+        for name in names {
+            let client = match self.groups.get(&name) {
+                Some(client) => client,
+                None => {
+                    let client = self.config.clone().set("group.id", &name).create()?;
+                    self.groups.entry(name.clone()).or_insert(client)
+                }
+            };
+            for e in client.committed_offsets(tpl.clone(), REQUEST_TIMEOUT)?.elements() {
+                if let Some(offset) = e.offset().to_raw().filter(|o| *o >= 0) {
+                    let groups = committed.entry(e.topic().to_string()).or_default();
+                    groups.entry(name.clone()).or_default().insert(e.partition(), offset);
+                }
+            }
+        }
+        Ok(committed)
+    }
+}
+
+/// The names of the groups the brokers know whose whole name matches `groups`, but `own_group`, sorted.
+fn matching_groups(client: &BaseConsumer, groups: &Regex, own_group: &str) -> Result<Vec<String>, KafkaError> {
+    let listed = client.fetch_group_list(None, REQUEST_TIMEOUT)?;
+    let mut names: Vec<String> = listed
+        .groups()
+        .iter()
+        .map(|g| g.name().to_string())
+        .filter(|name| name != own_group && groups.is_match(name))
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// `run --check`: the groups can be listed; how many match now. Blocks.
+pub fn check(brokers: &str, props: &[(String, String)], groups: &Regex, own_group: &str) -> Result<usize, KafkaError> {
+    let reader = GroupReader::new(brokers, props)?;
+    Ok(matching_groups(&reader.lister, groups, own_group)?.len())
+}
