@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use kafka_s3_archiver::archive::group_offsets::GroupOffsetsSnapshot;
+use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::commands::demo::generate::produce;
 use kafka_s3_archiver::commands::restore::plan::{parse_source_header, SOURCE_HEADER};
 use kafka_s3_archiver::store::list_all;
@@ -95,26 +96,24 @@ fn consume_as(group: &str, topic: &str, expected: usize) -> (BaseConsumer, BTree
     (consumer, read)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn groups_resume_in_a_restored_topic_at_the_next_record_they_had_not_consumed() {
-    let topic = unique("dr-src");
-    create_topic(&topic, PARTITIONS).await;
-    let produced = produce(&brokers(), &topic, PARTITIONS, 0..RECORDS, 60).await.unwrap();
-    let ends = last_offsets(&produced);
-    let app = unique("app");
-    let (half, none, end, other) =
-        (format!("{app}-half"), format!("{app}-none"), format!("{app}-end"), unique("other"));
-    let half_way: BTreeMap<i32, i64> =
-        ends.iter().map(|(p, last)| (*p, [last / 2, last / 3, last + 1][*p as usize])).collect();
-    commit(&half, &topic, &half_way);
-    commit(&none, &topic, &ends.keys().map(|p| (*p, 0)).collect());
-    commit(&end, &topic, &ends.iter().map(|(p, last)| (*p, last + 1)).collect());
-    commit(&other, &topic, &half_way);
+/// The groups of one application, their committed offsets on the source topic, and a group of another.
+struct Groups {
+    half: String,
+    none: String,
+    end: String,
+    other: String,
+    half_way: BTreeMap<i32, i64>,
+}
 
-    // Archive, keeping the offsets of the app's groups every second.
-    let dest = TestDest::s3().await;
+/// Archives `topic` with `--archive-group-offsets` for the app's groups; the snapshot taken.
+async fn archive_keeping_offsets(
+    dest: &TestDest,
+    topic: &str,
+    ends: &BTreeMap<i32, i64>,
+    app: &str,
+) -> GroupOffsetsSnapshot {
     let spool = tempfile::tempdir().unwrap();
-    let mut args = archiver_args(&dest, &unique("archivers"), &topic, 400, spool.path());
+    let mut args = archiver_args(dest, &unique("archivers"), topic, 400, spool.path());
     args.extend([
         "--archive-group-offsets".into(),
         format!("{app}-.*"),
@@ -123,7 +122,7 @@ async fn groups_resume_in_a_restored_topic_at_the_next_record_they_had_not_consu
     ]);
     let mut archiver = ArchiverProcess::spawn("dr-archiver", &args);
     let store = dest.store().await;
-    wait_archived(store.as_ref(), &dest.prefix(), &topic, &ends, &mut [&mut archiver]).await;
+    wait_archived(store.as_ref(), &dest.prefix(), topic, ends, &mut [&mut archiver]).await;
     let folder = format!("{}/_group-offsets/topic={topic}/", dest.prefix().as_str());
     let deadline = Instant::now() + Duration::from_secs(30);
     let snapshot = loop {
@@ -135,32 +134,58 @@ async fn groups_resume_in_a_restored_topic_at_the_next_record_they_had_not_consu
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     assert!(archiver.terminate().success());
-    assert_eq!(snapshot.groups.keys().collect::<Vec<_>>(), [&end, &half, &none], "only the app's groups are kept");
-    assert_eq!(snapshot.groups[&half], half_way);
+    snapshot
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn groups_resume_in_a_restored_topic_at_the_next_record_they_had_not_consumed() {
+    let topic = unique("dr-src");
+    create_topic(&topic, PARTITIONS).await;
+    let produced = produce(&brokers(), &topic, PARTITIONS, 0..RECORDS, 60).await.unwrap();
+    // Retention took partition 0's first 100 records before they were archived: the target's offsets
+    // are not the source's.
+    delete_records_before(&topic, 0, 100).await;
+    let ends = last_offsets(&produced);
+    let app = unique("app");
+    let g = Groups {
+        half: format!("{app}-half"),
+        none: format!("{app}-none"),
+        end: format!("{app}-end"),
+        other: unique("other"),
+        half_way: ends.iter().map(|(p, last)| (*p, [last / 2, last / 3, last + 1][*p as usize])).collect(),
+    };
+    commit(&g.half, &topic, &g.half_way);
+    commit(&g.none, &topic, &ends.keys().map(|p| (*p, 0)).collect());
+    commit(&g.end, &topic, &ends.iter().map(|(p, last)| (*p, last + 1)).collect());
+    commit(&g.other, &topic, &g.half_way);
+
+    let dest = TestDest::s3().await;
+    let snapshot = archive_keeping_offsets(&dest, &topic, &ends, &app).await;
+    assert_eq!(
+        snapshot.groups.keys().collect::<Vec<_>>(),
+        [&g.end, &g.half, &g.none],
+        "only the app's groups are kept"
+    );
+    assert_eq!(snapshot.groups[&g.half], g.half_way);
+    let (url, endpoint, kafka) = (dest.url(), s3_endpoint(), brokers());
     let status = bin(&[
         "status",
         "--dest",
-        &dest.url(),
+        &url,
         "--s3-endpoint",
-        &s3_endpoint(),
+        &endpoint,
         "--brokers",
-        &brokers(),
+        &kafka,
         "--group",
         "x",
         "--topic",
         &topic,
     ]);
-    assert!(
-        status.status.success() && text(&status).contains(&format!("({end}, {half}, {none})")),
-        "{}",
-        text(&status)
-    );
+    let listed = format!("({}, {}, {})", g.end, g.half, g.none);
+    assert!(status.status.success() && text(&status).contains(&listed), "{}", text(&status));
 
-    // Into a fresh topic that already holds other records, so the offsets differ from the source's.
     let target = unique("dr-target");
     create_topic(&target, PARTITIONS).await;
-    produce(&brokers(), &target, PARTITIONS, 0..7, 60).await.unwrap();
-    let (url, endpoint, kafka) = (dest.url(), s3_endpoint(), brokers());
     let restore = |extra: &[&str]| {
         let mut args = vec!["restore", "--dest", &url, "--s3-endpoint", &endpoint, "--topic", &topic];
         args.extend(["--to-topic", &target, "--brokers", &kafka, "--translate-group-offsets"]);
@@ -169,27 +194,29 @@ async fn groups_resume_in_a_restored_topic_at_the_next_record_they_had_not_consu
     };
     let dry = restore(&["--dry-run"]);
     assert!(dry.status.success() && text(&dry).contains("dry run: nothing set"), "{}", text(&dry));
-    assert!(committed(&half, &target).is_empty(), "a dry run sets nothing");
+    assert!(committed(&g.half, &target).is_empty(), "a dry run sets nothing");
     let done = restore(&[]);
     assert!(done.status.success() && text(&done).contains("offsets set"), "{}", text(&done));
 
-    // Each group reads exactly what it had not consumed.
+    // Each group reads exactly what it had not consumed of what was archived.
     let unconsumed = |from: &BTreeMap<i32, i64>| -> BTreeMap<i32, Vec<i64>> {
-        produced
-            .iter()
-            .map(|(p, records)| (*p, records.iter().map(|r| r.offset).filter(|o| *o >= from[p]).collect::<Vec<_>>()))
-            .filter(|(_, offsets)| !offsets.is_empty())
-            .collect()
+        let archived = |p: i32, o: i64| p != 0 || o >= 100;
+        let offsets = |p: i32, records: &[Record]| -> Vec<i64> {
+            records.iter().map(|r| r.offset).filter(|o| *o >= from[&p] && archived(p, *o)).collect()
+        };
+        produced.iter().map(|(p, records)| (*p, offsets(*p, records))).filter(|(_, o)| !o.is_empty()).collect()
     };
-    for (group, from) in [(&half, &half_way), (&none, &snapshot.groups[&none])] {
+    for (group, from) in [(&g.half, &g.half_way), (&g.none, &snapshot.groups[&g.none])] {
         let expected = unconsumed(from);
         let (_member, read) = consume_as(group, &target, expected.values().map(Vec::len).sum());
         assert_eq!(read, expected, "{group} resumes at the next record it had not consumed, each once");
     }
-    let (member, read) = consume_as(&end, &target, 0);
-    assert!(read.is_empty(), "{end} had consumed everything: {read:?}");
+    let (member, read) = consume_as(&g.end, &target, 0);
+    assert!(read.is_empty(), "{} had consumed everything: {read:?}", g.end);
+    let high = |p: i32| group_client(&g.other).fetch_watermarks(&target, p, Duration::from_secs(10)).unwrap().1;
+    assert_eq!(committed(&g.end, &target), (0..PARTITIONS).map(|p| (p, high(p))).collect(), "set at the ends");
 
-    // A group someone consumes in is not moved.
+    // A group someone consumes in is not moved, nor is any other.
     let again = restore(&[]);
     assert!(!again.status.success() && text(&again).contains("Stop its consumers"), "{}", text(&again));
     drop(member);

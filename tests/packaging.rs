@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -141,49 +142,47 @@ fn helm(args: &[&str]) -> Output {
     Command::new(env("KSA_TEST_HELM")).args(args).output().expect("run helm")
 }
 
-#[test]
-fn the_helm_chart_lints_and_renders_pods_whose_settings_resolve_and_fit_their_memory_and_grace() {
-    let linted = helm(&["lint", "--strict", &repo(CHART)]);
-    assert!(linted.status.success(), "{}{}", text(&linted.stdout), text(&linted.stderr));
+/// What the chart renders with `values`: its objects, by kind.
+fn render_chart(release: &str, values: &str) -> BTreeMap<String, Value> {
     let dir = tempfile::tempdir().unwrap();
-    let values = dir.path().join("values.yaml");
-    std::fs::write(&values, USER_VALUES).unwrap();
-    let rendered = helm(&["template", "archive", &repo(CHART), "-f", &values.display().to_string()]);
+    let path = dir.path().join("values.yaml");
+    std::fs::write(&path, values).unwrap();
+    let rendered = helm(&["template", release, &repo(CHART), "-f", &path.display().to_string()]);
     assert!(rendered.status.success(), "{}", text(&rendered.stderr));
     let manifests = dir.path().join("rendered.yaml");
     std::fs::write(&manifests, &rendered.stdout).unwrap();
     let docs = yaml_documents(&manifests.display().to_string());
-    let of = |kind: &str| docs.iter().find(|d| d["kind"] == kind).unwrap_or_else(|| panic!("no {kind} rendered"));
-    let mut kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    kinds.sort();
+    let by_kind: BTreeMap<String, Value> =
+        docs.iter().map(|d| (d["kind"].as_str().unwrap().to_string(), d.clone())).collect();
+    assert_eq!(by_kind.len(), docs.len(), "one object of each kind");
+    by_kind
+}
+
+#[test]
+fn the_helm_chart_lints_and_renders_settings_that_resolve() {
+    let linted = helm(&["lint", "--strict", &repo(CHART)]);
+    assert!(linted.status.success(), "{}{}", text(&linted.stdout), text(&linted.stderr));
+    let objects = render_chart("archive", USER_VALUES);
+    let kinds: Vec<&str> = objects.keys().map(String::as_str).collect();
     let expected =
         ["ConfigMap", "Deployment", "PodDisruptionBudget", "Secret", "Service", "ServiceAccount", "ServiceMonitor"];
     assert_eq!(kinds, expected);
 
-    // The ConfigMap's file and the Secret's variables are the archiver's settings, and they resolve.
-    let toml = of("ConfigMap")["data"]["archiver.toml"].as_str().unwrap();
+    // The ConfigMap's file and the pod's variables are the archiver's settings, and they resolve.
+    let dir = tempfile::tempdir().unwrap();
+    let toml = objects["ConfigMap"]["data"]["archiver.toml"].as_str().unwrap();
     let config = dir.path().join("archiver.toml");
     std::fs::write(&config, toml).unwrap();
-    let secret: Vec<(String, String)> = of("Secret")["stringData"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-        .collect();
-    let deployment = of("Deployment");
-    let pod = &deployment["spec"]["template"]["spec"];
+    let pod = &objects["Deployment"]["spec"]["template"]["spec"];
     let container = &pod["containers"][0];
-    let env = container["env"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| (e["name"].as_str().unwrap(), e["value"].as_str().unwrap()));
-    let env: Vec<(String, String)> = secret.iter().cloned().chain(env.map(|(k, v)| (k.into(), v.into()))).collect();
+    let secret = objects["Secret"]["stringData"].as_object().unwrap().iter().map(|(k, v)| (k.as_str(), v));
+    let env = container["env"].as_array().unwrap().iter().map(|e| (e["name"].as_str().unwrap(), &e["value"]));
+    let env: Vec<(&str, &str)> = secret.chain(env).map(|(k, v)| (k, v.as_str().unwrap())).collect();
     let help = text(&archiver(&["run", "--help"]).stdout);
     assert!(env.iter().all(|(k, _)| help.contains(&format!("[env: {k}="))), "{env:?}");
     let resolved = Command::new(BIN)
         .args(["run", "--print-config", "--config", &config.display().to_string()])
-        .envs(env.iter().cloned())
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let effective = text(&resolved.stdout);
@@ -191,23 +190,39 @@ fn the_helm_chart_lints_and_renders_pods_whose_settings_resolve_and_fit_their_me
     for line in ["roll-records = 100000", "\"fetch.max.bytes\" = \"52428800\"", "\"sasl.password\" = \"****\""] {
         assert!(effective.contains(line), "{line} not in effect:\n{effective}");
     }
-
     let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     let mount = container["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "config").unwrap();
     assert_eq!(args, ["run", "--config", &format!("{}/archiver.toml", mount["mountPath"].as_str().unwrap())]);
     let volume = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "config").unwrap();
-    assert_eq!(volume["configMap"]["name"], of("ConfigMap")["metadata"]["name"]);
-    assert_eq!(container["envFrom"][0]["secretRef"]["name"], of("Secret")["metadata"]["name"]);
-    assert_eq!(pod["serviceAccountName"], of("ServiceAccount")["metadata"]["name"]);
+    assert_eq!(volume["configMap"]["name"], objects["ConfigMap"]["metadata"]["name"]);
+    assert_eq!(container["envFrom"][0]["secretRef"]["name"], objects["Secret"]["metadata"]["name"]);
+    assert_eq!(pod["serviceAccountName"], objects["ServiceAccount"]["metadata"]["name"]);
+}
 
+#[test]
+fn the_helm_charts_pods_fit_their_memory_spool_and_grace_and_are_selected_and_scraped() {
+    let objects = render_chart(&"a".repeat(53), USER_VALUES);
+    let toml = objects["ConfigMap"]["data"]["archiver.toml"].as_str().unwrap();
+    let deployment = &objects["Deployment"];
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
     let revoke: u64 = setting(toml, "revoke-timeout = ").trim_matches(['"', 's']).parse().unwrap();
     let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
     assert!(revoke == 45 && grace > revoke + 30, "grace period {grace}s vs revoke timeout {revoke}s");
-    let budget: u64 = setting(toml, "max-buffer-bytes = ").trim_matches('"').trim_end_matches("MiB").parse().unwrap();
-    let mebibytes = |q: &Value| q.as_str().unwrap().trim_end_matches("Mi").parse::<u64>().unwrap();
+    let mib = |v: &str| v.trim_matches('"').trim_end_matches("MiB").trim_end_matches("Mi").parse::<u64>().unwrap();
+    let budget = mib(setting(toml, "max-buffer-bytes = "));
     let (request, limit) = (&container["resources"]["requests"]["memory"], &container["resources"]["limits"]["memory"]);
-    assert!(budget == 1024 && mebibytes(request) >= budget + 64 + 96, "memory {request} for a {budget} MiB budget");
-    assert!(mebibytes(limit) > mebibytes(request), "memory limit {limit} vs request {request}");
+    let (request, limit) = (mib(request.as_str().unwrap()), mib(limit.as_str().unwrap()));
+    // The budget, librdkafka (twice its 64 MiB queue, as measured) and 96 MiB.
+    assert!(budget == 1024 && request >= budget + 2 * 64 + 96, "memory {request} MiB for a {budget} MiB budget");
+    assert!(limit > request, "memory limit {limit} MiB vs request {request} MiB");
+    let spool = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "spool").unwrap();
+    let (spooled, room) =
+        (mib(setting(toml, "max-spool-bytes = ")), mib(spool["emptyDir"]["sizeLimit"].as_str().unwrap()));
+    assert!(
+        room > spooled && spool["emptyDir"]["medium"].is_null(),
+        "spool of {spooled} MiB on a {room} MiB disk volume"
+    );
 
     let port = setting(toml, "metrics-addr = ").trim_matches('"').rsplit(':').next().unwrap().to_string();
     assert_eq!(container["ports"][0]["containerPort"].to_string(), port);
@@ -218,13 +233,15 @@ fn the_helm_chart_lints_and_renders_pods_whose_settings_resolve_and_fit_their_me
     for (key, value) in selector.as_object().unwrap() {
         assert_eq!(&labels[key], value, "the pods carry the selector's label {key}");
     }
-    assert_eq!(of("PodDisruptionBudget")["spec"]["selector"]["matchLabels"], *selector);
-    assert_eq!(of("Service")["spec"]["selector"], *selector);
-    let monitor = &of("ServiceMonitor")["spec"];
+    assert_eq!(objects["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"], *selector);
+    let service = &objects["Service"];
+    assert_eq!(service["spec"]["selector"], *selector);
+    assert!(service["metadata"]["name"].as_str().unwrap().len() <= 63, "a Service name is a DNS label");
+    let monitor = &objects["ServiceMonitor"]["spec"];
     for (key, value) in monitor["selector"]["matchLabels"].as_object().unwrap() {
-        assert_eq!(&of("Service")["metadata"]["labels"][key], value, "the ServiceMonitor selects the Service");
+        assert_eq!(&service["metadata"]["labels"][key], value, "the ServiceMonitor selects the Service");
     }
-    assert_eq!(monitor["endpoints"][0]["port"], of("Service")["spec"]["ports"][0]["name"]);
+    assert_eq!(monitor["endpoints"][0]["port"], service["spec"]["ports"][0]["name"]);
 }
 
 #[test]
@@ -234,6 +251,8 @@ fn the_helm_chart_refuses_settings_it_owns_and_values_it_does_not_know() {
         ("config.revoke-timeout=5s", "set revokeTimeoutSeconds instead"),
         ("config.metrics-addr=0.0.0.0:1", "set metrics.port instead"),
         ("config.max-buffer-bytes=1GiB", "set maxBufferMiB instead"),
+        ("config.max-spool-bytes=1GiB", "set spool.maxMiB instead"),
+        ("memoryHeadroomPercent=0", "/memoryHeadroomPercent"),
         ("config.dest=", "/config/dest"),
         ("replicas=2", "'replicas' not allowed"),
         ("uploadGraceSeconds=5", "/uploadGraceSeconds"),

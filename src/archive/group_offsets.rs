@@ -105,10 +105,12 @@ impl GroupOffsetsSnapshot {
     }
 }
 
-/// The latest of `keys` (a topic's snapshots, in any order) taken at or before `at_ms` (any time when
-/// none).
-pub fn latest_at<'a>(keys: impl IntoIterator<Item = &'a SnapshotKey>, at_ms: Option<i64>) -> Option<&'a SnapshotKey> {
-    keys.into_iter().filter(|k| at_ms.is_none_or(|at| k.taken_ms <= at)).max_by_key(|k| k.taken_ms)
+/// Those of `keys` (a topic's snapshots, in any order) taken at or before `at_ms` (all when none), the
+/// latest first.
+pub fn latest_first(keys: impl IntoIterator<Item = SnapshotKey>, at_ms: Option<i64>) -> Vec<SnapshotKey> {
+    let mut keys: Vec<SnapshotKey> = keys.into_iter().filter(|k| at_ms.is_none_or(|at| k.taken_ms <= at)).collect();
+    keys.sort_by_key(|k| std::cmp::Reverse(k.taken_ms));
+    keys
 }
 
 #[cfg(test)]
@@ -147,13 +149,13 @@ mod tests {
     }
 
     #[test]
-    fn the_latest_snapshot_at_or_before_a_time_is_chosen() {
-        let keys: Vec<SnapshotKey> =
-            [3_000, 1_000, 2_000].iter().map(|ms| SnapshotKey { topic: "t".into(), taken_ms: *ms }).collect();
-        assert_eq!(latest_at(&keys, None).map(|k| k.taken_ms), Some(3_000));
-        assert_eq!(latest_at(&keys, Some(2_999)).map(|k| k.taken_ms), Some(2_000));
-        assert_eq!(latest_at(&keys, Some(2_000)).map(|k| k.taken_ms), Some(2_000));
-        assert_eq!(latest_at(&keys, Some(999)), None);
+    fn snapshots_at_or_before_a_time_come_latest_first() {
+        let keys = || [3_000, 1_000, 2_000].map(|ms| SnapshotKey { topic: "t".into(), taken_ms: ms });
+        let times = |at| latest_first(keys(), at).iter().map(|k| k.taken_ms).collect::<Vec<_>>();
+        assert_eq!(times(None), [3_000, 2_000, 1_000]);
+        assert_eq!(times(Some(2_999)), [2_000, 1_000]);
+        assert_eq!(times(Some(2_000)), [2_000, 1_000]);
+        assert_eq!(times(Some(999)), Vec::<i64>::new());
     }
 
     #[test]

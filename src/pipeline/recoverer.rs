@@ -20,7 +20,7 @@ use crate::retry::Patience;
 use crate::source::{AssignedPartition, ResumeAt};
 use crate::store::ObjectStore;
 use crate::telemetry::events::RecoveryFinished;
-use crate::telemetry::{Event, Metrics};
+use crate::telemetry::{Event, Metrics, StopReason};
 
 /// Where a recovered partition goes on, and the identity of the topic it goes on with.
 pub(super) struct Resumed {
@@ -115,7 +115,8 @@ impl Recoverer {
             },
         };
         if let Err(mismatch) = check_incarnation(found.last_claim.as_ref(), &topic) {
-            self.metrics.emit(Event::PartitionStopped { tp, why: &other_incarnation(tp, mismatch) });
+            let why = other_incarnation(tp, mismatch);
+            self.metrics.emit(Event::PartitionStopped { tp, reason: StopReason::OtherIncarnation, why: &why });
             return Ok(None);
         }
         for key in &found.ignored_keys {
@@ -165,7 +166,7 @@ impl Recoverer {
                     "{e}. This partition is stopped: the claims chain cannot be followed. Inspect the claim \
                      (`verify`), then restart"
                 );
-                self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+                self.metrics.emit(Event::PartitionStopped { tp, reason: StopReason::UnreadableClaim, why: &why });
                 Ok(None)
             }
         }

@@ -27,4 +27,6 @@ pub(super) struct SealedFile {
     pub(super) values: Option<ValueStats>,
     /// What its typed keys came to (`--key-format`).
     pub(super) keys: Option<ValueStats>,
+    /// The newest record timestamp in it (ms since the epoch), if its records have any.
+    pub(super) newest_record_ms: Option<i64>,
 }

@@ -121,6 +121,7 @@ impl Uploader {
             outcome,
             values: file.values.as_ref(),
             keys: file.keys.as_ref(),
+            newest_record_ms: file.newest_record_ms,
         }));
         if outcome == PutOutcome::Created {
             self.commits.created(&durable);

@@ -515,7 +515,18 @@ impl PartitionWriter {
         });
         // The uploader only ends when this writer is closed or it gave up the chain (a restart is
         // then on its way), so a failed send loses nothing.
-        let sealed = SealedFile { key, records: file.records, spool, footer, reason, chain_start, claim, values, keys };
+        let sealed = SealedFile {
+            key,
+            records: file.records,
+            spool,
+            footer,
+            reason,
+            chain_start,
+            claim,
+            values,
+            keys,
+            newest_record_ms: file.timestamps.map(|(_, newest)| newest),
+        };
         let _ = self.uploads.send(sealed);
         Ok(())
     }

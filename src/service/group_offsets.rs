@@ -4,8 +4,8 @@
 //! first one's put lands and the others' meet a 412. After an incident, `restore
 //! --translate-group-offsets` gives those groups their positions in the restored topic.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -47,7 +47,6 @@ type Committed = BTreeMap<String, BTreeMap<String, BTreeMap<i32, i64>>>;
 /// Takes a snapshot at every multiple of the interval, until the task is aborted.
 pub async fn run(store: Arc<dyn ObjectStore>, settings: GroupOffsetsOptions, metrics: Arc<Metrics>) {
     let settings = Arc::new(settings);
-    let reader = Arc::new(Mutex::new(None::<GroupReader>));
     let interval_ms = settings.interval.as_millis() as i64;
     loop {
         let now = wall_clock_ms();
@@ -57,31 +56,28 @@ pub async fn run(store: Arc<dyn ObjectStore>, settings: GroupOffsetsOptions, met
         topics.extend(settings.assigned.snapshot());
         topics.sort();
         topics.dedup();
-        let (s, r, names) = (settings.clone(), reader.clone(), topics.clone());
-        let read = tokio::task::spawn_blocking(move || {
-            let mut reader = r.lock().expect("group reader");
-            if reader.is_none() {
-                *reader = Some(GroupReader::new(&s.brokers, &s.kafka_props)?);
-            }
-            reader.as_mut().expect("created above").read(&s, &names)
-        })
-        .await
-        .expect("reading the groups' offsets does not panic");
+        let (s, names) = (settings.clone(), topics.clone());
+        let read = tokio::task::spawn_blocking(move || read(&s, &names))
+            .await
+            .expect("reading the groups' offsets does not panic");
         let read_ms = wall_clock_ms();
-        for topic in &topics {
-            let outcome = match &read {
-                Ok(committed) => match committed.get(topic).filter(|groups| !groups.is_empty()) {
-                    None => continue,
-                    Some(groups) => put(store.as_ref(), &settings, topic, groups, slot_ms, read_ms).await,
-                },
-                Err(e) => Err(format!("reading the groups' committed offsets from Kafka: {e}")),
-            };
-            let groups = read.as_ref().ok().and_then(|c| c.get(topic)).map_or(0, BTreeMap::len);
-            metrics.emit(Event::GroupOffsetsKept {
-                topic,
-                groups,
-                outcome: outcome.as_ref().copied().map_err(String::as_str),
-            });
+        let committed = match read {
+            Ok(Read { committed, failures }) => {
+                for why in &failures {
+                    metrics.emit(Event::GroupOffsetsKept { topic: "-", groups: 0, outcome: Err(why) });
+                }
+                committed
+            }
+            Err(e) => {
+                let why = format!("listing the consumer groups: {e}");
+                metrics.emit(Event::GroupOffsetsKept { topic: "-", groups: 0, outcome: Err(&why) });
+                continue;
+            }
+        };
+        for (topic, groups) in &committed {
+            let outcome = put(store.as_ref(), &settings, topic, groups, slot_ms, read_ms).await;
+            let outcome = outcome.as_ref().copied().map_err(String::as_str);
+            metrics.emit(Event::GroupOffsetsKept { topic, groups: groups.len(), outcome });
         }
     }
 }
@@ -106,55 +102,63 @@ async fn put(
     }
 }
 
-/// Kafka clients that read groups' offsets without joining them: one that lists the groups, and one per
-/// group kept (a committed offset is asked for as a member of the group would).
-struct GroupReader {
-    config: ClientConfig,
-    lister: BaseConsumer,
-    groups: HashMap<String, BaseConsumer>,
+/// The matching groups' committed offsets on the topics that have any, and what could not be read
+/// (a topic's partitions, a group's offsets: left out of this slot's snapshots, said).
+struct Read {
+    committed: Committed,
+    failures: Vec<String>,
 }
 
-impl GroupReader {
-    fn new(brokers: &str, props: &[(String, String)]) -> Result<Self, KafkaError> {
-        let mut config = ClientConfig::new();
-        config.set("bootstrap.servers", brokers).set("enable.auto.commit", "false");
-        for (k, v) in props {
-            config.set(k, v);
+/// Reads the matching groups' committed offsets on `topics`, each group through a client of its own that
+/// never joins it (created for the read and dropped after: a few groups or hundreds, nothing stays).
+/// Blocks.
+fn read(s: &GroupOffsetsOptions, topics: &[String]) -> Result<Read, KafkaError> {
+    let config = client_config(&s.brokers, &s.kafka_props);
+    let lister: BaseConsumer = config.create()?;
+    let names = matching_groups(&lister, &s.groups, &s.own_group)?;
+    let mut failures = Vec::new();
+    let mut tpl = TopicPartitionList::new();
+    for topic in topics {
+        match lister.fetch_metadata(Some(topic), REQUEST_TIMEOUT) {
+            Ok(metadata) => {
+                let partitions =
+                    metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len());
+                for p in 0..partitions as i32 {
+                    tpl.add_partition(topic, p);
+                }
+            }
+            Err(e) => failures.push(format!("reading the partitions of {topic}: {e}")),
         }
-        Ok(Self { lister: config.create()?, config, groups: HashMap::new() })
     }
+    let mut committed = Committed::new();
+    for name in names {
+        let offsets = config
+            .clone()
+            .set("group.id", &name)
+            .create::<BaseConsumer>()
+            .and_then(|client| client.committed_offsets(tpl.clone(), REQUEST_TIMEOUT));
+        match offsets {
+            Ok(offsets) => {
+                for e in offsets.elements() {
+                    if let Some(offset) = e.offset().to_raw().filter(|o| *o >= 0) {
+                        let groups = committed.entry(e.topic().to_string()).or_default();
+                        groups.entry(name.clone()).or_default().insert(e.partition(), offset);
+                    }
+                }
+            }
+            Err(e) => failures.push(format!("reading the committed offsets of group {name}: {e}")),
+        }
+    }
+    Ok(Read { committed, failures })
+}
 
-    /// The committed offsets of the matching groups on `topics` (those that do not exist are left out).
-    fn read(&mut self, s: &GroupOffsetsOptions, topics: &[String]) -> Result<Committed, KafkaError> {
-        let names = matching_groups(&self.lister, &s.groups, &s.own_group)?;
-        self.groups.retain(|name, _| names.contains(name));
-        let mut tpl = TopicPartitionList::new();
-        for topic in topics {
-            let metadata = self.lister.fetch_metadata(Some(topic), REQUEST_TIMEOUT)?;
-            let partitions =
-                metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len());
-            for p in 0..partitions as i32 {
-                tpl.add_partition(topic, p);
-            }
-        }
-        let mut committed = Committed::new();
-        for name in names {
-            let client = match self.groups.get(&name) {
-                Some(client) => client,
-                None => {
-                    let client = self.config.clone().set("group.id", &name).create()?;
-                    self.groups.entry(name.clone()).or_insert(client)
-                }
-            };
-            for e in client.committed_offsets(tpl.clone(), REQUEST_TIMEOUT)?.elements() {
-                if let Some(offset) = e.offset().to_raw().filter(|o| *o >= 0) {
-                    let groups = committed.entry(e.topic().to_string()).or_default();
-                    groups.entry(name.clone()).or_default().insert(e.partition(), offset);
-                }
-            }
-        }
-        Ok(committed)
+fn client_config(brokers: &str, props: &[(String, String)]) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", brokers).set("enable.auto.commit", "false");
+    for (k, v) in props {
+        config.set(k, v);
     }
+    config
 }
 
 /// The names of the groups the brokers know whose whole name matches `groups`, but `own_group`, sorted.
@@ -173,6 +177,6 @@ fn matching_groups(client: &BaseConsumer, groups: &Regex, own_group: &str) -> Re
 
 /// `run --check`: the groups can be listed; how many match now. Blocks.
 pub fn check(brokers: &str, props: &[(String, String)], groups: &Regex, own_group: &str) -> Result<usize, KafkaError> {
-    let reader = GroupReader::new(brokers, props)?;
-    Ok(matching_groups(&reader.lister, groups, own_group)?.len())
+    let lister: BaseConsumer = client_config(brokers, props).create()?;
+    Ok(matching_groups(&lister, groups, own_group)?.len())
 }

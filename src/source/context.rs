@@ -28,7 +28,7 @@ use super::probe::{probe_range, RangeProbe};
 use super::topic_id::topic_ids;
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::recovery::CommitHint;
-use crate::telemetry::{Event, Metrics};
+use crate::telemetry::{Event, Metrics, StopReason};
 
 /// How long one metadata, watermark, committed-offsets or seek request may take.
 pub(super) const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
@@ -432,7 +432,7 @@ impl ArchiverContext {
                 let _ = consumer.pause(&tpl_of([tp]));
                 drop(state);
                 let why = format!("cannot seek to {position:?} ({e}); this partition is stopped. Restart the archiver");
-                self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+                self.metrics.emit(Event::PartitionStopped { tp, reason: StopReason::SeekFailed, why: &why });
             }
         }
     }

@@ -28,7 +28,7 @@ use tracing::{error, info, warn};
 use super::context::{restart_fetch, tpl_of, ArchiverContext, Assigned};
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::retry::Backoff;
-use crate::telemetry::{Event, Metrics};
+use crate::telemetry::{Event, Metrics, StopReason};
 
 /// How long one watermark request may take.
 const WATERMARKS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -231,7 +231,7 @@ impl ArchiverContext {
                          partition is stopped so that nothing is skipped silently; archive the new topic under \
                          another --dest prefix (or move the old archive away) and restart"
                     );
-                    self.metrics.emit(Event::PartitionStopped { tp, why: &why });
+                    self.metrics.emit(Event::PartitionStopped { tp, reason: StopReason::ArchiveAheadOfLog, why: &why });
                 }
                 Action::RestartFetch { at } => {
                     drop(state);

@@ -69,6 +69,8 @@ pub struct ObjectUploaded<'a> {
     pub values: Option<&'a ValueStats>,
     /// What its typed keys came to (`--key-format`).
     pub keys: Option<&'a ValueStats>,
+    /// The newest record timestamp in it (ms since the epoch), if its records have any.
+    pub newest_record_ms: Option<i64>,
 }
 
 /// Something the archiver did or found.
@@ -167,9 +169,10 @@ pub enum Event<'a> {
         tp: &'a TopicPartition,
         why: &'a str,
     },
-    /// A partition is not archived any more until a restart; `why` says what to do.
+    /// A partition is not archived any more until a restart, for `reason`; `why` says what to do.
     PartitionStopped {
         tp: &'a TopicPartition,
+        reason: StopReason,
         why: &'a str,
     },
     /// The pipeline starts with this memory budget (the store answered at start-up).
@@ -210,7 +213,8 @@ pub enum Event<'a> {
         outcome: Result<u64, &'a str>,
     },
     /// A snapshot of the committed offsets of `groups` consumer groups on `topic` was put into the archive
-    /// (`Ok(true)`), was there already (another instance took it first: `Ok(false)`), or failed.
+    /// (`Ok(true)`), was there already (another instance took it first: `Ok(false)`), or failed (`topic`
+    /// is `-` when listing the groups, or reading one, failed).
     GroupOffsetsKept {
         topic: &'a str,
         groups: usize,
@@ -226,6 +230,33 @@ pub enum Event<'a> {
     TableLastCommitCut {
         waited: std::time::Duration,
     },
+}
+
+/// Why a partition stopped (the `reason` label of `ksa_partition_stopped`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The archive holds offsets past the log's end (the topic deleted and re-created, or truncated).
+    ArchiveAheadOfLog,
+    /// The archive belongs to another incarnation of the topic (another topic ID).
+    OtherIncarnation,
+    /// A claim the chain cannot be followed through.
+    UnreadableClaim,
+    /// A seek kept failing.
+    SeekFailed,
+}
+
+impl StopReason {
+    const ALL: [StopReason; 4] =
+        [Self::ArchiveAheadOfLog, Self::OtherIncarnation, Self::UnreadableClaim, Self::SeekFailed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ArchiveAheadOfLog => "archive_ahead_of_log",
+            Self::OtherIncarnation => "other_incarnation",
+            Self::UnreadableClaim => "unreadable_claim",
+            Self::SeekFailed => "seek_failed",
+        }
+    }
 }
 
 /// What a table commit did: the files and records it added (none: the table was up to date), in
@@ -340,9 +371,11 @@ impl Metrics {
                      an archive of another incarnation of the topic is never continued"
                 );
             }
-            Event::PartitionStopped { tp, why } => {
+            Event::PartitionStopped { tp, reason, why } => {
                 self.partitions_stopped.inc();
-                error!(%tp, "{why}");
+                let partition = tp.partition().to_string();
+                self.partition_stopped.with_label_values(&[tp.topic(), partition.as_str(), reason.as_str()]).set(1);
+                error!(%tp, reason = reason.as_str(), "{why}");
             }
             Event::PipelineStarted { budget_bytes } => {
                 self.buffer_budget_bytes.set(gauge_value(budget_bytes));
@@ -382,7 +415,7 @@ impl Metrics {
             }
             Event::GroupOffsetsKept { topic, outcome: Err(why), .. } => {
                 self.group_offset_snapshot_failures.inc();
-                warn!("keeping the consumer groups' committed offsets of {topic} failed (tried again next time): {why}")
+                warn!(topic, "keeping the consumer groups' committed offsets failed (tried again next time): {why}")
             }
             Event::TableCommitted { topic, table, outcome } => self.table_committed(topic, table, outcome),
             Event::TableLastCommitCut { waited } => {
@@ -459,6 +492,14 @@ impl Metrics {
         self.bytes_uploaded.inc_by(e.bytes);
         self.upload_seconds.observe(e.elapsed.as_secs_f64());
         self.archived_through(e.tp, e.range.end());
+        if let Some(newest) = e.newest_record_ms {
+            let partition = e.tp.partition().to_string();
+            self.archived_record_time.with_label_values(&[e.tp.topic(), partition.as_str()]).set(newest / 1000);
+            self.newest_archived_ms
+                .lock()
+                .expect("newest archived")
+                .insert((e.tp.topic().to_string(), e.tp.partition()), newest);
+        }
         info!(
             key = e.key,
             records = e.records,
@@ -501,22 +542,44 @@ impl Metrics {
     pub fn forget_partition(&self, tp: &TopicPartition) {
         let partition = tp.partition().to_string();
         let labels = [tp.topic(), partition.as_str()];
-        for series in [&self.archived_offset, &self.log_end_offset, &self.unarchived_records, &self.table_position] {
+        for series in [
+            &self.archived_offset,
+            &self.log_end_offset,
+            &self.unarchived_records,
+            &self.table_position,
+            &self.archived_record_time,
+            &self.archive_lag_seconds,
+        ] {
             let _ = series.remove_label_values(&labels);
         }
-        self.archived_known.lock().expect("archived partitions").remove(&(tp.topic().to_string(), tp.partition()));
+        let key = (tp.topic().to_string(), tp.partition());
+        self.archived_known.lock().expect("archived partitions").remove(&key);
+        self.newest_archived_ms.lock().expect("newest archived").remove(&key);
+        for reason in StopReason::ALL {
+            let _ = self.partition_stopped.remove_label_values(&[tp.topic(), partition.as_str(), reason.as_str()]);
+        }
     }
 
     /// An assigned partition's log end, and so what of it is not archived yet (once recovery or an
-    /// upload set its archived offset).
+    /// upload set its archived offset), and for how long (once an upload told its newest record's time).
     fn log_end(&self, topic: &str, partition_number: i32, log_end: i64) {
         let partition = partition_number.to_string();
         let labels = [topic, partition.as_str()];
         self.log_end_offset.with_label_values(&labels).set(log_end);
+        let key = (topic.to_string(), partition_number);
         // Looked up only once set: looking a series up creates it (at 0, as if offset 0 were archived).
-        if self.archived_known.lock().expect("archived partitions").contains(&(topic.to_string(), partition_number)) {
-            let archived = self.archived_offset.with_label_values(&labels).get();
-            self.unarchived_records.with_label_values(&labels).set((log_end - archived - 1).max(0));
+        if !self.archived_known.lock().expect("archived partitions").contains(&key) {
+            return;
+        }
+        let unarchived = (log_end - self.archived_offset.with_label_values(&labels).get() - 1).max(0);
+        self.unarchived_records.with_label_values(&labels).set(unarchived);
+        let newest = self.newest_archived_ms.lock().expect("newest archived").get(&key).copied();
+        let lag = match (unarchived, newest) {
+            (0, _) => Some(0),
+            (_, newest) => newest.map(|ms| (crate::clock::wall_clock_ms() - ms).max(0) / 1000),
+        };
+        if let Some(lag) = lag {
+            self.archive_lag_seconds.with_label_values(&labels).set(lag);
         }
     }
 
@@ -562,5 +625,48 @@ mod tests {
         m.forget_partition(&tp);
         m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 120 });
         assert_eq!(series(&m, "ksa_unarchived_records"), vec![], "no lag once revoked, until recovered again");
+    }
+
+    #[test]
+    fn a_partitions_lag_in_seconds_runs_from_its_newest_archived_record_while_records_wait() {
+        let m = Metrics::default();
+        let tp = TopicPartition::new("t", 0).unwrap();
+        let newest = crate::clock::wall_clock_ms() - 90_000;
+        m.emit(Event::ObjectUploaded(ObjectUploaded {
+            tp: &tp,
+            key: "k",
+            range: OffsetRange::new(0, 49).unwrap(),
+            records: 50,
+            bytes: 1,
+            row_groups: None,
+            elapsed: Duration::ZERO,
+            reason: RollReason::Age,
+            outcome: PutOutcome::Created,
+            values: None,
+            keys: None,
+            newest_record_ms: Some(newest),
+        }));
+        let labels = vec!["0".to_string(), "t".to_string()];
+        assert_eq!(series(&m, "ksa_archived_record_timestamp_seconds"), vec![(labels.clone(), (newest / 1000) as f64)]);
+        assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![], "told with the log end");
+        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 70 });
+        let lag = series(&m, "ksa_archive_lag_seconds")[0].1;
+        assert!((90.0..=92.0).contains(&lag), "20 records wait, the newest archived is 90 s old: {lag}");
+        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 50 });
+        assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![(labels, 0.0)], "all archived");
+        m.forget_partition(&tp);
+        assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![]);
+    }
+
+    #[test]
+    fn a_stopped_partition_is_told_with_its_reason_until_it_is_revoked() {
+        let m = Metrics::default();
+        let tp = TopicPartition::new("t", 3).unwrap();
+        assert_eq!(series(&m, "ksa_partition_stopped"), vec![]);
+        m.emit(Event::PartitionStopped { tp: &tp, reason: StopReason::ArchiveAheadOfLog, why: "re-created" });
+        let labels = ["3", "archive_ahead_of_log", "t"].map(String::from).to_vec();
+        assert_eq!(series(&m, "ksa_partition_stopped"), vec![(labels, 1.0)]);
+        m.forget_partition(&tp);
+        assert_eq!(series(&m, "ksa_partition_stopped"), vec![], "its next owner tells it");
     }
 }

@@ -20,6 +20,8 @@ pub struct Metrics {
     /// unreadable last claim, an archive of another incarnation of the topic (or brokers that cannot
     /// tell), a seek that kept failing.
     pub partitions_stopped: IntCounter,
+    /// Per partition stopped now, and why (`reason`): 1 until it is revoked or the instance restarts.
+    pub partition_stopped: IntGaugeVec,
     pub rebalances: IntCounter,
     pub recoveries: IntCounter,
     pub claims_created: IntCounter,
@@ -53,6 +55,13 @@ pub struct Metrics {
     pub unarchived_records: IntGaugeVec,
     /// The partitions whose archived offset is known (recovered here): only theirs is a lag to tell.
     pub(crate) archived_known: std::sync::Mutex<std::collections::HashSet<(String, i32)>>,
+    /// Per partition: the newest record timestamp (ms) of its last durable object, for its lag in seconds.
+    pub(crate) newest_archived_ms: std::sync::Mutex<std::collections::HashMap<(String, i32), i64>>,
+    /// Per partition: the newest record timestamp (s) of its last durable object.
+    pub archived_record_time: IntGaugeVec,
+    /// Per partition with records not archived yet: seconds since the newest record archived was stamped
+    /// (0 when every record is archived).
+    pub archive_lag_seconds: IntGaugeVec,
     /// Objects uploaded (or found there), by why their file rolled.
     pub objects_by_roll_reason: IntCounterVec,
     pub value_misfits: IntCounter,
@@ -202,9 +211,27 @@ impl Default for Metrics {
                 "Times the brokers did not tell a topic's ID when a recovery asked (asked again).",
             ),
             store_up: gauge(&r, "store_up", "1 while the archive store answers, 0 while its requests fail."),
+            partition_stopped: {
+                let help = "1 for each partition this instance stopped (until an operator acts), by reason.";
+                let g = IntGaugeVec::new(Opts::new("ksa_partition_stopped", help), &["topic", "partition", "reason"])
+                    .expect("valid metric");
+                r.register(Box::new(g.clone())).expect("registered once");
+                g
+            },
             archived_offset: partition_gauge(&r, "archived_offset", "Highest offset whose object is durable."),
             log_end_offset: partition_gauge(&r, "log_end_offset", "Log end offset, from the consumer's statistics."),
             archived_known: Default::default(),
+            newest_archived_ms: Default::default(),
+            archived_record_time: partition_gauge(
+                &r,
+                "archived_record_timestamp_seconds",
+                "The newest record timestamp in the partition's last durable object.",
+            ),
+            archive_lag_seconds: partition_gauge(
+                &r,
+                "archive_lag_seconds",
+                "With records not archived yet: seconds since the newest archived record was stamped (0: all archived).",
+            ),
             unarchived_records: partition_gauge(&r, "unarchived_records", "Records in the log not archived yet."),
             objects_by_roll_reason: counter_by(
                 &r,

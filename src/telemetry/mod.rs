@@ -7,6 +7,6 @@ pub mod http;
 pub mod metrics;
 mod panic;
 
-pub use events::{DropReason, Event};
+pub use events::{DropReason, Event, StopReason};
 pub use metrics::Metrics;
 pub use panic::exit_on_panic;

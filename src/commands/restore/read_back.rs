@@ -130,11 +130,9 @@ pub(super) fn read_back(
 /// `visit` is given its partition, offset and source (its header's, if any); how many were read.
 pub(super) fn read_whole(config: &ClientConfig, topic: &str, visit: &mut Visit<'_>) -> Result<u64, RestoreError> {
     let consumer: BaseConsumer = config.create().map_err(kafka_err("creating the read-back consumer"))?;
-    let metadata =
-        consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(kafka_err("reading the target's metadata"))?;
-    let partitions = metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len());
+    let partitions = partition_count(&consumer, topic).map_err(kafka_err("reading the target's metadata"))?;
     let (mut ends, mut tpl) = (BTreeMap::new(), TopicPartitionList::new());
-    for p in 0..partitions as i32 {
+    for p in 0..partitions {
         let (low, high) = until_led(LEADER_PATIENCE, Duration::from_millis(200), || {
             consumer.fetch_watermarks(topic, p, REQUEST_TIMEOUT)
         })
@@ -145,6 +143,12 @@ pub(super) fn read_whole(config: &ClientConfig, topic: &str, visit: &mut Visit<'
         }
     }
     read_until(&consumer, topic, &tpl, ends, visit)
+}
+
+/// How many partitions `topic` has (0: it does not exist).
+pub(super) fn partition_count(consumer: &BaseConsumer, topic: &str) -> Result<i32, KafkaError> {
+    let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT)?;
+    Ok(metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len() as i32))
 }
 
 /// What reading the target back does with each record: its partition, offset and source.
@@ -170,8 +174,9 @@ fn read_until(
             Some(Ok(msg)) => {
                 read += 1;
                 let headers = msg.headers().map(crate::source::headers::read).unwrap_or_default();
+                // The last: a record restored, archived again and restored again carries one per restore.
                 let origin =
-                    headers.iter().find(|h| h.key == SOURCE_HEADER.as_bytes()).and_then(|h| h.value.as_deref());
+                    headers.iter().rfind(|h| h.key == SOURCE_HEADER.as_bytes()).and_then(|h| h.value.as_deref());
                 visit(msg.partition(), msg.offset(), origin.and_then(parse_source_header));
                 Some(msg.partition()).filter(|p| ends.get(p).is_some_and(|end| msg.offset() + 1 >= *end))
             }

@@ -12,12 +12,13 @@ use std::fmt::Write as _;
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
 use thiserror::Error;
+use tracing::warn;
 
 use crate::archive::completeness::{final_through, topic_final_through, Lateness, PartitionProgress};
 use crate::archive::group_offsets::{GroupOffsetsSnapshot, SnapshotError};
 use crate::archive::object_key::Prefix;
 use crate::archive::time_bucket::{BucketWidth, TimeSource};
-use crate::commands::restore::translate::latest_snapshot;
+use crate::commands::restore::translate::snapshots_at;
 use crate::recovery::standing::PartitionStatus;
 use crate::recovery::tail::{inspect, InspectError, Inspected};
 use crate::source::offsets::{read_log, OffsetsError};
@@ -205,7 +206,12 @@ pub async fn status(store: &dyn ObjectStore, opts: &StatusOptions) -> Result<Sta
     }
     let mut topics = topic_statuses(&rows, &lateness, log_read_ms);
     for topic in &mut topics {
-        topic.group_offsets = group_offsets(store, &opts.prefix, &topic.topic).await?;
+        // Not worth failing the whole status for: said, and left out.
+        topic.group_offsets = group_offsets(store, &opts.prefix, &topic.topic)
+            .await
+            .inspect_err(|e| warn!(topic = topic.topic, "the latest snapshot of group offsets cannot be read: {e}"))
+            .ok()
+            .flatten();
     }
     let partitions = rows.into_iter().map(|(row, _)| row).collect();
     let (archive, group) = (store.describe(), opts.group.clone());
@@ -218,7 +224,7 @@ async fn group_offsets(
     prefix: &Prefix,
     topic: &str,
 ) -> Result<Option<GroupOffsetsStatus>, StatusError> {
-    let Some(key) = latest_snapshot(store, prefix, topic, None).await? else { return Ok(None) };
+    let Some(key) = snapshots_at(store, prefix, topic, None).await?.into_iter().next() else { return Ok(None) };
     let snapshot = GroupOffsetsSnapshot::from_json(&key, &store.get(&key).await?)?;
     let groups = snapshot.groups.into_keys().collect();
     Ok(Some(GroupOffsetsStatus { key, read: rfc3339(snapshot.read_ms), groups }))

@@ -58,7 +58,7 @@ The archiver's TOML file: .Values.config with the settings the chart owns; librd
 */}}
 {{- define "kafka-s3-archiver.config" -}}
 {{- $config := deepCopy .Values.config -}}
-{{- range $key, $from := dict "metrics-addr" "metrics.port" "spool-dir" "spool" "max-buffer-bytes" "maxBufferMiB" "revoke-timeout" "revokeTimeoutSeconds" -}}
+{{- range $key, $from := dict "metrics-addr" "metrics.port" "spool-dir" "spool" "max-spool-bytes" "spool.maxMiB" "max-buffer-bytes" "maxBufferMiB" "revoke-timeout" "revokeTimeoutSeconds" -}}
 {{- if hasKey $config $key -}}
 {{- fail (printf "config.%s is set by the chart: set %s instead (the pod's port, volume, memory or grace period follow it)" $key $from) -}}
 {{- end -}}
@@ -74,17 +74,19 @@ The archiver's TOML file: .Values.config with the settings the chart owns; librd
 {{- end -}}
 {{- $_ := set $config "metrics-addr" (printf "0.0.0.0:%d" (int .Values.metrics.port)) -}}
 {{- $_ := set $config "spool-dir" "/spool" -}}
+{{- $_ := set $config "max-spool-bytes" (printf "%dMiB" (int .Values.spool.maxMiB)) -}}
 {{- $_ := set $config "max-buffer-bytes" (printf "%dMiB" (int .Values.maxBufferMiB)) -}}
 {{- $_ := set $config "revoke-timeout" (printf "%ds" (int .Values.revokeTimeoutSeconds)) -}}
 {{- toToml $config -}}
 {{- end -}}
 
 {{/*
-The pod's memory request in MiB: the buffer budget, librdkafka's prefetch queue (a quarter of the budget,
-1 to 64 MiB, as the archiver sizes it) and 96 MiB for the rest (docs/operations.md).
+The pod's memory request in MiB: the buffer budget, twice librdkafka's prefetch queue setting (a quarter
+of the budget, 1 to 64 MiB, as the archiver sets it; librdkafka holds about twice its setting, measured in
+docs/performance.md) and 96 MiB for the rest.
 */}}
 {{- define "kafka-s3-archiver.memoryRequestMiB" -}}
 {{- $budget := int .Values.maxBufferMiB -}}
 {{- $queue := max 1 (min 64 (div $budget 4)) -}}
-{{- add $budget $queue 96 -}}
+{{- add $budget (mul 2 $queue) 96 -}}
 {{- end -}}

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use self::plan::{GroupMove, Translator};
+use self::plan::{GroupMove, ResumesAt, Translator};
 use super::kafka::kafka_err;
-use super::read_back::{consumer_config, read_whole, REQUEST_TIMEOUT};
+use super::read_back::{consumer_config, partition_count, read_whole, REQUEST_TIMEOUT};
 use super::RestoreError;
-use crate::archive::group_offsets::{latest_at, GroupOffsetsSnapshot, SnapshotKey};
+use crate::archive::group_offsets::{latest_first, GroupOffsetsSnapshot, SnapshotKey};
 use crate::archive::keys::ListRequest;
 use crate::archive::object_key::Prefix;
 use crate::clock::wall_clock_ms;
@@ -64,63 +64,62 @@ pub async fn translate(store: Arc<dyn ObjectStore>, t: &Translation<'_>) -> Resu
     let (key, snapshot) = snapshot(&store, t).await?;
     let (brokers, props, target, source) =
         (t.brokers.to_string(), t.props.to_vec(), t.target.to_string(), t.topic.to_string());
-    let groups = snapshot.groups.clone();
-    let (read, plan) = tokio::task::spawn_blocking(move || {
+    let (groups, dry_run, snapshot_key) = (snapshot.groups.clone(), t.dry_run, key.clone());
+    let (read, groups) = tokio::task::spawn_blocking(move || {
         let mut translator = Translator::new(&groups);
         let read = read_whole(&consumer_config(&brokers, &props), &target, &mut |partition, offset, origin| {
-            if let Some((from, source_offset)) = origin.filter(|(from, _)| from.topic() == source) {
-                translator.observe(partition, offset, from.partition(), source_offset);
-            }
+            let from = origin.filter(|(from, _)| from.topic() == source).map(|(from, o)| (from.partition(), o));
+            translator.observe(partition, offset, from);
         })?;
-        Ok::<_, RestoreError>((read, translator.plan()))
-    })
-    .await
-    .expect("the read-back task does not panic")?;
-    let (brokers, props, target, dry_run) = (t.brokers.to_string(), t.props.to_vec(), t.target.to_string(), t.dry_run);
-    let snapshot_key = key.clone();
-    let groups = tokio::task::spawn_blocking(move || {
+        let plans = translator.plan().into_iter().filter(|g| !g.partitions.is_empty());
+        let groups = plans.map(|plan| Group::open(&brokers, &props, plan)).collect::<Result<Vec<_>, _>>()?;
         let mut reports = Vec::new();
-        for plan in plan.into_iter().filter(|g| !g.partitions.is_empty()) {
-            let group = Group::open(&brokers, &props, &plan.group)?;
-            let before = group.committed(&target)?;
+        for group in &groups {
+            reports.push(GroupReport { plan: group.plan.clone(), before: group.committed(&target)? });
             if !dry_run {
-                group.set(&brokers, &target, &plan, &snapshot_key)?;
+                // Every group is checked before any is set: one that is busy sets none.
+                group.idle(&brokers)?;
             }
-            reports.push(GroupReport { plan, before });
         }
-        Ok::<_, RestoreError>(reports)
+        if !dry_run {
+            groups.iter().try_for_each(|g| g.set(&target, &snapshot_key))?;
+        }
+        Ok::<_, RestoreError>((read, reports))
     })
     .await
-    .expect("the commit task does not panic")?;
+    .expect("the translation task does not panic")?;
     Ok(TranslationReport { snapshot: key, read_ms: snapshot.read_ms, read, groups, applied: !t.dry_run })
 }
 
-/// The latest snapshot of the topic's group offsets at or before `at_ms`, and its key.
+/// The latest snapshot of the topic's group offsets read at or before `at_ms`, and its key.
 async fn snapshot(
     store: &dyn ObjectStore,
     t: &Translation<'_>,
 ) -> Result<(String, GroupOffsetsSnapshot), RestoreError> {
-    let Some(key) = latest_snapshot(store, t.prefix, t.topic, t.at_ms).await? else {
-        let folder = SnapshotKey::folder(t.prefix, t.topic);
-        return Err(RestoreError::NoSnapshot { topic: t.topic.to_string(), folder, at_ms: t.at_ms });
-    };
-    let body = store.get(&key).await?;
-    let snapshot = GroupOffsetsSnapshot::from_json(&key, &body).map_err(RestoreError::Snapshot)?;
-    Ok((key, snapshot))
+    for key in snapshots_at(store, t.prefix, t.topic, t.at_ms).await? {
+        let body = store.get(&key).await?;
+        let snapshot = GroupOffsetsSnapshot::from_json(&key, &body).map_err(RestoreError::Snapshot)?;
+        // Named after its slot's start, it was read a little later: maybe after `at_ms`.
+        if t.at_ms.is_none_or(|at| snapshot.read_ms <= at) {
+            return Ok((key, snapshot));
+        }
+    }
+    let folder = SnapshotKey::folder(t.prefix, t.topic);
+    Err(RestoreError::NoSnapshot { topic: t.topic.to_string(), folder, at_ms: t.at_ms })
 }
 
 /// How far before the time asked for the listing of snapshots starts (they are kept every minute or so:
 /// a day of them is a couple of listing requests); the whole folder is listed when none is that recent.
 const RECENT_SNAPSHOTS: i64 = 24 * 3600 * 1000;
 
-/// The key of the latest snapshot of `topic`'s group offsets taken at or before `at_ms` (the latest when
-/// none), if the archive holds one.
-pub async fn latest_snapshot(
+/// The keys of `topic`'s snapshots of group offsets taken at or before `at_ms` (all when none), the
+/// latest first: those of the last day before it, or, when it has none, all of them.
+pub async fn snapshots_at(
     store: &dyn ObjectStore,
     prefix: &Prefix,
     topic: &str,
     at_ms: Option<i64>,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Vec<String>, StoreError> {
     let folder = SnapshotKey::folder(prefix, topic);
     let key_at = |ms: i64| SnapshotKey { topic: topic.to_string(), taken_ms: ms }.to_key(prefix);
     let recent = key_at(at_ms.unwrap_or_else(wall_clock_ms) - RECENT_SNAPSHOTS);
@@ -128,36 +127,32 @@ pub async fn latest_snapshot(
     for start_after in [Some(recent), None] {
         let request = ListRequest { prefix: folder.clone(), start_after };
         let (listed, _) = list_between(store, request, through.as_deref()).await?;
-        let keys: Vec<SnapshotKey> = listed.iter().filter_map(|k| SnapshotKey::parse(prefix, k)).collect();
-        if let Some(latest) = latest_at(&keys, at_ms) {
-            return Ok(Some(latest.to_key(prefix)));
+        let keys = latest_first(listed.iter().filter_map(|k| SnapshotKey::parse(prefix, k)), at_ms);
+        if !keys.is_empty() {
+            return Ok(keys.iter().map(|k| k.to_key(prefix)).collect());
         }
     }
-    Ok(None)
+    Ok(Vec::new())
 }
 
-/// A consumer group of the target cluster, as a client that never joins it.
+/// A consumer group of the target cluster and its plan, as a client that never joins it.
 struct Group {
-    name: String,
+    plan: GroupMove,
     consumer: BaseConsumer,
 }
 
 impl Group {
-    fn open(brokers: &str, props: &[(String, String)], name: &str) -> Result<Self, RestoreError> {
+    fn open(brokers: &str, props: &[(String, String)], plan: GroupMove) -> Result<Self, RestoreError> {
         let mut config = consumer_config(brokers, props);
-        config.set("group.id", name);
+        config.set("group.id", &plan.group);
         let consumer = config.create().map_err(kafka_err("creating a client of a group"))?;
-        Ok(Self { name: name.to_string(), consumer })
+        Ok(Self { plan, consumer })
     }
 
     /// Its committed offsets on `topic`.
     fn committed(&self, topic: &str) -> Result<BTreeMap<i32, i64>, RestoreError> {
-        let metadata = self
-            .consumer
-            .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
-            .map_err(kafka_err("reading the target's metadata"))?;
         let mut tpl = TopicPartitionList::new();
-        for p in 0..metadata.topics().first().map_or(0, |t| t.partitions().len() as i32) {
+        for p in 0..partition_count(&self.consumer, topic).map_err(kafka_err("reading the target's metadata"))? {
             tpl.add_partition(topic, p);
         }
         let committed = self
@@ -171,22 +166,27 @@ impl Group {
             .collect())
     }
 
-    /// Commits the plan's offsets, if nobody consumes in the group now.
-    fn set(&self, brokers: &str, topic: &str, plan: &GroupMove, snapshot: &str) -> Result<(), RestoreError> {
+    /// Whether nobody consumes in the group now: its offsets may be set.
+    fn idle(&self, brokers: &str) -> Result<(), RestoreError> {
         let groups = self
             .consumer
-            .fetch_group_list(Some(&self.name), REQUEST_TIMEOUT)
+            .fetch_group_list(Some(&self.plan.group), REQUEST_TIMEOUT)
             .map_err(kafka_err("describing a group"))?;
-        if let Some(busy) = groups.groups().iter().find(|g| !IDLE_STATES.contains(&g.state())) {
-            return Err(RestoreError::GroupActive {
-                group: self.name.clone(),
+        match groups.groups().iter().find(|g| !IDLE_STATES.contains(&g.state())) {
+            None => Ok(()),
+            Some(busy) => Err(RestoreError::GroupActive {
+                group: self.plan.group.clone(),
                 state: busy.state().to_string(),
                 members: busy.members().len(),
                 brokers: brokers.to_string(),
-            });
+            }),
         }
+    }
+
+    /// Commits the plan's offsets, with metadata naming the snapshot.
+    fn set(&self, topic: &str, snapshot: &str) -> Result<(), RestoreError> {
         let mut tpl = TopicPartitionList::new();
-        for m in &plan.partitions {
+        for m in &self.plan.partitions {
             let mut elem = tpl.add_partition(topic, m.target_partition);
             elem.set_offset(Offset::Offset(m.offset)).map_err(kafka_err("setting a group's offset"))?;
             elem.set_metadata(format!("kafka-s3-archiver: translated from {snapshot}"));
@@ -212,12 +212,15 @@ impl TranslationReport {
             for m in &g.plan.partitions {
                 let before = g.before.get(&m.target_partition).map_or("-".to_string(), i64::to_string);
                 let why = match m.resumes_at {
-                    Some((p, o)) => format!("resumes at the record restored from {source}/{p}@{o}"),
-                    None => "after the last record restored: it had consumed all of them".to_string(),
+                    ResumesAt::Restored(p, o) => format!("resumes at the record restored from {source}/{p}@{o}"),
+                    ResumesAt::Other => "resumes at a record it never saw: another producer's, or restored from \
+                                         a partition it had no offset on"
+                        .to_string(),
+                    ResumesAt::AfterLast => "after the last record: it had consumed all of them".to_string(),
                 };
                 let again = match m.again {
                     0 => String::new(),
-                    n => format!("; {n} records it had consumed come after it (target out of source order)"),
+                    n => format!("; it reads {n} records again that it had consumed"),
                 };
                 let _ = writeln!(
                     out,
