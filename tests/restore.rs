@@ -472,3 +472,32 @@ async fn a_hole_left_by_a_failed_restore_is_filled_exactly() {
     assert!(said.contains("left holes") && said.contains("holes=1"), "{said}");
     m.assert_each_once();
 }
+
+/// A record restored, archived again and restored again carries a source header per restore: the last
+/// one names where it came from this time. A re-run that reads the target back (no summary: `acks=1`,
+/// without idempotence, leaves none) must skip by it, or it writes everything a second time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restored_topic_archived_and_restored_again_re_runs_exactly_once() {
+    let (dest, topic, _) = archived_topic(1, 300).await;
+    let copy = unique("copy");
+    create_topic(&copy, 1).await;
+    run(restore_cmd(&dest, &topic, &["--to-topic", &copy, "--brokers", &brokers()]));
+    let copy_dest = TestDest::s3().await;
+    let spool = tempfile::tempdir().unwrap();
+    let mut archiver =
+        ArchiverProcess::spawn("restore-copy", &archiver_args(&copy_dest, &unique("g"), &copy, 100, spool.path()));
+    let store = copy_dest.store().await;
+    wait_archived(store.as_ref(), &copy_dest.prefix(), &copy, &BTreeMap::from([(0, 299)]), &mut [&mut archiver]).await;
+    assert!(archiver.terminate().success());
+
+    let target = unique("dst");
+    create_topic(&target, 1).await;
+    let kafka = brokers();
+    // No summary (acks=1, without idempotence): the re-run reads the target back by its records' headers.
+    let no_summary = ["--kafka", "acks=1", "--kafka", "enable.idempotence=false"];
+    let args: Vec<&str> = ["--to-topic", target.as_str(), "--brokers", &kafka].into_iter().chain(no_summary).collect();
+    run(restore_cmd(&copy_dest, &copy, &args));
+    let again = run(restore_cmd(&copy_dest, &copy, &args));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("restored 0 records") && stderr.contains("300 already there"), "{stderr}");
+}
