@@ -492,9 +492,15 @@ impl Metrics {
         self.bytes_uploaded.inc_by(e.bytes);
         self.upload_seconds.observe(e.elapsed.as_secs_f64());
         self.archived_through(e.tp, e.range.end());
+        let partition = e.tp.partition().to_string();
+        let labels = [e.tp.topic(), partition.as_str()];
+        self.partition_records_archived.with_label_values(&labels).inc_by(e.records);
+        self.partition_bytes_uploaded.with_label_values(&labels).inc_by(e.bytes);
+        if e.outcome == PutOutcome::Created {
+            self.partition_objects_uploaded.with_label_values(&labels).inc();
+        }
         if let Some(newest) = e.newest_record_ms {
-            let partition = e.tp.partition().to_string();
-            self.archived_record_time.with_label_values(&[e.tp.topic(), partition.as_str()]).set(newest / 1000);
+            self.archived_record_time.with_label_values(&labels).set(newest / 1000);
             self.newest_archived_ms
                 .lock()
                 .expect("newest archived")
@@ -552,6 +558,11 @@ impl Metrics {
         ] {
             let _ = series.remove_label_values(&labels);
         }
+        for series in
+            [&self.partition_records_archived, &self.partition_bytes_uploaded, &self.partition_objects_uploaded]
+        {
+            let _ = series.remove_label_values(&labels);
+        }
         let key = (tp.topic().to_string(), tp.partition());
         self.archived_known.lock().expect("archived partitions").remove(&key);
         self.newest_archived_ms.lock().expect("newest archived").remove(&key);
@@ -597,76 +608,4 @@ fn gauge_value(n: u64) -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The series of a per-partition metric, by its labels' values.
-    fn series(m: &Metrics, name: &str) -> Vec<(Vec<String>, f64)> {
-        let families = m.registry.gather();
-        let family = families.iter().find(|f| f.name() == name);
-        family.map_or(Vec::new(), |f| {
-            f.get_metric()
-                .iter()
-                .map(|s| (s.get_label().iter().map(|l| l.value().to_string()).collect(), s.get_gauge().get_value()))
-                .collect()
-        })
-    }
-
-    #[test]
-    fn a_partitions_lag_is_told_only_once_its_archived_offset_is_known() {
-        let m = Metrics::default();
-        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 100 });
-        assert_eq!(series(&m, "ksa_archived_offset"), vec![], "no archived offset before recovery");
-        assert_eq!(series(&m, "ksa_unarchived_records"), vec![], "no lag before recovery");
-        let tp = TopicPartition::new("t", 0).unwrap();
-        m.archived_through(&tp, 49);
-        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 100 });
-        assert_eq!(series(&m, "ksa_unarchived_records"), vec![(vec!["0".to_string(), "t".to_string()], 50.0)]);
-        m.forget_partition(&tp);
-        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 120 });
-        assert_eq!(series(&m, "ksa_unarchived_records"), vec![], "no lag once revoked, until recovered again");
-    }
-
-    #[test]
-    fn a_partitions_lag_in_seconds_runs_from_its_newest_archived_record_while_records_wait() {
-        let m = Metrics::default();
-        let tp = TopicPartition::new("t", 0).unwrap();
-        let newest = crate::clock::wall_clock_ms() - 90_000;
-        m.emit(Event::ObjectUploaded(ObjectUploaded {
-            tp: &tp,
-            key: "k",
-            range: OffsetRange::new(0, 49).unwrap(),
-            records: 50,
-            bytes: 1,
-            row_groups: None,
-            elapsed: Duration::ZERO,
-            reason: RollReason::Age,
-            outcome: PutOutcome::Created,
-            values: None,
-            keys: None,
-            newest_record_ms: Some(newest),
-        }));
-        let labels = vec!["0".to_string(), "t".to_string()];
-        assert_eq!(series(&m, "ksa_archived_record_timestamp_seconds"), vec![(labels.clone(), (newest / 1000) as f64)]);
-        assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![], "told with the log end");
-        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 70 });
-        let lag = series(&m, "ksa_archive_lag_seconds")[0].1;
-        assert!((90.0..=92.0).contains(&lag), "20 records wait, the newest archived is 90 s old: {lag}");
-        m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 50 });
-        assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![(labels, 0.0)], "all archived");
-        m.forget_partition(&tp);
-        assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![]);
-    }
-
-    #[test]
-    fn a_stopped_partition_is_told_with_its_reason_until_it_is_revoked() {
-        let m = Metrics::default();
-        let tp = TopicPartition::new("t", 3).unwrap();
-        assert_eq!(series(&m, "ksa_partition_stopped"), vec![]);
-        m.emit(Event::PartitionStopped { tp: &tp, reason: StopReason::ArchiveAheadOfLog, why: "re-created" });
-        let labels = ["3", "archive_ahead_of_log", "t"].map(String::from).to_vec();
-        assert_eq!(series(&m, "ksa_partition_stopped"), vec![(labels, 1.0)]);
-        m.forget_partition(&tp);
-        assert_eq!(series(&m, "ksa_partition_stopped"), vec![], "its next owner tells it");
-    }
-}
+mod tests;

@@ -22,6 +22,10 @@ pub struct Metrics {
     pub partitions_stopped: IntCounter,
     /// Per partition stopped now, and why (`reason`): 1 until it is revoked or the instance restarts.
     pub partition_stopped: IntGaugeVec,
+    /// Per partition held (their series go with it): records archived, bytes and objects uploaded.
+    pub partition_records_archived: IntCounterVec,
+    pub partition_bytes_uploaded: IntCounterVec,
+    pub partition_objects_uploaded: IntCounterVec,
     pub rebalances: IntCounter,
     pub recoveries: IntCounter,
     pub claims_created: IntCounter,
@@ -99,6 +103,12 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
     g
 }
 
+fn partition_counter(registry: &Registry, name: &str, help: &str) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(format!("ksa_{name}"), help), &["topic", "partition"]).expect("valid metric");
+    registry.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
 fn partition_gauge(registry: &Registry, name: &str, help: &str) -> IntGaugeVec {
     let g = IntGaugeVec::new(Opts::new(format!("ksa_{name}"), help), &["topic", "partition"]).expect("valid metric");
     registry.register(Box::new(g.clone())).expect("registered once");
@@ -141,6 +151,21 @@ impl Default for Metrics {
                 "Uploads that found the same object there (412).",
             ),
             bytes_uploaded: counter(&r, "bytes_uploaded_total", "Bytes of objects uploaded."),
+            partition_records_archived: partition_counter(
+                &r,
+                "partition_records_archived_total",
+                "Records in objects uploaded (or found already there), per partition this instance holds.",
+            ),
+            partition_bytes_uploaded: partition_counter(
+                &r,
+                "partition_bytes_uploaded_total",
+                "Bytes of objects uploaded, per partition this instance holds.",
+            ),
+            partition_objects_uploaded: partition_counter(
+                &r,
+                "partition_objects_uploaded_total",
+                "Objects created in the archive, per partition this instance holds.",
+            ),
             upload_retries: counter(
                 &r,
                 "upload_retries_total",
