@@ -196,7 +196,7 @@ async fn every_dashboard_query_returns_series_from_prometheus_scraping_a_running
     let rules: Value = serde_json::from_str(&body).unwrap();
     let loaded: Vec<&Value> =
         rules["data"]["groups"].as_array().unwrap().iter().flat_map(|g| g["rules"].as_array().unwrap()).collect();
-    assert_eq!(loaded.len(), 7);
+    assert_eq!(loaded.len(), 8);
     for rule in loaded {
         assert_eq!((rule["health"].as_str(), rule["state"].as_str()), (Some("ok"), Some("inactive")), "{rule}");
     }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rdkafka::config::ClientConfig;
@@ -131,10 +131,16 @@ fn read(s: &GroupOffsetsOptions, topics: &[String]) -> Result<Read, KafkaError> 
         }
     }
     let mut committed = Committed::new();
-    for name in names {
+    // A slot's read ends within the interval (the next slot reads again), and so does a stop's wait for it.
+    let deadline = Instant::now() + s.interval;
+    for (read, name) in names.iter().enumerate() {
+        if Instant::now() > deadline {
+            failures.push(format!("{} groups not read within the interval of {:?}", names.len() - read, s.interval));
+            break;
+        }
         let offsets = config
             .clone()
-            .set("group.id", &name)
+            .set("group.id", name)
             .create::<BaseConsumer>()
             .and_then(|client| client.committed_offsets(tpl.clone(), REQUEST_TIMEOUT));
         match offsets {
