@@ -33,7 +33,7 @@ async fn check_passes_a_working_config_and_names_what_is_wrong_with_a_broken_one
         let path = dir.path().join(format!("{topic}-{bucket}.toml"));
         let toml = format!(
             "brokers = \"{}\"\ngroup = \"g\"\ntopics = [\"{topic}\"]\ndest = \"s3://{bucket}/archive\"\n\
-             s3-endpoint = \"{}\"\n[kafka]\n\"ssl.key.password\" = \"s3cret\"\n",
+             s3-endpoint = \"{}\"\narchive-group-offsets = \"app-.*\"\n[kafka]\n\"ssl.key.password\" = \"s3cret\"\n",
             brokers(),
             s3_endpoint()
         );
@@ -44,6 +44,7 @@ async fn check_passes_a_working_config_and_names_what_is_wrong_with_a_broken_one
     let out = text(&good.stdout);
     assert!(good.status.success(), "{out}{}", text(&good.stderr));
     assert!(out.contains("# ok: brokers") && out.contains("# ok: archive"), "{out}");
+    assert!(out.contains("# ok: group offsets: the consumer groups can be listed"), "{out}");
     assert!(out.contains("****") && !out.contains("s3cret"), "secrets are masked: {out}");
     assert!(out.contains(&format!("topics = [\"{topic}\"]")), "the effective settings are printed: {out}");
 
