@@ -105,6 +105,25 @@ struct Groups {
     half_way: BTreeMap<i32, i64>,
 }
 
+impl Groups {
+    /// Three groups of the app, half-way (three different positions), at 0 and at the end, and another
+    /// one, with their offsets committed on `topic`.
+    fn committed(app: &str, topic: &str, ends: &BTreeMap<i32, i64>) -> Self {
+        let g = Groups {
+            half: format!("{app}-half"),
+            none: format!("{app}-none"),
+            end: format!("{app}-end"),
+            other: unique("other"),
+            half_way: ends.iter().map(|(p, last)| (*p, [last / 2, last / 3, last + 1][*p as usize])).collect(),
+        };
+        commit(&g.half, topic, &g.half_way);
+        commit(&g.none, topic, &ends.keys().map(|p| (*p, 0)).collect());
+        commit(&g.end, topic, &ends.iter().map(|(p, last)| (*p, last + 1)).collect());
+        commit(&g.other, topic, &g.half_way);
+        g
+    }
+}
+
 /// Archives `topic` with `--archive-group-offsets` for the app's groups; the snapshot taken.
 async fn archive_keeping_offsets(
     dest: &TestDest,
@@ -147,26 +166,13 @@ async fn groups_resume_in_a_restored_topic_at_the_next_record_they_had_not_consu
     delete_records_before(&topic, 0, 100).await;
     let ends = last_offsets(&produced);
     let app = unique("app");
-    let g = Groups {
-        half: format!("{app}-half"),
-        none: format!("{app}-none"),
-        end: format!("{app}-end"),
-        other: unique("other"),
-        half_way: ends.iter().map(|(p, last)| (*p, [last / 2, last / 3, last + 1][*p as usize])).collect(),
-    };
-    commit(&g.half, &topic, &g.half_way);
-    commit(&g.none, &topic, &ends.keys().map(|p| (*p, 0)).collect());
-    commit(&g.end, &topic, &ends.iter().map(|(p, last)| (*p, last + 1)).collect());
-    commit(&g.other, &topic, &g.half_way);
-
+    let g = Groups::committed(&app, &topic, &ends);
     let dest = TestDest::s3().await;
     let snapshot = archive_keeping_offsets(&dest, &topic, &ends, &app).await;
-    assert_eq!(
-        snapshot.groups.keys().collect::<Vec<_>>(),
-        [&g.end, &g.half, &g.none],
-        "only the app's groups are kept"
-    );
+    let kept: Vec<&String> = snapshot.groups.keys().collect();
+    assert_eq!(kept, [&g.end, &g.half, &g.none], "only the app's groups are kept");
     assert_eq!(snapshot.groups[&g.half], g.half_way);
+    assert!(snapshot.topic_id.is_some(), "the topic's incarnation is recorded");
     let (url, endpoint, kafka) = (dest.url(), s3_endpoint(), brokers());
     let status = bin(&[
         "status",

@@ -243,6 +243,9 @@ fn the_helm_charts_pods_fit_their_memory_spool_and_grace_and_are_selected_and_sc
         assert_eq!(&service["metadata"]["labels"][key], value, "the ServiceMonitor selects the Service");
     }
     assert_eq!(monitor["endpoints"][0]["port"], service["spec"]["ports"][0]["name"]);
+    let rules = std::fs::read_to_string(repo("deploy/prometheus/kafka-s3-archiver.rules.yml")).unwrap();
+    let job = &service["metadata"]["labels"][monitor["jobLabel"].as_str().unwrap()];
+    assert!(rules.contains(&format!("up{{job={job}}}")), "the scrape job is {job}, as the alert rules expect");
 }
 
 #[test]

@@ -92,6 +92,10 @@ pub struct GroupOffsetsSnapshot {
     pub read_ms: i64,
     /// The instance that took it (host:pid).
     pub writer: String,
+    /// The topic's ID (KIP-516) when the offsets were read, if the brokers told it: offsets of another
+    /// incarnation of the topic (deleted and created again) are not the archived records'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_id: Option<String>,
     pub groups: BTreeMap<String, BTreeMap<i32, i64>>,
 }
 
@@ -102,6 +106,15 @@ impl GroupOffsetsSnapshot {
 
     pub fn from_json(key: &str, body: &[u8]) -> Result<Self, SnapshotError> {
         serde_json::from_slice(body).map_err(|e| SnapshotError::Body { key: key.to_string(), why: e.to_string() })
+    }
+
+    /// Whether its offsets are of the incarnation of the topic whose ID the archive's claims record
+    /// (unknown on either side: taken as the same).
+    pub fn of_incarnation(&self, archived_id: Option<&str>) -> bool {
+        match (self.topic_id.as_deref(), archived_id) {
+            (Some(ours), Some(archived)) => ours == archived,
+            _ => true,
+        }
     }
 }
 
@@ -164,10 +177,15 @@ mod tests {
             topic: "orders".into(),
             read_ms: 1_796_418_451_250,
             writer: "host:1".into(),
+            topic_id: Some("IpVhSJ1CSrKiMz/pEvcRiw".into()),
             groups: BTreeMap::from([("billing".into(), BTreeMap::from([(0, 42), (1, 7)]))]),
         };
         let json = snapshot.to_json();
-        assert_eq!(GroupOffsetsSnapshot::from_json("k", &json), Ok(snapshot));
+        assert_eq!(GroupOffsetsSnapshot::from_json("k", &json), Ok(snapshot.clone()));
+        assert!(snapshot.of_incarnation(Some("IpVhSJ1CSrKiMz/pEvcRiw")) && snapshot.of_incarnation(None));
+        assert!(!snapshot.of_incarnation(Some("another")), "the topic was created again since");
+        let older = GroupOffsetsSnapshot { topic_id: None, ..snapshot };
+        assert!(older.of_incarnation(Some("another")), "unknown: taken as the same");
         assert!(matches!(GroupOffsetsSnapshot::from_json("k", b"{}"), Err(SnapshotError::Body { .. })));
     }
 }

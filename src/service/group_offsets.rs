@@ -20,6 +20,7 @@ use crate::archive::object_key::Prefix;
 use crate::clock::wall_clock_ms;
 use crate::encode::spool::SpoolData;
 use crate::pipeline::AssignedTopics;
+use crate::source::topic_id::topic_ids;
 use crate::store::{ObjectStore, PutOutcome};
 use crate::telemetry::{Event, Metrics};
 
@@ -61,12 +62,15 @@ pub async fn run(store: Arc<dyn ObjectStore>, settings: GroupOffsetsOptions, met
             .await
             .expect("reading the groups' offsets does not panic");
         let read_ms = wall_clock_ms();
-        let committed = match read {
-            Ok(Read { committed, failures }) => {
+        let (committed, topic_ids) = match read {
+            Ok(Read { committed, topic_ids, failures, groups_missing }) => {
                 for why in &failures {
                     metrics.emit(Event::GroupOffsetsKept { topic: "-", groups: 0, outcome: Err(why) });
                 }
-                committed
+                if groups_missing {
+                    continue; // Never a snapshot without a group that matches: the slot has none.
+                }
+                (committed, topic_ids)
             }
             Err(e) => {
                 let why = format!("listing the consumer groups: {e}");
@@ -75,7 +79,14 @@ pub async fn run(store: Arc<dyn ObjectStore>, settings: GroupOffsetsOptions, met
             }
         };
         for (topic, groups) in &committed {
-            let outcome = put(store.as_ref(), &settings, topic, groups, slot_ms, read_ms).await;
+            let snapshot = GroupOffsetsSnapshot {
+                topic: topic.clone(),
+                read_ms,
+                writer: settings.writer_id.clone(),
+                topic_id: topic_ids.get(topic).cloned(),
+                groups: groups.clone(),
+            };
+            let outcome = put(store.as_ref(), &settings, &snapshot, slot_ms).await;
             let outcome = outcome.as_ref().copied().map_err(String::as_str);
             metrics.emit(Event::GroupOffsetsKept { topic, groups: groups.len(), outcome });
         }
@@ -86,14 +97,10 @@ pub async fn run(store: Arc<dyn ObjectStore>, settings: GroupOffsetsOptions, met
 async fn put(
     store: &dyn ObjectStore,
     s: &GroupOffsetsOptions,
-    topic: &str,
-    groups: &BTreeMap<String, BTreeMap<i32, i64>>,
+    snapshot: &GroupOffsetsSnapshot,
     slot_ms: i64,
-    read_ms: i64,
 ) -> Result<bool, String> {
-    let key = SnapshotKey::slot(topic, slot_ms, s.interval.as_millis() as i64).to_key(&s.prefix);
-    let snapshot =
-        GroupOffsetsSnapshot { topic: topic.to_string(), read_ms, writer: s.writer_id.clone(), groups: groups.clone() };
+    let key = SnapshotKey::slot(&snapshot.topic, slot_ms, s.interval.as_millis() as i64).to_key(&s.prefix);
     let body = Bytes::from(snapshot.to_json());
     let len = body.len() as u64;
     match store.put_if_absent(&key, &SpoolData::Memory(body), len).await {
@@ -102,11 +109,15 @@ async fn put(
     }
 }
 
-/// The matching groups' committed offsets on the topics that have any, and what could not be read
-/// (a topic's partitions, a group's offsets: left out of this slot's snapshots, said).
+/// The matching groups' committed offsets on the topics that have any, the topics' IDs the brokers
+/// told, and what could not be read: a topic whose partitions are unknown gets no snapshot in this slot;
+/// a group whose offsets are, none does (a snapshot without it would win the slot over a whole one).
 struct Read {
     committed: Committed,
+    topic_ids: BTreeMap<String, String>,
     failures: Vec<String>,
+    /// A matching group's offsets could not be read (or were not within the interval).
+    groups_missing: bool,
 }
 
 /// Reads the matching groups' committed offsets on `topics`, each group through a client of its own that
@@ -130,12 +141,13 @@ fn read(s: &GroupOffsetsOptions, topics: &[String]) -> Result<Read, KafkaError> 
             Err(e) => failures.push(format!("reading the partitions of {topic}: {e}")),
         }
     }
-    let mut committed = Committed::new();
+    let (mut committed, mut groups_missing) = (Committed::new(), false);
     // A slot's read ends within the interval (the next slot reads again), and so does a stop's wait for it.
     let deadline = Instant::now() + s.interval;
     for (read, name) in names.iter().enumerate() {
         if Instant::now() > deadline {
             failures.push(format!("{} groups not read within the interval of {:?}", names.len() - read, s.interval));
+            groups_missing = true;
             break;
         }
         let offsets = config
@@ -152,10 +164,24 @@ fn read(s: &GroupOffsetsOptions, topics: &[String]) -> Result<Read, KafkaError> 
                     }
                 }
             }
-            Err(e) => failures.push(format!("reading the committed offsets of group {name}: {e}")),
+            Err(e) => {
+                failures.push(format!("reading the committed offsets of group {name}: {e}"));
+                groups_missing = true;
+            }
         }
     }
-    Ok(Read { committed, failures })
+    let topic_ids = match topics.is_empty() {
+        true => Ok(BTreeMap::new()),
+        false => topic_ids(lister.client(), topics, REQUEST_TIMEOUT),
+    };
+    let topic_ids = match topic_ids {
+        Ok(ids) => ids.into_iter().filter_map(|(topic, id)| Some((topic, id.id()?.to_string()))).collect(),
+        Err(e) => {
+            failures.push(format!("reading the topics' IDs (the snapshots go without): {e}"));
+            BTreeMap::new()
+        }
+    };
+    Ok(Read { committed, topic_ids, failures, groups_missing })
 }
 
 fn client_config(brokers: &str, props: &[(String, String)]) -> ClientConfig {

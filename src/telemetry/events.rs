@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tracing::{debug, error, info, warn};
 
+pub use self::stop_reason::StopReason;
 use super::metrics::Metrics;
 use crate::archive::claim::Claim;
 use crate::archive::partition::{OffsetRange, TopicPartition};
@@ -230,33 +231,6 @@ pub enum Event<'a> {
     TableLastCommitCut {
         waited: std::time::Duration,
     },
-}
-
-/// Why a partition stopped (the `reason` label of `ksa_partition_stopped`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// The archive holds offsets past the log's end (the topic deleted and re-created, or truncated).
-    ArchiveAheadOfLog,
-    /// The archive belongs to another incarnation of the topic (another topic ID).
-    OtherIncarnation,
-    /// A claim the chain cannot be followed through.
-    UnreadableClaim,
-    /// A seek kept failing.
-    SeekFailed,
-}
-
-impl StopReason {
-    const ALL: [StopReason; 4] =
-        [Self::ArchiveAheadOfLog, Self::OtherIncarnation, Self::UnreadableClaim, Self::SeekFailed];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ArchiveAheadOfLog => "archive_ahead_of_log",
-            Self::OtherIncarnation => "other_incarnation",
-            Self::UnreadableClaim => "unreadable_claim",
-            Self::SeekFailed => "seek_failed",
-        }
-    }
 }
 
 /// What a table commit did: the files and records it added (none: the table was up to date), in
@@ -585,12 +559,16 @@ impl Metrics {
         let unarchived = (log_end - self.archived_offset.with_label_values(&labels).get() - 1).max(0);
         self.unarchived_records.with_label_values(&labels).set(unarchived);
         let newest = self.newest_archived_ms.lock().expect("newest archived").get(&key).copied();
-        let lag = match (unarchived, newest) {
-            (0, _) => Some(0),
-            (_, newest) => newest.map(|ms| (crate::clock::wall_clock_ms() - ms).max(0) / 1000),
-        };
-        if let Some(lag) = lag {
-            self.archive_lag_seconds.with_label_values(&labels).set(lag);
+        match (unarchived, newest) {
+            (0, _) => self.archive_lag_seconds.with_label_values(&labels).set(0),
+            (_, Some(ms)) => {
+                let lag = (crate::clock::wall_clock_ms() - ms).max(0) / 1000;
+                self.archive_lag_seconds.with_label_values(&labels).set(lag);
+            }
+            // Records wait, and no upload of this instance told how old the archive's newest is: unknown.
+            (_, None) => {
+                let _ = self.archive_lag_seconds.remove_label_values(&labels);
+            }
         }
     }
 
@@ -607,5 +585,6 @@ fn gauge_value(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+mod stop_reason;
 #[cfg(test)]
 mod tests;

@@ -77,6 +77,12 @@ pub enum RestoreError {
         at_ms.map(|ms| format!(" taken at or before {ms} ms")).unwrap_or_default()
     )]
     NoSnapshot { topic: String, folder: String, at_ms: Option<i64> },
+    #[error(
+        "the snapshots of consumer group offsets for topic {topic:?} are of another incarnation of it (topic ID \
+         {theirs}; the archive holds {archived}): the topic was deleted and created again since. Choose one taken \
+         before that with --at"
+    )]
+    SnapshotOfAnotherIncarnation { topic: String, theirs: String, archived: String },
     #[error("{0}: it was not written by this archiver, or was damaged since; choose another with --at")]
     Snapshot(crate::archive::group_offsets::SnapshotError),
     #[error(

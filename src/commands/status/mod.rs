@@ -224,7 +224,11 @@ async fn group_offsets(
     prefix: &Prefix,
     topic: &str,
 ) -> Result<Option<GroupOffsetsStatus>, StatusError> {
-    let Some(key) = snapshots_at(store, prefix, topic, None).await?.into_iter().next() else { return Ok(None) };
+    let mut keys = snapshots_at(store, prefix, topic, None, true).await?;
+    if keys.is_empty() {
+        keys = snapshots_at(store, prefix, topic, None, false).await?;
+    }
+    let Some(key) = keys.into_iter().next() else { return Ok(None) };
     let snapshot = GroupOffsetsSnapshot::from_json(&key, &store.get(&key).await?)?;
     let groups = snapshot.groups.into_keys().collect();
     Ok(Some(GroupOffsetsStatus { key, read: rfc3339(snapshot.read_ms), groups }))

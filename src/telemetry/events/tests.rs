@@ -65,6 +65,9 @@ fn a_partitions_archive_rate_and_lag_in_seconds_are_told_while_it_is_held() {
     assert!((90.0..=92.0).contains(&lag), "20 records wait, the newest archived is 90 s old: {lag}");
     m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 50 });
     assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![(labels, 0.0)], "all archived");
+    m.newest_archived_ms.lock().unwrap().clear(); // As after a restart: recovered, nothing uploaded yet.
+    m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 80 });
+    assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![], "records wait, for how long is not known");
     m.forget_partition(&tp);
     assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![]);
     assert_eq!(counted(&m, "ksa_partition_records_archived_total"), vec![], "its next owner counts");

@@ -18,6 +18,7 @@ use self::plan::{GroupMove, ResumesAt, Translator};
 use super::kafka::kafka_err;
 use super::read_back::{consumer_config, partition_count, read_whole, REQUEST_TIMEOUT};
 use super::RestoreError;
+use crate::archive::claim::Claim;
 use crate::archive::group_offsets::{latest_first, GroupOffsetsSnapshot, SnapshotKey};
 use crate::archive::keys::ListRequest;
 use crate::archive::object_key::Prefix;
@@ -71,18 +72,20 @@ pub async fn translate(store: Arc<dyn ObjectStore>, t: &Translation<'_>) -> Resu
             let from = origin.filter(|(from, _)| from.topic() == source).map(|(from, o)| (from.partition(), o));
             translator.observe(partition, offset, from);
         })?;
-        let plans = translator.plan().into_iter().filter(|g| !g.partitions.is_empty());
-        let groups = plans.map(|plan| Group::open(&brokers, &props, plan)).collect::<Result<Vec<_>, _>>()?;
+        let plans: Vec<GroupMove> = translator.plan().into_iter().filter(|g| !g.partitions.is_empty()).collect();
+        // Every group is checked before any is set (one that is busy sets none); one client at a time.
         let mut reports = Vec::new();
-        for group in &groups {
-            reports.push(GroupReport { plan: group.plan.clone(), before: group.committed(&target)? });
+        for plan in plans {
+            let group = Group::open(&brokers, &props, plan)?;
             if !dry_run {
-                // Every group is checked before any is set: one that is busy sets none.
                 group.idle(&brokers)?;
             }
+            reports.push(GroupReport { before: group.committed(&target)?, plan: group.plan });
         }
         if !dry_run {
-            groups.iter().try_for_each(|g| g.set(&target, &snapshot_key))?;
+            for report in &reports {
+                Group::open(&brokers, &props, report.plan.clone())?.set(&target, &snapshot_key)?;
+            }
         }
         Ok::<_, RestoreError>((read, reports))
     })
@@ -91,48 +94,73 @@ pub async fn translate(store: Arc<dyn ObjectStore>, t: &Translation<'_>) -> Resu
     Ok(TranslationReport { snapshot: key, read_ms: snapshot.read_ms, read, groups, applied: !t.dry_run })
 }
 
-/// The latest snapshot of the topic's group offsets read at or before `at_ms`, and its key.
+/// The latest snapshot of the topic's group offsets read at or before `at_ms`, of the incarnation of the
+/// topic the archive holds, and its key.
 async fn snapshot(
     store: &dyn ObjectStore,
     t: &Translation<'_>,
 ) -> Result<(String, GroupOffsetsSnapshot), RestoreError> {
-    for key in snapshots_at(store, t.prefix, t.topic, t.at_ms).await? {
-        let body = store.get(&key).await?;
-        let snapshot = GroupOffsetsSnapshot::from_json(&key, &body).map_err(RestoreError::Snapshot)?;
-        // Named after its slot's start, it was read a little later: maybe after `at_ms`.
-        if t.at_ms.is_none_or(|at| snapshot.read_ms <= at) {
+    let archived_id = archived_topic_id(store, t.prefix, t.topic).await?;
+    let mut other_incarnation = None;
+    // The last day's, then (when none of them was read by `at_ms`, or of the archived incarnation) all.
+    for recent in [true, false] {
+        for key in snapshots_at(store, t.prefix, t.topic, t.at_ms, recent).await? {
+            let body = store.get(&key).await?;
+            let snapshot = GroupOffsetsSnapshot::from_json(&key, &body).map_err(RestoreError::Snapshot)?;
+            // Named after its slot's start, it was read a little later: maybe after `at_ms`.
+            if t.at_ms.is_some_and(|at| snapshot.read_ms > at) {
+                continue;
+            }
+            if !snapshot.of_incarnation(archived_id.as_deref()) {
+                other_incarnation.get_or_insert(snapshot.topic_id);
+                continue;
+            }
             return Ok((key, snapshot));
         }
     }
     let folder = SnapshotKey::folder(t.prefix, t.topic);
-    Err(RestoreError::NoSnapshot { topic: t.topic.to_string(), folder, at_ms: t.at_ms })
+    Err(match (other_incarnation, archived_id) {
+        (Some(theirs), Some(archived)) => RestoreError::SnapshotOfAnotherIncarnation {
+            topic: t.topic.to_string(),
+            theirs: theirs.unwrap_or_default(),
+            archived,
+        },
+        _ => RestoreError::NoSnapshot { topic: t.topic.to_string(), folder, at_ms: t.at_ms },
+    })
+}
+
+/// The topic ID the archive's claims record for `topic` (one chain holds one incarnation of a topic:
+/// any claim tells it), if they record one.
+async fn archived_topic_id(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    topic: &str,
+) -> Result<Option<String>, RestoreError> {
+    let request = ListRequest { prefix: prefix.claims_topic_folder(topic), start_after: None };
+    let Some(key) = store.list(&request, 1).await?.keys.into_iter().next() else { return Ok(None) };
+    let body = store.get(&key).await?;
+    Ok(Claim::from_json(&key, &body).ok().and_then(|claim| claim.topic_id))
 }
 
 /// How far before the time asked for the listing of snapshots starts (they are kept every minute or so:
 /// a day of them is a couple of listing requests); the whole folder is listed when none is that recent.
 const RECENT_SNAPSHOTS: i64 = 24 * 3600 * 1000;
 
-/// The keys of `topic`'s snapshots of group offsets taken at or before `at_ms` (all when none), the
-/// latest first: those of the last day before it, or, when it has none, all of them.
+/// The keys of `topic`'s snapshots of group offsets taken at or before `at_ms` (any time when none), the
+/// latest first: `recent`, those of the day before it; else all of them.
 pub async fn snapshots_at(
     store: &dyn ObjectStore,
     prefix: &Prefix,
     topic: &str,
     at_ms: Option<i64>,
+    recent: bool,
 ) -> Result<Vec<String>, StoreError> {
-    let folder = SnapshotKey::folder(prefix, topic);
     let key_at = |ms: i64| SnapshotKey { topic: topic.to_string(), taken_ms: ms }.to_key(prefix);
-    let recent = key_at(at_ms.unwrap_or_else(wall_clock_ms) - RECENT_SNAPSHOTS);
-    let through = at_ms.map(key_at);
-    for start_after in [Some(recent), None] {
-        let request = ListRequest { prefix: folder.clone(), start_after };
-        let (listed, _) = list_between(store, request, through.as_deref()).await?;
-        let keys = latest_first(listed.iter().filter_map(|k| SnapshotKey::parse(prefix, k)), at_ms);
-        if !keys.is_empty() {
-            return Ok(keys.iter().map(|k| k.to_key(prefix)).collect());
-        }
-    }
-    Ok(Vec::new())
+    let start_after = recent.then(|| key_at(at_ms.unwrap_or_else(wall_clock_ms) - RECENT_SNAPSHOTS));
+    let request = ListRequest { prefix: SnapshotKey::folder(prefix, topic), start_after };
+    let (listed, _) = list_between(store, request, at_ms.map(key_at).as_deref()).await?;
+    let keys = latest_first(listed.iter().filter_map(|k| SnapshotKey::parse(prefix, k)), at_ms);
+    Ok(keys.iter().map(|k| k.to_key(prefix)).collect())
 }
 
 /// A consumer group of the target cluster and its plan, as a client that never joins it.
