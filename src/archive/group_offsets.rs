@@ -67,8 +67,7 @@ impl SnapshotKey {
 
 /// `YYYYMMDDTHHMMSSZ` of a time in milliseconds since the epoch (UTC, whole seconds).
 fn stamp(ms: i64) -> String {
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(time).to_string().replace(['-', ':'], "")
+    crate::clock::rfc3339(ms).replace(['-', ':'], "")
 }
 
 fn parse_stamp(stamp: &str) -> Option<i64> {

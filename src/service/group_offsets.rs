@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::topic_partition_list::TopicPartitionList;
@@ -20,6 +19,8 @@ use crate::archive::object_key::Prefix;
 use crate::clock::wall_clock_ms;
 use crate::encode::spool::SpoolData;
 use crate::pipeline::AssignedTopics;
+use crate::source::offsets::partition_count;
+use crate::source::probe::probe_config;
 use crate::source::topic_id::topic_ids;
 use crate::store::{ObjectStore, PutOutcome};
 use crate::telemetry::{Event, Metrics};
@@ -124,17 +125,16 @@ struct Read {
 /// never joins it (created for the read and dropped after: a few groups or hundreds, nothing stays).
 /// Blocks.
 fn read(s: &GroupOffsetsOptions, topics: &[String]) -> Result<Read, KafkaError> {
-    let config = client_config(&s.brokers, &s.kafka_props);
+    // A consumer that joins no group; as one of a group (`group.id`) it reads the group's offsets.
+    let config = probe_config(&s.brokers, &s.kafka_props);
     let lister: BaseConsumer = config.create()?;
     let names = matching_groups(&lister, &s.groups, &s.own_group)?;
     let mut failures = Vec::new();
     let mut tpl = TopicPartitionList::new();
     for topic in topics {
-        match lister.fetch_metadata(Some(topic), REQUEST_TIMEOUT) {
-            Ok(metadata) => {
-                let partitions =
-                    metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len());
-                for p in 0..partitions as i32 {
+        match partition_count(lister.client(), topic) {
+            Ok(partitions) => {
+                for p in 0..partitions {
                     tpl.add_partition(topic, p);
                 }
             }
@@ -170,10 +170,8 @@ fn read(s: &GroupOffsetsOptions, topics: &[String]) -> Result<Read, KafkaError> 
             }
         }
     }
-    let topic_ids = match topics.is_empty() {
-        true => Ok(BTreeMap::new()),
-        false => topic_ids(lister.client(), topics, REQUEST_TIMEOUT),
-    };
+    let topic_ids =
+        if topics.is_empty() { Ok(BTreeMap::new()) } else { topic_ids(lister.client(), topics, REQUEST_TIMEOUT) };
     let topic_ids = match topic_ids {
         Ok(ids) => ids.into_iter().filter_map(|(topic, id)| Some((topic, id.id()?.to_string()))).collect(),
         Err(e) => {
@@ -182,15 +180,6 @@ fn read(s: &GroupOffsetsOptions, topics: &[String]) -> Result<Read, KafkaError> 
         }
     };
     Ok(Read { committed, topic_ids, failures, groups_missing })
-}
-
-fn client_config(brokers: &str, props: &[(String, String)]) -> ClientConfig {
-    let mut config = ClientConfig::new();
-    config.set("bootstrap.servers", brokers).set("enable.auto.commit", "false");
-    for (k, v) in props {
-        config.set(k, v);
-    }
-    config
 }
 
 /// The names of the groups the brokers know whose whole name matches `groups`, but `own_group`, sorted.
@@ -209,6 +198,6 @@ fn matching_groups(client: &BaseConsumer, groups: &Regex, own_group: &str) -> Re
 
 /// `run --check`: the groups can be listed; how many match now. Blocks.
 pub fn check(brokers: &str, props: &[(String, String)], groups: &Regex, own_group: &str) -> Result<usize, KafkaError> {
-    let lister: BaseConsumer = client_config(brokers, props).create()?;
+    let lister: BaseConsumer = probe_config(brokers, props).create()?;
     Ok(matching_groups(&lister, groups, own_group)?.len())
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use rdkafka::client::{Client, ClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
@@ -39,6 +40,12 @@ pub enum OffsetsError {
     Join(#[from] tokio::task::JoinError),
 }
 
+/// How many partitions `topic` has (0: it does not exist, or the brokers answered with an error for it).
+pub fn partition_count<C: ClientContext>(client: &Client<C>, topic: &str) -> Result<i32, KafkaError> {
+    let metadata = client.fetch_metadata(Some(topic), REQUEST_TIMEOUT)?;
+    Ok(metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len() as i32))
+}
+
 /// The offsets of every partition of `topics`, and the committed offsets of `group` when named. Blocks.
 pub fn partition_offsets(
     brokers: &str,
@@ -60,21 +67,19 @@ pub fn partition_offsets(
     let identities = identities(&consumer, brokers, topics)?;
     let mut out = BTreeMap::new();
     for topic in topics {
-        let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(unreachable)?;
-        let partitions =
-            metadata.topics().first().filter(|t| t.error().is_none()).map(|t| t.partitions().len()).unwrap_or(0);
+        let partitions = partition_count(consumer.client(), topic).map_err(unreachable)?;
         if partitions == 0 {
             return Err(unknown(topic));
         }
         let mut tpl = TopicPartitionList::new();
-        for p in 0..partitions as i32 {
+        for p in 0..partitions {
             tpl.add_partition(topic, p);
         }
         let committed = match group {
             Some(_) => Some(consumer.committed_offsets(tpl, REQUEST_TIMEOUT).map_err(unreachable)?),
             None => None,
         };
-        for p in 0..partitions as i32 {
+        for p in 0..partitions {
             let (log_start, log_end) = consumer.fetch_watermarks(topic, p, REQUEST_TIMEOUT).map_err(unreachable)?;
             let tp = TopicPartition::new(topic.as_str(), p).map_err(|_| unknown(topic))?;
             let committed = committed

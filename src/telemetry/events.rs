@@ -8,7 +8,7 @@ use std::time::Duration;
 use tracing::{debug, error, info, warn};
 
 pub use self::stop_reason::StopReason;
-use super::metrics::Metrics;
+use super::metrics::{Archived, Metrics};
 use crate::archive::claim::Claim;
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::encode::roll::RollReason;
@@ -443,7 +443,7 @@ impl Metrics {
         self.recovery_list_requests.inc_by(u64::from(e.list_requests));
         self.recovery_objects_seen.inc_by(e.keys_seen);
         self.recovery_seconds.observe(e.elapsed.as_secs_f64());
-        self.archived_through(e.tp, e.plan.chain_next - 1);
+        self.archived_through(e.tp, e.plan.chain_next - 1, None);
         info!(
             tp = %e.tp,
             consume_from = ?e.plan.consume_from,
@@ -465,7 +465,7 @@ impl Metrics {
         self.records_archived.inc_by(e.records);
         self.bytes_uploaded.inc_by(e.bytes);
         self.upload_seconds.observe(e.elapsed.as_secs_f64());
-        self.archived_through(e.tp, e.range.end());
+        self.archived_through(e.tp, e.range.end(), e.newest_record_ms);
         let partition = e.tp.partition().to_string();
         let labels = [e.tp.topic(), partition.as_str()];
         self.partition_records_archived.with_label_values(&labels).inc_by(e.records);
@@ -475,10 +475,6 @@ impl Metrics {
         }
         if let Some(newest) = e.newest_record_ms {
             self.archived_record_time.with_label_values(&labels).set(newest / 1000);
-            self.newest_archived_ms
-                .lock()
-                .expect("newest archived")
-                .insert((e.tp.topic().to_string(), e.tp.partition()), newest);
         }
         info!(
             key = e.key,
@@ -537,9 +533,7 @@ impl Metrics {
         {
             let _ = series.remove_label_values(&labels);
         }
-        let key = (tp.topic().to_string(), tp.partition());
-        self.archived_known.lock().expect("archived partitions").remove(&key);
-        self.newest_archived_ms.lock().expect("newest archived").remove(&key);
+        self.archived.lock().expect("archived partitions").remove(&(tp.topic().to_string(), tp.partition()));
         for reason in StopReason::ALL {
             let _ = self.partition_stopped.remove_label_values(&[tp.topic(), partition.as_str(), reason.as_str()]);
         }
@@ -551,15 +545,13 @@ impl Metrics {
         let partition = partition_number.to_string();
         let labels = [topic, partition.as_str()];
         self.log_end_offset.with_label_values(&labels).set(log_end);
-        let key = (topic.to_string(), partition_number);
-        // Looked up only once set: looking a series up creates it (at 0, as if offset 0 were archived).
-        if !self.archived_known.lock().expect("archived partitions").contains(&key) {
-            return;
-        }
-        let unarchived = (log_end - self.archived_offset.with_label_values(&labels).get() - 1).max(0);
+        // Told only once known: before, the lag would read as the whole log.
+        let known =
+            self.archived.lock().expect("archived partitions").get(&(topic.to_string(), partition_number)).copied();
+        let Some(Archived { offset, newest_ms }) = known else { return };
+        let unarchived = (log_end - offset - 1).max(0);
         self.unarchived_records.with_label_values(&labels).set(unarchived);
-        let newest = self.newest_archived_ms.lock().expect("newest archived").get(&key).copied();
-        match (unarchived, newest) {
+        match (unarchived, newest_ms) {
             (0, _) => self.archive_lag_seconds.with_label_values(&labels).set(0),
             (_, Some(ms)) => {
                 let lag = (crate::clock::wall_clock_ms() - ms).max(0) / 1000;
@@ -572,11 +564,15 @@ impl Metrics {
         }
     }
 
-    /// The highest offset of `tp` whose object is durable.
-    fn archived_through(&self, tp: &TopicPartition, offset: i64) {
+    /// The highest offset of `tp` whose object is durable, and the newest record time in it if told (a
+    /// recovery does not tell it: the one an upload here told stays).
+    fn archived_through(&self, tp: &TopicPartition, offset: i64, newest_ms: Option<i64>) {
         let partition = tp.partition().to_string();
         self.archived_offset.with_label_values(&[tp.topic(), partition.as_str()]).set(offset);
-        self.archived_known.lock().expect("archived partitions").insert((tp.topic().to_string(), tp.partition()));
+        let mut archived = self.archived.lock().expect("archived partitions");
+        let entry = archived.entry((tp.topic().to_string(), tp.partition())).or_insert(Archived { offset, newest_ms });
+        entry.offset = offset;
+        entry.newest_ms = newest_ms.or(entry.newest_ms);
     }
 }
 

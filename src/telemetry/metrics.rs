@@ -57,10 +57,9 @@ pub struct Metrics {
     pub log_end_offset: IntGaugeVec,
     /// Per partition: records in the log not archived yet.
     pub unarchived_records: IntGaugeVec,
-    /// The partitions whose archived offset is known (recovered here): only theirs is a lag to tell.
-    pub(crate) archived_known: std::sync::Mutex<std::collections::HashSet<(String, i32)>>,
-    /// Per partition: the newest record timestamp (ms) of its last durable object, for its lag in seconds.
-    pub(crate) newest_archived_ms: std::sync::Mutex<std::collections::HashMap<(String, i32), i64>>,
+    /// The partitions whose archived offset is known (recovered here), with what their lags are told from
+    /// (looking a series up creates it, at 0: only these are looked up).
+    pub(crate) archived: std::sync::Mutex<std::collections::HashMap<(String, i32), Archived>>,
     /// Per partition: the newest record timestamp (s) of its last durable object.
     pub archived_record_time: IntGaugeVec,
     /// Per partition with records not archived yet: seconds since the newest record archived was stamped
@@ -101,6 +100,15 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
     let g = IntGauge::new(format!("ksa_{name}"), help).expect("valid metric");
     registry.register(Box::new(g.clone())).expect("registered once");
     g
+}
+
+/// What a partition held here has archived: its lags are told from it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Archived {
+    /// The highest offset whose object is durable.
+    pub(crate) offset: i64,
+    /// The newest record timestamp (ms) of its last durable object, once an upload here told it.
+    pub(crate) newest_ms: Option<i64>,
 }
 
 fn partition_counter(registry: &Registry, name: &str, help: &str) -> IntCounterVec {
@@ -245,8 +253,7 @@ impl Default for Metrics {
             },
             archived_offset: partition_gauge(&r, "archived_offset", "Highest offset whose object is durable."),
             log_end_offset: partition_gauge(&r, "log_end_offset", "Log end offset, from the consumer's statistics."),
-            archived_known: Default::default(),
-            newest_archived_ms: Default::default(),
+            archived: Default::default(),
             archived_record_time: partition_gauge(
                 &r,
                 "archived_record_timestamp_seconds",

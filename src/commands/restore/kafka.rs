@@ -19,6 +19,7 @@ use crate::commands::restore::plan::{
     source_header_value, target_partition, Partitioning, RestoreProgress, SOURCE_HEADER,
 };
 use crate::source::convert::{kafka_headers, to_future_record};
+use crate::source::offsets::partition_count;
 use crate::source::topic_id::topic_ids;
 
 /// Deliveries one source partition awaits at most at once before sending more.
@@ -85,12 +86,8 @@ impl KafkaTarget {
             config.set(k, v);
         }
         let producer: FutureProducer = config.create().map_err(kafka_err("creating the producer"))?;
-        let metadata = producer
-            .client()
-            .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
-            .map_err(kafka_err("reading the target topic's metadata"))?;
         let partitions =
-            metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len() as i32);
+            partition_count(producer.client(), topic).map_err(kafka_err("reading the target topic's metadata"))?;
         if partitions == 0 {
             return Err(RestoreError::NoTarget { topic: topic.to_string(), brokers: brokers.to_string() });
         }

@@ -18,6 +18,7 @@ use super::kafka::kafka_err;
 use super::{summary, RestoreError};
 use crate::archive::partition::TopicPartition;
 use crate::commands::restore::plan::{parse_source_header, RestoreProgress, SOURCE_HEADER};
+use crate::source::offsets::partition_count;
 
 /// How long reading the target back may go without a record or reaching a partition's end before
 /// restore gives up (a partition without a leader, a broker that stopped answering).
@@ -130,7 +131,7 @@ pub(super) fn read_back(
 /// `visit` is given its partition, offset and source (its header's, if any); how many were read.
 pub(super) fn read_whole(config: &ClientConfig, topic: &str, visit: &mut Visit<'_>) -> Result<u64, RestoreError> {
     let consumer: BaseConsumer = config.create().map_err(kafka_err("creating the read-back consumer"))?;
-    let partitions = partition_count(&consumer, topic).map_err(kafka_err("reading the target's metadata"))?;
+    let partitions = partition_count(consumer.client(), topic).map_err(kafka_err("reading the target's metadata"))?;
     let (mut ends, mut tpl) = (BTreeMap::new(), TopicPartitionList::new());
     for p in 0..partitions {
         let (low, high) = until_led(LEADER_PATIENCE, Duration::from_millis(200), || {
@@ -143,12 +144,6 @@ pub(super) fn read_whole(config: &ClientConfig, topic: &str, visit: &mut Visit<'
         }
     }
     read_until(&consumer, topic, &tpl, ends, visit)
-}
-
-/// How many partitions `topic` has (0: it does not exist).
-pub(super) fn partition_count(consumer: &BaseConsumer, topic: &str) -> Result<i32, KafkaError> {
-    let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT)?;
-    Ok(metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len() as i32))
 }
 
 /// What reading the target back does with each record: its partition, offset and source.

@@ -18,6 +18,7 @@ use crate::archive::completeness::{final_through, topic_final_through, Lateness,
 use crate::archive::group_offsets::{GroupOffsetsSnapshot, SnapshotError};
 use crate::archive::object_key::Prefix;
 use crate::archive::time_bucket::{BucketWidth, TimeSource};
+use crate::clock::rfc3339;
 use crate::commands::restore::translate::snapshots_at;
 use crate::recovery::standing::PartitionStatus;
 use crate::recovery::tail::{inspect, InspectError, Inspected};
@@ -81,11 +82,6 @@ pub struct GroupOffsetsStatus {
     /// When its offsets were read, RFC 3339.
     pub read: String,
     pub groups: Vec<String>,
-}
-
-fn rfc3339(ms: i64) -> String {
-    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64))
-        .to_string()
 }
 
 /// Per topic, from its partitions' progress.

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::rfc3339;
 use crate::archive::object_key::Prefix;
+use crate::clock::rfc3339;
 use crate::commands::verify::tables::reader;
 use crate::config::CatalogConfig;
 use crate::recovery::standing::PartitionStatus;

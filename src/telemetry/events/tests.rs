@@ -28,7 +28,7 @@ fn a_partitions_lag_is_told_only_once_its_archived_offset_is_known() {
     assert_eq!(series(&m, "ksa_archived_offset"), vec![], "no archived offset before recovery");
     assert_eq!(series(&m, "ksa_unarchived_records"), vec![], "no lag before recovery");
     let tp = TopicPartition::new("t", 0).unwrap();
-    m.archived_through(&tp, 49);
+    m.archived_through(&tp, 49, None);
     m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 100 });
     assert_eq!(series(&m, "ksa_unarchived_records"), vec![(vec!["0".to_string(), "t".to_string()], 50.0)]);
     m.forget_partition(&tp);
@@ -65,7 +65,8 @@ fn a_partitions_archive_rate_and_lag_in_seconds_are_told_while_it_is_held() {
     assert!((90.0..=92.0).contains(&lag), "20 records wait, the newest archived is 90 s old: {lag}");
     m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 50 });
     assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![(labels, 0.0)], "all archived");
-    m.newest_archived_ms.lock().unwrap().clear(); // As after a restart: recovered, nothing uploaded yet.
+    m.forget_partition(&tp); // As after a restart: recovered, nothing uploaded yet.
+    m.archived_through(&tp, 49, None);
     m.emit(Event::LogEnd { topic: "t", partition: 0, log_end: 80 });
     assert_eq!(series(&m, "ksa_archive_lag_seconds"), vec![], "records wait, for how long is not known");
     m.forget_partition(&tp);

@@ -16,7 +16,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use self::plan::{GroupMove, ResumesAt, Translator};
 use super::kafka::kafka_err;
-use super::read_back::{consumer_config, partition_count, read_whole, REQUEST_TIMEOUT};
+use super::read_back::{consumer_config, read_whole, REQUEST_TIMEOUT};
 use super::RestoreError;
 use crate::archive::claim::Claim;
 use crate::archive::group_offsets::{latest_first, GroupOffsetsSnapshot, SnapshotKey};
@@ -24,6 +24,7 @@ use crate::archive::keys::ListRequest;
 use crate::archive::object_key::Prefix;
 use crate::clock::wall_clock_ms;
 use crate::retry::{Patience, Retrying};
+use crate::source::offsets::partition_count;
 use crate::store::{list_between, ObjectStore, StoreError};
 
 /// Group states in which nobody consumes, so its offsets may be set.
@@ -180,7 +181,9 @@ impl Group {
     /// Its committed offsets on `topic`.
     fn committed(&self, topic: &str) -> Result<BTreeMap<i32, i64>, RestoreError> {
         let mut tpl = TopicPartitionList::new();
-        for p in 0..partition_count(&self.consumer, topic).map_err(kafka_err("reading the target's metadata"))? {
+        for p in
+            0..partition_count(self.consumer.client(), topic).map_err(kafka_err("reading the target's metadata"))?
+        {
             tpl.add_partition(topic, p);
         }
         let committed = self
@@ -226,9 +229,7 @@ impl Group {
 impl TranslationReport {
     /// The plan, a line per group and partition, as `restore` prints it.
     pub fn render(&self, source: &str, target: &str) -> String {
-        let read = humantime::format_rfc3339_seconds(
-            std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.read_ms.max(0) as u64),
-        );
+        let read = crate::clock::rfc3339(self.read_ms);
         let mut out = format!(
             "group offsets of {source} from {} (read {read}), translated through {} records of {target}:\n",
             self.snapshot, self.read
