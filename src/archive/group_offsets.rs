@@ -67,7 +67,8 @@ impl SnapshotKey {
 
 /// `YYYYMMDDTHHMMSSZ` of a time in milliseconds since the epoch (UTC, whole seconds).
 fn stamp(ms: i64) -> String {
-    crate::clock::rfc3339(ms).replace(['-', ':'], "")
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(time).to_string().replace(['-', ':'], "")
 }
 
 fn parse_stamp(stamp: &str) -> Option<i64> {
