@@ -191,6 +191,35 @@ install_helm() {
   "$dir/bin/helm" version --short >"$dir/.installed" 2>&1 || die "the Helm just built does not run: $(cat "$dir/.installed")"
 }
 
+# The GCS emulator, built from the Go module proxy like Helm (~1 min; the module cache goes afterwards).
+install_fake_gcs() {
+  local dir="$SERVICES_DIR/fake-gcs-server-$FAKE_GCS_VERSION"
+  [ -f "$dir/.installed" ] && return 0
+  command -v go >/dev/null || die "fake-gcs-server is built with Go from the Go module proxy and there is no go: install Go 1.24+ or put a fake-gcs-server $FAKE_GCS_VERSION binary at $dir/bin/fake-gcs-server"
+  say "building fake-gcs-server $FAKE_GCS_VERSION from the Go module proxy into $dir (about a minute)"
+  rm -rf "$dir" && mkdir -p "$dir/bin"
+  local scratch="$dir/scratch"
+  GOPATH="$scratch/gopath" GOCACHE="$scratch/cache" GOBIN="$dir/bin" GOFLAGS=-modcacherw \
+    go install -ldflags "-s -w" "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION" >"$dir/build.log" 2>&1 \
+    || { tail -n 20 "$dir/build.log" >&2; die "go could not build fake-gcs-server $FAKE_GCS_VERSION (log above)"; }
+  rm -rf "$scratch"
+  [ -x "$dir/bin/fake-gcs-server" ] || die "go built no fake-gcs-server binary in $dir/bin (log: $dir/build.log)"
+  echo "$FAKE_GCS_VERSION" >"$dir/.installed"
+}
+
+# The Azure Blob Storage emulator, from npm (needs Node.js 18+).
+install_azurite() {
+  local dir="$SERVICES_DIR/azurite-$AZURITE_VERSION"
+  [ -f "$dir/.installed" ] && return 0
+  command -v npm >/dev/null || die "Azurite comes from the npm registry and there is no npm: install Node.js 18+ with npm"
+  say "installing Azurite $AZURITE_VERSION from npm into $dir"
+  rm -rf "$dir" && mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION" >"$dir/install.log" 2>&1 \
+    || { tail -n 20 "$dir/install.log" >&2; die "npm could not install azurite@$AZURITE_VERSION (log above)"; }
+  [ -x "$dir/node_modules/.bin/azurite-blob" ] || die "npm installed no azurite-blob in $dir/node_modules/.bin"
+  echo "$AZURITE_VERSION" >"$dir/.installed"
+}
+
 install_pyyaml() {
   local venv="$SERVICES_DIR/s3-venv"
   "$venv/bin/python" -c "import yaml" 2>/dev/null && return 0
@@ -308,7 +337,9 @@ install_duckdb_iceberg
 install_pyyaml
 install_prometheus
 install_helm
+install_fake_gcs
+install_azurite
 install_registry
 install_producer
 install_iceberg_rest
-echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Prometheus $(cat "$SERVICES_DIR/prometheus-deb/.installed"), Helm $HELM_VERSION, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename), pyspark 4.0.1)"
+echo "test services installed in $SERVICES_DIR (Apache Kafka $KAFKA_VERSION, S3: $(cat "$SERVICES_DIR/s3-venv/.installed"), duckdb, pyiceberg, DuckDB 1.5.5 with its iceberg extension, pyyaml, Prometheus $(cat "$SERVICES_DIR/prometheus-deb/.installed"), Helm $HELM_VERSION, fake-gcs-server $FAKE_GCS_VERSION, Azurite $AZURITE_VERSION, Apicurio Registry $APICURIO_VERSION, confluent-kafka 2.16.1, Apache Iceberg's REST catalog $ICEBERG_VERSION, PostgreSQL $(ls -d /usr/lib/postgresql/*/ | sort -V | tail -n 1 | xargs basename), pyspark 4.0.1)"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Starts Apache Kafka (a single-node KRaft broker), an S3 server (LocalStack, or moto), a Schema
-# Registry (Apicurio Registry, in memory), an Iceberg REST catalog (Apache Iceberg's) and PostgreSQL on
-# free 127.0.0.1 ports.
+# Registry (Apicurio Registry, in memory), an Iceberg REST catalog (Apache Iceberg's), PostgreSQL and
+# the GCS and Azure Blob emulators (fake-gcs-server, Azurite) on free 127.0.0.1 ports.
 # Usage: localstack/start.sh STATE_DIR
 # Writes STATE_DIR/env (source it: KSA_TEST_BROKERS, KSA_TEST_S3_ENDPOINT, KSA_TEST_SCHEMA_REGISTRY,
-# KSA_TEST_ICEBERG_REST, KSA_TEST_POSTGRES, KSA_TEST_PROMTOOL, KSA_TEST_PROMETHEUS, KSA_TEST_HELM, AWS_*), logs and pid files.
+# KSA_TEST_ICEBERG_REST, KSA_TEST_POSTGRES, KSA_TEST_PROMTOOL, KSA_TEST_PROMETHEUS, KSA_TEST_HELM,
+# KSA_TEST_GCS_ENDPOINT, KSA_TEST_AZURE_ENDPOINT, AWS_*), logs and pid files.
 # Exits non-zero, saying why, if a service does not come up; stop.sh STATE_DIR stops what was started.
 set -euo pipefail
 
@@ -17,6 +18,8 @@ source "$(dirname "$0")/java.sh"
 KAFKA_DIR="$SERVICES_DIR/kafka-$KAFKA_VERSION"
 REGISTRY_DIR="$SERVICES_DIR/apicurio-registry-$APICURIO_VERSION"
 ICEBERG_REST_DIR="$SERVICES_DIR/iceberg-rest-$ICEBERG_VERSION"
+FAKE_GCS_DIR="$SERVICES_DIR/fake-gcs-server-$FAKE_GCS_VERSION"
+AZURITE_DIR="$SERVICES_DIR/azurite-$AZURITE_VERSION"
 mkdir -p "$STATE"
 
 die() {
@@ -48,6 +51,9 @@ wait_tcp() { # port seconds name log
 [ -f "$ICEBERG_REST_DIR/.installed" ] || die "Apache Iceberg's REST catalog $ICEBERG_VERSION is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/duckdb-iceberg-venv/.installed" ] || die "DuckDB's iceberg reader (duckdb-iceberg-venv) is not installed; run localstack/install.sh first"
 [ -f "$SERVICES_DIR/spark-venv/.installed" ] || die "pyspark (spark-venv) is not installed; run localstack/install.sh first"
+[ -f "$FAKE_GCS_DIR/.installed" ] || die "fake-gcs-server $FAKE_GCS_VERSION is not installed; run localstack/install.sh first"
+[ -f "$AZURITE_DIR/.installed" ] || die "Azurite $AZURITE_VERSION is not installed; run localstack/install.sh first"
+command -v node >/dev/null || die "Azurite runs on Node.js and there is no node: install Node.js 18+"
 [ -f "$SERVICES_DIR/producer-venv/.installed" ] || die "confluent-kafka (the producer venv) is not installed; run localstack/install.sh first"
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 [ -x "$PG_BIN/postgres" ] || die "PostgreSQL's server is not installed; run localstack/install.sh first"
@@ -56,10 +62,10 @@ ICEBERG_REST_JAVA=$(find_java 17) || die "Apache Iceberg's REST catalog needs Ja
 REGISTRY_JAVA=$(find_java 21) || die "Apicurio Registry $APICURIO_VERSION needs Java 21+ and none was found ($REGISTRY_JAVA): install a JDK 21 or newer under /usr/lib/jvm, or point JAVA_HOME at one"
 
 read -r KAFKA_PORT KAFKA_SASL_SSL_PORT CONTROLLER_PORT S3_PORT ICEBERG_REST_PORT REGISTRY_PORT \
-  REGISTRY_MANAGEMENT_PORT REGISTRY_TLS_PORT PG_PORT <<PORTS
-$(free_ports 9)
+  REGISTRY_MANAGEMENT_PORT REGISTRY_TLS_PORT PG_PORT GCS_PORT AZURITE_PORT <<PORTS
+$(free_ports 11)
 PORTS
-[ -n "$PG_PORT" ] || die "could not find 9 free ports on 127.0.0.1"
+[ -n "$AZURITE_PORT" ] || die "could not find 11 free ports on 127.0.0.1"
 
 # A CA and a server certificate for 127.0.0.1, made for this run: the broker's SASL_SSL listener and the
 # registry's HTTPS port present it.
@@ -191,6 +197,16 @@ else
 fi
 echo $! >"$STATE/s3.pid"
 
+# Google Cloud Storage's emulator, in memory, plain HTTP (the tests create their buckets), and Azure
+# Blob Storage's, in memory, with its well-known development account (the tests create their
+# containers); Azurite is told to accept the newer service versions object_store's client asks for.
+setsid "$FAKE_GCS_DIR/bin/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$GCS_PORT" -backend memory \
+  -public-host "127.0.0.1:$GCS_PORT" -log-level warn >"$STATE/fake-gcs.log" 2>&1 &
+echo $! >"$STATE/fake-gcs.pid"
+setsid node "$AZURITE_DIR/node_modules/azurite/dist/src/blob/main.js" --blobHost 127.0.0.1 --blobPort "$AZURITE_PORT" \
+  --inMemoryPersistence --skipApiVersionCheck --silent >"$STATE/azurite.log" 2>&1 &
+echo $! >"$STATE/azurite.pid"
+
 wait_tcp "$KAFKA_PORT" 60 "Apache Kafka" "$STATE/kafka.log"
 deadline=$((SECONDS + 60))
 until grep -q "Kafka Server started" "$STATE/kafka.log"; do
@@ -239,6 +255,9 @@ until [ "$(curl -sS -o /dev/null -w '%{http_code}' "$ICEBERG_REST_URL/v1/config"
   sleep 0.5
 done
 
+wait_tcp "$GCS_PORT" 30 "fake-gcs-server" "$STATE/fake-gcs.log"
+wait_tcp "$AZURITE_PORT" 60 "Azurite" "$STATE/azurite.log"
+
 deadline=$((SECONDS + 60))
 until "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; do
   kill -0 "$(cat "$STATE/postgres.pid")" 2>/dev/null \
@@ -271,9 +290,11 @@ export KSA_TEST_PRODUCER_PYTHON=$SERVICES_DIR/producer-venv/bin/python
 export KSA_TEST_PROMTOOL=$SERVICES_DIR/prometheus-deb/root/usr/bin/promtool
 export KSA_TEST_PROMETHEUS=$SERVICES_DIR/prometheus-deb/root/usr/bin/prometheus
 export KSA_TEST_HELM=$SERVICES_DIR/helm/bin/helm
+export KSA_TEST_GCS_ENDPOINT=http://127.0.0.1:$GCS_PORT
+export KSA_TEST_AZURE_ENDPOINT=http://127.0.0.1:$AZURITE_PORT/devstoreaccount1
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=us-east-1
 export AWS_EC2_METADATA_DISABLED=true
 ENV
-echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, $S3_KIND S3 on 127.0.0.1:$S3_PORT, Apicurio Registry $APICURIO_VERSION on 127.0.0.1:$REGISTRY_PORT, Apache Iceberg's REST catalog $ICEBERG_VERSION on 127.0.0.1:$ICEBERG_REST_PORT and PostgreSQL on 127.0.0.1:$PG_PORT (state in $STATE)"
+echo "started Apache Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, $S3_KIND S3 on 127.0.0.1:$S3_PORT, Apicurio Registry $APICURIO_VERSION on 127.0.0.1:$REGISTRY_PORT, Apache Iceberg's REST catalog $ICEBERG_VERSION on 127.0.0.1:$ICEBERG_REST_PORT, PostgreSQL on 127.0.0.1:$PG_PORT, fake-gcs-server $FAKE_GCS_VERSION on 127.0.0.1:$GCS_PORT and Azurite $AZURITE_VERSION on 127.0.0.1:$AZURITE_PORT (state in $STATE)"

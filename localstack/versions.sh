@@ -12,3 +12,8 @@ ICEBERG_HADOOP_VERSION="3.4.1"
 ICEBERG_JETTY_VERSION="11.0.24"
 # Helm, for `helm lint` and `helm template` on deploy/helm/: built from the Go module proxy.
 HELM_VERSION="v4.3.2"
+# Google Cloud Storage's emulator (fsouza/fake-gcs-server, from the Go module proxy: it honours
+# ifGenerationMatch=0 on media and resumable uploads) and Azure Blob Storage's (Azurite, the Azure SDK
+# team's, from npm: it answers If-None-Match: * on Put Blob and Put Block List).
+FAKE_GCS_VERSION="v1.56.1"
+AZURITE_VERSION="3.37.0"

@@ -145,6 +145,38 @@ pub struct Settings {
     /// The AWS account ID that must own the bucket: every request fails (403) if another account owns it.
     #[arg(long, env = "KSA_S3_EXPECTED_BUCKET_OWNER", help_heading = "Archive")]
     pub s3_expected_bucket_owner: Option<String>,
+    /// Custom Google Cloud Storage endpoint URL (an emulator such as fake-gcs-server); default:
+    /// https://storage.googleapis.com.
+    #[arg(long, env = "KSA_GCS_ENDPOINT", help_heading = "Archive")]
+    pub gcs_endpoint: Option<String>,
+    /// A service-account key or application-default-credentials JSON file for gs:// destinations;
+    /// default: GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default credentials, else the
+    /// metadata server (GKE, Compute Engine).
+    #[arg(long, env = "KSA_GCS_CREDENTIALS", help_heading = "Archive")]
+    pub gcs_credentials: Option<PathBuf>,
+    /// Send Google Cloud Storage no credentials at all (emulators, public buckets).
+    #[arg(long, env = "KSA_GCS_ANONYMOUS", value_name = "true|false", help_heading = "Archive")]
+    pub gcs_anonymous: Option<bool>,
+    /// The Azure storage account of az:// destinations; default: AZURE_STORAGE_ACCOUNT_NAME, or the
+    /// connection string's.
+    #[arg(long, env = "KSA_AZURE_ACCOUNT", help_heading = "Archive")]
+    pub azure_account: Option<String>,
+    /// Custom Azure Blob endpoint URL (Azurite: http://127.0.0.1:10000/devstoreaccount1); default:
+    /// https://ACCOUNT.blob.core.windows.net.
+    #[arg(long, env = "KSA_AZURE_ENDPOINT", help_heading = "Archive")]
+    pub azure_endpoint: Option<String>,
+    /// The storage account's shared key (shown masked); without it, a SAS token, the connection string's
+    /// credentials, else Azure AD from the environment (AZURE_CLIENT_ID/_SECRET/_TENANT_ID, workload
+    /// identity, managed identity).
+    #[arg(long, env = "KSA_AZURE_ACCESS_KEY", hide_env_values = true, help_heading = "Archive")]
+    pub azure_access_key: Option<String>,
+    /// A shared access signature, the query string without its '?' (shown masked).
+    #[arg(long, env = "KSA_AZURE_SAS_TOKEN", hide_env_values = true, help_heading = "Archive")]
+    pub azure_sas_token: Option<String>,
+    /// An Azure Storage connection string (AccountName, AccountKey or SharedAccessSignature,
+    /// BlobEndpoint; UseDevelopmentStorage=true), shown masked; the flags above override its parts.
+    #[arg(long, env = "KSA_AZURE_CONNECTION_STRING", hide_env_values = true, help_heading = "Archive")]
+    pub azure_connection_string: Option<String>,
     #[arg(long, env = "KSA_ABORT_STALE_UPLOADS_AFTER", help_heading = "Archive",
         help = with_default("On start, abort our multipart uploads older than this (left by crashes)", DEFAULT_ABORT_STALE_UPLOADS_AFTER))]
     pub abort_stale_uploads_after: Option<HumanDuration>,
@@ -425,6 +457,9 @@ impl Settings {
             &mut shown.iceberg_token,
             &mut shown.iceberg_credential,
             &mut shown.iceberg_catalog_password,
+            &mut shown.azure_access_key,
+            &mut shown.azure_sas_token,
+            &mut shown.azure_connection_string,
         ] {
             if secret.is_some() {
                 *secret = Some("****".into());

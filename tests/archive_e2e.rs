@@ -1,6 +1,6 @@
-//! End-to-end: the archiver binary against tansu (Kafka protocol) and LocalStack S3 or a local
-//! directory. Every scenario ends with an independent read of the archive: every produced record
-//! exactly once, bytes equal.
+//! End-to-end: the archiver binary against Apache Kafka and S3 (LocalStack or moto), Google Cloud
+//! Storage (fake-gcs-server), Azure Blob Storage (Azurite) or a local directory. Every scenario ends
+//! with an independent read of the archive: every produced record exactly once, bytes equal.
 
 mod common;
 
@@ -64,6 +64,16 @@ async fn s3_hard_kill_then_new_group_is_exactly_once() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn gcs_hard_kill_then_new_group_is_exactly_once() {
+    hard_kill_then_new_group(TestDest::gcs().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_hard_kill_then_new_group_is_exactly_once() {
+    hard_kill_then_new_group(TestDest::azure().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn file_hard_kill_then_new_group_is_exactly_once() {
     hard_kill_then_new_group(TestDest::file()).await;
 }
@@ -100,6 +110,16 @@ async fn two_instances_through_rebalances(dest: TestDest, protocol: fn(Vec<Strin
 #[tokio::test(flavor = "multi_thread")]
 async fn s3_two_instances_through_rebalances_is_exactly_once() {
     two_instances_through_rebalances(TestDest::s3().await, classic_protocol).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gcs_two_instances_through_rebalances_is_exactly_once() {
+    two_instances_through_rebalances(TestDest::gcs().await, classic_protocol).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_two_instances_through_rebalances_is_exactly_once() {
+    two_instances_through_rebalances(TestDest::azure().await, classic_protocol).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -88,10 +88,22 @@ async fn wrong_credentials_fail_fast_and_say_what_to_check() {
 /// proves the store honours them before it starts, and refuses to run, naming them and the endpoint.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_ignoring_conditional_writes_is_refused_at_start() {
-    let dest = TestDest::s3().await;
+    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    refused_without_conditional_writes(TestDest::s3().await, proxy).await;
+}
+
+/// The same on GCS, its `ifGenerationMatch=0` parameter dropped. (Azure's `If-None-Match` is covered by
+/// its shared-key signature: a proxy that dropped it would be refused with a 403. The conformance suite
+/// shows Azure refusing a second create.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gcs_store_ignoring_conditional_writes_is_refused_at_start() {
+    let proxy = S3Proxy::start_as_upstream(&gcs_endpoint()).await;
+    refused_without_conditional_writes(TestDest::gcs().await, proxy).await;
+}
+
+async fn refused_without_conditional_writes(dest: TestDest, proxy: S3Proxy) {
     let topic = unique("unconditional");
     create_topic(&topic, 1).await;
-    let proxy = S3Proxy::start(&s3_endpoint()).await;
     proxy.set_rule(|_| Fault::StripConditional);
     let spool = tempfile::tempdir().unwrap();
     let args = through(archiver_args(&dest, &unique("g"), &topic, 10, spool.path()), &proxy.url);

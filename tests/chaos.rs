@@ -16,6 +16,8 @@ use kafka_s3_archiver::commands::demo::generate::{merge, produce};
 
 const PARTITIONS: i32 = 4;
 const CHAOS: Duration = Duration::from_secs(45);
+/// On the GCS and Azure emulators.
+const SHORT_CHAOS: Duration = Duration::from_secs(20);
 /// Share of S3 requests that meet a fault while the chaos lasts.
 const FAULT_RATE: f64 = 0.12;
 
@@ -31,13 +33,31 @@ fn random_fault() -> Fault {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kills_rebalances_lost_commits_and_s3_faults_lose_nothing_and_duplicate_nothing() {
+    chaos(TestDest::s3().await, &s3_endpoint(), CHAOS).await;
+}
+
+/// The same on Google Cloud Storage's emulator, shorter.
+#[tokio::test(flavor = "multi_thread")]
+async fn gcs_kills_rebalances_lost_commits_and_faults_lose_nothing_and_duplicate_nothing() {
+    chaos(TestDest::gcs().await, &gcs_endpoint(), SHORT_CHAOS).await;
+}
+
+/// The same on Azure Blob Storage's emulator, shorter.
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_kills_rebalances_lost_commits_and_faults_lose_nothing_and_duplicate_nothing() {
+    chaos(TestDest::azure().await, &azure_endpoint(), SHORT_CHAOS).await;
+}
+
+async fn chaos(dest: TestDest, endpoint: &str, chaos_for: Duration) {
     let seed = fastrand::u64(..);
     fastrand::seed(seed);
-    println!("chaos seed {seed}");
+    println!("chaos seed {seed} on {}", dest.url());
     let topic = unique("chaos");
     create_topic(&topic, PARTITIONS).await;
-    let dest = TestDest::s3().await;
-    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    let proxy = match dest {
+        TestDest::S3 { .. } => S3Proxy::start(endpoint).await,
+        _ => S3Proxy::start_as_upstream(endpoint_root(endpoint)).await,
+    };
     proxy.set_rule(|_| if fastrand::f64() < FAULT_RATE { random_fault() } else { Fault::Pass });
     let spool = tempfile::tempdir().unwrap();
     let group = unique("chaos-g");
@@ -56,7 +76,7 @@ async fn kills_rebalances_lost_commits_and_s3_faults_lose_nothing_and_duplicate_
         let mut produced = BTreeMap::new();
         let started = Instant::now();
         let mut next = 0;
-        while started.elapsed() < CHAOS {
+        while started.elapsed() < chaos_for {
             merge(
                 &mut produced,
                 produce(&brokers(), &producer_topic, PARTITIONS, next..next + 400, 200).await.unwrap(),
@@ -74,7 +94,7 @@ async fn kills_rebalances_lost_commits_and_s3_faults_lose_nothing_and_duplicate_
         rewrites += log.matches("re-writing exactly that range").count();
     };
     let started = Instant::now();
-    while started.elapsed() < CHAOS {
+    while started.elapsed() < chaos_for {
         tokio::time::sleep(Duration::from_millis(fastrand::u64(3000..6000))).await;
         let victim = fastrand::usize(0..procs.len());
         procs[victim].kill_hard();
@@ -110,9 +130,15 @@ async fn kills_rebalances_lost_commits_and_s3_faults_lose_nothing_and_duplicate_
         "chaos figures: {} records produced on {PARTITIONS} partitions in {:?}; {kills} SIGKILLs and restarts ({new_groups} under a \
          new group id); S3 requests {requests:?}; faults injected {faults:?}; {objects} objects; claims lost by zombies/racers \
          {claims_lost}, claimed ranges re-written {rewrites}; duplicates {}, missing {}, different {}",
-        c.expected, CHAOS, c.duplicates, c.missing, c.different
+        c.expected, chaos_for, c.duplicates, c.missing, c.different
     );
     assert!(c.is_exact(), "archive differs from what was produced: {c:?}");
     assert!(faults.values().sum::<u64>() > 20, "too few faults injected to mean anything: {faults:?}");
     assert_exactly_once(&dest, &topic, &produced).await;
+}
+
+/// `http://host:port` of an endpoint that may carry a path (Azurite's account).
+fn endpoint_root(endpoint: &str) -> &str {
+    let after_scheme = endpoint.find("://").map_or(0, |i| i + 3);
+    endpoint[after_scheme..].find('/').map_or(endpoint, |i| &endpoint[..after_scheme + i])
 }

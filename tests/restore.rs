@@ -23,10 +23,13 @@ type Produced = BTreeMap<i32, Vec<Record>>;
 
 /// A topic archived to a fresh S3 bucket by the archiver binary.
 async fn archived_topic(partitions: i32, records: usize) -> (TestDest, String, Produced) {
+    archived_topic_on(TestDest::s3().await, partitions, records).await
+}
+
+async fn archived_topic_on(dest: TestDest, partitions: i32, records: usize) -> (TestDest, String, Produced) {
     let topic = unique("src");
     create_topic(&topic, partitions).await;
     let produced = produce(&brokers(), &topic, partitions, 0..records, 60).await.unwrap();
-    let dest = TestDest::s3().await;
     let spool = tempfile::tempdir().unwrap();
     let mut archiver =
         ArchiverProcess::spawn("restore-src", &archiver_args(&dest, &unique("g"), &topic, 400, spool.path()));
@@ -38,7 +41,7 @@ async fn archived_topic(partitions: i32, records: usize) -> (TestDest, String, P
 
 fn restore_cmd(dest: &TestDest, topic: &str, extra: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"));
-    cmd.args(["restore", "--dest", &dest.url(), "--s3-endpoint", &s3_endpoint(), "--topic", topic]).args(extra);
+    cmd.args(["restore", "--dest", &dest.url(), "--topic", topic]).args(dest.flags()).args(extra);
     cmd
 }
 
@@ -162,7 +165,21 @@ async fn a_restored_topic_reads_back_byte_for_byte() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restore_killed_midway_and_run_again_is_exactly_once() {
-    let (dest, topic, produced) = archived_topic(2, 3000).await;
+    restore_killed_midway_and_run_again(TestDest::s3().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gcs_a_restore_killed_midway_and_run_again_is_exactly_once() {
+    restore_killed_midway_and_run_again(TestDest::gcs().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_a_restore_killed_midway_and_run_again_is_exactly_once() {
+    restore_killed_midway_and_run_again(TestDest::azure().await).await;
+}
+
+async fn restore_killed_midway_and_run_again(dest: TestDest) {
+    let (dest, topic, produced) = archived_topic_on(dest, 2, 3000).await;
     let target = unique("dst");
     create_topic(&target, 2).await;
     let args = ["--to-topic", target.as_str(), "--brokers", &brokers()].map(String::from);

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::{s3_endpoint, TestDest};
+use common::TestDest;
 use kafka_s3_archiver::archive::claim::{Claim, ClaimKey};
 use kafka_s3_archiver::archive::object_key::{FileKind, ObjectKey, Prefix};
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
@@ -80,7 +80,8 @@ async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: 
 /// Runs `verify` on the archive; returns the exit code and what it printed.
 fn verify(dest: &TestDest, extra: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver"))
-        .args(["verify", "--dest", &dest.url(), "--s3-endpoint", &s3_endpoint()])
+        .args(["verify", "--dest", &dest.url()])
+        .args(dest.flags())
         .args(extra)
         .output()
         .expect("run verify");

@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use crate::archive::destination::Destination;
 use crate::config;
-use crate::store::{self, ObjectStore, Role, StoreOptions};
+use crate::store::{self, ObjectStore, Role};
 
-/// Where an archive is, for the commands that read one.
+/// Where an archive is, for the commands that read one (the same flags and environment variables as
+/// `run`'s).
 #[derive(clap::Args)]
 pub struct ArchiveArgs {
-    /// The archive: s3://bucket/prefix or file:///absolute/dir.
+    /// The archive: s3://bucket/prefix, gs://bucket/prefix, az://container/prefix or file:///absolute/dir.
     #[arg(long, env = "KSA_DEST")]
     dest: String,
     /// Custom S3 endpoint URL (LocalStack, MinIO...); path-style addressing is used with it.
@@ -19,13 +20,51 @@ pub struct ArchiveArgs {
     /// S3 region; default: from the standard AWS chain, else us-east-1.
     #[arg(long, env = "KSA_S3_REGION")]
     s3_region: Option<String>,
+    /// Custom Google Cloud Storage endpoint URL (an emulator).
+    #[arg(long, env = "KSA_GCS_ENDPOINT")]
+    gcs_endpoint: Option<String>,
+    /// A service-account key or application default credentials JSON file for gs:// archives.
+    #[arg(long, env = "KSA_GCS_CREDENTIALS")]
+    gcs_credentials: Option<std::path::PathBuf>,
+    /// Send Google Cloud Storage no credentials (emulators, public buckets).
+    #[arg(long, env = "KSA_GCS_ANONYMOUS", value_name = "true|false")]
+    gcs_anonymous: Option<bool>,
+    /// The Azure storage account of az:// archives.
+    #[arg(long, env = "KSA_AZURE_ACCOUNT")]
+    azure_account: Option<String>,
+    /// Custom Azure Blob endpoint URL (Azurite: http://127.0.0.1:10000/devstoreaccount1).
+    #[arg(long, env = "KSA_AZURE_ENDPOINT")]
+    azure_endpoint: Option<String>,
+    /// The storage account's shared key.
+    #[arg(long, env = "KSA_AZURE_ACCESS_KEY", hide_env_values = true)]
+    azure_access_key: Option<String>,
+    /// A shared access signature (the query string).
+    #[arg(long, env = "KSA_AZURE_SAS_TOKEN", hide_env_values = true)]
+    azure_sas_token: Option<String>,
+    /// An Azure Storage connection string.
+    #[arg(long, env = "KSA_AZURE_CONNECTION_STRING", hide_env_values = true)]
+    azure_connection_string: Option<String>,
 }
 
 impl ArchiveArgs {
-    /// The destination's prefix and a store to read it.
+    /// The destination's prefix and a store to read it, checked as `run` checks its flags.
     pub async fn open(self) -> anyhow::Result<(Destination, Arc<dyn ObjectStore>)> {
-        let dest: Destination = self.dest.parse()?;
-        let store = store::open(&dest, &StoreOptions::reading(self.s3_endpoint, self.s3_region), Role::Inspect).await?;
+        let settings = config::Settings {
+            dest: Some(self.dest),
+            s3_endpoint: self.s3_endpoint,
+            s3_region: self.s3_region,
+            gcs_endpoint: self.gcs_endpoint,
+            gcs_credentials: self.gcs_credentials,
+            gcs_anonymous: self.gcs_anonymous,
+            azure_account: self.azure_account,
+            azure_endpoint: self.azure_endpoint,
+            azure_access_key: self.azure_access_key,
+            azure_sas_token: self.azure_sas_token,
+            azure_connection_string: self.azure_connection_string,
+            ..config::Settings::defaults()
+        };
+        let config::StoreConfig { dest, settings } = settings.store()?;
+        let store = store::open(&dest, &settings, Role::Inspect).await?;
         Ok((dest, store))
     }
 }

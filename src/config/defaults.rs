@@ -32,7 +32,7 @@ pub const DEFAULT_KEEP_RAW_VALUE: bool = false;
 
 impl Settings {
     /// The defaults, as the lowest layer.
-    pub(super) fn defaults() -> Self {
+    pub fn defaults() -> Self {
         Settings {
             start_from: Some(DEFAULT_START_FROM),
             upload_part_size: Some(DEFAULT_UPLOAD_PART_SIZE),

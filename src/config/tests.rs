@@ -407,3 +407,40 @@ fn avro_and_protobuf_values_need_a_registry_and_parquet_and_no_value_schema() {
         url(Settings { schema_registry_token: Some("t0k".into()), ..minimal() }).effective(None).unwrap().to_toml();
     assert!(!shown.contains("t0k") && shown.contains("schema-registry-token = \"****\""), "{shown}");
 }
+
+#[test]
+fn gcs_and_azure_settings_apply_to_their_destinations_with_their_secrets_masked() {
+    use crate::store::cloud::AzureCredentials;
+    let azure = Settings {
+        dest: Some("az://archive/pre".into()),
+        azure_connection_string: Some("DefaultEndpointsProtocol=https;AccountName=arch;AccountKey=c2VjcmV0".into()),
+        azure_endpoint: Some("http://127.0.0.1:10000/arch".into()),
+        ..minimal()
+    };
+    let c = azure.clone().resolve(None).unwrap();
+    let options = &c.store.settings.azure;
+    assert_eq!(options.account.as_deref(), Some("arch"));
+    assert_eq!(options.endpoint.as_deref(), Some("http://127.0.0.1:10000/arch"), "the flag wins over the string");
+    assert_eq!(options.credentials, AzureCredentials::AccessKey("c2VjcmV0".into()));
+    let shown = azure.clone().effective(None).unwrap().to_toml();
+    assert!(!shown.contains("c2VjcmV0") && shown.contains("azure-connection-string = \"****\""), "{shown}");
+    let both = Settings { azure_access_key: Some("k".into()), azure_sas_token: Some("sv=1".into()), ..azure };
+    assert!(both.resolve(None).unwrap_err().to_string().contains("--azure-sas-token"));
+
+    let gcs = Settings { dest: Some("gs://bucket/pre".into()), gcs_anonymous: Some(true), ..minimal() };
+    assert!(gcs.clone().resolve(None).unwrap().store.settings.gcs.anonymous);
+    let missing = Settings { gcs_credentials: Some("/no/such/key.json".into()), ..gcs };
+    assert!(missing.resolve(None).unwrap_err().to_string().contains("--gcs-credentials"));
+
+    for (stray, name, scheme) in [
+        (Settings { gcs_endpoint: Some("http://x".into()), ..minimal() }, "--gcs-endpoint", "gs://"),
+        (
+            Settings { azure_account: Some("a".into()), dest: Some("gs://b-1/p".into()), ..minimal() },
+            "--azure-account",
+            "az://",
+        ),
+    ] {
+        let e = stray.resolve(None).unwrap_err().to_string();
+        assert!(e.contains(name) && e.contains(&format!("applies to {scheme}")), "{e}");
+    }
+}

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::warn;
 
+use crate::archive::destination::Destination;
 use crate::archive::keys::ListRequest;
 use crate::config::ArchiverConfig;
 use crate::config::TableConfig;
@@ -166,13 +167,17 @@ async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectSto
         PutOutcome::AlreadyExists => Ok(()),
         PutOutcome::Created => Err(StoreError::Permanent {
             what: format!(
-                "the store at {}{} does not honour conditional writes: a second PUT of {key} with \
-                 If-None-Match: * was accepted",
+                "the store at {}{} does not honour conditional writes: a second create of {key} (If-None-Match: *, \
+                 or GCS's ifGenerationMatch=0) was accepted",
                 store.describe(),
-                config.store.settings.s3.endpoint().map(|e| format!(" (endpoint {e})")).unwrap_or_default()
+                match &config.store.dest {
+                    Destination::S3 { .. } =>
+                        config.store.settings.s3.endpoint().map(|e| format!(" (endpoint {e})")).unwrap_or_default(),
+                    _ => String::new(),
+                }
             ),
             fix: "the archiver's exactly-once guarantee rests on them (claims, and never overwriting an object); use \
-                  a store that supports If-None-Match on PutObject and CompleteMultipartUpload"
+                  a store that honours them (S3: If-None-Match on PutObject and CompleteMultipartUpload)"
                 .into(),
         }),
     }

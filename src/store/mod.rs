@@ -1,7 +1,8 @@
 //! Object stores: the small surface the archiver needs (put-if-absent, list, get, head, delete), with
-//! an S3 implementation and a local-directory one that behave the same (one conformance suite runs
-//! against both).
+//! S3, Google Cloud Storage, Azure Blob Storage and local-directory implementations that behave the
+//! same (one conformance suite runs against each).
 
+pub mod cloud;
 mod local;
 mod open;
 mod options;

@@ -1,12 +1,13 @@
 //! The one way to a store: the backend a destination names, opened for what the caller does with it.
-//! A new backend (GCS, Azure Blob) is a variant of `Destination`, a table in `StoreOptions` and an arm
-//! here; nothing above the store changes.
+//! A backend is a variant of `Destination`, a table in `StoreOptions` and an arm here; nothing above the
+//! store changes.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tracing::warn;
 
+use super::cloud::{connect_azure, connect_gcs, AzureOptions, GcsOptions};
 use super::{LocalStore, ObjectStore, S3Options, S3Store, StoreError};
 use crate::archive::destination::Destination;
 use crate::archive::object_key::Prefix;
@@ -17,8 +18,12 @@ pub const DEFAULT_ABORT_STALE_UPLOADS_AFTER: Duration = Duration::from_secs(24 *
 /// How to reach each backend and how to write to it; the destination says which one and where.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
-    /// S3 and S3-compatible servers.
+    /// S3 and S3-compatible servers; its part size and concurrency serve every backend's large uploads.
     pub s3: S3Options,
+    /// Google Cloud Storage.
+    pub gcs: GcsOptions,
+    /// Azure Blob Storage.
+    pub azure: AzureOptions,
     /// What a crash may leave behind (multipart uploads, temporary files) is cleaned up once this old.
     pub abort_stale_uploads_after: Duration,
 }
@@ -27,7 +32,12 @@ impl StoreOptions {
     /// The defaults, reaching S3 at `endpoint` (when given) in `region` (or the AWS chain's): what the
     /// commands that only read an archive need.
     pub fn reading(endpoint: Option<String>, region: Option<String>) -> Self {
-        Self { s3: S3Options::new(endpoint, region), abort_stale_uploads_after: DEFAULT_ABORT_STALE_UPLOADS_AFTER }
+        Self {
+            s3: S3Options::new(endpoint, region),
+            gcs: GcsOptions::default(),
+            azure: AzureOptions::default(),
+            abort_stale_uploads_after: DEFAULT_ABORT_STALE_UPLOADS_AFTER,
+        }
     }
 }
 
@@ -56,6 +66,15 @@ pub async fn open(dest: &Destination, settings: &StoreOptions, role: Role) -> Re
             tokio::spawn(sweep_stale_uploads(Arc::downgrade(&store), prefix.clone(), older_than));
             store
         }
+        // What a crash leaves on GCS (a resumable session) or Azure (uncommitted blocks) is invisible and
+        // expires by itself: there is nothing to sweep.
+        (Destination::Gcs { bucket, .. }, _) => Arc::new(connect_gcs(bucket, &settings.gcs, settings.s3.part_size())?),
+        (Destination::Azure { container, .. }, _) => Arc::new(connect_azure(
+            container,
+            &settings.azure,
+            settings.s3.part_size(),
+            settings.s3.part_concurrency(),
+        )?),
         (Destination::File { root, .. }, Role::Inspect) => Arc::new(LocalStore::new(root)?),
         (Destination::File { root, .. }, Role::Archive) => {
             let store = LocalStore::new(root)?;

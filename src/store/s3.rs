@@ -96,6 +96,10 @@ impl S3Options {
         self.part_size
     }
 
+    pub fn part_concurrency(&self) -> usize {
+        self.part_concurrency
+    }
+
     /// The custom endpoint, if one is set.
     pub fn endpoint(&self) -> Option<&str> {
         self.endpoint.as_deref()

@@ -1,8 +1,10 @@
-//! Helpers for the integration tests: the services started by `localstack/test.sh` (`kafka`, `s3`),
+//! Helpers for the integration tests: the services started by `localstack/test.sh` (`kafka`, `s3`,
+//! `cloud`: the GCS and Azure emulators),
 //! archiver processes (`process`) and the checks of what they archived (`checks`).
 #![allow(dead_code, unused_imports)] // each test binary uses a different subset
 
 pub mod checks;
+pub mod cloud;
 pub mod kafka;
 pub mod process;
 pub mod s3;
@@ -11,6 +13,7 @@ pub mod s3_proxy;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use self::checks::*;
+pub use self::cloud::*;
 pub use self::kafka::*;
 pub use self::process::*;
 pub use self::s3::*;

@@ -10,7 +10,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use super::kafka::brokers;
-use super::s3::{s3_endpoint, TestDest};
+use super::s3::TestDest;
 use super::unique;
 
 /// An archiver running as its own process, as users run it.
@@ -45,9 +45,7 @@ pub fn archiver_args(dest: &TestDest, group: &str, topic: &str, roll_records: u6
         "--kafka".into(),
         "heartbeat.interval.ms=500".into(),
     ];
-    if matches!(dest, TestDest::S3 { .. }) {
-        args.extend(["--s3-endpoint".into(), s3_endpoint()]);
-    }
+    args.extend(dest.flags());
     args
 }
 
@@ -187,10 +185,14 @@ pub async fn wait_log(proc_: &mut ArchiverProcess, text: &str) {
     }
 }
 
-/// The same archiver flags with S3 reached through `endpoint` (a fault-injecting proxy).
+/// The same archiver flags with the store (S3, GCS or Azure) reached through `endpoint` (a
+/// fault-injecting proxy); an endpoint's path (Azurite's account) is kept.
 pub fn through(mut args: Vec<String>, endpoint: &str) -> Vec<String> {
-    let at = args.iter().position(|a| a == "--s3-endpoint").expect("an S3 destination");
-    args[at + 1] = endpoint.to_string();
+    let flags = ["--s3-endpoint", "--gcs-endpoint", "--azure-endpoint"];
+    let at = args.iter().position(|a| flags.contains(&a.as_str())).expect("a store with an endpoint");
+    let old = &args[at + 1];
+    let path = old.find("://").and_then(|i| old[i + 3..].find('/').map(|j| old[i + 3 + j..].to_string()));
+    args[at + 1] = format!("{endpoint}{}", path.unwrap_or_default());
     args
 }
 

@@ -57,7 +57,8 @@ pub enum Fault {
     Hold(Duration),
     /// Hold the request until [`S3Proxy::release_held`], then forward it.
     HoldUntilReleased,
-    /// Forward without its `If-None-Match` header: a store that ignores conditional writes.
+    /// Forward without its `If-None-Match` header (GCS: `ifGenerationMatch` parameter): a store that
+    /// ignores conditional writes.
     StripConditional,
 }
 
@@ -120,6 +121,16 @@ pub struct S3Proxy {
 impl S3Proxy {
     /// Starts a proxy on a free 127.0.0.1 port in front of `upstream` (http://host:port).
     pub async fn start(upstream: &str) -> Self {
+        Self::start_with(upstream, false).await
+    }
+
+    /// The same, sending on `upstream`'s own host in the Host header (fake-gcs-server routes its XML API
+    /// by it; S3's signatures cover it, so the S3 proxy keeps the client's).
+    pub async fn start_as_upstream(upstream: &str) -> Self {
+        Self::start_with(upstream, true).await
+    }
+
+    async fn start_with(upstream: &str, as_upstream: bool) -> Self {
         let upstream: SocketAddr =
             upstream.trim_start_matches("http://").trim_end_matches('/').parse().expect("upstream is http://ip:port");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
@@ -133,8 +144,13 @@ impl S3Proxy {
                 let Ok((stream, _)) = listener.accept().await else { continue };
                 let (r, c, g) = (r.clone(), c.clone(), gate.clone());
                 tokio::spawn(async move {
-                    let service =
-                        hyper::service::service_fn(move |req| handle(req, upstream, r.clone(), c.clone(), g.clone()));
+                    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                        if as_upstream {
+                            let host = hyper::header::HeaderValue::from_str(&upstream.to_string()).unwrap();
+                            req.headers_mut().insert(hyper::header::HOST, host);
+                        }
+                        handle(req, upstream, r.clone(), c.clone(), g.clone())
+                    });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
@@ -231,6 +247,11 @@ async fn handle(
     parts.headers.remove(hyper::header::TRANSFER_ENCODING);
     if fault == Fault::StripConditional {
         parts.headers.remove(hyper::header::IF_NONE_MATCH);
+        // GCS's precondition is a query parameter.
+        if let Some(query) = parts.uri.query().filter(|q| q.contains("ifGenerationMatch=")) {
+            let kept: Vec<&str> = query.split('&').filter(|p| !p.starts_with("ifGenerationMatch=")).collect();
+            parts.uri = format!("{}?{}", parts.uri.path(), kept.join("&")).parse().unwrap();
+        }
     }
     let forward_req = Request::from_parts(parts, Full::new(body));
     {

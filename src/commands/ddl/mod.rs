@@ -58,6 +58,9 @@ pub async fn table_ddl(
     }
     let location = match dest {
         Destination::S3 { bucket, .. } => format!("s3://{bucket}/{folder}"),
+        Destination::Gcs { bucket, .. } => format!("gs://{bucket}/{folder}"),
+        // DuckDB's azure extension reads az://; Spark wants abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/.
+        Destination::Azure { container, .. } => format!("az://{container}/{folder}"),
         Destination::File { root, .. } => format!("{}/{folder}", root.display().to_string().trim_end_matches('/')),
     };
     let layout = TableLayout {

@@ -1,0 +1,184 @@
+//! Google Cloud Storage and Azure Blob Storage as archives, through the object_store crate: its
+//! credential chains, listing, reads and deletes. The writes that carry the guarantees are ours, on its
+//! HTTP client and credentials, because object_store has no conditional create of a large object: on
+//! GCS a JSON API upload with `ifGenerationMatch=0` (one request, or a resumable upload in chunks,
+//! checked again when the last chunk lands); on Azure a Put Blob, or Put Block ×N then Put Block List,
+//! with `If-None-Match: *`. Both make a large object visible whole or not at all, and what a crash
+//! leaves (a resumable session, uncommitted blocks) is invisible and expires by itself within a week,
+//! so there is nothing to sweep.
+
+mod azure;
+mod errors;
+mod gcs;
+mod options;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::path::Path;
+use object_store::{GetOptions, ObjectStoreExt};
+
+use super::{ObjectStore, PutOutcome, StoreError};
+use crate::archive::keys::{ListPage, ListRequest};
+use crate::encode::spool::SpoolData;
+
+pub use self::azure::connect_azure;
+use self::errors::{classify, Op};
+pub use self::gcs::connect_gcs;
+pub use self::options::{
+    account_of_endpoint, parse_connection_string, AzureCredentials, AzureOptions, ConnectionString, GcsOptions,
+    AZURITE_ACCOUNT, AZURITE_ACCOUNT_KEY,
+};
+
+/// An object_store backend that lists one page at a time (GCS's and Azure's do).
+trait Backend: object_store::ObjectStore + PaginatedListStore {}
+impl<T: object_store::ObjectStore + PaginatedListStore> Backend for T {}
+
+/// The conditional create of one backend (a small object in one request, a large one in parts).
+#[async_trait]
+trait CreateIfAbsent: Send + Sync {
+    async fn create(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError>;
+}
+
+/// An archive on Google Cloud Storage or Azure Blob Storage.
+pub struct CloudStore {
+    backend: Arc<dyn Backend>,
+    writer: Box<dyn CreateIfAbsent>,
+    /// `gs://bucket` or `az://account/container`, with the endpoint when it is not the cloud's own.
+    describe: String,
+}
+
+impl CloudStore {
+    fn path(&self, op: Op, key: &str) -> Result<Path, StoreError> {
+        Path::parse(key).map_err(|e| StoreError::Permanent {
+            what: format!("{op} {key:?} on {}: {e}", self.describe),
+            fix: "object keys must not have empty segments or control characters".into(),
+        })
+    }
+}
+
+/// object_store retries a failed request itself (5xx, connection errors, timeouts of reads) a few
+/// times within a minute; the archiver's own retries go on from there, so an outage is waited out at
+/// the archiver's pace and shows in its logs and metrics.
+fn retry_config() -> object_store::RetryConfig {
+    object_store::RetryConfig { max_retries: 3, retry_timeout: REQUEST_RETRY_TIMEOUT, ..Default::default() }
+}
+
+/// One request's time limit, and its connection's; plain HTTP only to an `http://` endpoint (an
+/// emulator).
+fn client_options(endpoint: Option<&str>) -> object_store::ClientOptions {
+    object_store::ClientOptions::new()
+        .with_timeout(REQUEST_TIMEOUT)
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_allow_http(endpoint.is_some_and(|e| e.starts_with("http://")))
+}
+
+const REQUEST_RETRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// Long enough for a 16 MiB single-request upload at ~300 KiB/s.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `len` bytes of `data` from `offset`, in memory (a spool file is read on a blocking thread).
+async fn read_range(data: &SpoolData, offset: u64, len: u64) -> Result<Bytes, StoreError> {
+    match data {
+        SpoolData::Memory(b) => Ok(b.slice(offset as usize..(offset + len) as usize)),
+        SpoolData::Disk(path) => {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || {
+                use std::io::{Read, Seek, SeekFrom};
+                let mut file = std::fs::File::open(&path)?;
+                file.seek(SeekFrom::Start(offset))?;
+                let mut buf = vec![0u8; len as usize];
+                file.read_exact(&mut buf)?;
+                Ok::<_, std::io::Error>(Bytes::from(buf))
+            })
+            .await
+            .map_err(|e| StoreError::Transient(format!("reading a spool file: {e}")))?
+            .map_err(|e| StoreError::Transient(format!("reading a spool file: {e}")))
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for CloudStore {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    async fn put_if_absent(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
+        self.writer.create(key, data, len).await
+    }
+
+    /// One page: the backend's pages are followed until one holds a key after `start_after` (a server
+    /// that ignores the start key still gives the right keys, only more slowly), and capped at
+    /// `max_keys` (an emulator may ignore it).
+    async fn list(&self, req: &ListRequest, max_keys: usize) -> Result<ListPage, StoreError> {
+        let prefix = (!req.prefix.is_empty()).then_some(req.prefix.as_str());
+        let mut page_token = None;
+        loop {
+            let opts = PaginatedListOptions {
+                offset: req.start_after.clone(),
+                max_keys: Some(max_keys),
+                page_token: page_token.take(),
+                ..Default::default()
+            };
+            let page = self
+                .backend
+                .list_paginated(prefix, opts)
+                .await
+                .map_err(|e| classify(Op::List, &req.prefix, &self.describe, e))?;
+            let mut keys: Vec<String> = page
+                .result
+                .objects
+                .into_iter()
+                .map(|o| o.location.to_string())
+                .filter(|k| k.starts_with(&req.prefix) && req.start_after.as_ref().is_none_or(|s| k > s))
+                .collect();
+            keys.sort_unstable();
+            let more_here = keys.len() > max_keys;
+            keys.truncate(max_keys);
+            match page.page_token {
+                Some(token) if keys.is_empty() => page_token = Some(token),
+                next => return Ok(ListPage { keys, truncated: more_here || next.is_some() }),
+            }
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+        let path = self.path(Op::Get, key)?;
+        let read = async { self.backend.get_opts(&path, GetOptions::default()).await?.bytes().await };
+        read.await.map_err(|e| classify(Op::Get, key, &self.describe, e))
+    }
+
+    async fn get_range(&self, key: &str, range: std::ops::Range<u64>) -> Result<Bytes, StoreError> {
+        let path = self.path(Op::Get, key)?;
+        let bytes = self.backend.get_range(&path, range.clone()).await;
+        let bytes = bytes.map_err(|e| classify(Op::Get, key, &self.describe, e))?;
+        if bytes.len() as u64 != range.end - range.start {
+            return Err(StoreError::Permanent {
+                what: format!("{key} on {} gave {} bytes for the range {range:?}", self.describe, bytes.len()),
+                fix: "it changed since it was listed; run verify".into(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let path = self.path(Op::Head, key)?;
+        match self.backend.head(&path).await {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(classify(Op::Head, key, &self.describe, e)),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let path = self.path(Op::Delete, key)?;
+        match self.backend.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(classify(Op::Delete, key, &self.describe, e)),
+        }
+    }
+}
