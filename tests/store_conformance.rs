@@ -69,6 +69,26 @@ async fn conformance(store: &dyn ObjectStore, large: usize) {
     assert_eq!(store.head("a/b/one").await.unwrap(), None);
 }
 
+/// A large upload that fails midway (its spool file ends early: the first parts went up, a later one
+/// cannot be read) leaves nothing visible — on S3 the multipart upload is aborted, on GCS a resumable
+/// session and on Azure uncommitted blocks stay behind, invisible — and the next attempt creates the
+/// object whole.
+async fn a_failed_large_upload_leaves_nothing(store: &dyn ObjectStore, large: usize) {
+    let data: Vec<u8> = (0..large).map(|i| (i * 13 % 251) as u8).collect();
+    let mut short = tempfile::NamedTempFile::new().unwrap();
+    short.write_all(&data[..large * 2 / 3]).unwrap();
+    let key = "big/failed-midway";
+    let err = store.put_if_absent(key, &SpoolData::Disk(short.path().into()), large as u64).await.unwrap_err();
+    println!("{}: a large upload failing midway: {err}", store.describe());
+    assert_eq!(store.head(key).await.unwrap(), None);
+    assert!(!list_all(store, "big/").await.unwrap().iter().any(|k| k == key));
+    let mut whole = tempfile::NamedTempFile::new().unwrap();
+    whole.write_all(&data).unwrap();
+    let again = store.put_if_absent(key, &SpoolData::Disk(whole.path().into()), large as u64).await.unwrap();
+    assert_eq!(again, PutOutcome::Created);
+    assert_eq!(store.get(key).await.unwrap().as_ref(), &data[..]);
+}
+
 #[tokio::test]
 async fn local_store_conforms() {
     let dir = tempfile::tempdir().unwrap();
@@ -132,6 +152,7 @@ async fn s3_store_conforms() {
     let store = s3_store_with(&bucket, 5 << 20).await;
     // 12 MiB with 5 MiB parts: a three-part multipart upload.
     conformance(&store, 12 << 20).await;
+    a_failed_large_upload_leaves_nothing(&store, 12 << 20).await;
 }
 
 fn settings(part_size: u64) -> kafka_s3_archiver::store::StoreOptions {
@@ -153,7 +174,9 @@ async fn gcs_store_conforms() {
     let bucket = unique("conf").to_lowercase();
     create_gcs_bucket(&bucket).await;
     // 12 MiB with 5 MiB parts: a resumable upload in three chunks.
-    conformance(open(&format!("gs://{bucket}"), 5 << 20).await.as_ref(), 12 << 20).await;
+    let store = open(&format!("gs://{bucket}"), 5 << 20).await;
+    conformance(store.as_ref(), 12 << 20).await;
+    a_failed_large_upload_leaves_nothing(store.as_ref(), 12 << 20).await;
 }
 
 #[tokio::test]
@@ -161,7 +184,9 @@ async fn azure_store_conforms() {
     let container = unique("conf").to_lowercase();
     create_azure_container(&container).await;
     // 12 MiB with 5 MiB parts: three blocks and a block list.
-    conformance(open(&format!("az://{container}"), 5 << 20).await.as_ref(), 12 << 20).await;
+    let store = open(&format!("az://{container}"), 5 << 20).await;
+    conformance(store.as_ref(), 12 << 20).await;
+    a_failed_large_upload_leaves_nothing(store.as_ref(), 12 << 20).await;
 }
 
 /// A missing bucket or container is the operator's to fix, and the error names it. (fake-gcs-server

@@ -68,7 +68,9 @@ pub async fn open(dest: &Destination, settings: &StoreOptions, role: Role) -> Re
         }
         // What a crash leaves on GCS (a resumable session) or Azure (uncommitted blocks) is invisible and
         // expires by itself: there is nothing to sweep.
-        (Destination::Gcs { bucket, .. }, _) => Arc::new(connect_gcs(bucket, &settings.gcs, settings.s3.part_size())?),
+        (Destination::Gcs { bucket, .. }, _) => {
+            Arc::new(connect_gcs(bucket, &settings.gcs, settings.s3.part_size(), settings.s3.part_concurrency())?)
+        }
         (Destination::Azure { container, .. }, _) => Arc::new(connect_azure(
             container,
             &settings.azure,

@@ -18,7 +18,10 @@ use object_store::{PutMode, PutOptions, PutPayload};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::errors::{classify, from_status, Op};
-use super::{client_options, read_range, retry_config, AzureCredentials, AzureOptions, CloudStore, CreateIfAbsent};
+use super::{
+    account_of_endpoint, client_options, retry_config, AzureCredentials, AzureOptions, Bodies, CloudStore,
+    CreateIfAbsent,
+};
 use crate::encode::spool::SpoolData;
 use crate::store::{PutOutcome, StoreError};
 
@@ -45,12 +48,16 @@ pub fn connect_azure(
         .with_container_name(container)
         .with_retry(retry_config())
         .with_client_options(client_options(options.endpoint.as_deref()));
-    if let Some(account) = &options.account {
-        builder = builder.with_account(account);
-    }
-    let account = builder.get_config_value(&AzureConfigKey::AccountName).ok_or_else(|| {
-        unusable("no storage account is named (--azure-account or AZURE_STORAGE_ACCOUNT_NAME)".into())
-    })?;
+    // The account: the setting, else AZURE_STORAGE_ACCOUNT_NAME, else the one the endpoint names.
+    let account = options
+        .account
+        .clone()
+        .or_else(|| builder.get_config_value(&AzureConfigKey::AccountName))
+        .or_else(|| options.endpoint.as_deref().and_then(account_of_endpoint))
+        .ok_or_else(|| {
+            unusable("no storage account is named (--azure-account or AZURE_STORAGE_ACCOUNT_NAME)".into())
+        })?;
+    builder = builder.with_account(&account);
     let blob_root = match &options.endpoint {
         Some(endpoint) => {
             builder = builder.with_endpoint(endpoint.clone());
@@ -78,6 +85,7 @@ pub fn connect_azure(
         blob_root,
         block_size: part_size,
         concurrency: concurrency.max(1),
+        bodies: Bodies::new(part_size, concurrency),
         describe: describe.clone(),
     };
     Ok(CloudStore { backend, writer: Box::new(writer), describe })
@@ -91,6 +99,7 @@ struct AzureWriter {
     blob_root: String,
     block_size: u64,
     concurrency: usize,
+    bodies: Bodies,
     describe: String,
 }
 
@@ -142,8 +151,8 @@ impl AzureWriter {
         futures::stream::iter(0..blocks)
             .map(|i| async move {
                 let offset = i * self.block_size;
-                let body = read_range(data, offset, self.block_size.min(len - offset)).await?;
-                self.put_block(key, &ids[i as usize], body).await
+                let body = self.bodies.read(data, offset, self.block_size.min(len - offset)).await?;
+                self.put_block(key, &ids[i as usize], body.bytes.clone()).await
             })
             .buffer_unordered(self.concurrency)
             .try_collect::<Vec<()>>()
@@ -182,9 +191,15 @@ impl AzureWriter {
             what: format!("writing {key:?} on {}: {e}", self.describe),
             fix: "object keys must not have empty segments or control characters".into(),
         })?;
-        let body = PutPayload::from(read_range(data, 0, len).await?);
+        let body = self.bodies.read(data, 0, len).await?;
         let options = PutOptions { mode: PutMode::Create, ..Default::default() };
-        match object_store::ObjectStore::put_opts(self.backend.as_ref(), &path, body, options).await {
+        let put = object_store::ObjectStore::put_opts(
+            self.backend.as_ref(),
+            &path,
+            PutPayload::from(body.bytes.clone()),
+            options,
+        );
+        match put.await {
             Ok(_) => Ok(PutOutcome::Created),
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
                 Ok(PutOutcome::AlreadyExists)

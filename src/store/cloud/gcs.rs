@@ -14,7 +14,7 @@ use object_store::StaticCredentialProvider;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 
 use super::errors::{classify, from_status, Op};
-use super::{client_options, read_range, retry_config, CloudStore, CreateIfAbsent, GcsOptions};
+use super::{client_options, retry_config, Bodies, CloudStore, CreateIfAbsent, GcsOptions};
 use crate::encode::spool::SpoolData;
 use crate::store::{PutOutcome, StoreError};
 
@@ -25,7 +25,12 @@ const CHUNK_ALIGN: u64 = 256 << 10;
 /// Opens `gs://bucket`. Credentials: `--gcs-credentials`, else the standard chain (the GOOGLE_*
 /// variables, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default credentials, the metadata
 /// server); none with `anonymous`. Objects of `part_size` × 2 or more go up in `part_size` chunks.
-pub fn connect_gcs(bucket: &str, options: &GcsOptions, part_size: u64) -> Result<CloudStore, StoreError> {
+pub fn connect_gcs(
+    bucket: &str,
+    options: &GcsOptions,
+    part_size: u64,
+    concurrency: usize,
+) -> Result<CloudStore, StoreError> {
     let endpoint = options.endpoint.as_deref().unwrap_or(DEFAULT_ENDPOINT).trim_end_matches('/').to_string();
     let describe = match &options.endpoint {
         Some(e) => format!("gs://{bucket} (endpoint {e})"),
@@ -61,6 +66,7 @@ pub fn connect_gcs(bucket: &str, options: &GcsOptions, part_size: u64) -> Result
         bucket: bucket.to_string(),
         chunk: (part_size / CHUNK_ALIGN).max(1) * CHUNK_ALIGN,
         single_limit: part_size * 2,
+        bodies: Bodies::new(part_size, concurrency),
         describe: describe.clone(),
     };
     Ok(CloudStore { backend: Arc::new(backend), writer: Box::new(writer), describe })
@@ -74,6 +80,7 @@ struct GcsWriter {
     bucket: String,
     chunk: u64,
     single_limit: u64,
+    bodies: Bodies,
     describe: String,
 }
 
@@ -91,6 +98,7 @@ impl GcsWriter {
         &self,
         method: Method,
         url: &str,
+        key: &str,
         headers: &[(http::HeaderName, String)],
     ) -> Result<http::request::Builder, StoreError> {
         let mut builder = http::Request::builder().method(method).uri(url);
@@ -98,7 +106,7 @@ impl GcsWriter {
             builder = builder.header(name, value);
         }
         let credential =
-            self.credentials.get_credential().await.map_err(|e| classify(Op::Put, url, &self.describe, e))?;
+            self.credentials.get_credential().await.map_err(|e| classify(Op::Put, key, &self.describe, e))?;
         if !credential.bearer.is_empty() {
             builder = builder.header(AUTHORIZATION, format!("Bearer {}", credential.bearer));
         }
@@ -120,10 +128,10 @@ impl GcsWriter {
 
     /// One request: the whole object.
     async fn media(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
-        let body = read_range(data, 0, len).await?;
+        let body = self.bodies.read(data, 0, len).await?;
         let headers = [(CONTENT_TYPE, "application/octet-stream".to_string()), (CONTENT_LENGTH, len.to_string())];
-        let request = self.request(Method::POST, &self.upload_url(key, "media"), &headers).await?;
-        match self.send(key, request.body(HttpRequestBody::from(body))).await? {
+        let request = self.request(Method::POST, &self.upload_url(key, "media"), key, &headers).await?;
+        match self.send(key, request.body(HttpRequestBody::from(body.bytes.clone()))).await? {
             (200 | 201, ..) => Ok(PutOutcome::Created),
             (412, ..) => Ok(PutOutcome::AlreadyExists),
             (status, _, text) => Err(from_status(Op::Put, key, &self.describe, status, &text)),
@@ -137,7 +145,7 @@ impl GcsWriter {
             (http::HeaderName::from_static("x-upload-content-length"), len.to_string()),
             (CONTENT_LENGTH, "0".to_string()),
         ];
-        let request = self.request(Method::POST, &self.upload_url(key, "resumable"), &headers).await?;
+        let request = self.request(Method::POST, &self.upload_url(key, "resumable"), key, &headers).await?;
         let session = match self.send(key, request.body(HttpRequestBody::empty())).await? {
             (200 | 201, headers, _) => headers.get(LOCATION).and_then(|v| v.to_str().ok()).map(str::to_string),
             (412, ..) => return Ok(PutOutcome::AlreadyExists),
@@ -149,14 +157,16 @@ impl GcsWriter {
         let mut offset = 0;
         while offset < len {
             let size = self.chunk.min(len - offset);
-            let body = read_range(data, offset, size).await?;
+            let body = self.bodies.read(data, offset, size).await?;
             let request = http::Request::builder()
                 .method(Method::PUT)
                 .uri(&session)
                 .header(CONTENT_LENGTH, size)
                 .header(CONTENT_RANGE, format!("bytes {offset}-{}/{len}", offset + size - 1))
-                .body(HttpRequestBody::from(body));
-            match self.send(key, request).await? {
+                .body(HttpRequestBody::from(body.bytes.clone()));
+            let answer = self.send(key, request).await?;
+            drop(body);
+            match answer {
                 (200 | 201, ..) if offset + size == len => return Ok(PutOutcome::Created),
                 // "Resume Incomplete": the Range header says how much the server holds.
                 (308, headers, _) => offset = persisted(&headers).unwrap_or(offset + size),

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStoreExt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{ObjectStore, PutOutcome, StoreError};
 use crate::archive::keys::{ListPage, ListRequest};
@@ -27,9 +28,10 @@ use crate::encode::spool::SpoolData;
 pub use self::azure::connect_azure;
 use self::errors::{classify, Op};
 pub use self::gcs::connect_gcs;
+use self::options::account_of_endpoint;
 pub use self::options::{
-    account_of_endpoint, parse_connection_string, AzureCredentials, AzureOptions, ConnectionString, GcsOptions,
-    AZURITE_ACCOUNT, AZURITE_ACCOUNT_KEY,
+    parse_connection_string, AzureCredentials, AzureOptions, ConnectionString, GcsOptions, AZURITE_ACCOUNT,
+    AZURITE_ACCOUNT_KEY,
 };
 
 /// An object_store backend that lists one page at a time (GCS's and Azure's do).
@@ -80,24 +82,49 @@ const REQUEST_RETRY_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// `len` bytes of `data` from `offset`, in memory (a spool file is read on a blocking thread).
-async fn read_range(data: &SpoolData, offset: u64, len: u64) -> Result<Bytes, StoreError> {
-    match data {
-        SpoolData::Memory(b) => Ok(b.slice(offset as usize..(offset + len) as usize)),
-        SpoolData::Disk(path) => {
-            let path = path.clone();
-            tokio::task::spawn_blocking(move || {
-                use std::io::{Read, Seek, SeekFrom};
-                let mut file = std::fs::File::open(&path)?;
-                file.seek(SeekFrom::Start(offset))?;
-                let mut buf = vec![0u8; len as usize];
-                file.read_exact(&mut buf)?;
-                Ok::<_, std::io::Error>(Bytes::from(buf))
-            })
-            .await
-            .map_err(|e| StoreError::Transient(format!("reading a spool file: {e}")))?
-            .map_err(|e| StoreError::Transient(format!("reading a spool file: {e}")))
-        }
+/// Request bodies. object_store's HTTP client sends a body from memory (the S3 client streams a spool
+/// file), so the parts of files spooled to disk are read into memory: across the store at most
+/// `max(2, --upload-concurrency) × --upload-part-size` bytes at once, each part's share held until its
+/// request has ended. Files still in memory are sent from there, as they are.
+struct Bodies {
+    kib: Arc<Semaphore>,
+    total_kib: u32,
+}
+
+/// A part of a file, and its share of the memory while it is sent.
+struct Body {
+    bytes: Bytes,
+    _held: Option<OwnedSemaphorePermit>,
+}
+
+impl Bodies {
+    fn new(part_size: u64, concurrency: usize) -> Self {
+        let total_kib = (part_size * concurrency.max(2) as u64).div_ceil(1024).min(u32::MAX as u64 >> 3) as u32;
+        Self { kib: Arc::new(Semaphore::new(total_kib as usize)), total_kib }
+    }
+
+    /// `len` bytes of `data` from `offset` (a spool file is read on a blocking thread).
+    async fn read(&self, data: &SpoolData, offset: u64, len: u64) -> Result<Body, StoreError> {
+        let path = match data {
+            SpoolData::Memory(b) => {
+                return Ok(Body { bytes: b.slice(offset as usize..(offset + len) as usize), _held: None })
+            }
+            SpoolData::Disk(path) => path.clone(),
+        };
+        let share = len.div_ceil(1024).min(self.total_kib as u64) as u32;
+        let held = self.kib.clone().acquire_many_owned(share).await.expect("the semaphore is never closed");
+        let bytes = tokio::task::spawn_blocking(move || {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut file = std::fs::File::open(&path)?;
+            file.seek(SeekFrom::Start(offset))?;
+            let mut buf = vec![0u8; len as usize];
+            file.read_exact(&mut buf)?;
+            Ok::<_, std::io::Error>(Bytes::from(buf))
+        })
+        .await
+        .map_err(|e| StoreError::Transient(format!("reading a spool file: {e}")))?
+        .map_err(|e| StoreError::Transient(format!("reading a spool file: {e}")))?;
+        Ok(Body { bytes, _held: Some(held) })
     }
 }
 
@@ -180,5 +207,33 @@ impl ObjectStore for CloudStore {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(classify(Op::Delete, key, &self.describe, e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn parts_of_spooled_files_in_memory_stay_within_the_budget() {
+        let data: Vec<u8> = (0..3072u32).map(|i| i as u8).collect();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&data).unwrap();
+        let spooled = SpoolData::Disk(file.path().to_path_buf());
+        // 1 KiB parts, 2 at once.
+        let bodies = Bodies::new(1024, 1);
+        let first = bodies.read(&spooled, 0, 1024).await.unwrap();
+        let second = bodies.read(&spooled, 1024, 1024).await.unwrap();
+        let third = bodies.read(&spooled, 2048, 1024);
+        futures::pin_mut!(third);
+        assert!(futures::poll!(&mut third).is_pending(), "a third part waits for memory");
+        drop(first);
+        assert_eq!(third.await.unwrap().bytes.as_ref(), &data[2048..]);
+        assert_eq!(second.bytes.as_ref(), &data[1024..2048]);
+        // A file still in memory is sent from there: it takes no share.
+        let in_memory = bodies.read(&SpoolData::Memory(Bytes::from(data.clone())), 0, 3072).await.unwrap();
+        assert!(in_memory._held.is_none());
     }
 }
