@@ -172,38 +172,37 @@ install_prometheus() {
   dpkg-deb -f "$dir"/prometheus_*.deb Version >"$dir/.installed"
 }
 
-# PyYAML parses the Kubernetes manifests under deploy/ in tests/packaging.rs (LocalStack brings it; moto
-# may not).
+# go install NAME DIR LDFLAGS MODULE@VERSION: builds a Go program from the Go module proxy into DIR/bin,
+# its module cache in a scratch folder removed afterwards.
+go_install() {
+  local name="$1" dir="$2" ldflags="$3" module="$4"
+  command -v go >/dev/null || die "$name is built with Go from the Go module proxy and there is no go: install Go 1.24+ or put a $name binary in $dir/bin"
+  rm -rf "$dir" && mkdir -p "$dir/bin"
+  local scratch="$dir/scratch"
+  GOPATH="$scratch/gopath" GOCACHE="$scratch/cache" GOBIN="$dir/bin" GOFLAGS=-modcacherw \
+    go install -ldflags "$ldflags" "$module" >"$dir/build.log" 2>&1 \
+    || { tail -n 20 "$dir/build.log" >&2; die "go could not build $module (log above)"; }
+  rm -rf "$scratch"
+}
+
 # Helm, built from the Go module proxy (helm.sh/helm/v4; ~2.5 min on 2 cores, 545 MB of modules in a
 # scratch folder removed afterwards): the tests run `helm lint` and `helm template` on deploy/helm/.
 install_helm() {
   local dir="$SERVICES_DIR/helm"
   [ -f "$dir/.installed" ] && return 0
-  command -v go >/dev/null || die "Helm is built with Go from the Go module proxy and there is no go: install Go 1.24+ or put a helm $HELM_VERSION binary at $dir/bin/helm"
   say "building Helm $HELM_VERSION from the Go module proxy into $dir (about 2-3 minutes)"
-  rm -rf "$dir" && mkdir -p "$dir/bin"
-  local scratch="$dir/scratch"
-  GOPATH="$scratch/gopath" GOCACHE="$scratch/cache" GOBIN="$dir/bin" GOFLAGS=-modcacherw \
-    go install -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
-    "helm.sh/helm/v4/cmd/helm@$HELM_VERSION" >"$dir/build.log" 2>&1 \
-    || { tail -n 20 "$dir/build.log" >&2; die "go could not build Helm $HELM_VERSION (log above)"; }
-  rm -rf "$scratch"
+  go_install Helm "$dir" "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
+    "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
   "$dir/bin/helm" version --short >"$dir/.installed" 2>&1 || die "the Helm just built does not run: $(cat "$dir/.installed")"
 }
 
-# The GCS emulator, built from the Go module proxy like Helm (~1 min; the module cache goes afterwards).
+# The GCS emulator, built from the Go module proxy like Helm (~1.5 min).
 install_fake_gcs() {
   local dir="$SERVICES_DIR/fake-gcs-server-$FAKE_GCS_VERSION"
   [ -f "$dir/.installed" ] && return 0
-  command -v go >/dev/null || die "fake-gcs-server is built with Go from the Go module proxy and there is no go: install Go 1.24+ or put a fake-gcs-server $FAKE_GCS_VERSION binary at $dir/bin/fake-gcs-server"
   say "building fake-gcs-server $FAKE_GCS_VERSION from the Go module proxy into $dir (about a minute)"
-  rm -rf "$dir" && mkdir -p "$dir/bin"
-  local scratch="$dir/scratch"
-  GOPATH="$scratch/gopath" GOCACHE="$scratch/cache" GOBIN="$dir/bin" GOFLAGS=-modcacherw \
-    go install -ldflags "-s -w" "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION" >"$dir/build.log" 2>&1 \
-    || { tail -n 20 "$dir/build.log" >&2; die "go could not build fake-gcs-server $FAKE_GCS_VERSION (log above)"; }
-  rm -rf "$scratch"
-  [ -x "$dir/bin/fake-gcs-server" ] || die "go built no fake-gcs-server binary in $dir/bin (log: $dir/build.log)"
+  go_install fake-gcs-server "$dir" "-s -w" "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION"
+  "$dir/bin/fake-gcs-server" -help >/dev/null 2>&1 || die "the fake-gcs-server just built does not run (log: $dir/build.log)"
   echo "$FAKE_GCS_VERSION" >"$dir/.installed"
 }
 
@@ -220,6 +219,8 @@ install_azurite() {
   echo "$AZURITE_VERSION" >"$dir/.installed"
 }
 
+# PyYAML parses the Kubernetes manifests under deploy/ in tests/packaging.rs (LocalStack brings it; moto
+# may not).
 install_pyyaml() {
   local venv="$SERVICES_DIR/s3-venv"
   "$venv/bin/python" -c "import yaml" 2>/dev/null && return 0

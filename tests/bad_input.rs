@@ -248,3 +248,41 @@ async fn a_group_join_refused_for_a_setting_stops_start_up_naming_it() {
         "{stderr}"
     );
 }
+
+/// `run --check` on GCS and Azure lists the store and proves its conditional writes; a wrong Azure key
+/// (Azurite checks every signature) is refused at once, naming the credentials, not retried.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_check_proves_gcs_and_azure_and_refuses_a_wrong_azure_key() {
+    let topic = unique("cloud-check");
+    create_topic(&topic, 1).await;
+    let check = |dest: &TestDest, flags: Vec<String>| {
+        let mut args = ["run", "--check", "--brokers", &brokers(), "--group", &unique("g"), "--topic", &topic]
+            .map(String::from)
+            .to_vec();
+        args.extend(["--dest".to_string(), dest.url()]);
+        args.extend(flags);
+        Command::new(env!("CARGO_BIN_EXE_kafka-s3-archiver")).args(&args).output().expect("run --check")
+    };
+    for dest in [TestDest::gcs().await, TestDest::azure().await] {
+        let out = check(&dest, dest.flags());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let line = format!("archive {}", dest.url().trim_end_matches("/archive"));
+        assert!(stdout.contains(&line) && stdout.contains("conditional writes honoured"), "{stdout}");
+    }
+    let dest = TestDest::azure().await;
+    let wrong_key = "d3Jvbmcga2V5IGZvciB0aGUgZGV2ZWxvcG1lbnQgYWNjb3VudA==";
+    let mut flags = dest.flags();
+    let at = flags.iter().position(|f| f == "--azure-access-key").unwrap();
+    flags[at + 1] = wrong_key.into();
+    let started = std::time::Instant::now();
+    let out = check(&dest, flags);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    println!(
+        "a wrong Azure key -> {}",
+        text.lines().find(|l| l.contains("FAIL") || l.starts_with("error")).unwrap_or("")
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("HTTP 403") && text.contains("check the credentials"), "{text}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "refused at once, not retried: {text}");
+}
