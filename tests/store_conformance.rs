@@ -202,9 +202,22 @@ async fn gcs_and_azure_missing_buckets_are_permanent_errors_naming_them() {
         }
         for err in errors {
             assert!(!err.is_transient(), "{dest}: {err}");
-            assert!(err.to_string().contains(dest.split("//").nth(1).unwrap()), "{dest}: {err}");
+            assert!(err.to_string().contains("create the bucket or container"), "{dest}: {err}");
         }
     }
+}
+
+/// A foreign object whose name object_store cannot take (an empty segment) fails a listing for good,
+/// saying what to do, rather than being retried forever.
+#[tokio::test]
+async fn a_foreign_name_object_store_cannot_list_is_a_permanent_error() {
+    let bucket = unique("odd").to_lowercase();
+    create_gcs_bucket(&bucket).await;
+    put_gcs_object(&bucket, "arch/topic=t/partition=0//stray", b"x").await;
+    let store = open(&format!("gs://{bucket}"), 8 << 20).await;
+    let err = store.list(&ListRequest { prefix: "arch/".into(), start_after: None }, 10).await.unwrap_err();
+    println!("{err}");
+    assert!(!err.is_transient() && err.to_string().contains("rename or remove it"), "{err}");
 }
 
 #[tokio::test]

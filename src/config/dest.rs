@@ -78,6 +78,7 @@ impl Settings {
         let settings = [
             ("--gcs-endpoint", self.gcs_endpoint.is_some(), is_gcs, "gs://"),
             ("--gcs-credentials", self.gcs_credentials.is_some(), is_gcs, "gs://"),
+            ("--gcs-anonymous", self.gcs_anonymous.is_some(), is_gcs, "gs://"),
             ("--azure-account", self.azure_account.is_some(), is_azure, "az://"),
             ("--azure-endpoint", self.azure_endpoint.is_some(), is_azure, "az://"),
             ("--azure-access-key", self.azure_access_key.is_some(), is_azure, "az://"),

@@ -57,6 +57,15 @@ pub async fn create_gcs_bucket(bucket: &str) {
     assert!(status.is_success(), "creating bucket {bucket} on the GCS emulator: HTTP {status}");
 }
 
+/// Puts an object on the GCS emulator by the JSON API, whatever its name (a foreign writer's).
+pub async fn put_gcs_object(bucket: &str, name: &str, body: &[u8]) {
+    let name: String = name.bytes().map(|b| format!("%{b:02X}")).collect();
+    let url = format!("{}/upload/storage/v1/b/{bucket}/o?uploadType=media&name={name}", gcs_endpoint());
+    let request = http::Request::post(url).body(HttpRequestBody::from(body.to_vec())).unwrap();
+    let status = http().execute(request).await.expect("the GCS emulator answers").status();
+    assert!(status.is_success(), "putting {name} on the GCS emulator: HTTP {status}");
+}
+
 /// Creates a container on Azurite (Create Container, signed with the development account's key).
 pub async fn create_azure_container(container: &str) {
     let mut request = http::Request::put(format!("{}/{container}?restype=container", azure_endpoint()))

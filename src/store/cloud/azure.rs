@@ -19,7 +19,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::errors::{classify, from_status, Op};
 use super::{
-    account_of_endpoint, client_options, retry_config, AzureCredentials, AzureOptions, Bodies, CloudStore,
+    account_of_endpoint, client_options, retry_config, within, AzureCredentials, AzureOptions, Bodies, CloudStore,
     CreateIfAbsent,
 };
 use crate::encode::spool::SpoolData;
@@ -28,6 +28,8 @@ use crate::store::{PutOutcome, StoreError};
 /// A blob name's path as object_store encodes it (and so signs it).
 const PATH_SET: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 const QUERY_SET: &AsciiSet = NON_ALPHANUMERIC;
+/// Azure's error code for a create refused because the blob exists.
+const BLOB_ALREADY_EXISTS: &str = "BlobAlreadyExists";
 
 /// Opens `az://container` in the account the options (or AZURE_STORAGE_ACCOUNT_NAME) name, with their
 /// credentials, else Azure AD from the environment. Objects of `part_size` × 2 or more go up as blocks of
@@ -44,10 +46,7 @@ pub fn connect_azure(
               --azure-connection-string, or Azure AD's AZURE_* variables)"
             .into(),
     };
-    let mut builder = MicrosoftAzureBuilder::from_env()
-        .with_container_name(container)
-        .with_retry(retry_config())
-        .with_client_options(client_options(options.endpoint.as_deref()));
+    let mut builder = MicrosoftAzureBuilder::from_env().with_container_name(container).with_retry(retry_config());
     // The account: the setting, else AZURE_STORAGE_ACCOUNT_NAME, else the one the endpoint names.
     let account = options
         .account
@@ -57,27 +56,29 @@ pub fn connect_azure(
         .ok_or_else(|| {
             unusable("no storage account is named (--azure-account or AZURE_STORAGE_ACCOUNT_NAME)".into())
         })?;
-    builder = builder.with_account(&account);
-    let blob_root = match &options.endpoint {
-        Some(endpoint) => {
-            builder = builder.with_endpoint(endpoint.clone());
-            format!("{}/{container}", endpoint.trim_end_matches('/'))
-        }
-        None => format!("https://{account}.blob.core.windows.net/{container}"),
-    };
+    // The endpoint: the setting, else AZURE_STORAGE_ENDPOINT, else the account's public one; given to
+    // object_store too, so that every request (its own and the block uploads) goes to the same place.
+    let endpoint = options
+        .endpoint
+        .clone()
+        .or_else(|| builder.get_config_value(&AzureConfigKey::Endpoint))
+        .unwrap_or_else(|| format!("https://{account}.blob.core.windows.net"));
+    let endpoint = endpoint.trim_end_matches('/').to_string();
+    builder = builder
+        .with_account(&account)
+        .with_endpoint(endpoint.clone())
+        .with_use_emulator(false)
+        .with_client_options(client_options(Some(&endpoint)));
+    let blob_root = format!("{endpoint}/{container}");
     builder = match &options.credentials {
         AzureCredentials::AccessKey(key) => builder.with_access_key(key),
         AzureCredentials::Sas(query) => builder.with_config(AzureConfigKey::SasKey, query),
         AzureCredentials::Environment => builder,
     };
-    let describe = match &options.endpoint {
-        Some(e) => format!("az://{container} (account {account}, endpoint {e})"),
-        None => format!("az://{container} (account {account})"),
-    };
+    let describe = format!("az://{container} (account {account}, endpoint {endpoint})");
     let backend = Arc::new(builder.build().map_err(|e| unusable(e.to_string()))?);
-    let http = ReqwestConnector::default()
-        .connect(&client_options(options.endpoint.as_deref()))
-        .map_err(|e| unusable(e.to_string()))?;
+    let http =
+        ReqwestConnector::default().connect(&client_options(Some(&endpoint))).map_err(|e| unusable(e.to_string()))?;
     let writer = AzureWriter {
         backend: backend.clone(),
         http,
@@ -108,13 +109,15 @@ impl AzureWriter {
         format!("{}/{}?{query}", self.blob_root, utf8_percent_encode(key, PATH_SET))
     }
 
-    /// Sends a request signed with the store's current credential; the status and the body's text.
+    /// Sends a request signed with the store's current credential, within its deadline; the status and
+    /// the body's text.
     async fn send(
         &self,
         key: &str,
         request: http::request::Builder,
         body: HttpRequestBody,
     ) -> Result<(u16, String), StoreError> {
+        let len = body.content_length() as u64;
         let mut request = request.body(body).map_err(|e| StoreError::Permanent {
             what: format!("writing {key} on {}: the request cannot be made: {e}", self.describe),
             fix: "check --azure-endpoint".into(),
@@ -126,17 +129,20 @@ impl AzureWriter {
             .map_err(|e| classify(Op::Put, key, &self.describe, e))?;
         let transient =
             |e: &dyn std::fmt::Display| StoreError::Transient(format!("writing {key} on {}: {e}", self.describe));
-        let response = self.http.execute(request).await.map_err(|e| transient(&e))?;
-        let (parts, body) = response.into_parts();
-        let body = body.bytes().await.map_err(|e| transient(&e))?;
-        Ok((parts.status.as_u16(), String::from_utf8_lossy(&body).into_owned()))
+        let exchange = async {
+            let response = self.http.execute(request).await.map_err(|e| transient(&e))?;
+            let (parts, body) = response.into_parts();
+            let body = body.bytes().await.map_err(|e| transient(&e))?;
+            Ok((parts.status.as_u16(), String::from_utf8_lossy(&body).into_owned()))
+        };
+        within(len, || format!("writing {key} on {}", self.describe), exchange).await
     }
 
     async fn put_block(&self, key: &str, id: &str, body: bytes::Bytes) -> Result<(), StoreError> {
         let url = self.url(key, &format!("comp=block&blockid={}", utf8_percent_encode(id, QUERY_SET)));
         let request = http::Request::builder().method(Method::PUT).uri(url).header(CONTENT_LENGTH, body.len());
         match self.send(key, request, HttpRequestBody::from(body)).await? {
-            (201, _) => Ok(()),
+            (200 | 201, _) => Ok(()),
             (status, text) => Err(from_status(Op::Put, key, &self.describe, status, &text)),
         }
     }
@@ -166,8 +172,10 @@ impl AzureWriter {
             .header(CONTENT_TYPE, "application/xml")
             .header(CONTENT_LENGTH, body.len());
         match self.send(key, request, HttpRequestBody::from(body)).await? {
-            (201, _) => Ok(PutOutcome::Created),
-            (409 | 412, _) => Ok(PutOutcome::AlreadyExists),
+            (200 | 201, _) => Ok(PutOutcome::Created),
+            // If-None-Match: * refused (a 409 for any other reason is not "already there").
+            (412, _) => Ok(PutOutcome::AlreadyExists),
+            (409, text) if text.contains(BLOB_ALREADY_EXISTS) => Ok(PutOutcome::AlreadyExists),
             // Another writer's commit of this name discarded our uncommitted blocks.
             (400, text) if text.contains("InvalidBlockList") && self.exists(key).await? => {
                 Ok(PutOutcome::AlreadyExists)
@@ -193,19 +201,24 @@ impl AzureWriter {
         })?;
         let body = self.bodies.read(data, 0, len).await?;
         let options = PutOptions { mode: PutMode::Create, ..Default::default() };
-        let put = object_store::ObjectStore::put_opts(
-            self.backend.as_ref(),
-            &path,
-            PutPayload::from(body.bytes.clone()),
-            options,
-        );
-        match put.await {
-            Ok(_) => Ok(PutOutcome::Created),
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
-                Ok(PutOutcome::AlreadyExists)
+        let put = async {
+            let put = object_store::ObjectStore::put_opts(
+                self.backend.as_ref(),
+                &path,
+                PutPayload::from(body.bytes.clone()),
+                options,
+            );
+            match put.await {
+                Ok(_) => Ok(PutOutcome::Created),
+                Err(object_store::Error::Precondition { .. }) => Ok(PutOutcome::AlreadyExists),
+                // object_store takes any 409 for "already exists": only Azure's BlobAlreadyExists is.
+                Err(e @ object_store::Error::AlreadyExists { .. }) if e.to_string().contains(BLOB_ALREADY_EXISTS) => {
+                    Ok(PutOutcome::AlreadyExists)
+                }
+                Err(e) => Err(classify(Op::Put, key, &self.describe, e)),
             }
-            Err(e) => Err(classify(Op::Put, key, &self.describe, e)),
-        }
+        };
+        within(len, || format!("writing {key} on {}", self.describe), put).await
     }
 }
 

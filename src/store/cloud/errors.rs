@@ -30,23 +30,21 @@ impl fmt::Display for Op {
 /// store's own explanation, kept in the message.
 pub(super) fn from_status(op: Op, key: &str, describe: &str, status: u16, body: &str) -> StoreError {
     let what = format!("{op} {key} on {describe} failed with HTTP {status}: {}", body.trim());
+    let permanent = |fix: &str| StoreError::Permanent { what: what.clone(), fix: fix.into() };
     match status {
         404 if op == Op::Get => StoreError::NotFound(key.to_string()),
-        404 => StoreError::Permanent {
-            what,
-            fix: "create the bucket or container (the archiver does not create it), or fix --dest".into(),
-        },
-        401 | 403 => StoreError::Permanent {
-            what,
-            fix: "check the credentials (--gcs-credentials, --azure-access-key, --azure-sas-token, the environment) \
-                  and that they may read, write, list and delete objects there"
-                .into(),
-        },
-        408 | 429 | 500..=599 => StoreError::Transient(what),
-        400..=499 => StoreError::Permanent { what, fix: "the store refused the request; the message says why".into() },
-        _ => StoreError::Transient(what),
+        404 => permanent("create the bucket or container (the archiver does not create it), or fix --dest"),
+        401 | 403 => permanent(CREDENTIALS_FIX),
+        408 | 429 => StoreError::Transient(what),
+        501 | 505 => permanent("the store does not support this request: use one that does"),
+        500..=599 => StoreError::Transient(what),
+        300..=399 => permanent("the store redirected the request: check the endpoint setting"),
+        _ => permanent("the store refused the request or answered unexpectedly; the message says why"),
     }
 }
+
+const CREDENTIALS_FIX: &str = "check the credentials (--gcs-credentials, --azure-access-key, --azure-sas-token, the \
+                               environment) and that they may read, write, list and delete objects there";
 
 /// The HTTP status in an object_store error's text ("... status code: 403 Forbidden ..."): its
 /// errors keep the status only in their messages.
@@ -62,6 +60,23 @@ pub(super) fn classify(op: Op, key: &str, describe: &str, e: object_store::Error
         E::NotFound { .. } => from_status(op, key, describe, 404, &text),
         E::PermissionDenied { .. } => from_status(op, key, describe, 403, &text),
         E::Unauthenticated { .. } => from_status(op, key, describe, 401, &text),
+        // A listed name object_store cannot take (an empty segment, a control character): no retry
+        // lists it.
+        E::InvalidPath { .. } => StoreError::Permanent {
+            what: format!("{op} {key} on {describe}: {text}"),
+            fix: "a foreign object there has a name with an empty segment ('a//b') or a control character: \
+                  rename or remove it"
+                .into(),
+        },
+        // Getting a token (the metadata server, Azure AD): refused is the credentials' fault, anything
+        // else may pass; never the object's status.
+        _ if text.contains("token request") || text.contains("Error getting token") => match status_in(&text) {
+            Some(status @ 400..=499) => StoreError::Permanent {
+                what: format!("{op} {key} on {describe}: getting a token failed with HTTP {status}: {text}"),
+                fix: CREDENTIALS_FIX.into(),
+            },
+            _ => StoreError::Transient(format!("{op} {key} on {describe}: getting a token: {text}")),
+        },
         _ => match status_in(&text) {
             Some(status) => from_status(op, key, describe, status, &text),
             None => StoreError::Transient(format!("{op} {key} on {describe}: {text}")),
@@ -81,6 +96,9 @@ mod tests {
         assert!(matches!(&missing_bucket, StoreError::Permanent { fix, .. } if fix.contains("create the bucket")));
         assert!(!from_status(Op::Put, "k", d, 403, "").is_transient());
         assert!(!from_status(Op::Put, "k", d, 400, "InvalidBlockList").is_transient());
+        assert!(!from_status(Op::Put, "k", d, 501, "NotImplemented").is_transient());
+        assert!(!from_status(Op::Put, "k", d, 301, "").is_transient());
+        assert!(!from_status(Op::Put, "k", d, 200, "an unexpected answer").is_transient());
         for transient in [408, 429, 500, 503] {
             assert!(from_status(Op::Put, "k", d, transient, "").is_transient(), "{transient}");
         }

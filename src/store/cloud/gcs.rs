@@ -14,7 +14,7 @@ use object_store::StaticCredentialProvider;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 
 use super::errors::{classify, from_status, Op};
-use super::{client_options, retry_config, Bodies, CloudStore, CreateIfAbsent, GcsOptions};
+use super::{client_options, retry_config, within, Bodies, CloudStore, CreateIfAbsent, GcsOptions};
 use crate::encode::spool::SpoolData;
 use crate::store::{PutOutcome, StoreError};
 
@@ -113,17 +113,21 @@ impl GcsWriter {
         Ok(builder)
     }
 
-    async fn send(&self, key: &str, request: Result<HttpRequest, http::Error>) -> Result<Answer, StoreError> {
+    /// Sends a request whose body is `len` bytes, within its deadline.
+    async fn send(&self, key: &str, len: u64, request: Result<HttpRequest, http::Error>) -> Result<Answer, StoreError> {
         let request = request.map_err(|e| StoreError::Permanent {
             what: format!("writing {key} on {}: the request cannot be made: {e}", self.describe),
             fix: "check --gcs-endpoint".into(),
         })?;
         let transient =
             |e: &dyn std::fmt::Display| StoreError::Transient(format!("writing {key} on {}: {e}", self.describe));
-        let response = self.http.execute(request).await.map_err(|e| transient(&e))?;
-        let (parts, body) = response.into_parts();
-        let body = body.bytes().await.map_err(|e| transient(&e))?;
-        Ok((parts.status.as_u16(), parts.headers, String::from_utf8_lossy(&body).into_owned()))
+        let exchange = async {
+            let response = self.http.execute(request).await.map_err(|e| transient(&e))?;
+            let (parts, body) = response.into_parts();
+            let body = body.bytes().await.map_err(|e| transient(&e))?;
+            Ok((parts.status.as_u16(), parts.headers, String::from_utf8_lossy(&body).into_owned()))
+        };
+        within(len, || format!("writing {key} on {}", self.describe), exchange).await
     }
 
     /// One request: the whole object.
@@ -131,7 +135,7 @@ impl GcsWriter {
         let body = self.bodies.read(data, 0, len).await?;
         let headers = [(CONTENT_TYPE, "application/octet-stream".to_string()), (CONTENT_LENGTH, len.to_string())];
         let request = self.request(Method::POST, &self.upload_url(key, "media"), key, &headers).await?;
-        match self.send(key, request.body(HttpRequestBody::from(body.bytes.clone()))).await? {
+        match self.send(key, len, request.body(HttpRequestBody::from(body.bytes.clone()))).await? {
             (200 | 201, ..) => Ok(PutOutcome::Created),
             (412, ..) => Ok(PutOutcome::AlreadyExists),
             (status, _, text) => Err(from_status(Op::Put, key, &self.describe, status, &text)),
@@ -146,7 +150,7 @@ impl GcsWriter {
             (CONTENT_LENGTH, "0".to_string()),
         ];
         let request = self.request(Method::POST, &self.upload_url(key, "resumable"), key, &headers).await?;
-        let session = match self.send(key, request.body(HttpRequestBody::empty())).await? {
+        let session = match self.send(key, 0, request.body(HttpRequestBody::empty())).await? {
             (200 | 201, headers, _) => headers.get(LOCATION).and_then(|v| v.to_str().ok()).map(str::to_string),
             (412, ..) => return Ok(PutOutcome::AlreadyExists),
             (status, _, text) => return Err(from_status(Op::Put, key, &self.describe, status, &text)),
@@ -164,26 +168,39 @@ impl GcsWriter {
                 .header(CONTENT_LENGTH, size)
                 .header(CONTENT_RANGE, format!("bytes {offset}-{}/{len}", offset + size - 1))
                 .body(HttpRequestBody::from(body.bytes.clone()));
-            let answer = self.send(key, request).await?;
+            let answer = self.send(key, size, request).await?;
             drop(body);
             match answer {
                 (200 | 201, ..) if offset + size == len => return Ok(PutOutcome::Created),
-                // "Resume Incomplete": the Range header says how much the server holds.
-                (308, headers, _) => offset = persisted(&headers).unwrap_or(offset + size),
+                // "Resume Incomplete": the Range header says how much the server holds (none: nothing).
+                // A chunk that moved nothing forward ends this attempt; the next one starts afresh.
+                (308, headers, _) => match persisted(&headers) {
+                    held if held > offset => offset = held,
+                    _ => break,
+                },
                 (412, ..) => return Ok(PutOutcome::AlreadyExists),
+                // The session expired or was cancelled: the next attempt starts a new one.
+                (404 | 410, _, text) => {
+                    let why = format!("{} ended the resumable upload of {key}: {}", self.describe, text.trim());
+                    return Err(StoreError::Transient(why));
+                }
                 (status, _, text) => return Err(from_status(Op::Put, key, &self.describe, status, &text)),
             }
         }
-        Err(StoreError::Transient(format!("{} did not finish the resumable upload of {key}", self.describe)))
+        Err(StoreError::Transient(format!(
+            "{} held no more of the resumable upload of {key} after a chunk",
+            self.describe
+        )))
     }
 }
 
-/// The bytes a resumable session holds, from a 308's `Range: bytes=0-N`. Without one the chunk is taken
-/// as received: were it not, the server refuses the next chunk's offset and the put fails (transient).
-fn persisted(headers: &HeaderMap) -> Option<u64> {
-    let range = headers.get(RANGE)?.to_str().ok()?;
-    let last: u64 = range.strip_prefix("bytes=0-")?.parse().ok()?;
-    Some(last + 1)
+/// The bytes a resumable session holds, from a 308's `Range: bytes=0-N`; none without one.
+fn persisted(headers: &HeaderMap) -> u64 {
+    let held = || -> Option<u64> {
+        let range = headers.get(RANGE)?.to_str().ok()?;
+        range.strip_prefix("bytes=0-")?.parse::<u64>().ok().map(|last| last + 1)
+    };
+    held().unwrap_or(0)
 }
 
 #[async_trait]

@@ -13,6 +13,7 @@ mod gcs;
 mod options;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -68,19 +69,40 @@ fn retry_config() -> object_store::RetryConfig {
     object_store::RetryConfig { max_retries: 3, retry_timeout: REQUEST_RETRY_TIMEOUT, ..Default::default() }
 }
 
-/// One request's time limit, and its connection's; plain HTTP only to an `http://` endpoint (an
-/// emulator).
+/// Connections time out, and so does a response that stops coming (no byte for a minute); how long a
+/// request that sends a body may take is `deadline`'s.
 fn client_options(endpoint: Option<&str>) -> object_store::ClientOptions {
     object_store::ClientOptions::new()
-        .with_timeout(REQUEST_TIMEOUT)
+        .with_timeout_disabled()
+        .with_read_timeout(READ_TIMEOUT)
         .with_connect_timeout(CONNECT_TIMEOUT)
         .with_allow_http(endpoint.is_some_and(|e| e.starts_with("http://")))
 }
 
-const REQUEST_RETRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-/// Long enough for a 16 MiB single-request upload at ~300 KiB/s.
-const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const REQUEST_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The slowest upload taken for a live one: a request sending `len` bytes may take a minute plus the
+/// time to send them at this rate.
+const SLOWEST_UPLOAD_BYTES_PER_SEC: u64 = 128 << 10;
+
+/// How long a request sending `len` bytes may take.
+fn deadline(len: u64) -> Duration {
+    READ_TIMEOUT + Duration::from_secs(len / SLOWEST_UPLOAD_BYTES_PER_SEC)
+}
+
+/// `request` (sending `len` bytes), given up as a transient failure once past its deadline.
+async fn within<T>(
+    len: u64,
+    what: impl FnOnce() -> String,
+    request: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let limit = deadline(len);
+    match tokio::time::timeout(limit, request).await {
+        Ok(answer) => answer,
+        Err(_) => Err(StoreError::Transient(format!("{} took longer than {limit:?}", what()))),
+    }
+}
 
 /// Request bodies. object_store's HTTP client sends a body from memory (the S3 client streams a spool
 /// file), so the parts of files spooled to disk are read into memory: across the store at most
