@@ -492,35 +492,6 @@ impl Settings {
         })
     }
 
-    fn source(&self) -> Result<SourceConfig, ConfigError> {
-        let brokers = non_empty(&self.brokers, "--brokers", "pass --brokers host:port (or KSA_BROKERS)")?;
-        let group =
-            non_empty(&self.group, "--group", "pass --group NAME (or KSA_GROUP); instances of one archive share it")?;
-        let mut subscription: Vec<String> = Vec::new();
-        for t in self.topics.iter().flatten() {
-            crate::archive::partition::validate_topic(t).map_err(|e| invalid("--topic", t, e.to_string()))?;
-            subscription.push(t.clone());
-        }
-        if let Some(re) = &self.topic_regex {
-            if re.is_empty() {
-                return Err(invalid("--topic-regex", re, "it is empty".into()));
-            }
-            subscription.push(if re.starts_with('^') { re.clone() } else { format!("^{re}") });
-        }
-        if subscription.is_empty() {
-            let how = "name at least one topic to archive";
-            return Err(ConfigError::Missing { name: "--topic or --topic-regex", how });
-        }
-        Ok(SourceConfig {
-            brokers,
-            group,
-            subscription,
-            kafka_props: self.kafka_props()?.into_iter().collect(),
-            start_from: set(self.start_from, "--start-from")?,
-            group_offsets: self.group_offsets()?,
-        })
-    }
-
     fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {
         let cache = Arc::new(SchemaCache::default());
         Ok(PipelineConfig {

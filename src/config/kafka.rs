@@ -1,12 +1,13 @@
-//! The librdkafka settings of `run`: the `[kafka]` table and `--kafka KEY=VALUE` flags, and the ones the
-//! archiver owns; and which consumer groups' offsets it keeps (`--archive-group-offsets`).
+//! The source of `run`: brokers, group and topics; the librdkafka settings (the `[kafka]` table and
+//! `--kafka KEY=VALUE` flags, and the ones the archiver owns); and which consumer groups' offsets it
+//! keeps (`--archive-group-offsets`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use regex_automata::meta::Regex;
 
-use super::{invalid, set, ConfigError, Settings};
+use super::{invalid, non_empty, set, ConfigError, Settings, SourceConfig};
 
 /// The shortest interval between two snapshots of the groups' offsets.
 const MIN_GROUP_OFFSETS_INTERVAL: Duration = Duration::from_secs(1);
@@ -85,4 +86,36 @@ pub(super) fn is_secret(key: &str) -> bool {
     ["password", "secret", "sasl.jaas.config", "sasl.oauthbearer.config", "ssl.key.pem"]
         .iter()
         .any(|word| key.contains(word))
+}
+
+impl Settings {
+    /// Brokers, group, the topics (a regex anchored at the start) and the librdkafka settings.
+    pub(super) fn source(&self) -> Result<SourceConfig, ConfigError> {
+        let brokers = non_empty(&self.brokers, "--brokers", "pass --brokers host:port (or KSA_BROKERS)")?;
+        let group =
+            non_empty(&self.group, "--group", "pass --group NAME (or KSA_GROUP); instances of one archive share it")?;
+        let mut subscription: Vec<String> = Vec::new();
+        for t in self.topics.iter().flatten() {
+            crate::archive::partition::validate_topic(t).map_err(|e| invalid("--topic", t, e.to_string()))?;
+            subscription.push(t.clone());
+        }
+        if let Some(re) = &self.topic_regex {
+            if re.is_empty() {
+                return Err(invalid("--topic-regex", re, "it is empty".into()));
+            }
+            subscription.push(if re.starts_with('^') { re.clone() } else { format!("^{re}") });
+        }
+        if subscription.is_empty() {
+            let how = "name at least one topic to archive";
+            return Err(ConfigError::Missing { name: "--topic or --topic-regex", how });
+        }
+        Ok(SourceConfig {
+            brokers,
+            group,
+            subscription,
+            kafka_props: self.kafka_props()?.into_iter().collect(),
+            start_from: set(self.start_from, "--start-from")?,
+            group_offsets: self.group_offsets()?,
+        })
+    }
 }
