@@ -12,18 +12,25 @@ use common::s3_proxy::{Fault, Kind, S3Proxy};
 use common::*;
 use kafka_s3_archiver::commands::demo::generate::produce;
 use kafka_s3_archiver::commands::verify::audit::Problem;
+use kafka_s3_archiver::store::cloud::AZURITE_ACCOUNT;
 
 /// Archiver A's uploads go through a proxy that holds every data PUT of partition 0's first file for
 /// 20 s; A is killed while they are held. B (a new group: no commits) archives the partition, then the
 /// held PUTs reach S3.
 async fn late_upload(
+    dest: TestDest,
     claims: bool,
 ) -> (TestDest, String, BTreeMap<i32, Vec<kafka_s3_archiver::archive::record::Record>>) {
     let topic = unique("late");
     create_topic(&topic, 1).await;
     let produced = produce(&brokers(), &topic, 1, 0..250, 100).await.unwrap();
-    let dest = TestDest::s3().await;
-    let proxy = S3Proxy::start(&s3_endpoint()).await;
+    let proxy = match &dest {
+        TestDest::Gcs { .. } => S3Proxy::start_as_upstream(&gcs_endpoint()).await,
+        TestDest::Azure { .. } => {
+            S3Proxy::start_as_upstream(azure_endpoint().trim_end_matches(&format!("/{AZURITE_ACCOUNT}"))).await
+        }
+        _ => S3Proxy::start(&s3_endpoint()).await,
+    };
     let first_file = format!("+{:020}+", 0);
     proxy.set_rule(move |req| {
         if req.kind == Kind::PutData && req.key.contains(&first_file) {
@@ -74,14 +81,27 @@ async fn late_upload(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_late_upload_cannot_overlap_with_claims() {
-    let (dest, topic, produced) = late_upload(true).await;
+    let (dest, topic, produced) = late_upload(TestDest::s3().await, true).await;
+    assert_exactly_once(&dest, &topic, &produced).await;
+}
+
+/// The same on GCS (the held request is a JSON API upload) and Azure (a Put Blob).
+#[tokio::test(flavor = "multi_thread")]
+async fn gcs_a_late_upload_cannot_overlap_with_claims() {
+    let (dest, topic, produced) = late_upload(TestDest::gcs().await, true).await;
+    assert_exactly_once(&dest, &topic, &produced).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_a_late_upload_cannot_overlap_with_claims() {
+    let (dest, topic, produced) = late_upload(TestDest::azure().await, true).await;
     assert_exactly_once(&dest, &topic, &produced).await;
 }
 
 /// The same scenario without claims: the failure the claims prevent, and `verify` names it.
 #[tokio::test(flavor = "multi_thread")]
 async fn without_claims_a_late_upload_overlaps_and_verify_reports_it() {
-    let (dest, topic, _) = late_upload(false).await;
+    let (dest, topic, _) = late_upload(TestDest::s3().await, false).await;
     let report = verify_deep(&dest, &topic).await;
     assert!(report.partitions[0].problems.iter().any(|p| matches!(p, Problem::Overlap { .. })), "{}", report.table());
 }

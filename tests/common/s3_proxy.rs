@@ -187,10 +187,17 @@ impl Drop for S3Proxy {
 fn classify(req: &Request<Incoming>) -> RequestInfo {
     let path = req.uri().path();
     let query = req.uri().query().unwrap_or("");
-    // Path style: /<bucket>/<key>
-    let key = path.trim_start_matches('/').split_once('/').map(|(_, k)| percent_decode(k)).unwrap_or_default();
     let has = |q: &str| query.split('&').any(|p| p == q || p.starts_with(&format!("{q}=")));
-    let kind = match req.method().as_str() {
+    // GCS's JSON API uploads name their object in the query: POST /upload/storage/v1/b/<bucket>/o?name=<key>
+    let gcs_upload = path.starts_with("/upload/storage/v1/b/") && req.method() == "POST";
+    let key = if gcs_upload {
+        query.split('&').find_map(|p| p.strip_prefix("name=")).map(percent_decode).unwrap_or_default()
+    } else {
+        // Path style: /<bucket>/<key> (Azurite's /<account>/<container>/<key> keeps the container in it).
+        path.trim_start_matches('/').split_once('/').map(|(_, k)| percent_decode(k)).unwrap_or_default()
+    };
+    let method = if gcs_upload && !has("upload_id") { "PUT" } else { req.method().as_str() };
+    let kind = match method {
         "PUT" if has("partNumber") || has("uploadId") => Kind::Multipart,
         "PUT" if key.contains("/_claims/") || key.starts_with("_claims/") => Kind::PutClaim,
         "PUT" => Kind::PutData,
