@@ -49,7 +49,7 @@ trait CreateIfAbsent: Send + Sync {
 pub struct CloudStore {
     backend: Arc<dyn Backend>,
     writer: Box<dyn CreateIfAbsent>,
-    /// `gs://bucket` or `az://account/container`, with the endpoint when it is not the cloud's own.
+    /// `gs://bucket` or `az://container`, with the account and the endpoint, for messages.
     describe: String,
 }
 
