@@ -19,8 +19,8 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::errors::{classify, from_status, Op};
 use super::{
-    account_of_endpoint, client_options, retry_config, within, AzureCredentials, AzureOptions, Bodies, CloudStore,
-    CreateIfAbsent,
+    account_of_endpoint, client_options, exchange, retry_config, within, AzureCredentials, AzureOptions, Bodies,
+    CloudStore, CreateIfAbsent,
 };
 use crate::encode::spool::SpoolData;
 use crate::store::{PutOutcome, StoreError};
@@ -127,15 +127,8 @@ impl AzureWriter {
         AzureAuthorizer::new(&credential, &self.account)
             .try_authorize(&mut request)
             .map_err(|e| classify(Op::Put, key, &self.describe, e))?;
-        let transient =
-            |e: &dyn std::fmt::Display| StoreError::Transient(format!("writing {key} on {}: {e}", self.describe));
-        let exchange = async {
-            let response = self.http.execute(request).await.map_err(|e| transient(&e))?;
-            let (parts, body) = response.into_parts();
-            let body = body.bytes().await.map_err(|e| transient(&e))?;
-            Ok((parts.status.as_u16(), String::from_utf8_lossy(&body).into_owned()))
-        };
-        within(len, || format!("writing {key} on {}", self.describe), exchange).await
+        let (status, _, text) = exchange(&self.http, request, len, key, &self.describe).await?;
+        Ok((status, text))
     }
 
     async fn put_block(&self, key: &str, id: &str, body: bytes::Bytes) -> Result<(), StoreError> {

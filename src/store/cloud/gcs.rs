@@ -14,7 +14,7 @@ use object_store::StaticCredentialProvider;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 
 use super::errors::{classify, from_status, Op};
-use super::{client_options, retry_config, within, Bodies, CloudStore, CreateIfAbsent, GcsOptions};
+use super::{client_options, exchange, retry_config, Answer, Bodies, CloudStore, CreateIfAbsent, GcsOptions};
 use crate::encode::spool::SpoolData;
 use crate::store::{PutOutcome, StoreError};
 
@@ -84,9 +84,6 @@ struct GcsWriter {
     describe: String,
 }
 
-/// A response's status, headers and body text.
-type Answer = (u16, HeaderMap, String);
-
 impl GcsWriter {
     fn upload_url(&self, key: &str, kind: &str) -> String {
         let (bucket, name) =
@@ -119,15 +116,7 @@ impl GcsWriter {
             what: format!("writing {key} on {}: the request cannot be made: {e}", self.describe),
             fix: "check --gcs-endpoint".into(),
         })?;
-        let transient =
-            |e: &dyn std::fmt::Display| StoreError::Transient(format!("writing {key} on {}: {e}", self.describe));
-        let exchange = async {
-            let response = self.http.execute(request).await.map_err(|e| transient(&e))?;
-            let (parts, body) = response.into_parts();
-            let body = body.bytes().await.map_err(|e| transient(&e))?;
-            Ok((parts.status.as_u16(), parts.headers, String::from_utf8_lossy(&body).into_owned()))
-        };
-        within(len, || format!("writing {key} on {}", self.describe), exchange).await
+        exchange(&self.http, request, len, key, &self.describe).await
     }
 
     /// One request: the whole object.

@@ -104,6 +104,28 @@ async fn within<T>(
     }
 }
 
+/// A response's status, headers and body text.
+type Answer = (u16, http::HeaderMap, String);
+
+/// Sends one of our own requests (sending `len` bytes) within its deadline; a failure to get an
+/// answer is transient.
+async fn exchange(
+    http: &object_store::client::HttpClient,
+    request: object_store::client::HttpRequest,
+    len: u64,
+    key: &str,
+    describe: &str,
+) -> Result<Answer, StoreError> {
+    let transient = |e: &dyn std::fmt::Display| StoreError::Transient(format!("writing {key} on {describe}: {e}"));
+    let answer = async {
+        let response = http.execute(request).await.map_err(|e| transient(&e))?;
+        let (parts, body) = response.into_parts();
+        let body = body.bytes().await.map_err(|e| transient(&e))?;
+        Ok((parts.status.as_u16(), parts.headers, String::from_utf8_lossy(&body).into_owned()))
+    };
+    within(len, || format!("writing {key} on {describe}"), answer).await
+}
+
 /// Request bodies. object_store's HTTP client sends a body from memory (the S3 client streams a spool
 /// file), so the parts of files spooled to disk are read into memory: across the store at most
 /// `max(2, --upload-concurrency) × --upload-part-size` bytes at once, each part's share held until its
