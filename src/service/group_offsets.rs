@@ -19,7 +19,7 @@ use crate::archive::object_key::Prefix;
 use crate::clock::wall_clock_ms;
 use crate::encode::spool::SpoolData;
 use crate::pipeline::AssignedTopics;
-use crate::source::offsets::partition_count;
+use crate::source::offsets::{committed_offsets, partition_count};
 use crate::source::probe::probe_config;
 use crate::source::topic_id::topic_ids;
 use crate::store::{ObjectStore, PutOutcome};
@@ -154,14 +154,11 @@ fn read(s: &GroupOffsetsOptions, topics: &[String]) -> Result<Read, KafkaError> 
             .clone()
             .set("group.id", name)
             .create::<BaseConsumer>()
-            .and_then(|client| client.committed_offsets(tpl.clone(), REQUEST_TIMEOUT));
+            .and_then(|client| committed_offsets(&client, tpl.clone()));
         match offsets {
             Ok(offsets) => {
-                for e in offsets.elements() {
-                    if let Some(offset) = e.offset().to_raw().filter(|o| *o >= 0) {
-                        let groups = committed.entry(e.topic().to_string()).or_default();
-                        groups.entry(name.clone()).or_default().insert(e.partition(), offset);
-                    }
+                for (topic, partition, offset) in offsets {
+                    committed.entry(topic).or_default().entry(name.clone()).or_default().insert(partition, offset);
                 }
             }
             Err(e) => {

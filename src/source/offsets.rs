@@ -46,6 +46,20 @@ pub fn partition_count<C: ClientContext>(client: &Client<C>, topic: &str) -> Res
     Ok(metadata.topics().first().filter(|t| t.error().is_none()).map_or(0, |t| t.partitions().len() as i32))
 }
 
+/// The offsets the consumer's group has committed on the partitions of `tpl` (none where it has none):
+/// topic, partition, offset. Blocks.
+pub fn committed_offsets(
+    consumer: &BaseConsumer,
+    tpl: TopicPartitionList,
+) -> Result<Vec<(String, i32, i64)>, KafkaError> {
+    let committed = consumer.committed_offsets(tpl, REQUEST_TIMEOUT)?;
+    Ok(committed
+        .elements()
+        .iter()
+        .filter_map(|e| e.offset().to_raw().filter(|o| *o >= 0).map(|o| (e.topic().to_string(), e.partition(), o)))
+        .collect())
+}
+
 /// The offsets of every partition of `topics`, and the committed offsets of `group` when named. Blocks.
 pub fn partition_offsets(
     brokers: &str,

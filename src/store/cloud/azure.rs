@@ -13,14 +13,13 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE, IF_NONE_MATCH};
 use http::Method;
 use object_store::azure::{AzureAuthorizer, AzureConfigKey, MicrosoftAzure, MicrosoftAzureBuilder};
 use object_store::client::{HttpClient, HttpConnector, HttpRequestBody, ReqwestConnector};
-use object_store::path::Path;
 use object_store::{PutMode, PutOptions, PutPayload};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::errors::{classify, from_status, Op};
 use super::{
-    account_of_endpoint, client_options, exchange, retry_config, within, AzureCredentials, AzureOptions, Bodies,
-    CloudStore, CreateIfAbsent,
+    account_of_endpoint, client_options, exchange, path, retry_config, size, within, AzureCredentials, AzureOptions,
+    Bodies, CloudStore, CreateIfAbsent,
 };
 use crate::encode::spool::SpoolData;
 use crate::store::{PutOutcome, StoreError};
@@ -170,28 +169,19 @@ impl AzureWriter {
             (412, _) => Ok(PutOutcome::AlreadyExists),
             (409, text) if text.contains(BLOB_ALREADY_EXISTS) => Ok(PutOutcome::AlreadyExists),
             // Another writer's commit of this name discarded our uncommitted blocks.
-            (400, text) if text.contains("InvalidBlockList") && self.exists(key).await? => {
+            (400, text)
+                if text.contains("InvalidBlockList")
+                    && size(self.backend.as_ref(), key, &self.describe).await?.is_some() =>
+            {
                 Ok(PutOutcome::AlreadyExists)
             }
             (status, text) => Err(from_status(Op::Put, key, &self.describe, status, &text)),
         }
     }
 
-    async fn exists(&self, key: &str) -> Result<bool, StoreError> {
-        let path = Path::parse(key).map_err(|e| StoreError::Transient(e.to_string()))?;
-        match object_store::ObjectStoreExt::head(self.backend.as_ref(), &path).await {
-            Ok(_) => Ok(true),
-            Err(object_store::Error::NotFound { .. }) => Ok(false),
-            Err(e) => Err(classify(Op::Head, key, &self.describe, e)),
-        }
-    }
-
     /// Put Blob with `If-None-Match: *` (object_store's conditional put).
     async fn put_blob(&self, key: &str, data: &SpoolData, len: u64) -> Result<PutOutcome, StoreError> {
-        let path = Path::parse(key).map_err(|e| StoreError::Permanent {
-            what: format!("writing {key:?} on {}: {e}", self.describe),
-            fix: "object keys must not have empty segments or control characters".into(),
-        })?;
+        let path = path(Op::Put, key, &self.describe)?;
         let body = self.bodies.read(data, 0, len).await?;
         let options = PutOptions { mode: PutMode::Create, ..Default::default() };
         let put = async {

@@ -53,12 +53,20 @@ pub struct CloudStore {
     describe: String,
 }
 
-impl CloudStore {
-    fn path(&self, op: Op, key: &str) -> Result<Path, StoreError> {
-        Path::parse(key).map_err(|e| StoreError::Permanent {
-            what: format!("{op} {key:?} on {}: {e}", self.describe),
-            fix: "object keys must not have empty segments or control characters".into(),
-        })
+/// `key` as object_store's path (our keys always parse; a foreign one may not).
+fn path(op: Op, key: &str, describe: &str) -> Result<Path, StoreError> {
+    Path::parse(key).map_err(|e| StoreError::Permanent {
+        what: format!("{op} {key:?} on {describe}: {e}"),
+        fix: "object keys must not have empty segments or control characters".into(),
+    })
+}
+
+/// The object's size, or `None` when it does not exist.
+async fn size(backend: &dyn object_store::ObjectStore, key: &str, describe: &str) -> Result<Option<u64>, StoreError> {
+    match backend.head(&path(Op::Head, key, describe)?).await {
+        Ok(meta) => Ok(Some(meta.size)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(classify(Op::Head, key, describe, e)),
     }
 }
 
@@ -218,13 +226,13 @@ impl ObjectStore for CloudStore {
     }
 
     async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
-        let path = self.path(Op::Get, key)?;
+        let path = path(Op::Get, key, &self.describe)?;
         let read = async { self.backend.get_opts(&path, GetOptions::default()).await?.bytes().await };
         read.await.map_err(|e| classify(Op::Get, key, &self.describe, e))
     }
 
     async fn get_range(&self, key: &str, range: std::ops::Range<u64>) -> Result<Bytes, StoreError> {
-        let path = self.path(Op::Get, key)?;
+        let path = path(Op::Get, key, &self.describe)?;
         let bytes = self.backend.get_range(&path, range.clone()).await;
         let bytes = bytes.map_err(|e| classify(Op::Get, key, &self.describe, e))?;
         if bytes.len() as u64 != range.end - range.start {
@@ -237,16 +245,11 @@ impl ObjectStore for CloudStore {
     }
 
     async fn head(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        let path = self.path(Op::Head, key)?;
-        match self.backend.head(&path).await {
-            Ok(meta) => Ok(Some(meta.size)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(classify(Op::Head, key, &self.describe, e)),
-        }
+        size(self.backend.as_ref(), key, &self.describe).await
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        let path = self.path(Op::Delete, key)?;
+        let path = path(Op::Delete, key, &self.describe)?;
         match self.backend.delete(&path).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(classify(Op::Delete, key, &self.describe, e)),

@@ -24,7 +24,7 @@ use crate::archive::keys::ListRequest;
 use crate::archive::object_key::Prefix;
 use crate::clock::wall_clock_ms;
 use crate::retry::{Patience, Retrying};
-use crate::source::offsets::partition_count;
+use crate::source::offsets::{committed_offsets, partition_count};
 use crate::store::{list_between, ObjectStore, StoreError};
 
 /// Group states in which nobody consumes, so its offsets may be set.
@@ -186,15 +186,9 @@ impl Group {
         {
             tpl.add_partition(topic, p);
         }
-        let committed = self
-            .consumer
-            .committed_offsets(tpl, REQUEST_TIMEOUT)
-            .map_err(kafka_err("reading a group's committed offsets"))?;
-        Ok(committed
-            .elements()
-            .iter()
-            .filter_map(|e| e.offset().to_raw().filter(|o| *o >= 0).map(|o| (e.partition(), o)))
-            .collect())
+        let committed =
+            committed_offsets(&self.consumer, tpl).map_err(kafka_err("reading a group's committed offsets"))?;
+        Ok(committed.into_iter().map(|(_, partition, offset)| (partition, offset)).collect())
     }
 
     /// Whether nobody consumes in the group now: its offsets may be set.
