@@ -6,7 +6,6 @@
 
 use serde_json::{Map, Value};
 
-use super::check::kind;
 use super::{FieldNode, Node, ValueSchema, ValueType};
 
 /// A type as inferred so far.
@@ -135,6 +134,18 @@ fn name(t: &Inferred) -> &'static str {
         Inferred::String => "a string",
         Inferred::Array(_) => "an array",
         Inferred::Record(_) => "an object",
+    }
+}
+
+/// What a JSON value is, for messages.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

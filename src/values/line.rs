@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::columns::ValueStats;
+use super::json::{object, Checker};
 use crate::values::JsonValues;
 
 /// The `value` of a line.
@@ -50,24 +51,23 @@ pub(crate) struct TypedLine {
 /// Typed values of one JSON lines file.
 pub(crate) struct LineValues {
     json: Arc<JsonValues>,
+    /// The declared schema's checker (none: inferring).
+    checker: Option<Checker>,
     pub stats: ValueStats,
 }
 
 impl LineValues {
     pub fn new(json: Arc<JsonValues>) -> Self {
-        Self { json, stats: ValueStats::default() }
+        let checker = json.declared.clone().map(Checker::new);
+        Self { json, checker, stats: ValueStats::default() }
     }
 
     /// How the value of the record at `offset` is written.
     pub fn line(&mut self, offset: i64, bytes: &[u8]) -> TypedLine {
-        let checked = match &self.json.declared {
-            Some(schema) => schema.check(bytes).map(|fit| fit.ignored_fields).map_err(|m| m.to_string()),
+        let checked = match &mut self.checker {
+            Some(checker) => checker.check(bytes).map(|fit| fit.ignored_fields).map_err(|m| m.to_string()),
             // Inferring: any object fits (a JSON line has no schema to fix).
-            None => match serde_json::from_slice::<Value>(bytes) {
-                Ok(Value::Object(_)) => Ok(0),
-                Ok(_) => Err("value: not a JSON object".to_string()),
-                Err(e) => Err(format!("value: not JSON ({e})")),
-            },
+            None => object(bytes).map(|()| 0),
         };
         match checked {
             Ok(ignored) => {

@@ -1,13 +1,13 @@
 //! Typed values (`--value-format json`): a record's value is JSON, decoded into a declared schema. The
-//! schema is a tree of [`Node`]s, read from an Avro schema (`avro`), checked against each value
-//! (`check`) and mapped to Arrow types (`arrow`) for the Parquet `value` column.
+//! schema is a tree of [`Node`]s, read from an Avro schema (`avro`), each value decoded by it into the
+//! column in one pass (`json`), mapped to Arrow types (`arrow`) for the Parquet `value` column.
 
 pub(crate) mod arrow;
 pub mod avro;
-mod check;
 pub mod column;
 pub(crate) mod columns;
 mod infer;
+pub(crate) mod json;
 pub mod json_schema;
 pub(crate) mod line;
 pub mod protobuf;
@@ -65,7 +65,7 @@ pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, String> {
 pub fn value_columns(format: &ValueFormat) -> Option<Box<dyn ValueColumns>> {
     match format {
         ValueFormat::Raw => None,
-        ValueFormat::Json(json) => Some(Box::new(columns::JsonColumns::new(json.clone()))),
+        ValueFormat::Json(json) => Some(Box::new(json::columns::JsonColumns::new(json.clone()))),
         ValueFormat::Avro(avro) => Some(Box::new(avro::columns::AvroColumns::new(avro.clone()))),
         ValueFormat::Protobuf(values) => Some(Box::new(protobuf::columns::ProtobufColumns::new(values.clone()))),
         ValueFormat::JsonSchema(values) => Some(Box::new(json_schema::columns::JsonSchemaColumns::new(values.clone()))),

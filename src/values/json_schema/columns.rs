@@ -15,7 +15,8 @@ use arrow_array::ArrayRef;
 use arrow_schema::Field;
 
 use super::fit::holds;
-use crate::values::columns::{ColumnsError, JsonColumns, ValueStats};
+use crate::values::columns::{ColumnsError, ValueStats};
+use crate::values::json::columns::JsonColumns;
 use crate::values::wire::{split, SchemaId};
 use crate::values::{JsonSchemaValues, ValueColumns, ValueSchema};
 
