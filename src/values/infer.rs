@@ -4,9 +4,22 @@
 //! has another type than the records before it gave (a string where numbers were, an object where an
 //! array was) does not fit: it is kept raw, with the reason. Every inferred field is nullable.
 
-use serde_json::{Map, Value};
-
 use super::{FieldNode, Node, ValueSchema, ValueType};
+
+/// What inference needs of a JSON value: its kind, an object's keys (sorted, each once: the last one
+/// given) and an array's items, not its strings or numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    Null,
+    Boolean,
+    /// A number that is an integer within 64 bits.
+    Integer,
+    /// Any other number.
+    Fraction,
+    String,
+    Array(Vec<Shape>),
+    Object(Vec<(String, Shape)>),
+}
 
 /// A type as inferred so far.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +42,7 @@ pub struct Inference {
 
 impl Inference {
     /// Adds a value's fields and types, or says why it conflicts (adding nothing then).
-    pub fn add(&mut self, value: &Map<String, Value>) -> Result<(), String> {
+    pub fn add(&mut self, value: &[(String, Shape)]) -> Result<(), String> {
         if let Some(why) = record_conflict(&self.fields, value) {
             return Err(why);
         }
@@ -60,7 +73,7 @@ fn ty(t: &Inferred) -> ValueType {
     }
 }
 
-fn record_conflict(fields: &[(String, Inferred)], value: &Map<String, Value>) -> Option<String> {
+fn record_conflict(fields: &[(String, Inferred)], value: &[(String, Shape)]) -> Option<String> {
     value.iter().find_map(|(k, v)| {
         let known = fields.iter().find(|(name, _)| name == k).map(|(_, t)| t);
         known.and_then(|t| conflict(t, v)).map(|why| format!(".{k}{why}"))
@@ -68,20 +81,20 @@ fn record_conflict(fields: &[(String, Inferred)], value: &Map<String, Value>) ->
 }
 
 /// Why `v` cannot be merged into `t`: a path suffix and the reason.
-fn conflict(t: &Inferred, v: &Value) -> Option<String> {
+fn conflict(t: &Inferred, v: &Shape) -> Option<String> {
     match (t, v) {
-        (_, Value::Null) | (Inferred::Unknown, _) => None,
-        (Inferred::Boolean, Value::Bool(_)) | (Inferred::String, Value::String(_)) => None,
-        (Inferred::Long | Inferred::Double, Value::Number(_)) => None,
-        (Inferred::Array(item), Value::Array(items)) => {
+        (_, Shape::Null) | (Inferred::Unknown, _) => None,
+        (Inferred::Boolean, Shape::Boolean) | (Inferred::String, Shape::String) => None,
+        (Inferred::Long | Inferred::Double, Shape::Integer | Shape::Fraction) => None,
+        (Inferred::Array(item), Shape::Array(items)) => {
             items.iter().enumerate().find_map(|(i, x)| conflict(item, x).map(|why| format!("[{i}]{why}")))
         }
-        (Inferred::Record(fields), Value::Object(o)) => record_conflict(fields, o),
+        (Inferred::Record(fields), Shape::Object(o)) => record_conflict(fields, o),
         _ => Some(format!(": {} here, {} in earlier records of this file", kind(v), name(t))),
     }
 }
 
-fn merge_record(fields: &mut Vec<(String, Inferred)>, value: &Map<String, Value>) {
+fn merge_record(fields: &mut Vec<(String, Inferred)>, value: &[(String, Shape)]) {
     for (k, v) in value {
         match fields.iter_mut().find(|(name, _)| name == k) {
             Some((_, t)) => merge(t, v),
@@ -95,30 +108,30 @@ fn merge_record(fields: &mut Vec<(String, Inferred)>, value: &Map<String, Value>
 }
 
 /// Merges a value known not to conflict.
-fn merge(t: &mut Inferred, v: &Value) {
+fn merge(t: &mut Inferred, v: &Shape) {
     match (&mut *t, v) {
-        (_, Value::Null) => {}
+        (_, Shape::Null) => {}
         (Inferred::Unknown, _) => *t = first(v),
-        (Inferred::Long, Value::Number(n)) if !n.is_i64() => *t = Inferred::Double,
-        (Inferred::Array(item), Value::Array(items)) => items.iter().for_each(|x| merge(item, x)),
-        (Inferred::Record(fields), Value::Object(o)) => merge_record(fields, o),
+        (Inferred::Long, Shape::Fraction) => *t = Inferred::Double,
+        (Inferred::Array(item), Shape::Array(items)) => items.iter().for_each(|x| merge(item, x)),
+        (Inferred::Record(fields), Shape::Object(o)) => merge_record(fields, o),
         _ => {}
     }
 }
 
-fn first(v: &Value) -> Inferred {
+fn first(v: &Shape) -> Inferred {
     match v {
-        Value::Null => Inferred::Unknown,
-        Value::Bool(_) => Inferred::Boolean,
-        Value::Number(n) if n.is_i64() => Inferred::Long,
-        Value::Number(_) => Inferred::Double,
-        Value::String(_) => Inferred::String,
-        Value::Array(items) => {
+        Shape::Null => Inferred::Unknown,
+        Shape::Boolean => Inferred::Boolean,
+        Shape::Integer => Inferred::Long,
+        Shape::Fraction => Inferred::Double,
+        Shape::String => Inferred::String,
+        Shape::Array(items) => {
             let mut item = Inferred::Unknown;
             items.iter().for_each(|x| merge(&mut item, x));
             Inferred::Array(Box::new(item))
         }
-        Value::Object(o) => {
+        Shape::Object(o) => {
             let mut fields = Vec::new();
             merge_record(&mut fields, o);
             Inferred::Record(fields)
@@ -138,14 +151,14 @@ fn name(t: &Inferred) -> &'static str {
 }
 
 /// What a JSON value is, for messages.
-fn kind(v: &Value) -> &'static str {
+fn kind(v: &Shape) -> &'static str {
     match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        Shape::Null => "null",
+        Shape::Boolean => "a boolean",
+        Shape::Integer | Shape::Fraction => "a number",
+        Shape::String => "a string",
+        Shape::Array(_) => "an array",
+        Shape::Object(_) => "an object",
     }
 }
 
@@ -157,8 +170,7 @@ mod tests {
         let mut inference = Inference::default();
         let mut conflicts = Vec::new();
         for v in values {
-            let Value::Object(o) = serde_json::from_str(v).unwrap() else { panic!("{v} is not an object") };
-            if let Err(why) = inference.add(&o) {
+            if let Err(why) = inference.add(&crate::values::json::shape(v.as_bytes()).unwrap()) {
                 conflicts.push(why);
             }
         }

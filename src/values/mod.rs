@@ -6,7 +6,7 @@ pub(crate) mod arrow;
 pub mod avro;
 pub mod column;
 pub(crate) mod columns;
-mod infer;
+pub(crate) mod infer;
 pub(crate) mod json;
 pub mod json_schema;
 pub(crate) mod line;

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{Field, FieldRef};
-use serde_json::Value;
 
 use super::decode::decode;
 use super::value_column;
@@ -34,6 +33,8 @@ pub struct JsonColumns {
     value: Option<Struct>,
     /// The room the last batch's `value` column took, made in the next one's.
     room: Room,
+    /// The schema taking shape from the first batch's values (inferring, until it is taken).
+    inference: Inference,
     stats: ValueStats,
 }
 
@@ -50,8 +51,8 @@ impl JsonColumns {
     }
 
     fn with(json: Arc<JsonValues>, schema: Option<(ValueSchema, FieldRef)>, header: usize) -> Self {
-        let (batch, offsets, value, room, stats) = Default::default();
-        Self { json, schema, header, batch, offsets, value, room, stats }
+        let (batch, offsets, value, room, inference, stats) = Default::default();
+        Self { json, schema, header, batch, offsets, value, room, inference, stats }
     }
 
     /// The file's schema: the batch's values taken so far are decoded again by it.
@@ -117,22 +118,6 @@ impl JsonColumns {
         Some(value)
     }
 
-    /// Infers the file's schema from the batch's values (the first batch), leaving out those that
-    /// conflict with the ones before them.
-    fn infer(&mut self) -> ValueSchema {
-        let mut inference = Inference::default();
-        for (i, &offset) in self.offsets.iter().enumerate() {
-            let Some(text) = self.batch.fitting(i) else { continue };
-            let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(text) else { continue };
-            if let Err(why) = inference.add(&o) {
-                let why = format!("value{why}");
-                self.stats.misfit(offset, &why);
-                self.batch.rows[i].misfit = Some(why);
-            }
-        }
-        inference.schema()
-    }
-
     /// The `value` column of a batch taken before the file's schema last changed, decoded again by it
     /// from the values' bytes (`raw`, which every framed value keeps; `error` says which fit).
     pub(crate) fn redecode(&self, raw: &ArrayRef, error: &ArrayRef) -> Result<ArrayRef, ColumnsError> {
@@ -179,8 +164,11 @@ impl ValueColumns for JsonColumns {
         };
         let (inferring, header) = (self.inferring(), self.header);
         let misfit = match self.parts() {
-            // Inferred at the end of the batch; only objects can be.
-            None => super::object(value).err(),
+            // The schema is inferred from the batch's objects when it is taken; a value conflicting with
+            // those before it does not fit.
+            None => super::shape(value)
+                .and_then(|fields| self.inference.add(&fields).map_err(|why| format!("value{why}")))
+                .err(),
             Some((schema, column)) => match decode(schema, &value[header.min(value.len())..], column) {
                 Ok(fit) if fit.ignored_fields > 0 && inferring => {
                     column.truncate(column.rows() - 1);
@@ -228,7 +216,7 @@ impl ValueColumns for JsonColumns {
     /// Builds the batch's three columns and starts the next batch.
     fn take(&mut self, _offsets: &[i64]) -> Result<[ArrayRef; 3], ColumnsError> {
         if self.schema.is_none() {
-            let schema = self.infer();
+            let schema = std::mem::take(&mut self.inference).schema();
             self.set_schema(schema);
         }
         self.parts().expect("the file's schema is known");

@@ -5,11 +5,13 @@
 pub(crate) mod columns;
 mod decode;
 mod scan;
+mod shape;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
 
+pub(crate) use self::shape::shape;
 use super::column::{Room, Struct};
 use super::ValueSchema;
 

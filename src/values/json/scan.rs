@@ -274,10 +274,16 @@ impl<'a> Reader<'a> {
         self.skip_within(scratch, 0)
     }
 
-    fn skip_within(&mut self, scratch: &mut Vec<u8>, depth: usize) -> Result<(), Syntax> {
-        if depth > MAX_DEPTH {
-            return Err(self.error("nested too deeply"));
+    /// Refuses a value nested `depth` deep past the limit.
+    pub fn within(&self, depth: usize) -> Result<(), Syntax> {
+        match depth > MAX_DEPTH {
+            true => Err(self.error("nested too deeply")),
+            false => Ok(()),
         }
+    }
+
+    fn skip_within(&mut self, scratch: &mut Vec<u8>, depth: usize) -> Result<(), Syntax> {
+        self.within(depth)?;
         match self.peek()? {
             b'{' => {
                 self.at += 1;
