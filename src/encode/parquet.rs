@@ -37,6 +37,9 @@ pub(super) const BATCH_ROWS: usize = 4096;
 const BATCH_BYTES: u64 = 4 << 20;
 /// How much memory Arrow builders may hold per byte appended (their buffers double as they grow).
 const BUILDER_GROWTH: u64 = 2;
+/// How often (in rows) the typed columns' allocation is measured for the memory budget: a batch's
+/// growth is counted within this many rows of it, at a cost per row too small to see.
+const MEASURE_DECODED_EVERY: usize = 64;
 /// Row groups are flushed to the spool at this estimated size, bounding the writer's memory.
 const ROW_GROUP_BYTES: usize = 16 << 20;
 
@@ -132,6 +135,9 @@ struct Builders {
     headers: ListBuilder<StructBuilder>,
     rows: usize,
     bytes: u64,
+    /// What the typed columns' decoded values hold allocated, measured every `MEASURE_DECODED_EVERY`
+    /// rows of a batch (from its first, whose columns are made at the last batch's size).
+    decoded: u64,
 }
 
 impl Builders {
@@ -149,7 +155,14 @@ impl Builders {
                 .with_field(header_item()),
             rows: 0,
             bytes: 0,
+            decoded: 0,
         }
+    }
+
+    /// What the typed value and key columns hold allocated now.
+    fn decoded_allocated(&self) -> u64 {
+        let typed = self.value.typed().map_or(0, |t| t.allocated()) + self.key.typed().map_or(0, |t| t.allocated());
+        typed as u64
     }
 
     /// Takes a record, or (`may_roll`) refuses one whose value the file's schema cannot hold, or whose
@@ -188,6 +201,9 @@ impl Builders {
         self.headers.append(true);
         self.rows += 1;
         self.bytes += r.payload_size();
+        if self.rows % MEASURE_DECODED_EVERY == 1 {
+            self.decoded = self.decoded_allocated();
+        }
         true
     }
 
@@ -240,6 +256,7 @@ impl Builders {
         columns.extend(typed_values.into_iter().chain(typed_keys));
         self.rows = 0;
         self.bytes = 0;
+        self.decoded = 0;
         let schema = match &self.schema {
             Some(schema) => schema.clone(),
             None => self.schema.insert(self.typed_schema().expect("the schema is known after a batch")).clone(),
@@ -378,9 +395,10 @@ impl ParquetEncoder {
 
     /// The writer's memory, and the Arrow builders' at their bound: their buffers grow by doubling, so
     /// they hold up to twice the bytes appended (measured with 1,000 open files of mixed-size records:
-    /// 1.9–2.3 × the payload). Counting less let 1,000 partitions overrun the budget by as much.
+    /// 1.9–2.3 × the payload). Counting less let 1,000 partitions overrun the budget by as much. Typed
+    /// values' decoded columns come on top, as allocated: they may take far more than the values' bytes.
     pub fn buffered_memory(&self) -> u64 {
-        self.writer_memory + BUILDER_GROWTH * self.builders.bytes
+        self.writer_memory + BUILDER_GROWTH * self.builders.bytes + self.builders.decoded
     }
 
     /// The sealed file, and what its typed values and keys came to (all of its batches taken).

@@ -88,6 +88,29 @@ impl Column {
         }
     }
 
+    /// The bytes its buffers hold allocated, the columns within it included (for the memory budget).
+    pub fn allocated(&self) -> usize {
+        match self {
+            Column::Null(_) => 0,
+            Column::Boolean(c) => c.values.capacity() / 8 + c.nulls.allocated_size(),
+            Column::Int32(c) => c.allocated(),
+            Column::Int64(c) => c.allocated(),
+            Column::UInt32(c) => c.allocated(),
+            Column::UInt64(c) => c.allocated(),
+            Column::Float32(c) => c.allocated(),
+            Column::Float64(c) => c.allocated(),
+            Column::Decimal128(c) => c.allocated(),
+            Column::Utf8(Strings { bytes: c, .. }) | Column::Binary(c) => {
+                c.offsets.capacity() * 4 + c.values.capacity() + c.nulls.allocated_size()
+            }
+            Column::FixedSize(c) => c.values.capacity() + c.nulls.allocated_size(),
+            Column::List(c) | Column::Map(c) => {
+                c.offsets.capacity() * 4 + c.nulls.allocated_size() + c.items.allocated()
+            }
+            Column::Struct(c) => c.allocated(),
+        }
+    }
+
     /// The room this column's rows take (see [`Room`]).
     fn room(&self) -> Room {
         let rows = self.rows();
@@ -290,6 +313,10 @@ impl<T: ArrowNativeType> Primitive<T> {
         self.nulls.truncate(rows);
     }
 
+    fn allocated(&self) -> usize {
+        self.values.capacity() * std::mem::size_of::<T>() + self.nulls.allocated_size()
+    }
+
     fn finish(self) -> Result<ArrayRef, ArrowError> {
         array(ArrayData::builder(self.ty).len(self.values.len()).add_buffer(Buffer::from_vec(self.values)), self.nulls)
     }
@@ -483,6 +510,11 @@ impl Struct {
     pub fn close(&mut self, valid: bool) {
         self.nulls.append(valid);
         self.len += 1;
+    }
+
+    /// The bytes its buffers hold allocated (see [`Column::allocated`]).
+    pub fn allocated(&self) -> usize {
+        self.nulls.allocated_size() + self.children.iter().map(Column::allocated).sum::<usize>()
     }
 
     /// Appends a null row.

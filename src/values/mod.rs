@@ -54,6 +54,10 @@ pub trait ValueColumns: Send {
 
     /// What the file's values came to so far.
     fn stats(&self) -> &columns::ValueStats;
+
+    /// The bytes the batch's decoded columns hold allocated (for the memory budget: a value's columns
+    /// may take far more room than its bytes, as sparse JSON of many optional fields does).
+    fn allocated(&self) -> usize;
 }
 
 /// `bytes` as text, or why they are not UTF-8 (a decoder's misfit reason).

@@ -106,6 +106,10 @@ impl ValueColumns for RegistryColumns {
     fn stats(&self) -> &ValueStats {
         self.columns.as_ref().map_or(&self.none, |(_, columns)| columns.stats())
     }
+
+    fn allocated(&self) -> usize {
+        self.columns.as_ref().map_or(0, |(_, columns)| columns.allocated())
+    }
 }
 
 #[cfg(test)]

@@ -324,6 +324,10 @@ impl ValueColumns for AvroColumns {
     fn stats(&self) -> &ValueStats {
         &self.stats
     }
+
+    fn allocated(&self) -> usize {
+        self.value.as_ref().map_or(0, Struct::allocated)
+    }
 }
 
 /// Reads a value of schema `id` (which `file` holds) to its last byte into `value` (none: it is only

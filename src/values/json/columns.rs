@@ -96,9 +96,12 @@ impl JsonColumns {
     }
 
     /// The batch's values decoded by the file's schema: a row for each, null for a tombstone or a
-    /// misfit (a value that no longer fits becomes one).
+    /// misfit (a value that no longer fits becomes one). Only a batch whose values' bytes are all held
+    /// has rows here: one pushed before the file's schema was known, or framed values (kept), whose
+    /// schema may widen mid-batch; a declared schema's column is made before its first value.
     fn decode_batch(&mut self) -> Option<Struct> {
         let (schema, _) = self.schema.as_ref()?;
+        debug_assert!(self.batch.len() == 0 || self.header > 0 || self.json.declared.is_none(), "bytes not held");
         let mut value = value_column(schema, &self.room);
         for i in 0..self.batch.len() {
             let fit = match self.batch.fitting(i) {
@@ -233,5 +236,9 @@ impl ValueColumns for JsonColumns {
 
     fn stats(&self) -> &ValueStats {
         &self.stats
+    }
+
+    fn allocated(&self) -> usize {
+        self.value.as_ref().map_or(0, Struct::allocated)
     }
 }

@@ -2,8 +2,8 @@
 //! checked against the type the schema gives it there, and appended; a value found not to fit part way
 //! is cut back out of the column (`Column::truncate`). The rules: integers must be integers in range;
 //! timestamps, dates and decimals are read by arrow-cast's parsers (as arrow-json reads them); an
-//! object's keys the schema does not declare are skipped, counted; a key given twice counts its last
-//! value; a missing field is null, if it may be.
+//! object's keys the schema does not declare are skipped, counted; a field given twice does not fit
+//! (JSON leaves it to each reader which one counts); a missing field is null, if it may be.
 
 use arrow_array::timezone::Tz;
 use arrow_array::types::{Date32Type, Decimal128Type};
@@ -45,7 +45,7 @@ impl Fail {
 /// type). A value that does not fit leaves `value` as it was.
 pub(super) fn decode(schema: &ValueSchema, bytes: &[u8], value: &mut Struct) -> Result<Fit, Misfit> {
     let rows = value.rows();
-    let mut decoder = Decoder { bytes, r: Reader::new(bytes), scratch: Vec::new(), ignored: 0 };
+    let mut decoder = Decoder { bytes, r: Reader::new(bytes), scratch: Vec::new(), ignored: 0, depth: 0 };
     match decoder.top(schema, value) {
         Ok(()) => Ok(Fit { ignored_fields: decoder.ignored }),
         Err(fail) => {
@@ -66,7 +66,7 @@ pub(super) fn decode(schema: &ValueSchema, bytes: &[u8], value: &mut Struct) -> 
 /// Whether `bytes` is one JSON document.
 pub(super) fn validate(bytes: &[u8]) -> Result<(), Syntax> {
     let mut r = Reader::new(bytes);
-    r.skip(&mut Vec::new())?;
+    r.skip(&mut Vec::new(), 0)?;
     r.end()
 }
 
@@ -89,6 +89,8 @@ struct Decoder<'a> {
     scratch: Vec<u8>,
     /// Object keys the schema does not declare.
     ignored: u64,
+    /// How many arrays and objects the value ahead is within.
+    depth: usize,
 }
 
 impl Decoder<'_> {
@@ -108,8 +110,7 @@ impl Decoder<'_> {
 
     /// An object read as a record's fields into `s`, whose row it closes.
     fn record(&mut self, fields: &[FieldNode], s: &mut Struct) -> Result<(), Fail> {
-        self.r.expect(b'{', "expected an object")?;
-        let row = s.rows();
+        self.open(b'{')?;
         let mut seen = Seen::new(fields.len());
         let mut next = 0;
         if !self.r.empty(b'}')? {
@@ -118,16 +119,17 @@ impl Decoder<'_> {
                 self.r.expect(b':', "expected :")?;
                 match field {
                     Some(i) => {
-                        if seen.insert(i) {
-                            // A key given again: its last value counts.
-                            s.child(i).truncate(row);
-                        }
                         let field = &fields[i];
+                        if seen.insert(i) {
+                            return Err(Misfit::new("given twice".into())
+                                .under(Step::Field(field.name.clone()))
+                                .into());
+                        }
                         self.node(&field.node, s.child(i)).map_err(|f| f.under(|| Step::Field(field.name.clone())))?;
                         next = i + 1;
                     }
                     None => {
-                        self.r.skip(&mut self.scratch)?;
+                        self.r.skip(&mut self.scratch, self.depth)?;
                         self.ignored += 1;
                     }
                 }
@@ -149,6 +151,15 @@ impl Decoder<'_> {
             s.child(0).push_null();
         }
         s.close(true);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Takes the `[` or `{` that must come next, one level deeper.
+    fn open(&mut self, bracket: u8) -> Result<(), Syntax> {
+        self.r.within(self.depth)?;
+        self.r.expect(bracket, if bracket == b'[' { "expected an array" } else { "expected an object" })?;
+        self.depth += 1;
         Ok(())
     }
 
@@ -168,7 +179,7 @@ impl Decoder<'_> {
             return Ok(());
         }
         self.r.rewind(start);
-        self.r.skip(&mut self.scratch)?;
+        self.r.skip(&mut self.scratch, self.depth)?;
         Err(Misfit::new(format!("expected {}, got {}", n.ty, shown(self.r.text_since(start)))).into())
     }
 
@@ -266,7 +277,7 @@ impl Decoder<'_> {
     }
 
     fn array(&mut self, item: &Node, list: &mut List) -> Result<(), Fail> {
-        self.r.expect(b'[', "expected an array")?;
+        self.open(b'[')?;
         if !self.r.empty(b']')? {
             for i in 0.. {
                 self.node(item, list.items()).map_err(|f| f.under(|| Step::Index(i)))?;
@@ -276,12 +287,13 @@ impl Decoder<'_> {
             }
         }
         list.close(true);
+        self.depth -= 1;
         Ok(())
     }
 
     /// An object read as a map's entries (every key kept, in order).
     fn map(&mut self, values: &Node, map: &mut List) -> Result<(), Fail> {
-        self.r.expect(b'{', "expected an object")?;
+        self.open(b'{')?;
         let Column::Struct(entries) = map.items() else { unreachable!("a map's entries are structs") };
         if !self.r.empty(b'}')? {
             loop {
@@ -298,6 +310,7 @@ impl Decoder<'_> {
             }
         }
         map.close(true);
+        self.depth -= 1;
         Ok(())
     }
 

@@ -5,8 +5,8 @@
 
 use std::fmt;
 
-/// How deep arrays and objects may nest in a value skipped (serde_json's limit too).
-const MAX_DEPTH: usize = 128;
+/// How many arrays and objects may nest, one in another (serde_json's limit too).
+const MAX_DEPTH: usize = 127;
 
 /// Where JSON text stops being JSON, and what was expected there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -269,29 +269,25 @@ impl<'a> Reader<'a> {
         Ok(code)
     }
 
-    /// Takes a whole value, whatever it is.
-    pub fn skip(&mut self, scratch: &mut Vec<u8>) -> Result<(), Syntax> {
-        self.skip_within(scratch, 0)
-    }
-
-    /// Refuses a value nested `depth` deep past the limit.
+    /// Refuses to open an array or object within `depth` others, past the limit.
     pub fn within(&self, depth: usize) -> Result<(), Syntax> {
-        match depth > MAX_DEPTH {
+        match depth >= MAX_DEPTH {
             true => Err(self.error("nested too deeply")),
             false => Ok(()),
         }
     }
 
-    fn skip_within(&mut self, scratch: &mut Vec<u8>, depth: usize) -> Result<(), Syntax> {
-        self.within(depth)?;
+    /// Takes a whole value, whatever it is, found within `depth` arrays and objects.
+    pub fn skip(&mut self, scratch: &mut Vec<u8>, depth: usize) -> Result<(), Syntax> {
         match self.peek()? {
             b'{' => {
+                self.within(depth)?;
                 self.at += 1;
                 if !self.empty(b'}')? {
                     loop {
                         self.string(scratch)?;
                         self.expect(b':', "expected :")?;
-                        self.skip_within(scratch, depth + 1)?;
+                        self.skip(scratch, depth + 1)?;
                         if !self.more(b'}')? {
                             break;
                         }
@@ -299,10 +295,11 @@ impl<'a> Reader<'a> {
                 }
             }
             b'[' => {
+                self.within(depth)?;
                 self.at += 1;
                 if !self.empty(b']')? {
                     loop {
-                        self.skip_within(scratch, depth + 1)?;
+                        self.skip(scratch, depth + 1)?;
                         if !self.more(b']')? {
                             break;
                         }
@@ -347,7 +344,7 @@ mod tests {
 
     fn valid(text: &str) -> Result<(), Syntax> {
         let mut r = Reader::new(text.as_bytes());
-        r.skip(&mut Vec::new())?;
+        r.skip(&mut Vec::new(), 0)?;
         r.end()
     }
 
@@ -397,6 +394,13 @@ mod tests {
             assert!(valid(bad).is_err(), "{bad:?} is not JSON");
         }
         assert_eq!(valid(&"[".repeat(200)).unwrap_err().why, "nested too deeply");
+        // serde_json's limit: 127 arrays one in another, not 128.
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert_eq!(
+            (valid(&nested(127)), serde_json::from_str::<serde_json::Value>(&nested(127)).is_ok()),
+            (Ok(()), true)
+        );
+        assert!(valid(&nested(128)).is_err() && serde_json::from_str::<serde_json::Value>(&nested(128)).is_err());
         let not_utf8 = [b'"', 0xff, b'"'];
         let mut r = Reader::new(&not_utf8);
         assert_eq!(r.string(&mut Vec::new()).unwrap_err(), Syntax { at: 1, why: "invalid UTF-8" });

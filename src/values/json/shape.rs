@@ -21,9 +21,9 @@ pub(crate) fn shape(bytes: &[u8]) -> Result<Vec<(String, Shape)>, String> {
 }
 
 fn value(r: &mut Reader, scratch: &mut Vec<u8>, depth: usize) -> Result<Shape, Syntax> {
-    r.within(depth)?;
     Ok(match r.peek()? {
         b'{' => {
+            r.within(depth)?;
             r.expect(b'{', "expected an object")?;
             let mut fields = Vec::new();
             if !r.empty(b'}')? {
@@ -39,6 +39,7 @@ fn value(r: &mut Reader, scratch: &mut Vec<u8>, depth: usize) -> Result<Shape, S
             Shape::Object(sorted(fields))
         }
         b'[' => {
+            r.within(depth)?;
             r.expect(b'[', "expected an array")?;
             let mut items = Vec::new();
             if !r.empty(b']')? {

@@ -159,6 +159,10 @@ impl ValueColumns for JsonSchemaColumns {
     fn stats(&self) -> &ValueStats {
         self.columns.stats()
     }
+
+    fn allocated(&self) -> usize {
+        self.columns.allocated()
+    }
 }
 
 #[cfg(test)]

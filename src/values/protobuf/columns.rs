@@ -311,6 +311,10 @@ impl ValueColumns for ProtobufColumns {
     fn stats(&self) -> &ValueStats {
         &self.stats
     }
+
+    fn allocated(&self) -> usize {
+        self.value.as_ref().map_or(0, Struct::allocated)
+    }
 }
 
 impl FileSchema {
