@@ -7,7 +7,7 @@ pub mod avro;
 pub mod column;
 pub(crate) mod columns;
 pub(crate) mod infer;
-pub(crate) mod json;
+pub mod json;
 pub mod json_schema;
 pub(crate) mod line;
 pub mod protobuf;

@@ -43,7 +43,7 @@ impl Fail {
 
 /// Decodes `bytes` by `schema` into one more row of `value` (a struct column of `value_field(schema)`'s
 /// type). A value that does not fit leaves `value` as it was.
-pub(super) fn decode(schema: &ValueSchema, bytes: &[u8], value: &mut Struct) -> Result<Fit, Misfit> {
+pub fn decode(schema: &ValueSchema, bytes: &[u8], value: &mut Struct) -> Result<Fit, Misfit> {
     let rows = value.rows();
     let mut decoder = Decoder { bytes, r: Reader::new(bytes), scratch: Vec::new(), ignored: 0, depth: 0 };
     match decoder.top(schema, value) {
@@ -105,7 +105,10 @@ impl Decoder<'_> {
                 first => return Err(Misfit::new(format!("not a JSON object (got {})", kind(first))).into()),
             },
         }
-        Ok(self.r.end()?)
+        self.r.end()?;
+        // The strings were appended unchecked: checked now, all at once (`validate` then says where).
+        value.validate().map_err(|_| Misfit::new("a string that is not UTF-8".into()))?;
+        Ok(())
     }
 
     /// An object read as a record's fields into `s`, whose row it closes.
@@ -115,7 +118,13 @@ impl Decoder<'_> {
         let mut next = 0;
         if !self.r.empty(b'}')? {
             loop {
-                let field = find(fields, self.r.string(&mut self.scratch)?, next);
+                let key_at = self.r.position();
+                let field = find(fields, self.r.raw_string(&mut self.scratch)?, next);
+                if field.is_none() {
+                    // A key no field has: read again to check it is UTF-8 (a field's name is).
+                    self.r.rewind(key_at);
+                    self.r.string(&mut self.scratch)?;
+                }
                 self.r.expect(b':', "expected :")?;
                 match field {
                     Some(i) => {
@@ -190,7 +199,7 @@ impl Decoder<'_> {
         let text = first == b'"';
         Ok(match (ty, column) {
             (ValueType::String, Column::Utf8(c)) if text => {
-                c.push(self.r.string(&mut self.scratch)?);
+                c.push_unchecked(self.r.raw_string(&mut self.scratch)?);
                 true
             }
             (ValueType::Long, Column::Int64(c)) if number => push(c, self.integer()?),
@@ -226,16 +235,16 @@ impl Decoder<'_> {
                 push(c, parse_decimal::<Decimal128Type>(digits, *precision, *scale).ok())
             }
             (ValueType::Uuid, Column::Utf8(c)) if text => {
-                let s = self.r.string(&mut self.scratch)?;
+                let s = self.r.raw_string(&mut self.scratch)?;
                 is_uuid(s) && {
-                    c.push(s);
+                    c.push_unchecked(s);
                     true
                 }
             }
             (ValueType::Enum(symbols), Column::Utf8(c)) if text => {
-                let s = self.r.string(&mut self.scratch)?;
-                symbols.iter().any(|sym| sym == s) && {
-                    c.push(s);
+                let s = self.r.raw_string(&mut self.scratch)?;
+                symbols.iter().any(|sym| sym.as_bytes() == s) && {
+                    c.push_unchecked(s);
                     true
                 }
             }
@@ -298,9 +307,9 @@ impl Decoder<'_> {
         if !self.r.empty(b'}')? {
             loop {
                 let key_at = self.r.position();
-                let key = self.r.string(&mut self.scratch)?;
+                let key = self.r.raw_string(&mut self.scratch)?;
                 let Column::Utf8(keys) = entries.child(0) else { unreachable!("a map's keys are strings") };
-                keys.push(key);
+                keys.push_unchecked(key);
                 self.r.expect(b':', "expected :")?;
                 self.node(values, entries.child(1)).map_err(|f| f.under(|| Step::Field(self.key(key_at))))?;
                 entries.close(true);
@@ -330,10 +339,10 @@ fn push<T: arrow_buffer::ArrowNativeType>(column: &mut Primitive<T>, value: Opti
 
 /// The field named `key`: looked for at `next` first (keys mostly come in the schema's order).
 #[inline]
-fn find(fields: &[FieldNode], key: &str, next: usize) -> Option<usize> {
+fn find(fields: &[FieldNode], key: &[u8], next: usize) -> Option<usize> {
     match fields.get(next) {
-        Some(f) if f.name == key => Some(next),
-        _ => fields.iter().position(|f| f.name == key),
+        Some(f) if f.name.as_bytes() == key => Some(next),
+        _ => fields.iter().position(|f| f.name.as_bytes() == key),
     }
 }
 
@@ -381,8 +390,7 @@ fn shown(text: String) -> String {
     }
 }
 
-fn is_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
+fn is_uuid(b: &[u8]) -> bool {
     b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {
             8 | 13 | 18 | 23 => *c == b'-',

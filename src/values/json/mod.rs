@@ -11,6 +11,7 @@ mod tests;
 
 use std::fmt;
 
+pub use self::decode::decode;
 pub(crate) use self::shape::shape;
 use super::column::{Room, Struct};
 use super::ValueSchema;
@@ -70,7 +71,7 @@ pub(crate) fn object(bytes: &[u8]) -> Result<(), String> {
 }
 
 /// An empty `value` column of `schema`'s type, with `room` made.
-fn value_column(schema: &ValueSchema, room: &Room) -> Struct {
+pub fn value_column(schema: &ValueSchema, room: &Room) -> Struct {
     match super::value_field(schema).data_type() {
         arrow_schema::DataType::Struct(fields) => Struct::new(fields.clone(), room),
         other => unreachable!("the value field is a struct, not {other}"),

@@ -286,3 +286,31 @@ fn decimals_keep_every_digit() {
     let d = ours.as_struct().column(0).as_primitive::<Decimal128Type>().value(0);
     assert_eq!(d, 12_345_678_901_234_567_890_123_456_789_012);
 }
+
+/// Strings are appended to their columns unchecked and checked once the value is read: bytes that
+/// are not UTF-8 anywhere (a field's string, a map's key, a key no field has, an ignored value) make
+/// the value not JSON, saying where, and leave nothing in the columns.
+#[test]
+fn bytes_that_are_not_utf8_are_not_json_wherever_they_are() {
+    let schema = schema();
+    let good = br#"{"n":1,"amount":1,"items":[{"sku":"a"}],"attrs":{"k":5}}"#.to_vec();
+    // \u{1} stands for a byte that is never UTF-8.
+    let bad = |text: &str| text.bytes().map(|b| if b == 1 { 0xff } else { b }).collect::<Vec<u8>>();
+    for text in [
+        "{\"n\":1,\"amount\":1,\"items\":[{\"sku\":\"a\u{1}\"}]}",
+        "{\"n\":1,\"amount\":1,\"attrs\":{\"k\u{1}\":5}}",
+        "{\"n\":1,\"amount\":1,\"x\u{1}\":5}",
+        "{\"n\":1,\"amount\":1,\"x\":\"\u{1}\"}",
+    ] {
+        let bytes = bad(text);
+        let why = schema.check(&bytes).unwrap_err().to_string();
+        assert!(why.starts_with("value: not JSON (invalid UTF-8 at byte "), "{why}");
+        let json = Arc::new(JsonValues { declared: Some(schema.clone()), keep_raw: false });
+        let mut c = JsonColumns::new(json);
+        assert!(c.push(0, Some(&good), true) && c.push(1, Some(&bytes), true) && c.push(2, Some(&good), true));
+        let [value, _, _] = c.take(&[]).unwrap();
+        let expected =
+            arrow_json(&schema, &[std::str::from_utf8(&good).unwrap(), "null", std::str::from_utf8(&good).unwrap()]);
+        assert_eq!(value.to_data(), expected.unwrap().to_data());
+    }
+}
