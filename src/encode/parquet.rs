@@ -37,8 +37,9 @@ pub(super) const BATCH_ROWS: usize = 4096;
 const BATCH_BYTES: u64 = 4 << 20;
 /// How much memory Arrow builders may hold per byte appended (their buffers double as they grow).
 const BUILDER_GROWTH: u64 = 2;
-/// How often (in rows) the typed columns' allocation is measured for the memory budget: a batch's
-/// growth is counted within this many rows of it, at a cost per row too small to see.
+/// How often (in rows) the typed columns' allocation is measured for the memory budget (and at each
+/// power of two before: a file's first batch grows from nothing): a batch's growth is counted within
+/// this many rows of it, at a cost per row too small to see.
 const MEASURE_DECODED_EVERY: usize = 64;
 /// Row groups are flushed to the spool at this estimated size, bounding the writer's memory.
 const ROW_GROUP_BYTES: usize = 16 << 20;
@@ -201,7 +202,7 @@ impl Builders {
         self.headers.append(true);
         self.rows += 1;
         self.bytes += r.payload_size();
-        if self.rows % MEASURE_DECODED_EVERY == 1 {
+        if self.rows.is_power_of_two() || self.rows % MEASURE_DECODED_EVERY == 1 {
             self.decoded = self.decoded_allocated();
         }
         true

@@ -78,6 +78,9 @@ pub fn value_column(schema: &ValueSchema, room: &Room) -> Struct {
     }
 }
 
+/// The most room a `Checker` keeps between values.
+const CHECKER_KEEPS: usize = 1 << 20;
+
 /// Checks values against a schema without keeping them (a JSON lines file's): each decoded into a
 /// column that is emptied again.
 pub(crate) struct Checker {
@@ -94,6 +97,10 @@ impl Checker {
     pub fn check(&mut self, bytes: &[u8]) -> Result<Fit, Misfit> {
         let fit = decode::decode(&self.schema, bytes, &mut self.scratch);
         self.scratch.truncate(0);
+        if self.scratch.allocated() > CHECKER_KEEPS {
+            // A large value's room is not kept for the file's life.
+            self.scratch = value_column(&self.schema, &Room::default());
+        }
         fit
     }
 }

@@ -204,7 +204,12 @@ impl<'a> Reader<'a> {
     {
         let quote = self.peek().map_or(self.at, |_| self.at);
         let bytes = self.raw_string(scratch)?;
-        std::str::from_utf8(bytes).map_err(|e| Syntax { at: quote + 1 + e.valid_up_to(), why: "invalid UTF-8" })
+        // Escapes always shorten a string: one as long as its text has none, and its bytes are the text's.
+        let plain = bytes.len() == self.at - quote - 2;
+        std::str::from_utf8(bytes).map_err(|e| Syntax {
+            at: quote + 1 + if plain { e.valid_up_to() } else { 0 },
+            why: if plain { "invalid UTF-8" } else { "invalid UTF-8 in the string" },
+        })
     }
 
     /// The rest of a string after its first escape, undone into `out`; its closing quote taken.
@@ -437,6 +442,10 @@ mod tests {
         let not_utf8 = [b'"', 0xff, b'"'];
         let mut r = Reader::new(&not_utf8);
         assert_eq!(r.string(&mut Vec::new()).unwrap_err(), Syntax { at: 1, why: "invalid UTF-8" });
+        // After an escape the bytes are not the text's: the string is named by where it starts.
+        let escaped = [b' ', b'"', b'\\', b'n', 0xff, b'"'];
+        let why = Reader::new(&escaped).string(&mut Vec::new()).unwrap_err();
+        assert_eq!(why, Syntax { at: 2, why: "invalid UTF-8 in the string" });
     }
 
     #[test]
