@@ -60,6 +60,15 @@ pub trait ValueColumns: Send {
     fn allocated(&self) -> usize;
 }
 
+/// Whether `b` is a UUID in its 8-4-4-4-12 hexadecimal form.
+pub(crate) fn is_uuid(b: &[u8]) -> bool {
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
 /// `bytes` as text, or why they are not UTF-8 (a decoder's misfit reason).
 pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(bytes).map_err(|e| format!("a string that is not UTF-8 ({e})"))

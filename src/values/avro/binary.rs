@@ -11,7 +11,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit as ArrowUnit};
 use super::{Avro, AvroField};
 use crate::values::arrow::placeholder_fields;
 use crate::values::column::{Column, List, Strings, Struct};
-use crate::values::TimeUnit;
+use crate::values::{is_uuid, TimeUnit};
 
 /// Why a value does not decode: where, and what was wrong.
 pub type DecodeError = String;
@@ -260,7 +260,7 @@ impl<'a> Reader<'a> {
 
     fn uuid(&mut self) -> Result<&'a str, DecodeError> {
         let s = self.string()?;
-        match is_uuid(s) {
+        match is_uuid(s.as_bytes()) {
             true => Ok(s),
             false => Err(format!("{s:?} is not a UUID (8-4-4-4-12 hexadecimal)")),
         }
@@ -377,11 +377,6 @@ pub(super) fn min_width(avro: &Avro) -> usize {
         Avro::Double => 8,
         _ => 1,
     }
-}
-
-fn is_uuid(s: &str) -> bool {
-    s.len() == 36
-        && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
 }
 
 /// Appends one value of `avro` to `column` (made by `Column::new` for its type) as it reads it,

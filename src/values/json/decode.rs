@@ -12,7 +12,7 @@ use arrow_cast::parse::{parse_decimal, string_to_datetime, Parser};
 use super::scan::{Reader, Syntax};
 use super::{Fit, Misfit, Step};
 use crate::values::column::{Column, List, Primitive, Struct};
-use crate::values::{FieldNode, Node, TimeUnit, ValueSchema, ValueType};
+use crate::values::{is_uuid, FieldNode, Node, TimeUnit, ValueSchema, ValueType};
 
 /// Why decoding stopped: the text is not JSON, or the value does not fit.
 enum Fail {
@@ -115,35 +115,28 @@ impl Decoder<'_> {
     fn record(&mut self, fields: &[FieldNode], s: &mut Struct) -> Result<(), Fail> {
         self.open(b'{')?;
         let mut seen = Seen::new(fields.len());
-        let mut next = 0;
-        if !self.r.empty(b'}')? {
-            loop {
-                let key_at = self.r.position();
-                let field = find(fields, self.r.raw_string(&mut self.scratch)?, next);
-                if field.is_none() {
-                    // A key no field has: read again to check it is UTF-8 (a field's name is).
-                    self.r.rewind(key_at);
-                    self.r.string(&mut self.scratch)?;
-                }
-                self.r.expect(b':', "expected :")?;
-                match field {
-                    Some(i) => {
-                        let field = &fields[i];
-                        if seen.insert(i) {
-                            return Err(Misfit::new("given twice".into())
-                                .under(Step::Field(field.name.clone()))
-                                .into());
-                        }
-                        self.node(&field.node, s.child(i)).map_err(|f| f.under(|| Step::Field(field.name.clone())))?;
-                        next = i + 1;
+        let (mut next, mut started) = (0, false);
+        while self.r.another(b'}', &mut started)? {
+            let key_at = self.r.position();
+            let field = find(fields, self.r.raw_string(&mut self.scratch)?, next);
+            if field.is_none() {
+                // A key no field has: read again to check it is UTF-8 (a field's name is).
+                self.r.rewind(key_at);
+                self.r.string(&mut self.scratch)?;
+            }
+            self.r.expect(b':', "expected :")?;
+            match field {
+                Some(i) => {
+                    let field = &fields[i];
+                    if seen.insert(i) {
+                        return Err(Misfit::new("given twice".into()).under(Step::Field(field.name.clone())).into());
                     }
-                    None => {
-                        self.r.skip(&mut self.scratch, self.depth)?;
-                        self.ignored += 1;
-                    }
+                    self.node(&field.node, s.child(i)).map_err(|f| f.under(|| Step::Field(field.name.clone())))?;
+                    next = i + 1;
                 }
-                if !self.r.more(b'}')? {
-                    break;
+                None => {
+                    self.r.skip(&mut self.scratch, self.depth)?;
+                    self.ignored += 1;
                 }
             }
         }
@@ -287,13 +280,10 @@ impl Decoder<'_> {
 
     fn array(&mut self, item: &Node, list: &mut List) -> Result<(), Fail> {
         self.open(b'[')?;
-        if !self.r.empty(b']')? {
-            for i in 0.. {
-                self.node(item, list.items()).map_err(|f| f.under(|| Step::Index(i)))?;
-                if !self.r.more(b']')? {
-                    break;
-                }
-            }
+        let (mut i, mut started) = (0, false);
+        while self.r.another(b']', &mut started)? {
+            self.node(item, list.items()).map_err(|f| f.under(|| Step::Index(i)))?;
+            i += 1;
         }
         list.close(true);
         self.depth -= 1;
@@ -304,19 +294,15 @@ impl Decoder<'_> {
     fn map(&mut self, values: &Node, map: &mut List) -> Result<(), Fail> {
         self.open(b'{')?;
         let Column::Struct(entries) = map.items() else { unreachable!("a map's entries are structs") };
-        if !self.r.empty(b'}')? {
-            loop {
-                let key_at = self.r.position();
-                let key = self.r.raw_string(&mut self.scratch)?;
-                let Column::Utf8(keys) = entries.child(0) else { unreachable!("a map's keys are strings") };
-                keys.push_unchecked(key);
-                self.r.expect(b':', "expected :")?;
-                self.node(values, entries.child(1)).map_err(|f| f.under(|| Step::Field(self.key(key_at))))?;
-                entries.close(true);
-                if !self.r.more(b'}')? {
-                    break;
-                }
-            }
+        let mut started = false;
+        while self.r.another(b'}', &mut started)? {
+            let key_at = self.r.position();
+            let key = self.r.raw_string(&mut self.scratch)?;
+            let Column::Utf8(keys) = entries.child(0) else { unreachable!("a map's keys are strings") };
+            keys.push_unchecked(key);
+            self.r.expect(b':', "expected :")?;
+            self.node(values, entries.child(1)).map_err(|f| f.under(|| Step::Field(self.key(key_at))))?;
+            entries.close(true);
         }
         map.close(true);
         self.depth -= 1;
@@ -388,12 +374,4 @@ fn shown(text: String) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
     }
-}
-
-fn is_uuid(b: &[u8]) -> bool {
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
 }

@@ -85,10 +85,20 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Whether another item of an array or entry of an object comes before its `close` (which is taken
+    /// when it comes instead); `started`: whether one was read already (then a `,` comes between).
+    #[inline]
+    pub fn another(&mut self, close: u8, started: &mut bool) -> Result<bool, Syntax> {
+        match std::mem::replace(started, true) {
+            false => Ok(!self.eat(close)?),
+            true => self.more(close),
+        }
+    }
+
     /// After an array's item or an object's entry: whether another follows (`,`) or the container
     /// ends (`close`).
     #[inline]
-    pub fn more(&mut self, close: u8) -> Result<bool, Syntax> {
+    fn more(&mut self, close: u8) -> Result<bool, Syntax> {
         match self.peek()? {
             b',' => {
                 self.at += 1;
@@ -100,12 +110,6 @@ impl<'a> Reader<'a> {
             }
             _ => Err(self.error(if close == b']' { "expected , or ]" } else { "expected , or }" })),
         }
-    }
-
-    /// Whether an array or object just opened is empty (then its `close` is taken).
-    #[inline]
-    pub fn empty(&mut self, close: u8) -> Result<bool, Syntax> {
-        self.eat(close)
     }
 
     /// Nothing but whitespace is left.
@@ -298,27 +302,19 @@ impl<'a> Reader<'a> {
             b'{' => {
                 self.within(depth)?;
                 self.at += 1;
-                if !self.empty(b'}')? {
-                    loop {
-                        self.string(scratch)?;
-                        self.expect(b':', "expected :")?;
-                        self.skip(scratch, depth + 1)?;
-                        if !self.more(b'}')? {
-                            break;
-                        }
-                    }
+                let mut started = false;
+                while self.another(b'}', &mut started)? {
+                    self.string(scratch)?;
+                    self.expect(b':', "expected :")?;
+                    self.skip(scratch, depth + 1)?;
                 }
             }
             b'[' => {
                 self.within(depth)?;
                 self.at += 1;
-                if !self.empty(b']')? {
-                    loop {
-                        self.skip(scratch, depth + 1)?;
-                        if !self.more(b']')? {
-                            break;
-                        }
-                    }
+                let mut started = false;
+                while self.another(b']', &mut started)? {
+                    self.skip(scratch, depth + 1)?;
                 }
             }
             b'"' => {

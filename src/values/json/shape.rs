@@ -25,30 +25,20 @@ fn value(r: &mut Reader, scratch: &mut Vec<u8>, depth: usize) -> Result<Shape, S
         b'{' => {
             r.within(depth)?;
             r.expect(b'{', "expected an object")?;
-            let mut fields = Vec::new();
-            if !r.empty(b'}')? {
-                loop {
-                    let key = r.string(scratch)?.to_string();
-                    r.expect(b':', "expected :")?;
-                    fields.push((key, value(r, scratch, depth + 1)?));
-                    if !r.more(b'}')? {
-                        break;
-                    }
-                }
+            let (mut fields, mut started) = (Vec::new(), false);
+            while r.another(b'}', &mut started)? {
+                let key = r.string(scratch)?.to_string();
+                r.expect(b':', "expected :")?;
+                fields.push((key, value(r, scratch, depth + 1)?));
             }
             Shape::Object(sorted(fields))
         }
         b'[' => {
             r.within(depth)?;
             r.expect(b'[', "expected an array")?;
-            let mut items = Vec::new();
-            if !r.empty(b']')? {
-                loop {
-                    items.push(value(r, scratch, depth + 1)?);
-                    if !r.more(b']')? {
-                        break;
-                    }
-                }
+            let (mut items, mut started) = (Vec::new(), false);
+            while r.another(b']', &mut started)? {
+                items.push(value(r, scratch, depth + 1)?);
             }
             Shape::Array(items)
         }
