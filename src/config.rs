@@ -244,7 +244,8 @@ pub struct Settings {
     #[arg(long, env = "KSA_SPOOL_DIR", help_heading = "Files")]
     pub spool_dir: Option<PathBuf>,
     #[arg(long, env = "KSA_SPOOL_MEMORY_THRESHOLD", help_heading = "Files",
-        help = with_default("A file moves from memory to the spool directory beyond this size", DEFAULT_SPOOL_MEMORY_THRESHOLD))]
+        help = with_default("A file moves from memory to the spool directory beyond this size, or sooner when the files in \
+            memory together would pass half of --max-buffer-bytes", DEFAULT_SPOOL_MEMORY_THRESHOLD))]
     pub spool_memory_threshold: Option<ByteSize>,
     #[arg(long, env = "KSA_MAX_BUFFER_BYTES", help_heading = "Files",
         help = with_default("Memory budget for buffered data across all partitions; librdkafka's prefetch queue gets a \

@@ -158,7 +158,7 @@ async fn foreign_objects_in_the_archive_are_ignored_with_a_warning() {
         format!("{}README.txt", dest.prefix().partition_folder(&tp)),
         format!("{}notes", dest.prefix().claims_folder(&tp)),
     ] {
-        store.put_if_absent(&key, &SpoolData::Memory("not ours".into()), 8).await.unwrap();
+        store.put_if_absent(&key, &SpoolData::memory("not ours"), 8).await.unwrap();
     }
     let produced = produce(&brokers(), &topic, 1, 0..300, 50).await.unwrap();
     let spool = tempfile::tempdir().unwrap();

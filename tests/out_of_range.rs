@@ -41,7 +41,7 @@ async fn archive_ahead_of_the_log(partitions: i32, records: usize) -> (AheadOfTh
         store::open(&config.store.dest, &config.store.settings, Role::Archive).await.unwrap();
     let tp = TopicPartition::new("recreated", 0).unwrap();
     let old = ObjectKey::new(Prefix::default(), tp, OffsetRange::new(0, 999).unwrap(), FileKind::Parquet).to_string();
-    store.put_if_absent(&old, &SpoolData::Memory(Bytes::from_static(b"old")), 3).await.unwrap();
+    store.put_if_absent(&old, &SpoolData::memory(Bytes::from_static(b"old")), 3).await.unwrap();
     ((cluster, dir, config, store), old)
 }
 

@@ -177,7 +177,7 @@ async fn claimed_range_after_retention(deleted_below: i64) -> Vec<Problem> {
         schema_ids: Vec::new(),
     };
     let key = ClaimKey::new(prefix.clone(), TopicPartition::new(&topic, 0).unwrap(), 300).to_string();
-    let body = SpoolData::Memory(dead.to_json().into());
+    let body = SpoolData::memory(dead.to_json());
     store.put_if_absent(&key, &body, dead.to_json().len() as u64).await.unwrap();
     delete_records_before(&topic, 0, deleted_below).await;
 

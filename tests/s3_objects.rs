@@ -105,7 +105,7 @@ async fn multipart_uploads_carry_the_options_and_kms_names_its_key() {
     let store = S3Store::connect(&bucket, s3_settings(5 << 20).objects(options)).await;
     let mut sizes = BTreeMap::new();
     for (key, len) in [("big", 11u64 << 20), ("small", 100)] {
-        let body = SpoolData::Memory(vec![7u8; len as usize].into());
+        let body = SpoolData::memory(vec![7u8; len as usize]);
         store.put_if_absent(key, &body, len).await.expect("put");
         sizes.insert(key, len);
     }
@@ -140,7 +140,7 @@ async fn no_more_requests_than_the_limit_are_in_flight_at_once() {
         let bucket = bucket.clone();
         async move {
             let store = S3Store::connect(bucket, settings).await;
-            let body = SpoolData::Memory(vec![1u8; 100].into());
+            let body = SpoolData::memory(vec![1u8; 100]);
             let puts = (0..12).map(|i| {
                 let (store, body) = (&store, &body);
                 async move { store.put_if_absent(&format!("{run}/{i}"), body, 100).await.expect("put") }

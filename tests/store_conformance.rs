@@ -8,11 +8,11 @@ use std::io::Write;
 use bytes::Bytes;
 use common::*;
 use kafka_s3_archiver::archive::keys::ListRequest;
-use kafka_s3_archiver::encode::spool::SpoolData;
+use kafka_s3_archiver::encode::spool::{Spool, SpoolData, SpoolOptions, SpoolUsage, CHUNK};
 use kafka_s3_archiver::store::{list_all, LocalStore, ObjectStore, PutOutcome, StoreError};
 
 fn mem(b: &[u8]) -> SpoolData {
-    SpoolData::Memory(Bytes::copy_from_slice(b))
+    SpoolData::memory(Bytes::copy_from_slice(b))
 }
 
 async fn conformance(store: &dyn ObjectStore, large: usize) {
@@ -62,6 +62,14 @@ async fn conformance(store: &dyn ObjectStore, large: usize) {
     assert_eq!(store.get_range("big/object", from..to).await.unwrap().as_ref(), &data[from as usize..]);
     assert_eq!(store.get_range("big/object", 7..9).await.unwrap().as_ref(), &data[7..9]);
     assert!(matches!(store.get_range("a/b/missing", 0..1).await, Err(StoreError::NotFound(_))));
+    // The same from memory, where a spool holds it as chunks that the parts (or the one request) span.
+    let usage = std::sync::Arc::new(SpoolUsage::default());
+    let mut spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: ".".into(), usage });
+    spool.write_all(&data).unwrap();
+    let in_memory = spool.seal().unwrap();
+    assert!(matches!(in_memory.data(), SpoolData::Memory(chunks) if chunks.parts().len() == large.div_ceil(CHUNK)));
+    assert_eq!(store.put_if_absent("big/chunks", in_memory.data(), large as u64).await.unwrap(), PutOutcome::Created);
+    assert_eq!(store.get("big/chunks").await.unwrap().as_ref(), &data[..]);
 
     // Delete is idempotent.
     store.delete("a/b/one").await.unwrap();
@@ -138,7 +146,7 @@ async fn local_store_conforms() {
     assert_eq!(removed, vec![leftover.clone()]);
     assert!(in_flight.exists() && !leftover.exists());
     // Its own uploads never write into another writer's temporary file.
-    let body = SpoolData::Memory(bytes::Bytes::from_static(b"ours"));
+    let body = SpoolData::memory(bytes::Bytes::from_static(b"ours"));
     assert_eq!(store.put_if_absent("x/y/new", &body, 4).await.unwrap(), PutOutcome::Created);
     assert_eq!(std::fs::read(&in_flight).unwrap(), b"half an object");
 }
@@ -151,7 +159,7 @@ async fn a_local_put_aborted_midway_never_appears_later() {
     let store = std::sync::Arc::new(LocalStore::new(dir.path()).unwrap());
     // Large enough that writing and syncing it takes a while.
     let len = 256usize << 20;
-    let data = SpoolData::Memory(Bytes::from(vec![7u8; len]));
+    let data = SpoolData::memory(Bytes::from(vec![7u8; len]));
     let key = "t/partition=0/big";
     let putting = {
         let store = store.clone();

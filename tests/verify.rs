@@ -54,7 +54,7 @@ fn parquet(offsets: std::ops::RangeInclusive<i64>, dir: &std::path::Path) -> Byt
 
 async fn put(store: &dyn ObjectStore, key: &str, body: Bytes) {
     let len = body.len() as u64;
-    store.put_if_absent(key, &SpoolData::Memory(body), len).await.unwrap();
+    store.put_if_absent(key, &SpoolData::memory(body), len).await.unwrap();
 }
 
 async fn put_claim(store: &dyn ObjectStore, prefix: &Prefix, start: i64, first: i64, end: i64) {

@@ -308,7 +308,7 @@ async fn s3_put(bench: &Bench) -> Row {
     futures::stream::iter((0..total).step_by(PUT_OBJECT_BYTES))
         .map(|from| {
             let len = PUT_OBJECT_BYTES.min(total - from);
-            let data = SpoolData::Memory(body.slice(..len));
+            let data = SpoolData::memory(body.slice(..len));
             let store = &store;
             async move { store.put_if_absent(&format!("put/{from:020}"), &data, len as u64).await }
         })

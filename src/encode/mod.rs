@@ -212,7 +212,7 @@ impl FileEncoder {
 fn parquet_footer(data: &SpoolData) -> Result<ParquetMetaData, EncodeError> {
     let reader = ParquetMetaDataReader::new();
     Ok(match data {
-        SpoolData::Memory(bytes) => reader.parse_and_finish(bytes)?,
+        SpoolData::Memory(chunks) => reader.parse_and_finish(chunks)?,
         SpoolData::Disk(path) => reader.parse_and_finish(&std::fs::File::open(path)?)?,
     })
 }
@@ -239,12 +239,12 @@ pub struct DeadLetter {
 pub fn dead_letters(kind: FileKind, data: &SpoolData) -> Result<Vec<DeadLetter>, EncodeError> {
     if kind == FileKind::Parquet {
         return match data {
-            SpoolData::Memory(bytes) => parquet::dead_letters(bytes.clone()),
+            SpoolData::Memory(chunks) => parquet::dead_letters(chunks.clone()),
             SpoolData::Disk(path) => parquet::dead_letters(std::fs::File::open(path)?),
         };
     }
     let reader: Box<dyn std::io::Read> = match data {
-        SpoolData::Memory(bytes) => Box::new(std::io::Cursor::new(bytes.clone())),
+        SpoolData::Memory(chunks) => Box::new(chunks.reader(0)),
         SpoolData::Disk(path) => Box::new(std::fs::File::open(path)?),
     };
     match kind {

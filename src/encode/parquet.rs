@@ -365,7 +365,7 @@ impl ParquetEncoder {
         let Some(old) = self.writer.take() else { return Ok(()) };
         let fresh = old.inner().sibling();
         let written = old.into_inner()?.seal()?;
-        let batches = ParquetRecordBatchReaderBuilder::try_new(written.chunks()?)?.build()?;
+        let batches = ParquetRecordBatchReaderBuilder::try_new(written.reader()?)?.build()?;
         let mut writer = ArrowWriter::try_new(fresh, schema.clone(), Some(self.props.clone()))?;
         let typed = [
             (&self.builders.value, [VALUE_FIELD, VALUE_RAW, VALUE_ERROR]),

@@ -137,7 +137,7 @@ impl Uploader {
     async fn claim(&self, key: &str, claim: &Claim) -> Result<ClaimOutcome, StoreError> {
         let json = bytes::Bytes::from(claim.to_json());
         let len = json.len() as u64;
-        let body = SpoolData::Memory(json);
+        let body = SpoolData::memory(json);
         match self.retry_transient(key, || self.store.put_if_absent(key, &body, len)).await? {
             PutOutcome::Created => Ok(ClaimOutcome::Won),
             PutOutcome::AlreadyExists => {

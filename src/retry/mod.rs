@@ -162,7 +162,7 @@ mod tests {
     async fn a_read_is_tried_again_as_patience_allows() {
         let dir = tempfile::tempdir().unwrap();
         let inner = LocalStore::new(dir.path()).unwrap();
-        inner.put_if_absent("k", &SpoolData::Memory(Bytes::from_static(b"v")), 1).await.unwrap();
+        inner.put_if_absent("k", &SpoolData::memory(Bytes::from_static(b"v")), 1).await.unwrap();
         let flaky = Flaky { inner, failures: AtomicU32::new(2) };
         let retries = IntCounter::new("r", "r").unwrap();
         let up = IntGauge::new("u", "u").unwrap();

@@ -38,6 +38,10 @@ const LAST_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Batches of records (up to `HAND_OVER_BATCH` each) waiting between the consumer thread and the
 /// pipeline: at most 4,096 records.
 const RECORD_BATCHES: usize = 4096 / HAND_OVER_BATCH;
+/// Files waiting in memory (until uploaded) hold at most this share of `--max-buffer-bytes` together,
+/// 1/2: the rest is the open files'. Beyond it, or past `--spool-memory-threshold`, a file moves to
+/// the spool directory.
+const SPOOL_SHARE_OF_BUFFER: u64 = 2;
 
 #[derive(Debug, Error)]
 pub enum ArchiverError {
@@ -159,7 +163,7 @@ async fn preflight(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(
 async fn probe_conditional_writes(config: &ArchiverConfig, store: &dyn ObjectStore) -> Result<(), StoreError> {
     let key = format!("{}_probe/{}-{:016x}.probe", config.store.dest.prefix().root(), writer_id(), fastrand::u64(..));
     const PROBE: &[u8] = b"conditional write probe";
-    let (body, len) = (SpoolData::Memory(Bytes::from_static(PROBE)), PROBE.len() as u64);
+    let (body, len) = (SpoolData::memory(Bytes::from_static(PROBE)), PROBE.len() as u64);
     store.put_if_absent(&key, &body, len).await?;
     let second = store.put_if_absent(&key, &body, len).await;
     let _ = store.delete(&key).await;
@@ -252,7 +256,7 @@ impl Archiver {
         let spool = SpoolOptions {
             memory_threshold: config.pipeline.spool_memory_threshold,
             dir: config.pipeline.spool_dir.clone(),
-            usage: Arc::new(SpoolUsage::default()),
+            usage: Arc::new(SpoolUsage::with_memory_limit(config.pipeline.max_buffer_bytes / SPOOL_SHARE_OF_BUFFER)),
         };
         spool.prepare_dir().map_err(|source| ArchiverError::SpoolDir {
             dir: config.pipeline.spool_dir.display().to_string(),

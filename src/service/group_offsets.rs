@@ -104,7 +104,7 @@ async fn put(
     let key = SnapshotKey::slot(&snapshot.topic, slot_ms, s.interval.as_millis() as i64).to_key(&s.prefix);
     let body = Bytes::from(snapshot.to_json());
     let len = body.len() as u64;
-    match store.put_if_absent(&key, &SpoolData::Memory(body), len).await {
+    match store.put_if_absent(&key, &SpoolData::memory(body), len).await {
         Ok(outcome) => Ok(outcome == PutOutcome::Created),
         Err(e) => Err(format!("putting {key}: {e}")),
     }

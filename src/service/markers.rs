@@ -184,7 +184,7 @@ async fn put_marker(
     let body = serde_json::to_vec(&marker).expect("a marker serialises");
     let key = marker_key(&s.prefix, topic, bucket);
     let len = body.len() as u64;
-    let outcome = store.put_if_absent(&key, &SpoolData::Memory(Bytes::from(body)), len).await?;
+    let outcome = store.put_if_absent(&key, &SpoolData::memory(Bytes::from(body)), len).await?;
     if outcome == PutOutcome::Created {
         info!(key, "time bucket complete: marker written");
     }
@@ -311,7 +311,7 @@ pub(crate) mod tests {
 
     pub(crate) async fn put(store: &dyn ObjectStore, key: &str, body: Vec<u8>) {
         let len = body.len() as u64;
-        store.put_if_absent(key, &SpoolData::Memory(Bytes::from(body)), len).await.unwrap();
+        store.put_if_absent(key, &SpoolData::memory(Bytes::from(body)), len).await.unwrap();
     }
 
     /// Archives [first, end] of partition `p` of topic `t` into `bucket`'s folder under prefix `a`,

@@ -107,7 +107,11 @@ fn put_blocking(store: &LocalStore, path: &Path, data: &SpoolData, gate: &Gate) 
         fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(|e| io_err("create", &tmp, e))?;
     let result = (|| {
         match data {
-            SpoolData::Memory(bytes) => f.write_all(bytes).map_err(|e| io_err("write", &tmp, e))?,
+            SpoolData::Memory(chunks) => {
+                for part in chunks.parts() {
+                    f.write_all(part).map_err(|e| io_err("write", &tmp, e))?;
+                }
+            }
             SpoolData::Disk(src) => {
                 let mut from = fs::File::open(src).map_err(|e| io_err("open", src, e))?;
                 io::copy(&mut from, &mut f).map_err(|e| io_err("copy to", &tmp, e))?;

@@ -7,6 +7,7 @@ mod local;
 mod open;
 mod options;
 mod s3;
+mod s3_body;
 pub mod s3_errors;
 pub mod stale;
 

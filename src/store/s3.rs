@@ -24,6 +24,7 @@ use super::{ObjectStore, PutOutcome, StoreError};
 use crate::archive::keys::{ListPage, ListRequest};
 use crate::archive::object_key::Prefix;
 use crate::encode::spool::SpoolData;
+use crate::store::s3_body;
 use crate::store::s3_errors::{classify, ErrorClass};
 use crate::store::stale::{PendingSeen, PendingUpload};
 
@@ -292,7 +293,7 @@ impl S3Store {
 
     async fn body(data: &SpoolData, offset: u64, len: u64) -> Result<ByteStream, StoreError> {
         match data {
-            SpoolData::Memory(b) => Ok(ByteStream::from(b.slice(offset as usize..(offset + len) as usize))),
+            SpoolData::Memory(chunks) => Ok(s3_body::body(chunks.slice(offset as usize, len as usize))),
             SpoolData::Disk(path) => ByteStream::read_from()
                 .path(path)
                 .offset(offset)

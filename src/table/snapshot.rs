@@ -176,7 +176,7 @@ impl Committer {
 
     async fn put(&self, base: &Base<'_>, uri: &str, bytes: &[u8]) -> Result<String, TableError> {
         let key = self.key(base, uri)?.to_string();
-        let data = SpoolData::Memory(bytes::Bytes::copy_from_slice(bytes));
+        let data = SpoolData::memory(bytes::Bytes::copy_from_slice(bytes));
         self.store.put_if_absent(&key, &data, bytes.len() as u64).await?;
         Ok(key)
     }

@@ -144,7 +144,7 @@ pub async fn write_synthetic_objects(
     let results: Vec<Result<PutOutcome, StoreError>> = futures::stream::iter(puts)
         .map(|(key, body)| async move {
             let len = body.len() as u64;
-            store.put_if_absent(&key, &SpoolData::Memory(body), len).await
+            store.put_if_absent(&key, &SpoolData::memory(body), len).await
         })
         .buffer_unordered(at_once)
         .collect()

@@ -368,7 +368,7 @@ impl Harness {
 
     pub(super) async fn plant(&self, p: i32, claim: Claim) {
         let key = ClaimKey::new(Prefix::default(), tp(p), claim.chain_start).to_string();
-        let body = SpoolData::Memory(claim.to_json().into());
+        let body = SpoolData::memory(claim.to_json());
         let len = claim.to_json().len() as u64;
         assert_eq!(self.store.inner.put_if_absent(&key, &body, len).await.unwrap(), PutOutcome::Created);
     }
@@ -406,7 +406,7 @@ impl Harness {
         let meta = crate::encode::FileMeta { tp: tp(p), range, records: records.len() as u64 };
         let data = encoder.finish(&meta).unwrap().spool.read_all().unwrap();
         let len = data.len() as u64;
-        self.store.inner.put_if_absent(&key(p, s, e), &SpoolData::Memory(data), len).await.unwrap();
+        self.store.inner.put_if_absent(&key(p, s, e), &SpoolData::memory(data), len).await.unwrap();
     }
 
     pub(super) async fn wait_keys(&self, n: usize) -> Vec<String> {

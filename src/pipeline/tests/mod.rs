@@ -55,7 +55,7 @@ async fn a_lost_claim_drops_the_files_and_repositions_the_consumer() {
     assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Earliest);
     // Meanwhile another instance (this one is the zombie) archived 0..=4 under its claim.
     h.plant_claim(0, 0, 0, 4).await;
-    let other = SpoolData::Memory(Bytes::from_static(b"theirs"));
+    let other = SpoolData::memory(Bytes::from_static(b"theirs"));
     h.store.inner.put_if_absent(&key(0, 0, 4), &other, 6).await.unwrap();
     h.send(0, 0..10, 10).await;
     // Our file 0..=9 loses the claim for 0: dropped, recovered again, consumer moved after 4.

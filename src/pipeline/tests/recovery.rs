@@ -84,7 +84,7 @@ async fn claims_record_the_topic_id_once_the_brokers_tell_it() {
     let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
     h.plant_claim(0, 0, 0, 9).await;
     let other = bytes::Bytes::from_static(b"theirs");
-    h.store.inner.put_if_absent(&key(0, 0, 9), &crate::encode::spool::SpoolData::Memory(other), 6).await.unwrap();
+    h.store.inner.put_if_absent(&key(0, 0, 9), &crate::encode::spool::SpoolData::memory(other), 6).await.unwrap();
     *h.topic_ids.id.lock().unwrap() = Some("A".into());
     h.topic_ids.failures.store(2, Ordering::SeqCst);
     assert_eq!(h.assign(0, Some(0)).await, ResumeAt::Offset(10));

@@ -42,7 +42,7 @@ async fn a_claim_without_its_data_object_is_rewritten_exactly() {
     assert_eq!(h.keys().await, vec![key(0, 0, 6), key(0, 7, 9), key(0, 10, 11)]);
     assert_eq!(claim_ranges(&h.claims(0).await), vec![(0, 0, 6), (7, 7, 9), (10, 10, 11)]);
     // The dead writer's upload landing late changes nothing.
-    let late = SpoolData::Memory(Bytes::from_static(b"late"));
+    let late = SpoolData::memory(Bytes::from_static(b"late"));
     assert_eq!(h.store.inner.put_if_absent(&key(0, 0, 6), &late, 4).await.unwrap(), PutOutcome::AlreadyExists);
     h.task.abort();
 }
@@ -73,7 +73,7 @@ async fn a_rewrite_writes_the_claimed_key_whatever_this_writer_is_set_to() {
     let body = h.store.get(&parquet).await.unwrap();
     assert!(body.starts_with(b"PAR1") && body.ends_with(b"PAR1"), "a Parquet file under the Parquet key");
     // The dead writer's upload landing late meets its own key: a 412, not a second object.
-    let late = SpoolData::Memory(Bytes::from_static(b"late"));
+    let late = SpoolData::memory(Bytes::from_static(b"late"));
     assert_eq!(h.store.inner.put_if_absent(&parquet, &late, 4).await.unwrap(), PutOutcome::AlreadyExists);
     h.task.abort();
 }
@@ -146,7 +146,7 @@ async fn a_rewrite_whose_records_are_gone_completes_once_kafka_says_so() {
     // a late upload of it by its first writer meets a 412), and the chain goes on after the claim.
     h.control.send(Control::RangeEmpty { tp: tp(0), epoch, range, log_start: 0 }).unwrap();
     assert_eq!(h.wait_keys(1).await, vec![key(0, 0, 9)]);
-    let late = SpoolData::Memory(Bytes::from_static(b"late"));
+    let late = SpoolData::memory(Bytes::from_static(b"late"));
     assert_eq!(h.store.inner.put_if_absent(&key(0, 0, 9), &late, 4).await.unwrap(), PutOutcome::AlreadyExists);
     let held: Vec<i64> = decode(FileKind::Jsonl, h.store.inner.get(&key(0, 0, 9)).await.unwrap())
         .unwrap()
@@ -205,7 +205,7 @@ async fn a_partition_moved_back_after_parking_still_recovers_when_it_loses_a_cla
     assert_eq!(h.next_seek(1).await, ResumeAt::Offset(0));
     // Meanwhile another writer (a second group on the prefix) archived 0..=4 of partition 1.
     h.plant_claim(1, 0, 0, 4).await;
-    let theirs = SpoolData::Memory(Bytes::from_static(b"theirs"));
+    let theirs = SpoolData::memory(Bytes::from_static(b"theirs"));
     h.store.inner.put_if_absent(&key(1, 0, 4), &theirs, 6).await.unwrap();
     // Our file 0..=9 loses the claim: the partition is recovered again and the consumer moved after 4.
     h.send(1, 0..10, 1000).await;

@@ -130,9 +130,10 @@ impl AzureWriter {
         Ok((status, text))
     }
 
-    async fn put_block(&self, key: &str, id: &str, body: bytes::Bytes) -> Result<(), StoreError> {
+    async fn put_block(&self, key: &str, id: &str, body: PutPayload) -> Result<(), StoreError> {
         let url = self.url(key, &format!("comp=block&blockid={}", utf8_percent_encode(id, QUERY_SET)));
-        let request = http::Request::builder().method(Method::PUT).uri(url).header(CONTENT_LENGTH, body.len());
+        let request =
+            http::Request::builder().method(Method::PUT).uri(url).header(CONTENT_LENGTH, body.content_length());
         match self.send(key, request, HttpRequestBody::from(body)).await? {
             (200 | 201, _) => Ok(()),
             (status, text) => Err(from_status(Op::Put, key, &self.describe, status, &text)),
@@ -150,7 +151,7 @@ impl AzureWriter {
             .map(|i| async move {
                 let offset = i * self.block_size;
                 let body = self.bodies.read(data, offset, self.block_size.min(len - offset)).await?;
-                self.put_block(key, &ids[i as usize], body.bytes.clone()).await
+                self.put_block(key, &ids[i as usize], body.payload.clone()).await
             })
             .buffer_unordered(self.concurrency)
             .try_collect::<Vec<()>>()
@@ -185,12 +186,7 @@ impl AzureWriter {
         let body = self.bodies.read(data, 0, len).await?;
         let options = PutOptions { mode: PutMode::Create, ..Default::default() };
         let put = async {
-            let put = object_store::ObjectStore::put_opts(
-                self.backend.as_ref(),
-                &path,
-                PutPayload::from(body.bytes.clone()),
-                options,
-            );
+            let put = object_store::ObjectStore::put_opts(self.backend.as_ref(), &path, body.payload.clone(), options);
             match put.await {
                 Ok(_) => Ok(PutOutcome::Created),
                 Err(object_store::Error::Precondition { .. }) => Ok(PutOutcome::AlreadyExists),

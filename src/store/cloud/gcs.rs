@@ -124,7 +124,7 @@ impl GcsWriter {
         let body = self.bodies.read(data, 0, len).await?;
         let headers = [(CONTENT_TYPE, "application/octet-stream".to_string()), (CONTENT_LENGTH, len.to_string())];
         let request = self.request(Method::POST, &self.upload_url(key, "media"), key, &headers).await?;
-        match self.send(key, len, request.body(HttpRequestBody::from(body.bytes.clone()))).await? {
+        match self.send(key, len, request.body(HttpRequestBody::from(body.payload.clone()))).await? {
             (200 | 201, ..) => Ok(PutOutcome::Created),
             (412, ..) => Ok(PutOutcome::AlreadyExists),
             (status, _, text) => Err(from_status(Op::Put, key, &self.describe, status, &text)),
@@ -156,7 +156,7 @@ impl GcsWriter {
                 .uri(&session)
                 .header(CONTENT_LENGTH, size)
                 .header(CONTENT_RANGE, format!("bytes {offset}-{}/{len}", offset + size - 1))
-                .body(HttpRequestBody::from(body.bytes.clone()));
+                .body(HttpRequestBody::from(body.payload.clone()));
             let answer = self.send(key, size, request).await?;
             drop(body);
             match answer {

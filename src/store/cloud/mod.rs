@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectStoreExt};
+use object_store::{GetOptions, ObjectStoreExt, PutPayload};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{ObjectStore, PutOutcome, StoreError};
@@ -145,7 +145,7 @@ struct Bodies {
 
 /// A part of a file, and its share of the memory while it is sent.
 struct Body {
-    bytes: Bytes,
+    payload: PutPayload,
     _held: Option<OwnedSemaphorePermit>,
 }
 
@@ -158,8 +158,9 @@ impl Bodies {
     /// `len` bytes of `data` from `offset` (a spool file is read on a blocking thread).
     async fn read(&self, data: &SpoolData, offset: u64, len: u64) -> Result<Body, StoreError> {
         let path = match data {
-            SpoolData::Memory(b) => {
-                return Ok(Body { bytes: b.slice(offset as usize..(offset + len) as usize), _held: None })
+            SpoolData::Memory(chunks) => {
+                let part = chunks.slice(offset as usize, len as usize);
+                return Ok(Body { payload: part.parts().iter().cloned().collect(), _held: None });
             }
             SpoolData::Disk(path) => path.clone(),
         };
@@ -176,7 +177,7 @@ impl Bodies {
         .await
         .map_err(|e| StoreError::Transient(format!("reading a spool file: {e}")))?
         .map_err(|e| StoreError::Transient(format!("reading a spool file: {e}")))?;
-        Ok(Body { bytes, _held: Some(held) })
+        Ok(Body { payload: bytes.into(), _held: Some(held) })
     }
 }
 
@@ -262,6 +263,7 @@ mod tests {
     use std::io::Write;
 
     use super::*;
+    use crate::encode::spool::{Spool, SpoolOptions, CHUNK};
 
     #[tokio::test]
     async fn parts_of_spooled_files_in_memory_stay_within_the_budget() {
@@ -277,10 +279,15 @@ mod tests {
         futures::pin_mut!(third);
         assert!(futures::poll!(&mut third).is_pending(), "a third part waits for memory");
         drop(first);
-        assert_eq!(third.await.unwrap().bytes.as_ref(), &data[2048..]);
-        assert_eq!(second.bytes.as_ref(), &data[1024..2048]);
-        // A file still in memory is sent from there: it takes no share.
-        let in_memory = bodies.read(&SpoolData::Memory(Bytes::from(data.clone())), 0, 3072).await.unwrap();
-        assert!(in_memory._held.is_none());
+        assert_eq!(Bytes::from(third.await.unwrap().payload).as_ref(), &data[2048..]);
+        assert_eq!(Bytes::from(second.payload).as_ref(), &data[1024..2048]);
+        // A file still in memory is sent from there, its chunks as they lie: it takes no share.
+        let mut chunks =
+            Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: ".".into(), usage: Default::default() });
+        chunks.write_all(&[7; 2 * CHUNK + 5]).unwrap();
+        let in_memory = chunks.seal().unwrap();
+        let body = bodies.read(in_memory.data(), CHUNK as u64 - 1, CHUNK as u64 + 2).await.unwrap();
+        assert!(body._held.is_none());
+        assert_eq!(body.payload.as_ref().iter().map(|b| b.len()).collect::<Vec<_>>(), [1, CHUNK, 1]);
     }
 }

@@ -172,6 +172,6 @@ pub async fn write_metadata(
     let key = key_of(store, &table.to_string(), location)?;
     let body = bytes::Bytes::from(serde_json::to_vec(metadata).expect("JSON serialises"));
     let len = body.len() as u64;
-    store.put_if_absent(key, &crate::encode::spool::SpoolData::Memory(body), len).await.map_err(store_error)?;
+    store.put_if_absent(key, &crate::encode::spool::SpoolData::memory(body), len).await.map_err(store_error)?;
     Ok(key.to_string())
 }

@@ -10,14 +10,32 @@ use std::sync::Arc;
 
 use parquet::file::reader::{ChunkReader, Length};
 
+mod chunks;
+
+use chunks::ChunkWriter;
+pub use chunks::{Chunks, ChunksReader, CHUNK};
+
 /// Bytes held in memory and on disk by every spool of the process, against the global budgets.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SpoolUsage {
     memory: AtomicU64,
     disk: AtomicU64,
+    /// What the spools may hold in memory together: a spool whose growth would pass it moves to disk.
+    memory_limit: u64,
+}
+
+impl Default for SpoolUsage {
+    /// No limit on the spools' memory together (each still moves to disk past its threshold).
+    fn default() -> Self {
+        Self::with_memory_limit(u64::MAX)
+    }
 }
 
 impl SpoolUsage {
+    pub fn with_memory_limit(memory_limit: u64) -> Self {
+        Self { memory: AtomicU64::new(0), disk: AtomicU64::new(0), memory_limit }
+    }
+
     pub fn memory(&self) -> u64 {
         self.memory.load(Ordering::Relaxed)
     }
@@ -40,7 +58,8 @@ impl SpoolUsage {
 /// How spools are made.
 #[derive(Debug, Clone)]
 pub struct SpoolOptions {
-    /// Beyond this many bytes a spool moves to a file in `dir`.
+    /// Beyond this many bytes a spool moves to a file in `dir` (and before, if the spools in memory
+    /// together would pass their limit, `SpoolUsage::with_memory_limit`).
     pub memory_threshold: u64,
     pub dir: PathBuf,
     pub usage: Arc<SpoolUsage>,
@@ -109,7 +128,7 @@ pub fn remove_files_older_than(dir: &Path, suffix: &str, older_than: std::time::
 static SPOOL_SEQ: AtomicU64 = AtomicU64::new(0);
 
 enum Storage {
-    Memory(Vec<u8>),
+    Memory(ChunkWriter),
     Disk { path: PathBuf, file: BufWriter<File> },
 }
 
@@ -118,14 +137,14 @@ pub struct Spool {
     config: SpoolOptions,
     storage: Storage,
     len: u64,
-    /// What the usage counts for this spool: in memory its buffer's capacity (which grows by doubling,
-    /// so up to twice its length), on disk its length.
+    /// What the usage counts for this spool: in memory its chunks' capacity (up to a chunk more than its
+    /// length; a first chunk grows by doubling), on disk its length.
     counted: u64,
 }
 
 impl Spool {
     pub fn new(config: SpoolOptions) -> Self {
-        Self { config, storage: Storage::Memory(Vec::new()), len: 0, counted: 0 }
+        Self { config, storage: Storage::Memory(ChunkWriter::default()), len: 0, counted: 0 }
     }
 
     /// A new, empty spool made as this one was.
@@ -153,11 +172,13 @@ impl Spool {
             256 * 1024,
             OpenOptions::new().create_new(true).read(true).write(true).open(&path)?,
         );
-        file.write_all(buf)?;
-        let moved = std::mem::take(buf);
+        for part in buf.parts() {
+            file.write_all(part)?;
+        }
+        let moved = buf.len() as u64;
         self.config.usage.sub(false, self.counted);
-        self.config.usage.add(true, moved.len() as u64);
-        self.counted = moved.len() as u64;
+        self.config.usage.add(true, moved);
+        self.counted = moved;
         self.storage = Storage::Disk { path, file };
         Ok(())
     }
@@ -166,16 +187,16 @@ impl Spool {
     pub fn seal(mut self) -> io::Result<SealedSpool> {
         let len = self.len;
         let usage = self.config.usage.clone();
-        let storage = std::mem::replace(&mut self.storage, Storage::Memory(Vec::new()));
+        let storage = std::mem::replace(&mut self.storage, Storage::Memory(ChunkWriter::default()));
         let mut counted = std::mem::take(&mut self.counted);
         self.len = 0;
         let data = match storage {
-            Storage::Memory(mut buf) => {
-                // Sealed files wait for their upload: without their growth's spare capacity.
-                buf.shrink_to_fit();
-                usage.sub(false, counted - buf.capacity() as u64);
-                counted = buf.capacity() as u64;
-                SpoolData::Memory(bytes::Bytes::from(buf))
+            Storage::Memory(buf) => {
+                // Sealed files wait for their upload: without their last chunk's spare capacity.
+                let chunks = buf.finish();
+                usage.sub(false, counted - chunks.len() as u64);
+                counted = chunks.len() as u64;
+                SpoolData::Memory(chunks)
             }
             Storage::Disk { path, file } => {
                 // Written through to the page cache, never synced: after a crash the records are read
@@ -188,16 +209,28 @@ impl Spool {
     }
 }
 
+impl Spool {
+    /// Whether `more` bytes no longer fit in memory: past this spool's threshold, or the chunks they
+    /// need would take the spools in memory together past their limit.
+    fn outgrows_memory(&self, more: usize) -> bool {
+        let Storage::Memory(mem) = &self.storage else { return false };
+        if (mem.len() + more) as u64 > self.config.memory_threshold {
+            return true;
+        }
+        let growth = mem.growth(more);
+        let usage = &self.config.usage;
+        growth > 0 && usage.memory().saturating_add(growth as u64) > usage.memory_limit
+    }
+}
+
 impl Write for Spool {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Storage::Memory(mem) = &self.storage {
-            if mem.len() as u64 + buf.len() as u64 > self.config.memory_threshold {
-                self.move_to_disk()?;
-            }
+        if self.outgrows_memory(buf.len()) {
+            self.move_to_disk()?;
         }
         let counted = match &mut self.storage {
             Storage::Memory(mem) => {
-                mem.extend_from_slice(buf);
+                mem.write(buf);
                 mem.capacity() as u64
             }
             Storage::Disk { file, .. } => {
@@ -231,15 +264,20 @@ impl Drop for Spool {
 /// The bytes of a sealed spool.
 #[derive(Debug, Clone)]
 pub enum SpoolData {
-    Memory(bytes::Bytes),
+    Memory(Chunks),
     Disk(PathBuf),
 }
 
 impl SpoolData {
+    /// Bytes in memory, in one piece.
+    pub fn memory(bytes: impl Into<bytes::Bytes>) -> Self {
+        SpoolData::Memory(Chunks::from(bytes.into()))
+    }
+
     /// The CRC32 (ISO-HDLC, as S3's `ChecksumCRC32`) of `len` bytes from `offset`.
     pub fn crc32(&self, offset: u64, len: u64) -> io::Result<u32> {
         match self {
-            SpoolData::Memory(b) => Ok(crc32fast::hash(&b[offset as usize..(offset + len) as usize])),
+            SpoolData::Memory(chunks) => Ok(chunks.crc32(offset as usize, len as usize)),
             SpoolData::Disk(path) => {
                 let mut file = File::open(path)?;
                 file.seek(SeekFrom::Start(offset))?;
@@ -288,51 +326,51 @@ impl SealedSpool {
     }
 
     /// The file's bytes for Parquet's reader: in memory, or read from the spool file as needed.
-    pub fn chunks(&self) -> io::Result<SpoolChunks> {
+    pub fn reader(&self) -> io::Result<SpoolReader> {
         Ok(match &self.data {
-            SpoolData::Memory(b) => SpoolChunks::Memory(b.clone()),
-            SpoolData::Disk(path) => SpoolChunks::Disk(File::open(path)?),
+            SpoolData::Memory(chunks) => SpoolReader::Memory(chunks.clone()),
+            SpoolData::Disk(path) => SpoolReader::Disk(File::open(path)?),
         })
     }
 
     /// Reads the whole file into memory (for decoding in checks; uploads stream from disk).
     pub fn read_all(&self) -> io::Result<bytes::Bytes> {
         match &self.data {
-            SpoolData::Memory(b) => Ok(b.clone()),
+            SpoolData::Memory(chunks) => Ok(chunks.to_bytes()),
             SpoolData::Disk(path) => Ok(fs::read(path)?.into()),
         }
     }
 }
 
-/// A sealed spool's bytes as Parquet reads them (see [`SealedSpool::chunks`]).
-pub enum SpoolChunks {
-    Memory(bytes::Bytes),
+/// A sealed spool's bytes as Parquet reads them (see [`SealedSpool::reader`]).
+pub enum SpoolReader {
+    Memory(Chunks),
     Disk(File),
 }
 
-impl Length for SpoolChunks {
+impl Length for SpoolReader {
     fn len(&self) -> u64 {
         match self {
-            SpoolChunks::Memory(b) => b.len() as u64,
-            SpoolChunks::Disk(f) => Length::len(f),
+            SpoolReader::Memory(b) => Length::len(b),
+            SpoolReader::Disk(f) => Length::len(f),
         }
     }
 }
 
-impl ChunkReader for SpoolChunks {
+impl ChunkReader for SpoolReader {
     type T = Box<dyn Read + Send>;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
         Ok(match self {
-            SpoolChunks::Memory(b) => Box::new(b.get_read(start)?),
-            SpoolChunks::Disk(f) => Box::new(f.get_read(start)?),
+            SpoolReader::Memory(b) => Box::new(b.get_read(start)?),
+            SpoolReader::Disk(f) => Box::new(f.get_read(start)?),
         })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
         match self {
-            SpoolChunks::Memory(b) => b.get_bytes(start, length),
-            SpoolChunks::Disk(f) => f.get_bytes(start, length),
+            SpoolReader::Memory(b) => b.get_bytes(start, length),
+            SpoolReader::Disk(f) => f.get_bytes(start, length),
         }
     }
 }
@@ -387,6 +425,25 @@ mod tests {
     }
 
     #[test]
+    fn spools_move_to_disk_when_together_they_would_pass_the_memory_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let usage = Arc::new(SpoolUsage::with_memory_limit(1000));
+        let cfg = SpoolOptions { memory_threshold: 1 << 20, dir: dir.path().into(), usage: usage.clone() };
+        let (mut a, mut b) = (Spool::new(cfg.clone()), Spool::new(cfg));
+        a.write_all(&[1; 600]).unwrap();
+        b.write_all(&[2; 300]).unwrap();
+        assert!(!a.on_disk() && !b.on_disk(), "900 bytes fit the limit of 1000");
+        b.write_all(&[3; 10]).unwrap();
+        assert!(b.on_disk(), "b's buffer doubling to 620 would take the spools to 1220");
+        assert_eq!((usage.memory(), usage.disk()), (600, 310));
+        a.write_all(&[4; 100]).unwrap();
+        assert!(a.on_disk(), "a's buffer doubling to 1200 would pass the limit alone");
+        let sealed = a.seal().unwrap();
+        assert_eq!(&sealed.read_all().unwrap()[595..605], &[1, 1, 1, 1, 1, 4, 4, 4, 4, 4]);
+        assert_eq!((usage.memory(), usage.disk()), (0, 1010));
+    }
+
+    #[test]
     fn large_spools_move_to_disk_and_clean_up() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = config(dir.path(), 100);
@@ -414,7 +471,7 @@ mod tests {
             s.write_all(&bytes).unwrap();
             s.seal().unwrap()
         };
-        let in_memory = SpoolData::Memory(bytes::Bytes::from(bytes.clone()));
+        let in_memory = SpoolData::memory(bytes.clone());
         // The standard CRC-32 check value of "123456789".
         assert_eq!(in_memory.crc32(600_000, 9).unwrap(), 0xCBF4_3926);
         for (offset, len) in [(0, 600_009), (600_000, 9), (1, 300_000), (262_144, 262_145), (5, 0)] {
