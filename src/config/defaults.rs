@@ -12,7 +12,9 @@ pub const DEFAULT_ROLL_RECORDS: u64 = 1_000_000;
 pub const DEFAULT_ROLL_BYTES: ByteSize = ByteSize(64 << 20);
 pub const DEFAULT_ROLL_AGE: HumanDuration = HumanDuration(Duration::from_secs(5 * 60));
 pub const DEFAULT_START_FROM: StartFrom = StartFrom::Earliest;
-pub const DEFAULT_SPOOL_MEMORY_THRESHOLD: ByteSize = ByteSize(64 << 20);
+/// Twice the default roll size: a file rolled by size ends near it (its footer and the rows still in
+/// builders are estimated), and must not be copied to disk for a few bytes more.
+pub const DEFAULT_SPOOL_MEMORY_THRESHOLD: ByteSize = ByteSize(128 << 20);
 pub const DEFAULT_MAX_BUFFER_BYTES: ByteSize = ByteSize(256 << 20);
 pub const DEFAULT_MAX_SPOOL_BYTES: ByteSize = ByteSize(4 << 30);
 pub const DEFAULT_UPLOAD_PART_SIZE: ByteSize = ByteSize(DEFAULT_PART_SIZE);

@@ -409,3 +409,35 @@ fn a_file_whose_values_give_no_schema_is_written_with_a_placeholder() {
 
 mod avro;
 mod protobuf;
+
+#[test]
+fn a_parquet_file_rolled_by_size_with_the_defaults_stays_in_memory() {
+    // A file rolls when the next record would take its estimated size past --roll-bytes; whatever its
+    // footer and the rows still in builders come to, a file of that size is uploaded from memory.
+    use crate::config::{DEFAULT_ROLL_BYTES, DEFAULT_SPOOL_MEMORY_THRESHOLD};
+    use crate::encode::roll::{Now, OpenFileStats, RollPolicy};
+    let dir = tempfile::tempdir().unwrap();
+    let threshold = DEFAULT_SPOOL_MEMORY_THRESHOLD.bytes();
+    let spool = Spool::new(SpoolOptions { memory_threshold: threshold, dir: dir.path().into(), usage: Arc::default() });
+    let mut enc =
+        FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &ValueFormat::Raw, spool).unwrap();
+    let max_age = std::time::Duration::MAX;
+    let policy = RollPolicy { max_records: u64::MAX, max_bytes: DEFAULT_ROLL_BYTES.bytes(), max_age, schedule: None };
+    let opened = Now { mono: std::time::Instant::now(), wall_ms: 0 };
+    let mut offset = 0;
+    loop {
+        let value: Vec<u8> = (0..1024).map(|_| fastrand::u8(..)).collect();
+        let record = Record { offset, value: Some(value), ..sample_records()[0].clone() };
+        let stats = OpenFileStats { records: offset as u64, bytes: enc.encoded_size(), opened };
+        if policy.before_append(&stats, record.payload_size()).is_some() {
+            break;
+        }
+        assert!(enc.append(&record, false).unwrap());
+        offset += 1;
+    }
+    let range = OffsetRange::new(0, offset - 1).unwrap();
+    let meta = FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range, records: offset as u64 };
+    let sealed = enc.finish(&meta).unwrap().spool;
+    assert!(sealed.len() > DEFAULT_ROLL_BYTES.bytes() - (1 << 20), "{} bytes: a file of the roll size", sealed.len());
+    assert!(matches!(sealed.data(), SpoolData::Memory(_)), "{} bytes went to disk", sealed.len());
+}

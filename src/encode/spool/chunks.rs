@@ -74,7 +74,7 @@ impl ChunkWriter {
 }
 
 /// Bytes in memory as chunks, cheap to clone and to slice.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Chunks {
     parts: Vec<Bytes>,
     len: usize,
@@ -102,7 +102,7 @@ impl Chunks {
 
     /// `len` bytes from `offset` (panics past the end, as slicing does).
     pub fn slice(&self, offset: usize, len: usize) -> Chunks {
-        assert!(offset + len <= self.len, "{offset}+{len} is past the end of {} bytes", self.len);
+        assert!(self.holds(offset, len), "{offset}+{len} is past the end of {} bytes", self.len);
         let mut parts = Vec::new();
         let (mut skip, mut left) = (offset, len);
         for part in &self.parts {
@@ -118,6 +118,11 @@ impl Chunks {
             (skip, left) = (0, left - take);
         }
         Chunks { parts, len }
+    }
+
+    /// Whether `len` bytes from `offset` are within these.
+    fn holds(&self, offset: usize, len: usize) -> bool {
+        offset.checked_add(len).is_some_and(|end| end <= self.len)
     }
 
     /// The bytes in one piece: the chunk itself if there is one, else a copy.
@@ -161,6 +166,16 @@ impl Read for ChunksReader {
     }
 }
 
+impl Chunks {
+    /// A read past the end is an error of the file being read, not a panic.
+    fn check(&self, start: u64, length: usize) -> parquet::errors::Result<()> {
+        match usize::try_from(start) {
+            Ok(start) if self.holds(start, length) => Ok(()),
+            _ => Err(parquet::errors::ParquetError::EOF(format!("{start}+{length} is past {} bytes", self.len))),
+        }
+    }
+}
+
 impl Length for Chunks {
     fn len(&self) -> u64 {
         self.len as u64
@@ -171,10 +186,12 @@ impl ChunkReader for Chunks {
     type T = ChunksReader;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<ChunksReader> {
+        self.check(start, 0)?;
         Ok(self.reader(start as usize))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.check(start, length)?;
         Ok(self.slice(start as usize, length).to_bytes())
     }
 }
@@ -244,5 +261,6 @@ mod tests {
             }
             assert_eq!(read, &all[offset..], "read from {offset}");
         }
+        assert!(chunks.get_read(all.len() as u64 + 1).is_err() && chunks.get_bytes(5, usize::MAX).is_err());
     }
 }

@@ -1,5 +1,5 @@
-//! Where an encoded file waits until it is sealed and uploaded: memory while small, a file in the spool
-//! directory beyond a threshold. The final object name holds the end offset, known only at roll, and S3
+//! Where an encoded file waits until it is sealed and uploaded: memory while it fits (its threshold,
+//! and the spools' limit together), else a file in the spool directory. The final object name holds the end offset, known only at roll, and S3
 //! has no rename, so the whole file is spooled and uploaded once under its final name.
 
 use std::fs::{self, File, OpenOptions};
@@ -210,8 +210,10 @@ impl Spool {
 }
 
 impl Spool {
-    /// Whether `more` bytes no longer fit in memory: past this spool's threshold, or the chunks they
-    /// need would take the spools in memory together past their limit.
+    /// Whether `more` bytes no longer fit in memory: past this spool's threshold, or, once it holds a
+    /// chunk, the chunks they need would take the spools in memory together past their limit. A smaller
+    /// spool stays (a file on disk costs a write buffer and a descriptor the budget does not see): it
+    /// counts against the budget, which rolls the largest files early or holds records back.
     fn outgrows_memory(&self, more: usize) -> bool {
         let Storage::Memory(mem) = &self.storage else { return false };
         if (mem.len() + more) as u64 > self.config.memory_threshold {
@@ -219,7 +221,7 @@ impl Spool {
         }
         let growth = mem.growth(more);
         let usage = &self.config.usage;
-        growth > 0 && usage.memory().saturating_add(growth as u64) > usage.memory_limit
+        mem.len() >= CHUNK && growth > 0 && usage.memory().saturating_add(growth as u64) > usage.memory_limit
     }
 }
 
@@ -425,22 +427,27 @@ mod tests {
     }
 
     #[test]
-    fn spools_move_to_disk_when_together_they_would_pass_the_memory_limit() {
+    fn spools_of_a_chunk_or_more_move_to_disk_when_together_they_would_pass_the_memory_limit() {
         let dir = tempfile::tempdir().unwrap();
-        let usage = Arc::new(SpoolUsage::with_memory_limit(1000));
-        let cfg = SpoolOptions { memory_threshold: 1 << 20, dir: dir.path().into(), usage: usage.clone() };
-        let (mut a, mut b) = (Spool::new(cfg.clone()), Spool::new(cfg));
-        a.write_all(&[1; 600]).unwrap();
-        b.write_all(&[2; 300]).unwrap();
-        assert!(!a.on_disk() && !b.on_disk(), "900 bytes fit the limit of 1000");
-        b.write_all(&[3; 10]).unwrap();
-        assert!(b.on_disk(), "b's buffer doubling to 620 would take the spools to 1220");
-        assert_eq!((usage.memory(), usage.disk()), (600, 310));
-        a.write_all(&[4; 100]).unwrap();
-        assert!(a.on_disk(), "a's buffer doubling to 1200 would pass the limit alone");
+        let usage = Arc::new(SpoolUsage::with_memory_limit(5 * CHUNK as u64 / 2));
+        let cfg = SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: usage.clone() };
+        let [mut a, mut b, mut small] = [(); 3].map(|()| Spool::new(cfg.clone()));
+        a.write_all(&vec![1; CHUNK]).unwrap();
+        b.write_all(&vec![2; CHUNK]).unwrap();
+        small.write_all(&vec![3; CHUNK / 2]).unwrap();
+        assert_eq!(usage.memory(), 5 * CHUNK as u64 / 2, "two and a half chunks fit the limit");
+        small.write_all(&[3]).unwrap();
+        assert!(!small.on_disk(), "a spool under a chunk stays, over the limit: the budget sees it");
+        assert_eq!(usage.memory(), 3 * CHUNK as u64);
+        a.write_all(&[4]).unwrap();
+        assert!(a.on_disk(), "a's second chunk would take the spools past the limit");
+        assert_eq!((usage.memory(), usage.disk()), (2 * CHUNK as u64, CHUNK as u64 + 1));
+        drop(small);
+        b.write_all(&[5]).unwrap();
+        assert!(!b.on_disk(), "b's second chunk fits once the small spool is gone");
         let sealed = a.seal().unwrap();
-        assert_eq!(&sealed.read_all().unwrap()[595..605], &[1, 1, 1, 1, 1, 4, 4, 4, 4, 4]);
-        assert_eq!((usage.memory(), usage.disk()), (0, 1010));
+        assert_eq!(&sealed.read_all().unwrap()[CHUNK - 2..], &[1, 1, 4]);
+        assert_eq!(usage.disk(), CHUNK as u64 + 1);
     }
 
     #[test]
