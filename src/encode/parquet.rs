@@ -162,8 +162,7 @@ impl Builders {
 
     /// What the typed value and key columns hold allocated now.
     fn decoded_allocated(&self) -> u64 {
-        let typed = self.value.typed().map_or(0, |t| t.allocated()) + self.key.typed().map_or(0, |t| t.allocated());
-        typed as u64
+        [&self.value, &self.key].iter().map(|c| c.typed().map_or(0, |t| t.allocated()) as u64).sum()
     }
 
     /// Takes a record, or (`may_roll`) refuses one whose value the file's schema cannot hold, or whose

@@ -32,10 +32,12 @@ impl ChunkWriter {
     /// How many more bytes would be allocated to write `more`.
     pub fn growth(&self, more: usize) -> usize {
         let needed = self.len() + more;
-        match needed {
-            _ if needed <= self.capacity() => 0,
-            _ if needed <= CHUNK => needed.max(2 * self.current.capacity()).min(CHUNK) - self.capacity(),
-            _ => needed.next_multiple_of(CHUNK) - self.capacity(),
+        if needed <= self.capacity() {
+            0
+        } else if needed <= CHUNK {
+            needed.max(2 * self.current.capacity()).min(CHUNK) - self.capacity()
+        } else {
+            needed.next_multiple_of(CHUNK) - self.capacity()
         }
     }
 
@@ -125,6 +127,14 @@ impl Chunks {
         offset.checked_add(len).is_some_and(|end| end <= self.len)
     }
 
+    /// A read past the end is an error of the file being read, not a panic.
+    fn check(&self, start: u64, length: usize) -> parquet::errors::Result<()> {
+        match usize::try_from(start) {
+            Ok(start) if self.holds(start, length) => Ok(()),
+            _ => Err(parquet::errors::ParquetError::EOF(format!("{start}+{length} is past {} bytes", self.len))),
+        }
+    }
+
     /// The bytes in one piece: the chunk itself if there is one, else a copy.
     pub fn to_bytes(&self) -> Bytes {
         match self.parts.as_slice() {
@@ -163,16 +173,6 @@ impl Read for ChunksReader {
             self.parts.next();
         }
         Ok(n)
-    }
-}
-
-impl Chunks {
-    /// A read past the end is an error of the file being read, not a panic.
-    fn check(&self, start: u64, length: usize) -> parquet::errors::Result<()> {
-        match usize::try_from(start) {
-            Ok(start) if self.holds(start, length) => Ok(()),
-            _ => Err(parquet::errors::ParquetError::EOF(format!("{start}+{length} is past {} bytes", self.len))),
-        }
     }
 }
 

@@ -207,9 +207,7 @@ impl Spool {
         };
         Ok(SealedSpool { data, len, counted, usage })
     }
-}
 
-impl Spool {
     /// Whether `more` bytes no longer fit in memory: past this spool's threshold, or, once it holds a
     /// chunk, the chunks they need would take the spools in memory together past their limit. A smaller
     /// spool stays (a file on disk costs a write buffer and a descriptor the budget does not see): it
