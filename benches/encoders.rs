@@ -4,6 +4,7 @@
 //! Run with `cargo bench --bench encoders` (it prints each file's size first); figures in
 //! docs/performance.md.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
@@ -11,8 +12,25 @@ use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::archive::record::{Header, Record};
 use kafka_s3_archiver::commands::demo::generate::generated;
 use kafka_s3_archiver::encode::spool::{Spool, SpoolOptions, SpoolUsage};
-use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format};
+use kafka_s3_archiver::encode::{
+    Compression, FileEncoder, FileMeta, FileSpec, Finished, Format, IncompressibleColumns,
+};
 use kafka_s3_archiver::values::{JsonValues, ValueFormat, ValueSchema};
+
+/// The binary's allocator and its setting (src/main.rs: freed pages go back to the OS), so the
+/// encoders are measured as they run in the service.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static RETURN_FREED_MEMORY: extern "C" fn() = {
+    extern "C" fn return_freed_memory() {
+        // SAFETY: as in src/main.rs (option 4 is `arena_eager_commit`).
+        unsafe { libmimalloc_sys::mi_option_set(4, 0) }
+    }
+    return_freed_memory
+};
 
 /// Records per encoded file.
 const RECORDS: usize = 20_000;
@@ -36,8 +54,30 @@ fn records(random: bool) -> Vec<Record> {
 const GENERATED_SCHEMA: &str = r#"{"type":"record","name":"Generated","fields":[
     {"name":"order","type":"long"},{"name":"amount","type":"long"},{"name":"note","type":"string"}]}"#;
 
-fn encode(spec: FileSpec, values: &ValueFormat, records: &[Record], spool: &SpoolOptions) -> u64 {
+/// One file, as a partition writes its next one: Parquet columns its last files found not worth
+/// compressing (`learned`) are left uncompressed, and this file's footer is learned from.
+fn encode_next(
+    spec: FileSpec,
+    values: &ValueFormat,
+    records: &[Record],
+    spool: &SpoolOptions,
+    learned: &RefCell<IncompressibleColumns>,
+) -> u64 {
     let mut encoder = FileEncoder::new(spec, values, Spool::new(spool.clone())).expect("encoder");
+    encoder.leave_uncompressed(learned.borrow().plain());
+    let finished = finish(encoder, records);
+    if let Some(footer) = &finished.footer {
+        learned.borrow_mut().learn(footer);
+    }
+    finished.spool.len()
+}
+
+fn encode(spec: FileSpec, values: &ValueFormat, records: &[Record], spool: &SpoolOptions) -> u64 {
+    let encoder = FileEncoder::new(spec, values, Spool::new(spool.clone())).expect("encoder");
+    finish(encoder, records).spool.len()
+}
+
+fn finish(mut encoder: FileEncoder, records: &[Record]) -> Finished {
     for r in records {
         assert!(encoder.append(r, false).expect("append"));
     }
@@ -46,7 +86,7 @@ fn encode(spec: FileSpec, values: &ValueFormat, records: &[Record], spool: &Spoo
         range: OffsetRange::new(0, records.len() as i64 - 1).expect("range"),
         records: records.len() as u64,
     };
-    encoder.finish(&meta).expect("finish").spool.len()
+    encoder.finish(&meta).expect("finish")
 }
 
 fn encoders(c: &mut Criterion) {
@@ -57,6 +97,7 @@ fn encoders(c: &mut Criterion) {
     let specs = [
         (Format::Parquet, Compression::Zstd),
         (Format::Parquet, Compression::Snappy),
+        (Format::Parquet, Compression::None),
         (Format::Jsonl, Compression::Zstd),
         (Format::Jsonl, Compression::Gzip),
         (Format::Jsonl, Compression::None),
@@ -69,12 +110,18 @@ fn encoders(c: &mut Criterion) {
         for (format, compression) in specs {
             let spec = FileSpec::new(format, compression).expect("spec");
             let name = format!("{format}-{compression}");
-            println!(
-                "encode-1KiB-{values}/{name}: a file of {} bytes",
-                encode(spec, &ValueFormat::Raw, &input, &spool)
-            );
+            // File after file, as a partition writes them (from the second file on, a column found not
+            // worth compressing is written plain, and compressed again every few files).
+            let learned = RefCell::new(IncompressibleColumns::default());
+            let first = encode_next(spec, &ValueFormat::Raw, &input, &spool, &learned);
+            let next = encode_next(spec, &ValueFormat::Raw, &input, &spool, &learned);
+            println!("encode-1KiB-{values}/{name}: a first file of {first} bytes, then {next}");
             group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
-                b.iter_batched(|| (), |()| encode(spec, &ValueFormat::Raw, input, &spool), BatchSize::PerIteration)
+                b.iter_batched(
+                    || (),
+                    |()| encode_next(spec, &ValueFormat::Raw, input, &spool, &learned),
+                    BatchSize::PerIteration,
+                )
             });
         }
         group.finish();

@@ -185,7 +185,10 @@ pub struct Settings {
     #[arg(long, env = "KSA_FORMAT", help_heading = "Files", help = with_default("File format", DEFAULT_FORMAT))]
     pub format: Option<Format>,
     #[arg(long, env = "KSA_COMPRESSION", help_heading = "Files",
-        help = with_default("Compression (snappy: Parquet only)", DEFAULT_COMPRESSION))]
+        help = with_default(
+            "Compression (snappy: Parquet only; a Parquet column that did not compress is left uncompressed)",
+            DEFAULT_COMPRESSION
+        ))]
     pub compression: Option<Compression>,
     #[arg(long, env = "KSA_ROLL_RECORDS", help_heading = "Files",
         help = with_default("Roll a file after this many records", DEFAULT_ROLL_RECORDS))]

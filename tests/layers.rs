@@ -31,6 +31,7 @@ const PURE: &[&str] = &[
     "values/",
     "encode/jsonl.rs",
     "encode/parquet.rs",
+    "encode/parquet/",
     "encode/roll.rs",
     "retry/backoff.rs",
     "store/stale.rs",

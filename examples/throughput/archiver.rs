@@ -56,6 +56,8 @@ pub struct ArchiverRun {
     pub rolls: BTreeMap<String, u32>,
     /// Times the consumer paused fetching because the pipeline was behind.
     pub paused: usize,
+    /// Files written to the spool directory rather than kept in memory (from the summary at exit).
+    pub spooled_to_disk: Option<u64>,
     pub peak_rss_kib: u64,
     /// With a table: from every record archived until the table held them all.
     pub table_lag: Option<f64>,
@@ -84,13 +86,14 @@ impl ArchiverRun {
         format!(
             "{:.1}s from start to all objects listed (incl. the last file's 1s roll-age), {:.1}s of them from \
              partitions recovered{table}; exit {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
-             times; log {}",
+             times; files spooled to disk {}; log {}",
             self.seconds,
             self.steady_seconds,
             self.status,
             busiest.join(", "),
             self.rolls,
             self.paused,
+            self.spooled_to_disk.map_or("?".into(), |n| n.to_string()),
             self.log.display()
         )
     }
@@ -206,6 +209,9 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         *rolls.entry(reason.split_whitespace().next().unwrap_or("").trim_matches('"').to_string()).or_default() += 1;
     }
     let paused = log.matches("pausing fetch").count();
+    let spooled_to_disk = log
+        .rsplit_once("files spooled to disk ")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok());
     ArchiverRun {
         seconds,
         steady_seconds,
@@ -213,6 +219,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         threads,
         rolls,
         paused,
+        spooled_to_disk,
         peak_rss_kib: peak,
         table_lag,
         status,

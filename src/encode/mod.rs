@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use ::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use ::parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -20,7 +21,7 @@ use crate::encode::spool::{SealedSpool, Spool, SpoolData};
 use crate::values::ValueFormat;
 
 pub use self::jsonl::{write_line as json_line, JsonlEncoder};
-pub use self::parquet::ParquetEncoder;
+pub use self::parquet::{IncompressibleColumns, ParquetEncoder};
 pub use crate::values::columns::ValueStats;
 
 #[derive(Debug, Error)]
@@ -163,6 +164,14 @@ impl FileEncoder {
             }
             Format::Jsonl => FileEncoder::Jsonl(Box::new(JsonlEncoder::new(spec.compression, values, spool)?)),
         })
+    }
+
+    /// Leaves `columns` of a Parquet file uncompressed (see [`IncompressibleColumns`]); called before
+    /// the first record. JSON lines files are compressed whole, as their name says.
+    pub fn leave_uncompressed<'a>(&mut self, columns: impl IntoIterator<Item = &'a ColumnPath>) {
+        if let FileEncoder::Parquet(e) = self {
+            e.leave_uncompressed(columns);
+        }
     }
 
     /// Appends a record. With values typed by a schema inferred per file and `may_roll`, a record

@@ -27,6 +27,11 @@ impl Budget {
         self.spool.memory() + self.open_files
     }
 
+    /// Files moved from memory to the spool directory so far.
+    pub(super) fn files_to_disk(&self) -> u64 {
+        self.spool.moved_to_disk()
+    }
+
     pub(super) fn exceeded(&self) -> bool {
         self.memory_used() > self.max_memory || self.spool.disk() > self.max_spool
     }

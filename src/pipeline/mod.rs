@@ -394,6 +394,7 @@ impl Pipeline {
         }
         self.metrics.emit(Event::Buffered {
             bytes: self.budget.memory_used(),
+            files_to_disk: self.budget.files_to_disk(),
             open_files: self.partitions.values().filter(|w| w.has_open_file()).count(),
             assigned: self.partitions.len(),
             waiting_for_schemas: self.partitions.values().filter(|w| w.waits_for_schema()).count(),

@@ -195,6 +195,8 @@ pub enum Event<'a> {
     /// What is buffered, and how many partitions wait for a schema, every tick.
     Buffered {
         bytes: u64,
+        /// Files moved from memory to the spool directory so far.
+        files_to_disk: u64,
         open_files: usize,
         assigned: usize,
         waiting_for_schemas: usize,
@@ -363,8 +365,9 @@ impl Metrics {
                     self.duplicates_skipped.inc();
                 }
             }
-            Event::Buffered { bytes, open_files, assigned, waiting_for_schemas } => {
+            Event::Buffered { bytes, files_to_disk, open_files, assigned, waiting_for_schemas } => {
                 self.buffered_bytes.set(gauge_value(bytes));
+                self.spool_files_to_disk.inc_by(files_to_disk.saturating_sub(self.spool_files_to_disk.get()));
                 self.open_files.set(gauge_value(open_files as u64));
                 self.assigned_partitions.set(gauge_value(assigned as u64));
                 self.partitions_waiting_for_schemas.set(gauge_value(waiting_for_schemas as u64));

@@ -13,6 +13,8 @@ pub struct Metrics {
     pub objects_already_present: IntCounter,
     pub bytes_uploaded: IntCounter,
     pub upload_retries: IntCounter,
+    /// Files that went to the spool directory instead of staying in memory until uploaded.
+    pub spool_files_to_disk: IntCounter,
     pub list_retries: IntCounter,
     pub files_dropped: IntCounter,
     pub retention_gaps: IntCounter,
@@ -178,6 +180,12 @@ impl Default for Metrics {
                 &r,
                 "upload_retries_total",
                 "Claim and object uploads retried after a transient error.",
+            ),
+            spool_files_to_disk: counter(
+                &r,
+                "spool_files_to_disk_total",
+                "Files written to the spool directory (past --spool-memory-threshold, or the files waiting in \
+                 memory held half of --max-buffer-bytes: the store is behind or the budget small).",
             ),
             list_retries: counter(
                 &r,
@@ -372,7 +380,7 @@ impl Metrics {
     pub fn summary(&self) -> String {
         format!(
             "records received {}, archived {}, duplicates skipped {}; objects uploaded {} ({} bytes), already present {}, \
-             upload retries {}, files dropped {}; claims created {}, lost {}, re-written {}; recoveries {} ({} list requests); \
+             upload retries {}, files dropped {}, files spooled to disk {}; claims created {}, lost {}, re-written {}; recoveries {} ({} list requests); \
              retention gaps {}, partitions stopped {}",
             self.records_received.get(),
             self.records_archived.get(),
@@ -382,6 +390,7 @@ impl Metrics {
             self.objects_already_present.get(),
             self.upload_retries.get(),
             self.files_dropped.get(),
+            self.spool_files_to_disk.get(),
             self.claims_created.get(),
             self.claims_lost.get(),
             self.claims_rewritten.get(),

@@ -22,6 +22,8 @@ pub struct SpoolUsage {
     disk: AtomicU64,
     /// What the spools may hold in memory together: a spool whose growth would pass it moves to disk.
     memory_limit: u64,
+    /// Spools moved from memory to disk so far.
+    moved_to_disk: AtomicU64,
 }
 
 impl Default for SpoolUsage {
@@ -33,7 +35,12 @@ impl Default for SpoolUsage {
 
 impl SpoolUsage {
     pub fn with_memory_limit(memory_limit: u64) -> Self {
-        Self { memory: AtomicU64::new(0), disk: AtomicU64::new(0), memory_limit }
+        Self { memory: AtomicU64::new(0), disk: AtomicU64::new(0), memory_limit, moved_to_disk: AtomicU64::new(0) }
+    }
+
+    /// How many spools moved from memory to disk so far (past their threshold or the limit).
+    pub fn moved_to_disk(&self) -> u64 {
+        self.moved_to_disk.load(Ordering::Relaxed)
     }
 
     pub fn memory(&self) -> u64 {
@@ -179,6 +186,7 @@ impl Spool {
         self.config.usage.sub(false, self.counted);
         self.config.usage.add(true, moved);
         self.counted = moved;
+        self.config.usage.moved_to_disk.fetch_add(1, Ordering::Relaxed);
         self.storage = Storage::Disk { path, file };
         Ok(())
     }
@@ -443,6 +451,7 @@ mod tests {
         drop(small);
         b.write_all(&[5]).unwrap();
         assert!(!b.on_disk(), "b's second chunk fits once the small spool is gone");
+        assert_eq!(usage.moved_to_disk(), 1, "one spool moved to disk");
         let sealed = a.seal().unwrap();
         assert_eq!(&sealed.read_all().unwrap()[CHUNK - 2..], &[1, 1, 4]);
         assert_eq!(usage.disk(), CHUNK as u64 + 1);
@@ -456,7 +465,7 @@ mod tests {
         s.write_all(&[7; 80]).unwrap();
         s.write_all(&[8; 80]).unwrap();
         assert!(s.on_disk());
-        assert_eq!((cfg.usage.memory(), cfg.usage.disk()), (0, 160));
+        assert_eq!((cfg.usage.memory(), cfg.usage.disk(), cfg.usage.moved_to_disk()), (0, 160, 1));
         let sealed = s.seal().unwrap();
         let SpoolData::Disk(path) = sealed.data().clone() else { panic!("expected a spool file") };
         let data = sealed.read_all().unwrap();

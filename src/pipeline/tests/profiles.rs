@@ -1,9 +1,16 @@
 //! Each partition's writer writes by its topic's profile, not the default one.
 
 use super::harness::*;
+use parquet::basic::{Compression as Codec, ZstdLevel};
+use parquet::file::metadata::ParquetMetaDataReader;
+
+use crate::archive::object_key::FileKind;
+use crate::archive::record::Record;
 use crate::archive::time_bucket::{BucketWidth, Bucketing, TimeSource};
-use crate::encode::{Compression, FileSpec, Format};
+use crate::encode::{decode, Compression, FileSpec, Format};
 use crate::pipeline::{TopicMatch, TopicProfile, TopicProfiles};
+use crate::source::Fetched;
+use crate::store::ObjectStore;
 
 #[tokio::test]
 async fn a_writer_rolls_and_names_its_files_by_its_topics_profile() {
@@ -32,5 +39,40 @@ async fn a_pattern_profile_applies_when_no_name_does() {
     h.assign(0, Some(0)).await;
     h.send(0, 0..3, 10).await;
     assert_eq!(h.wait_keys(1).await, vec![key(0, 0, 2)]);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn a_partitions_files_leave_its_values_uncompressed_once_they_did_not_compress() {
+    let zstd = TopicProfile { spec: FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), ..plain(policy(100)) };
+    let h = harness_profiles(TopicProfiles::uniform(zstd));
+    h.assign(0, Some(0)).await;
+    let mut rng = fastrand::Rng::with_seed(5);
+    let sent: Vec<Record> =
+        (0..300).map(|o| Record { value: Some((0..1024).map(|_| rng.u8(..)).collect()), ..rec(o, 0) }).collect();
+    let epoch = h.epochs.lock().unwrap()[&0];
+    for record in &sent {
+        h.records.send(vec![Fetched { tp: tp(0), epoch, record: record.clone(), retention_gap: None }]).await.unwrap();
+    }
+    let keys = h.wait_keys(3).await;
+    let mut read = Vec::new();
+    let mut value_codecs = Vec::new();
+    for key in &keys {
+        let bytes = h.store.inner.get(key).await.unwrap();
+        let footer = ParquetMetaDataReader::new().parse_and_finish(&bytes).unwrap();
+        let codec = |name: &str| {
+            let columns = footer.row_group(0).columns();
+            columns.iter().find(|c| c.column_path().string() == name).map(|c| c.compression())
+        };
+        value_codecs.push((codec("value").unwrap(), codec("offset").unwrap()));
+        read.extend(decode(FileKind::Parquet, bytes).unwrap().records);
+    }
+    let (zstd, plain) = (Codec::ZSTD(ZstdLevel::default()), Codec::UNCOMPRESSED);
+    assert_eq!(
+        value_codecs,
+        [(zstd, zstd), (plain, zstd), (plain, zstd)],
+        "random values compressed in the first file only; offsets in every file"
+    );
+    assert_eq!(read, sent, "every record comes back the same");
     h.task.abort();
 }
