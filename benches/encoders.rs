@@ -4,7 +4,6 @@
 //! Run with `cargo bench --bench encoders` (it prints each file's size first); figures in
 //! docs/performance.md.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
@@ -22,12 +21,15 @@ use kafka_s3_archiver::values::{JsonValues, ValueFormat, ValueSchema};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `arena_eager_commit` option, by its position in `mi_option_t` (as in src/main.rs).
+const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+
 #[used]
 #[unsafe(link_section = ".init_array")]
 static RETURN_FREED_MEMORY: extern "C" fn() = {
     extern "C" fn return_freed_memory() {
-        // SAFETY: as in src/main.rs (option 4 is `arena_eager_commit`).
-        unsafe { libmimalloc_sys::mi_option_set(4, 0) }
+        // SAFETY: as in src/main.rs: stores a process-wide allocator option before any allocation.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) }
     }
     return_freed_memory
 };
@@ -61,13 +63,13 @@ fn encode_next(
     values: &ValueFormat,
     records: &[Record],
     spool: &SpoolOptions,
-    learned: &RefCell<IncompressibleColumns>,
+    learned: &mut IncompressibleColumns,
 ) -> u64 {
     let mut encoder = FileEncoder::new(spec, values, Spool::new(spool.clone())).expect("encoder");
-    encoder.leave_uncompressed(learned.borrow().plain());
+    encoder.leave_uncompressed(learned.plain());
     let finished = finish(encoder, records);
     if let Some(footer) = &finished.footer {
-        learned.borrow_mut().learn(footer);
+        learned.learn(footer);
     }
     finished.spool.len()
 }
@@ -112,14 +114,14 @@ fn encoders(c: &mut Criterion) {
             let name = format!("{format}-{compression}");
             // File after file, as a partition writes them (from the second file on, a column found not
             // worth compressing is written plain, and compressed again every few files).
-            let learned = RefCell::new(IncompressibleColumns::default());
-            let first = encode_next(spec, &ValueFormat::Raw, &input, &spool, &learned);
-            let next = encode_next(spec, &ValueFormat::Raw, &input, &spool, &learned);
+            let mut learned = IncompressibleColumns::default();
+            let first = encode_next(spec, &ValueFormat::Raw, &input, &spool, &mut learned);
+            let next = encode_next(spec, &ValueFormat::Raw, &input, &spool, &mut learned);
             println!("encode-1KiB-{values}/{name}: a first file of {first} bytes, then {next}");
             group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
                 b.iter_batched(
                     || (),
-                    |()| encode_next(spec, &ValueFormat::Raw, input, &spool, &learned),
+                    |()| encode_next(spec, &ValueFormat::Raw, input, &spool, &mut learned),
                     BatchSize::PerIteration,
                 )
             });

@@ -209,9 +209,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         *rolls.entry(reason.split_whitespace().next().unwrap_or("").trim_matches('"').to_string()).or_default() += 1;
     }
     let paused = log.matches("pausing fetch").count();
-    let spooled_to_disk = log
-        .rsplit_once("files spooled to disk ")
-        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok());
+    let spooled_to_disk = spooled_to_disk(&log);
     ArchiverRun {
         seconds,
         steady_seconds,
@@ -236,4 +234,10 @@ async fn in_table(catalog: &dyn Catalog, bench: &Bench) -> bool {
         let position = &table.metadata["properties"][format!("kafka-s3-archiver.position.{p}")];
         position.as_str().and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *last)
     })
+}
+
+/// The files spooled to disk, from the summary the archiver logs at exit.
+fn spooled_to_disk(log: &str) -> Option<u64> {
+    let (_, rest) = log.rsplit_once("files spooled to disk ")?;
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }

@@ -40,9 +40,6 @@ pub(super) const BATCH_ROWS: usize = 4096;
 const BATCH_BYTES: u64 = 4 << 20;
 /// How much memory Arrow builders may hold per byte appended (their buffers double as they grow).
 const BUILDER_GROWTH: u64 = 2;
-/// A raw key or value column starts a batch with room for the last batch's bytes and this fraction
-/// (1/8) more: batches of one file are alike, give or take a record.
-const BATCH_HEADROOM: usize = 8;
 /// How often (in rows) the typed columns' allocation is measured for the memory budget (and at each
 /// power of two before: a file's first batch grows from nothing): a batch's growth is counted within
 /// this many rows of it, at a cost per row too small to see.
@@ -118,28 +115,6 @@ impl ValueColumn {
         }
     }
 
-    /// The bytes a raw column holds.
-    fn raw_bytes(&self) -> usize {
-        match self {
-            ValueColumn::Raw(b) => b.values_slice().len(),
-            ValueColumn::Typed(_) => 0,
-        }
-    }
-
-    /// Starts a raw column's next batch at the size of the one just taken (`rows`, `bytes`) and
-    /// [`BATCH_HEADROOM`] more, so that its buffer does not grow by doubling again (copying, and
-    /// faulting in fresh pages, at every step). Returns the bytes reserved.
-    fn start_like(&mut self, rows: usize, bytes: usize) -> u64 {
-        match self {
-            ValueColumn::Raw(b) => {
-                let reserved = bytes + bytes / BATCH_HEADROOM;
-                *b = BinaryBuilder::with_capacity(rows, reserved);
-                reserved as u64
-            }
-            ValueColumn::Typed(_) => 0,
-        }
-    }
-
     /// The batch's column, and a typed one's raw and error columns after it.
     fn take(&mut self, offsets: &[i64], extra: &mut Vec<ArrayRef>) -> Result<ArrayRef, EncodeError> {
         Ok(match self {
@@ -167,8 +142,6 @@ struct Builders {
     /// What the typed columns' decoded values hold allocated, measured every `MEASURE_DECODED_EVERY`
     /// rows of a batch (from its first, whose columns are made at the last batch's size).
     decoded: u64,
-    /// What the raw key and value columns reserved for this batch (see `ValueColumn::start_like`).
-    reserved: u64,
 }
 
 impl Builders {
@@ -187,7 +160,6 @@ impl Builders {
             rows: 0,
             bytes: 0,
             decoded: 0,
-            reserved: 0,
         }
     }
 
@@ -269,7 +241,6 @@ impl Builders {
     }
 
     fn take_batch(&mut self) -> Result<RecordBatch, EncodeError> {
-        let (rows, value_bytes, key_bytes) = (self.rows, self.value.raw_bytes(), self.key.raw_bytes());
         let offsets = self.offset.finish();
         let (mut typed_values, mut typed_keys) = (Vec::new(), Vec::new());
         let value = self.value.take(offsets.values(), &mut typed_values)?;
@@ -286,7 +257,6 @@ impl Builders {
             Arc::new(self.headers.finish()),
         ];
         columns.extend(typed_values.into_iter().chain(typed_keys));
-        self.reserved = self.value.start_like(rows, value_bytes) + self.key.start_like(rows, key_bytes);
         self.rows = 0;
         self.bytes = 0;
         self.decoded = 0;
@@ -438,11 +408,10 @@ impl ParquetEncoder {
 
     /// The writer's memory, and the Arrow builders' at their bound: their buffers grow by doubling, so
     /// they hold up to twice the bytes appended (measured with 1,000 open files of mixed-size records:
-    /// 1.9–2.3 × the payload). Counting less let 1,000 partitions overrun the budget by as much. From
-    /// the second batch on, the raw columns hold at least the room reserved for it. Typed values'
-    /// decoded columns come on top, as allocated: they may take far more than the values' bytes.
+    /// 1.9–2.3 × the payload). Counting less let 1,000 partitions overrun the budget by as much. Typed
+    /// values' decoded columns come on top, as allocated: they may take far more than the values' bytes.
     pub fn buffered_memory(&self) -> u64 {
-        self.writer_memory + (BUILDER_GROWTH * self.builders.bytes).max(self.builders.reserved) + self.builders.decoded
+        self.writer_memory + BUILDER_GROWTH * self.builders.bytes + self.builders.decoded
     }
 
     /// The sealed file, and what its typed values and keys came to (all of its batches taken).

@@ -319,27 +319,6 @@ fn parquet_counts_its_builders_at_twice_their_bytes() {
     assert_eq!(enc.encoded_size(), payload, "the file's size is still estimated by its bytes");
 }
 
-/// A raw column starts each batch at the last batch's size (it does not grow by doubling again), and
-/// the budget counts what it reserved before a record is appended.
-#[test]
-fn parquet_counts_the_room_its_next_batch_reserved() {
-    let dir = tempfile::tempdir().unwrap();
-    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
-    let spec = FileSpec::new(Format::Parquet, Compression::None).unwrap();
-    let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
-    let record = Record { key: None, value: Some(vec![7; 1000]), headers: vec![], ..sample_records()[0].clone() };
-    for offset in 0..parquet::BATCH_ROWS as i64 {
-        assert!(enc.append(&Record { offset, ..record.clone() }, false).unwrap());
-    }
-    // The batch is written; the next one's room is reserved, so its first records add nothing.
-    let after = |enc: &mut FileEncoder, offset: i64| {
-        assert!(enc.append(&Record { offset, ..record.clone() }, false).unwrap());
-        enc.buffered_memory()
-    };
-    let (one, two) = (after(&mut enc, 5000), after(&mut enc, 5001));
-    assert_eq!(one, two, "the second record of a batch fits in the room reserved");
-}
-
 /// Typed values' columns count as allocated, not by the values' bytes: sparse JSON (`{}` for a schema
 /// of 300 optional numbers) takes ~4,000 times its bytes in columns.
 #[test]

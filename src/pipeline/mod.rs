@@ -267,6 +267,8 @@ impl Pipeline {
         }
         let all: Vec<TopicPartition> = self.partitions.keys().cloned().collect();
         self.revoke(&all, false).await?;
+        // The last files were sealed (and may have gone to disk) after the last tick.
+        self.report_buffered();
         while let Ok(ev) = self.from_uploaders.try_recv() {
             if let UploaderEvent::Failed { key, error } = ev {
                 return Err(PipelineError::Upload { key, source: error });
@@ -386,12 +388,8 @@ impl Pipeline {
         }
     }
 
-    /// Every 200 ms: unparks what the budget has room for, sets the gauges of what is buffered, and rolls
-    /// files by age and schedule.
-    fn tick(&mut self, now: Now) -> Result<(), PipelineError> {
-        if !self.budget.exceeded() {
-            self.unpark(Parked::Budget);
-        }
+    /// Sets the gauges of what is buffered (and the count of files spooled to disk).
+    fn report_buffered(&self) {
         self.metrics.emit(Event::Buffered {
             bytes: self.budget.memory_used(),
             files_to_disk: self.budget.files_to_disk(),
@@ -399,6 +397,15 @@ impl Pipeline {
             assigned: self.partitions.len(),
             waiting_for_schemas: self.partitions.values().filter(|w| w.waits_for_schema()).count(),
         });
+    }
+
+    /// Every 200 ms: unparks what the budget has room for, sets the gauges of what is buffered, and rolls
+    /// files by age and schedule.
+    fn tick(&mut self, now: Now) -> Result<(), PipelineError> {
+        if !self.budget.exceeded() {
+            self.unpark(Parked::Budget);
+        }
+        self.report_buffered();
         let due: Vec<(TopicPartition, RollReason)> =
             self.partitions.iter().filter_map(|(tp, w)| w.roll_due(now).map(|reason| (tp.clone(), reason))).collect();
         for (tp, reason) in due {

@@ -184,8 +184,9 @@ impl Default for Metrics {
             spool_files_to_disk: counter(
                 &r,
                 "spool_files_to_disk_total",
-                "Files written to the spool directory (past --spool-memory-threshold, or the files waiting in \
-                 memory held half of --max-buffer-bytes: the store is behind or the budget small).",
+                "Spools (files being written or waiting for upload) moved from memory to the spool directory: past \
+                 --spool-memory-threshold, or the spools in memory would pass half of --max-buffer-bytes (the \
+                 store is behind, or the budget small).",
             ),
             list_retries: counter(
                 &r,

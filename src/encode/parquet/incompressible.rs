@@ -18,7 +18,7 @@ pub const PLAIN_FILES: u32 = 7;
 pub const MIN_JUDGED_BYTES: i64 = 64 << 10;
 
 /// One partition's columns not worth compressing, learned from its files' footers.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct IncompressibleColumns {
     /// Per column found not worth compressing: how many more files write it plain.
     plain: HashMap<ColumnPath, u32>,
