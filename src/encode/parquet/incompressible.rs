@@ -1,6 +1,6 @@
 //! Columns that do not compress (values already compressed or encrypted, random IDs) cost the codec's
-//! CPU for nothing: zstd took half of the Parquet encoder's time on random 1 KiB values to make the
-//! file 2 % smaller. So a partition's files leave such a column uncompressed: a column that a file
+//! CPU for nothing: zstd took a quarter of the Parquet encoder's time on random 1 KiB values and made
+//! the file slightly larger. So a partition's files leave such a column uncompressed: a column that a file
 //! compressed to more than [`NOT_WORTH`] of its size is written plain in the partition's next
 //! [`PLAIN_FILES`] files, and then compressed again to see whether it still does not pay.
 
