@@ -8,7 +8,8 @@
 //!    to S3, to S3 with the topic's Iceberg table (a commit a second; how long after the archive the
 //!    table held every record too is printed), and to S3 as JSON lines, each from its start until the
 //!    archive holds every record (and from its partitions recovered, the steady rate), with its CPU
-//!    seconds (user + system, from /proc) and its peak RSS (VmHWM);
+//!    seconds (user + system, from /proc) and its peak RSS (VmHWM); after the run to S3, plain S3 PUTs
+//!    of as many objects as it made, of their sizes, one per partition in flight (`replay.rs`);
 //! 4. the peers (`peers.rs`: Apache Flink's FileSink, Kafka Connect with Apache Iceberg's sink) on the
 //!    same topic and S3, each from its start until every record is durable, checked exactly once;
 //! 5. a plain rdkafka producer writing the same records to a new topic, and `restore` of the S3 archive
@@ -34,6 +35,7 @@ mod producer;
 #[path = "../../benches/data/proto_order.rs"]
 mod proto_order;
 mod registry;
+mod replay;
 mod restore;
 
 use std::collections::BTreeMap;
@@ -183,6 +185,9 @@ async fn main() {
             let run = archiver(&bench, target).await;
             println!("{} ({}): {}", target.describe(), values.name(), run.details());
             rows.push(run.row(target, values));
+            if target == Target::S3 {
+                rows.push(replay::replay_puts(&bench).await);
+            }
         }
         rows.extend(peers::peers(&bench));
         // Records written by produce.py are not held here: nothing to produce again or restore against.
@@ -370,6 +375,13 @@ fn print_targets(bench: &Bench, rows: &[Row]) {
         steady(s3) / ceiling,
         s3.cpu_per_gb(bench) / plain.cpu_per_gb(bench),
     );
+    if let Some(replayed) = find(replay::REPLAYED_PUTS) {
+        println!(
+            "{values} values: run to S3 archives at {:.2} × min(plain consumer, S3 PUTs of as many objects of the \
+             same sizes at the same concurrency), steady rates (target ≥ 0.8 with 1,000 partitions)",
+            steady(s3) / steady(plain).min(steady(replayed)),
+        );
+    }
     if let Values::Registry(typed, _) = bench.values {
         let decoded = row(Target::S3Typed(typed));
         println!(
