@@ -310,17 +310,8 @@ async fn s3_put(bench: &Bench) -> Row {
     let in_flight = (bench.partitions as usize).clamp(1, MAX_PUTS_IN_FLIGHT);
     let cpu_before = cpu_seconds("self");
     let t0 = Instant::now();
-    futures::stream::iter((0..total).step_by(PUT_OBJECT_BYTES))
-        .map(|from| {
-            let len = PUT_OBJECT_BYTES.min(total - from);
-            let data = SpoolData::memory(body.slice(..len));
-            let store = &store;
-            async move { store.put_if_absent(&format!("put/{from:020}"), &data, len as u64).await }
-        })
-        .buffer_unordered(in_flight)
-        .try_collect::<Vec<_>>()
-        .await
-        .expect("S3 PUT");
+    let sizes = (0..total).step_by(PUT_OBJECT_BYTES).map(|from| PUT_OBJECT_BYTES.min(total - from));
+    put_objects(&store, sizes, &body, in_flight).await;
     let row = Row {
         contender: format!("S3 PUTs of the same bytes, {} MiB objects, {in_flight} at once", PUT_OBJECT_BYTES >> 20),
         values: bench.values,
@@ -331,6 +322,19 @@ async fn s3_put(bench: &Bench) -> Row {
     };
     println!("{} ({}): {:.1}s", row.contender, bench.values.name(), row.seconds);
     row
+}
+
+/// PUTs objects of `sizes` (`put/<n>`, the first bytes of `body`), `in_flight` at once.
+async fn put_objects(store: &S3Store, sizes: impl Iterator<Item = usize>, body: &bytes::Bytes, in_flight: usize) {
+    futures::stream::iter(sizes.enumerate())
+        .map(|(i, len)| {
+            let data = SpoolData::memory(body.slice(..len));
+            async move { store.put_if_absent(&format!("put/{i:08}"), &data, len as u64).await }
+        })
+        .buffer_unordered(in_flight)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("S3 PUT");
 }
 
 fn print_table(results: &[(Bench, Vec<Row>)]) {

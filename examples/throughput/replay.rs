@@ -5,14 +5,12 @@
 
 use std::time::Instant;
 
-use futures::{StreamExt, TryStreamExt};
 use kafka_s3_archiver::config::DEFAULT_S3_MAX_REQUESTS;
-use kafka_s3_archiver::encode::spool::SpoolData;
-use kafka_s3_archiver::store::{ObjectStore, S3Options, S3Store};
+use kafka_s3_archiver::store::{S3Options, S3Store};
 
 use crate::archiver::{bucket, Target};
 use crate::measure::cpu_seconds;
-use crate::{env, Bench, Row};
+use crate::{env, put_objects, Bench, Row};
 
 /// The row's contender, as the targets' ratios find it.
 pub const REPLAYED_PUTS: &str = "S3 PUTs of as many objects as run to S3 made, of their sizes";
@@ -37,15 +35,7 @@ pub async fn replay_puts(bench: &Bench) -> Row {
     let in_flight = (bench.partitions as usize).clamp(1, DEFAULT_S3_MAX_REQUESTS);
     let cpu_before = cpu_seconds("self");
     let t0 = Instant::now();
-    futures::stream::iter(sizes.iter().enumerate())
-        .map(|(i, &len)| {
-            let (data, store) = (SpoolData::memory(body.slice(..len)), &store);
-            async move { store.put_if_absent(&format!("replay/{i:08}"), &data, len as u64).await }
-        })
-        .buffer_unordered(in_flight)
-        .try_collect::<Vec<_>>()
-        .await
-        .expect("S3 PUT");
+    put_objects(&store, sizes.iter().copied(), &body, in_flight).await;
     let row = Row {
         contender: REPLAYED_PUTS.into(),
         values: bench.values,

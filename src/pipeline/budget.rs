@@ -27,7 +27,7 @@ impl Budget {
         self.spool.memory() + self.open_files
     }
 
-    /// Files moved from memory to the spool directory so far.
+    /// Spools moved from memory to the spool directory so far.
     pub(super) fn files_to_disk(&self) -> u64 {
         self.spool.moved_to_disk()
     }

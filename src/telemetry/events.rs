@@ -195,7 +195,7 @@ pub enum Event<'a> {
     /// What is buffered, and how many partitions wait for a schema, every tick.
     Buffered {
         bytes: u64,
-        /// Files moved from memory to the spool directory so far.
+        /// Spools moved from memory to the spool directory so far.
         files_to_disk: u64,
         open_files: usize,
         assigned: usize,

@@ -13,7 +13,7 @@ pub struct Metrics {
     pub objects_already_present: IntCounter,
     pub bytes_uploaded: IntCounter,
     pub upload_retries: IntCounter,
-    /// Files that went to the spool directory instead of staying in memory until uploaded.
+    /// Spools (files being written or waiting for upload) moved from memory to the spool directory.
     pub spool_files_to_disk: IntCounter,
     pub list_retries: IntCounter,
     pub files_dropped: IntCounter,
