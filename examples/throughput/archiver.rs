@@ -43,7 +43,7 @@ impl Target {
 }
 
 pub struct ArchiverRun {
-    /// From the process's start to every record's object listed: what a user sees.
+    /// From the process's start to every record's object durable: what a user sees.
     pub seconds: f64,
     /// From its partitions recovered (start-up, group join and recovery done) to the same.
     pub steady_seconds: f64,
@@ -58,9 +58,15 @@ pub struct ArchiverRun {
     pub paused: usize,
     /// Files written to the spool directory rather than kept in memory (from the summary at exit).
     pub spooled_to_disk: Option<u64>,
+    /// Open files shrunk for the budget (from the summary at exit).
+    pub shrunk: Option<u64>,
+    /// Seconds the pipeline held records back for room in its budget (from the summary at exit).
+    pub held_back: Option<f64>,
     pub peak_rss_kib: u64,
     /// With a table: from every record archived until the table held them all.
     pub table_lag: Option<f64>,
+    /// From the process's start to its first object durable.
+    pub first_durable: f64,
     pub status: std::process::ExitStatus,
     /// Where its log was kept.
     pub log: PathBuf,
@@ -84,16 +90,19 @@ impl ArchiverRun {
             self.table_lag.map_or(String::new(), |lag| format!("; the table held every record {lag:.1}s later"));
         let busiest: Vec<String> = self.threads.iter().take(5).map(|(name, s)| format!("{name} {s:.1}s")).collect();
         format!(
-            "{:.1}s from start to all objects listed (incl. the last file's 1s roll-age), {:.1}s of them from \
-             partitions recovered{table}; exit {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
-             times; files spooled to disk {}; log {}",
+            "{:.1}s from start to all objects durable (incl. the last file's 1s roll-age), {:.1}s of them from \
+             partitions recovered, the first durable {:.1}s from start{table}; exit {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
+             times; files spooled to disk {}; files shrunk {}; held back for room {}s; log {}",
             self.seconds,
             self.steady_seconds,
+            self.first_durable,
             self.status,
             busiest.join(", "),
             self.rolls,
             self.paused,
             self.spooled_to_disk.map_or("?".into(), |n| n.to_string()),
+            self.shrunk.map_or("?".into(), |n| n.to_string()),
+            self.held_back.map_or("?".into(), |s| format!("{s:.1}")),
             self.log.display()
         )
     }
@@ -177,13 +186,27 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
     let prefix = Prefix::new("bench");
     let table = (target == Target::S3Table)
         .then(|| SqlCatalog::sqlite(&spool.path().join("catalog.db"), "default", store.clone()).expect("the catalog"));
-    let mut peak = 0;
-    let (mut archived_at, mut table_lag) = (None, None);
+    // Followed in the archiver's log (an object is logged once it is durable), not by listing the store,
+    // which would take the store's CPU from the run; one listing at the end checks it.
+    let mut uploads = UploadLog::open(&log_path);
+    let (mut peak, mut polls) = (0, 0u32);
+    let (mut archived_at, mut first_durable, mut table_lag) = (None, None, None);
     loop {
-        peak = peak.max(peak_rss_kib(child.id()));
-        let ends = archived_ends(store.as_ref(), &prefix, &bench.topic).await.unwrap();
-        if bench.last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o)) {
-            let archived = *archived_at.get_or_insert_with(|| t0.elapsed().as_secs_f64());
+        if polls.is_multiple_of(5) {
+            peak = peak.max(peak_rss_kib(child.id()));
+        }
+        polls += 1;
+        uploads.read_new();
+        if first_durable.is_none() && uploads.any {
+            first_durable = Some(launched.elapsed().as_secs_f64());
+        }
+        if archived_at.is_none() && bench.last.iter().all(|(p, o)| uploads.ends.get(p).is_some_and(|e| e >= o)) {
+            archived_at = Some(t0.elapsed().as_secs_f64());
+            let ends = archived_ends(store.as_ref(), &prefix, &bench.topic).await.unwrap();
+            let listed = bench.last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o));
+            assert!(listed, "the log says every record is archived, the listing does not: see {}", log_path.display());
+        }
+        if let Some(archived) = archived_at {
             match &table {
                 Some(catalog) if !in_table(catalog, bench).await => {}
                 Some(_) => {
@@ -194,7 +217,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
             }
         }
         assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish: see {}", log_path.display());
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let steady_seconds = archived_at.expect("archived");
     let seconds = steady_seconds + (t0 - launched).as_secs_f64();
@@ -209,7 +232,9 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         *rolls.entry(reason.split_whitespace().next().unwrap_or("").trim_matches('"').to_string()).or_default() += 1;
     }
     let paused = log.matches("pausing fetch").count();
-    let spooled_to_disk = spooled_to_disk(&log);
+    let spooled_to_disk = exit_figure(&log, "files spooled to disk ");
+    let shrunk = exit_figure(&log, "files shrunk ");
+    let held_back = exit_figure(&log, "held back for room ");
     ArchiverRun {
         seconds,
         steady_seconds,
@@ -218,8 +243,11 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         rolls,
         paused,
         spooled_to_disk,
+        shrunk,
+        held_back,
         peak_rss_kib: peak,
         table_lag,
+        first_durable: first_durable.expect("an object uploaded"),
         status,
         log: log_path,
     }
@@ -236,8 +264,49 @@ async fn in_table(catalog: &dyn Catalog, bench: &Bench) -> bool {
     })
 }
 
-/// The files spooled to disk, from the summary the archiver logs at exit.
-fn spooled_to_disk(log: &str) -> Option<u64> {
-    let (_, rest) = log.rsplit_once("files spooled to disk ")?;
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+/// The figure after `label` in the summary the archiver logs at exit.
+fn exit_figure<T: std::str::FromStr>(log: &str, label: &str) -> Option<T> {
+    let (_, rest) = log.rsplit_once(label)?;
+    rest.split(|c: char| !c.is_ascii_digit() && c != '.').next()?.parse().ok()
+}
+
+/// The archiver's log, followed as it grows: the highest offset of each partition's durable objects.
+struct UploadLog {
+    file: std::fs::File,
+    /// The last line, while it is incomplete.
+    partial: String,
+    ends: BTreeMap<i32, i64>,
+    /// Whether any object was durable yet.
+    any: bool,
+}
+
+impl UploadLog {
+    fn open(path: &std::path::Path) -> Self {
+        let file = std::fs::File::open(path).unwrap();
+        Self { file, partial: String::new(), ends: BTreeMap::new(), any: false }
+    }
+
+    fn read_new(&mut self) {
+        use std::io::Read;
+        self.file.read_to_string(&mut self.partial).unwrap();
+        let Some(complete) = self.partial.rfind('\n') else { return };
+        for line in self.partial[..complete].lines().filter(|l| l.contains("object uploaded")) {
+            let (partition, end) = uploaded_range_end(line).expect("an uploaded object's key in its log line");
+            let at = self.ends.entry(partition).or_insert(end);
+            *at = (*at).max(end);
+            self.any = true;
+        }
+        self.partial.drain(..=complete);
+    }
+}
+
+/// The partition and last offset of the object an "object uploaded" line names
+/// (`key=".../<topic>+<partition>+<start>+<end>.<ext>"`).
+fn uploaded_range_end(line: &str) -> Option<(i32, i64)> {
+    let key = line.split("key=\"").nth(1)?.split('"').next()?;
+    let name = key.rsplit('/').next()?;
+    let mut fields = name.rsplitn(4, '+');
+    let end = fields.next()?.split('.').next()?.parse().ok()?;
+    let _start = fields.next()?;
+    Some((fields.next()?.parse().ok()?, end))
 }

@@ -158,6 +158,13 @@ impl JsonlEncoder {
         Ok(())
     }
 
+    /// Compresses the pending lines into the spool now (a block of their own); whether there were any.
+    pub fn shrink(&mut self) -> Result<bool, EncodeError> {
+        let pending = !self.block.is_empty();
+        self.flush_block()?;
+        Ok(pending)
+    }
+
     /// The file's size so far, its pending lines counted uncompressed.
     pub fn encoded_size(&self) -> u64 {
         self.spool.len() + self.block.len() as u64

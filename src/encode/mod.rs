@@ -191,6 +191,18 @@ impl FileEncoder {
         }
     }
 
+    /// Writes what the file holds in its buffers into its spool now, encoded and compressed (a Parquet row
+    /// group, a JSON lines block): under memory pressure a file then keeps its records at about their
+    /// compressed size rather than being rolled early into a small file. Returns whether anything was
+    /// written; a Parquet file that has its most row groups (`MAX_SHRUNK_ROW_GROUPS`), or whose
+    /// inferred schema its first batch has yet to decide, writes nothing.
+    pub fn shrink(&mut self) -> Result<bool, EncodeError> {
+        match self {
+            FileEncoder::Parquet(e) => e.shrink(),
+            FileEncoder::Jsonl(e) => e.shrink(),
+        }
+    }
+
     /// Memory held by encoder buffers, beyond what the spool itself holds.
     pub fn buffered_memory(&self) -> u64 {
         match self {

@@ -46,6 +46,9 @@ const BUILDER_GROWTH: u64 = 2;
 const MEASURE_DECODED_EVERY: usize = 64;
 /// Row groups are flushed to the spool at this estimated size, bounding the writer's memory.
 const ROW_GROUP_BYTES: usize = 16 << 20;
+/// The most row groups a file is given by shrinking (`shrink`): each is a few hundred bytes of footer
+/// per column, kept in memory until the file is sealed. A file that has them is rolled, not shrunk.
+pub(super) const MAX_SHRUNK_ROW_GROUPS: usize = 64;
 
 /// The footer key counting a typed file's misfits (records kept raw).
 pub const VALUE_MISFITS_KEY: &str = "kafka.value_misfits";
@@ -400,6 +403,20 @@ impl ParquetEncoder {
         }
         self.writer = Some(writer);
         Ok(())
+    }
+
+    /// See [`super::FileEncoder::shrink`].
+    pub fn shrink(&mut self) -> Result<bool, EncodeError> {
+        let row_groups = self.writer.as_ref().map_or(0, |w| w.flushed_row_groups().len());
+        if row_groups >= MAX_SHRUNK_ROW_GROUPS || (self.writer.is_none() && self.builders.schema.is_none()) {
+            return Ok(false);
+        }
+        self.write_buffered()?;
+        let Some(writer) = self.writer.as_mut().filter(|w| w.in_progress_rows() > 0) else { return Ok(false) };
+        writer.flush()?;
+        self.writer_in_progress = writer.in_progress_size() as u64;
+        self.writer_memory = writer.memory_size() as u64;
+        Ok(true)
     }
 
     pub fn encoded_size(&self) -> u64 {

@@ -441,3 +441,64 @@ fn a_parquet_file_rolled_by_size_with_the_defaults_stays_in_memory() {
     assert!(sealed.len() > DEFAULT_ROLL_BYTES.bytes() - (1 << 20), "{} bytes: a file of the roll size", sealed.len());
     assert!(matches!(sealed.data(), SpoolData::Memory(_)), "{} bytes went to disk", sealed.len());
 }
+
+/// Shrinking writes the buffered rows as a row group, compressed into the spool, and frees the
+/// buffers; a file takes at most `MAX_SHRUNK_ROW_GROUPS` that way, and reads back whole.
+#[test]
+fn shrinking_a_parquet_file_writes_row_groups_up_to_its_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut enc, mut records) = parquet_with_samples(dir.path());
+    assert!(enc.buffered_memory() > 0);
+    assert!(enc.shrink().unwrap());
+    assert_eq!(enc.buffered_memory(), 0, "the buffers are written and freed");
+    assert!(!enc.shrink().unwrap(), "nothing left to write");
+    let sample = records[0].clone();
+    for offset in 10..10 + 2 * parquet::MAX_SHRUNK_ROW_GROUPS as i64 {
+        let record = Record { offset, ..sample.clone() };
+        assert!(enc.append(&record, true).unwrap());
+        records.push(record);
+        let shrunk = enc.shrink().unwrap();
+        assert_eq!(shrunk, offset < 9 + parquet::MAX_SHRUNK_ROW_GROUPS as i64, "at offset {offset}");
+    }
+    let range = OffsetRange::new(5, records.last().unwrap().offset).unwrap();
+    let meta = FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range, records: records.len() as u64 };
+    let finished = enc.finish(&meta).unwrap();
+    let row_groups = finished.footer.as_ref().unwrap().num_row_groups();
+    assert_eq!(row_groups, parquet::MAX_SHRUNK_ROW_GROUPS + 1, "the most, and the rest when sealed");
+    let decoded = decode(FileKind::Parquet, finished.spool.read_all().unwrap()).unwrap();
+    assert_eq!(decoded.records, records);
+}
+
+/// An inferred value schema is decided by a file's first batch: shrinking does not cut it short.
+#[test]
+fn shrinking_waits_for_an_inferred_schemas_first_batch() {
+    use crate::values::JsonValues;
+    let values = ValueFormat::Json(Arc::new(JsonValues { declared: None, keep_raw: false }));
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+    let mut enc = FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &values, spool).unwrap();
+    let record = Record { value: Some(br#"{"a":1}"#.to_vec()), ..sample_records()[1].clone() };
+    assert!(enc.append(&record, true).unwrap());
+    assert!(!enc.shrink().unwrap());
+}
+
+/// JSON lines shrink by compressing their pending lines as a block of their own.
+#[test]
+fn shrinking_json_lines_compresses_the_pending_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+    let spec = FileSpec::new(Format::Jsonl, Compression::Zstd).unwrap();
+    let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+    let records = sample_records();
+    assert!(enc.append(&records[0], true).unwrap());
+    assert!(enc.shrink().unwrap());
+    assert_eq!(enc.buffered_memory(), 0);
+    assert!(!enc.shrink().unwrap());
+    for r in &records[1..] {
+        assert!(enc.append(r, true).unwrap());
+    }
+    let meta =
+        FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
+    let sealed = enc.finish(&meta).unwrap().spool;
+    assert_eq!(decode(spec.kind(), sealed.read_all().unwrap()).unwrap().records, records);
+}

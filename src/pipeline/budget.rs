@@ -2,6 +2,7 @@
 //! plus what sealed files hold in memory and in the spool directory until they are uploaded.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -16,11 +17,23 @@ pub(super) struct Budget {
     open_files: u64,
     /// Signalled whenever an upload finished or a file was dropped, so records held back can flow again.
     freed: Arc<Notify>,
+    /// Since when records are held back, while they are.
+    holding_since: Option<Instant>,
+    /// How long records were held back before that.
+    held: Duration,
 }
 
 impl Budget {
     pub(super) fn new(max_memory: u64, max_spool: u64, spool: Arc<SpoolUsage>) -> Self {
-        Self { max_memory, max_spool, spool, open_files: 0, freed: Arc::new(Notify::new()) }
+        Self {
+            max_memory,
+            max_spool,
+            spool,
+            open_files: 0,
+            freed: Arc::new(Notify::new()),
+            holding_since: None,
+            held: Duration::ZERO,
+        }
     }
 
     pub(super) fn memory_used(&self) -> u64 {
@@ -32,8 +45,30 @@ impl Budget {
         self.spool.moved_to_disk()
     }
 
+    /// Records are (`true`) or are not held back for room, as of `now`.
+    pub(super) fn holding_back(&mut self, holding: bool, now: Instant) {
+        match (holding, self.holding_since) {
+            (true, None) => self.holding_since = Some(now),
+            (false, Some(since)) => {
+                self.held += now.saturating_duration_since(since);
+                self.holding_since = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// How long records were held back for room in all, as of `now`.
+    pub(super) fn held_back(&self, now: Instant) -> Duration {
+        self.held + self.holding_since.map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
+    }
+
     pub(super) fn exceeded(&self) -> bool {
         self.memory_used() > self.max_memory || self.spool.disk() > self.max_spool
+    }
+
+    /// What the open files' encoder buffers may hold together once the largest are shrunk.
+    pub(super) fn shrink_target(&self) -> u64 {
+        self.early_roll_target() / 2
     }
 
     /// What the open files may hold together once the largest are rolled early.
@@ -58,5 +93,26 @@ impl Budget {
 
     pub(super) fn freed(&self) -> Arc<Notify> {
         self.freed.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_records_are_held_back_adds_up_across_spells() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut budget = Budget::new(1, 1, Arc::new(SpoolUsage::default()));
+        budget.holding_back(false, at(0));
+        budget.holding_back(true, at(100));
+        budget.holding_back(true, at(150));
+        assert_eq!(budget.held_back(at(160)), Duration::from_millis(60), "a spell counts while it lasts");
+        budget.holding_back(false, at(300));
+        budget.holding_back(false, at(400));
+        budget.holding_back(true, at(1000));
+        budget.holding_back(false, at(1050));
+        assert_eq!(budget.held_back(at(2000)), Duration::from_millis(250));
     }
 }

@@ -13,6 +13,7 @@ pub mod commit;
 pub mod dead_letters;
 pub mod profile;
 mod recoverer;
+mod room;
 pub mod schemas;
 mod sealed;
 #[cfg(test)]
@@ -41,7 +42,7 @@ use self::writer::{Parked, PartitionWriter};
 use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
 use crate::clock::wall_clock_ms;
-use crate::encode::roll::{pick_largest_over_budget, Now, RollReason};
+use crate::encode::roll::{Now, RollReason};
 use crate::encode::spool::SpoolOptions;
 use crate::encode::EncodeError;
 use crate::recovery::CommitHint;
@@ -250,6 +251,7 @@ impl Pipeline {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let holding_back = self.holding_back();
+            self.budget.holding_back(holding_back, Instant::now());
             let freed = self.budget.freed();
             tokio::select! {
                 biased;
@@ -356,21 +358,7 @@ impl Pipeline {
         }
         writer.append(&record, now, &self.settings, &mut self.budget, &self.metrics).map_err(encode)?;
         if self.budget.exceeded() {
-            self.roll_largest()?;
-        }
-        Ok(())
-    }
-
-    /// The budget is exceeded: roll the largest open files until open files hold at most half of it.
-    fn roll_largest(&mut self) -> Result<(), PipelineError> {
-        let open: Vec<(TopicPartition, u64)> = self
-            .partitions
-            .iter()
-            .filter_map(|(tp, w)| w.early_rollable_size().map(|size| (tp.clone(), size)))
-            .collect();
-        let sizes: Vec<(usize, u64)> = open.iter().enumerate().map(|(i, (_, size))| (i, *size)).collect();
-        for idx in pick_largest_over_budget(&sizes, self.budget.early_roll_target()) {
-            self.roll(&open[idx].0, RollReason::Budget)?;
+            self.make_room()?;
         }
         Ok(())
     }
@@ -393,6 +381,7 @@ impl Pipeline {
         self.metrics.emit(Event::Buffered {
             bytes: self.budget.memory_used(),
             files_to_disk: self.budget.files_to_disk(),
+            held_back: self.budget.held_back(Instant::now()),
             open_files: self.partitions.values().filter(|w| w.has_open_file()).count(),
             assigned: self.partitions.len(),
             waiting_for_schemas: self.partitions.values().filter(|w| w.waits_for_schema()).count(),

@@ -205,6 +205,21 @@ impl PartitionWriter {
         self.open.is_some()
     }
 
+    /// What the open file's encoder buffers hold, which shrinking it would write compressed into its spool.
+    pub(super) fn shrinkable(&self) -> Option<u64> {
+        self.open.as_ref().map(|f| f.buffered).filter(|b| *b > 0)
+    }
+
+    /// Writes the open file's buffers into its spool now (see `FileEncoder::shrink`); whether it did.
+    pub(super) fn shrink(&mut self, budget: &mut Budget) -> Result<bool, EncodeError> {
+        let Some(file) = self.open.as_mut() else { return Ok(false) };
+        let shrunk = file.encoder.shrink()?;
+        let buffered = file.encoder.buffered_memory();
+        budget.resize(file.buffered, buffered);
+        file.buffered = buffered;
+        Ok(shrunk)
+    }
+
     /// The open file's encoded size, when it may be rolled early for the budget (not a re-write).
     pub(super) fn early_rollable_size(&self) -> Option<u64> {
         self.open.as_ref().filter(|_| !self.is_rewriting()).map(|f| f.encoder.encoded_size())

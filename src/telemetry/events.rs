@@ -108,6 +108,10 @@ pub enum Event<'a> {
         end: i64,
     },
     ClaimCreated,
+    /// Over budget, `files` open files wrote their buffers compressed into their spools (`make_room`).
+    Shrunk {
+        files: u64,
+    },
     /// Over budget while another partition re-writes a claimed range (that file cannot roll early):
     /// this partition takes no records from `at` on until the budget has room, then is moved back.
     Parked {
@@ -197,6 +201,8 @@ pub enum Event<'a> {
         bytes: u64,
         /// Spools moved from memory to the spool directory so far.
         files_to_disk: u64,
+        /// How long records were held back for room in the budget so far.
+        held_back: Duration,
         open_files: usize,
         assigned: usize,
         waiting_for_schemas: usize,
@@ -283,6 +289,10 @@ impl Metrics {
                  object empty, so the claim stays fulfilled"
             ),
             Event::ClaimCreated => self.claims_created.inc(),
+            Event::Shrunk { files } => {
+                self.files_shrunk.inc_by(files);
+                debug!(files, "over budget: open files' buffers written compressed into their spools");
+            }
             Event::Parked { tp, at } => {
                 self.partitions_parked.inc();
                 info!(%tp, at, "over the buffer budget while a claimed range is re-written: pausing this partition")
@@ -365,9 +375,10 @@ impl Metrics {
                     self.duplicates_skipped.inc();
                 }
             }
-            Event::Buffered { bytes, files_to_disk, open_files, assigned, waiting_for_schemas } => {
+            Event::Buffered { bytes, files_to_disk, held_back, open_files, assigned, waiting_for_schemas } => {
                 self.buffered_bytes.set(gauge_value(bytes));
                 self.spool_files_to_disk.inc_by(files_to_disk.saturating_sub(self.spool_files_to_disk.get()));
+                self.budget_wait_seconds.inc_by((held_back.as_secs_f64() - self.budget_wait_seconds.get()).max(0.0));
                 self.open_files.set(gauge_value(open_files as u64));
                 self.assigned_partitions.set(gauge_value(assigned as u64));
                 self.partitions_waiting_for_schemas.set(gauge_value(waiting_for_schemas as u64));

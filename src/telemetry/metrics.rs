@@ -2,7 +2,7 @@
 //! `/metrics` (see `http`), summed up in a log line at exit, and read by `demo` and the tests. What
 //! moves them, and what is logged with them, is in `events`.
 
-use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{Counter, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 pub struct Metrics {
     pub registry: Registry,
@@ -15,6 +15,10 @@ pub struct Metrics {
     pub upload_retries: IntCounter,
     /// Spools (files being written or waiting for upload) moved from memory to the spool directory.
     pub spool_files_to_disk: IntCounter,
+    /// Open files whose buffers were written compressed into their spools for the budget.
+    pub files_shrunk: IntCounter,
+    /// Seconds records were held back because the budget had no room.
+    pub budget_wait_seconds: Counter,
     pub list_retries: IntCounter,
     pub files_dropped: IntCounter,
     pub retention_gaps: IntCounter,
@@ -94,6 +98,12 @@ pub struct Metrics {
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
     let c = IntCounter::new(format!("ksa_{name}"), help).expect("valid metric");
+    registry.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
+fn seconds_counter(registry: &Registry, name: &str, help: &str) -> Counter {
+    let c = Counter::new(format!("ksa_{name}"), help).expect("valid metric");
     registry.register(Box::new(c.clone())).expect("registered once");
     c
 }
@@ -187,6 +197,20 @@ impl Default for Metrics {
                 "Spools (files being written or waiting for upload) moved from memory to the spool directory: past \
                  --spool-memory-threshold, or the spools in memory would pass half of --max-buffer-bytes (the \
                  store is behind, or the budget small).",
+            ),
+            files_shrunk: counter(
+                &r,
+                "files_shrunk_total",
+                "Open files whose buffered records were written compressed into their spools early (a Parquet row \
+                 group, a JSON lines block) because --max-buffer-bytes was full: records then wait at about their \
+                 compressed size, rather than in files rolled early.",
+            ),
+            budget_wait_seconds: seconds_counter(
+                &r,
+                "budget_wait_seconds_total",
+                "Seconds the pipeline held records back because the buffered files filled --max-buffer-bytes (or \
+                 the spool directory --max-spool-bytes): fetching slows down meanwhile. Growing by about a second \
+                 per second means uploads or the budget bound the rate, not Kafka or the encoder.",
             ),
             list_retries: counter(
                 &r,
@@ -381,7 +405,7 @@ impl Metrics {
     pub fn summary(&self) -> String {
         format!(
             "records received {}, archived {}, duplicates skipped {}; objects uploaded {} ({} bytes), already present {}, \
-             upload retries {}, files dropped {}, files spooled to disk {}; claims created {}, lost {}, re-written {}; recoveries {} ({} list requests); \
+             upload retries {}, files dropped {}, files spooled to disk {}, files shrunk {}, held back for room {:.1} s; claims created {}, lost {}, re-written {}; recoveries {} ({} list requests); \
              retention gaps {}, partitions stopped {}",
             self.records_received.get(),
             self.records_archived.get(),
@@ -392,6 +416,8 @@ impl Metrics {
             self.upload_retries.get(),
             self.files_dropped.get(),
             self.spool_files_to_disk.get(),
+            self.files_shrunk.get(),
+            self.budget_wait_seconds.get(),
             self.claims_created.get(),
             self.claims_lost.get(),
             self.claims_rewritten.get(),

@@ -175,6 +175,11 @@ pub(super) fn harness_profiles(profiles: TopicProfiles) -> Harness {
     harness_full(profiles, 1 << 30, Duration::from_secs(10), None, None)
 }
 
+/// A harness writing each topic's files by `profiles`, within a memory budget of `max_buffer_bytes`.
+pub(super) fn harness_budget(profiles: TopicProfiles, max_buffer_bytes: u64) -> Harness {
+    harness_full(profiles, max_buffer_bytes, Duration::from_secs(10), None, None)
+}
+
 /// A harness whose topic's values are Avro with schemas from `registry`.
 pub(super) fn harness_registry(registry: crate::pipeline::schemas::Registry) -> Harness {
     let avro =

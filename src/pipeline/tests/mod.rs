@@ -1,6 +1,7 @@
 //! Pipeline tests with a synthetic source and a local store that can be slowed down or made to fail.
 
 mod buckets;
+mod budget;
 mod dead_letters;
 mod harness;
 mod profiles;
@@ -234,19 +235,6 @@ async fn an_idle_partition_rolls_by_age_without_new_records() {
     h.assign(0, Some(0)).await;
     h.send(0, 0..2, 10).await;
     assert_eq!(h.wait_keys(1).await, vec![key(0, 0, 1)]);
-    h.task.abort();
-}
-
-#[tokio::test]
-async fn the_memory_budget_rolls_the_largest_open_file_early() {
-    let h = harness(policy(1_000_000), 64 << 10, Duration::from_secs(10));
-    h.assign(0, Some(0)).await;
-    h.assign(1, Some(0)).await;
-    h.send(1, 0..10, 1000).await;
-    h.send(0, 0..60, 1000).await;
-    let keys = h.wait_keys(1).await;
-    assert_eq!(keys.len(), 1);
-    assert!(keys[0].starts_with("topic=t/partition=0/"), "{keys:?}");
     h.task.abort();
 }
 
