@@ -12,7 +12,7 @@ use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Options, S3Store};
 use kafka_s3_archiver::table::catalog::sql::SqlCatalog;
 use kafka_s3_archiver::table::catalog::{Catalog, TableIdent};
 
-use crate::measure::{cpu_seconds, peak_rss_kib, thread_cpu};
+use crate::measure::{self, cpu_seconds, peak_rss_kib, thread_cpu};
 use crate::registry::Typed;
 use crate::{env, Bench, Row, Values};
 
@@ -58,8 +58,8 @@ pub struct ArchiverRun {
     pub paused: usize,
     /// Files written to the spool directory rather than kept in memory (from the summary at exit).
     pub spooled_to_disk: Option<u64>,
-    /// Open files shrunk for the budget (from the summary at exit).
-    pub shrunk: Option<u64>,
+    /// Times an open file was shrunk for the budget (from the summary at exit).
+    pub shrinks: Option<u64>,
     /// Seconds the pipeline held records back for room in its budget (from the summary at exit).
     pub held_back: Option<f64>,
     pub peak_rss_kib: u64,
@@ -92,7 +92,7 @@ impl ArchiverRun {
         format!(
             "{:.1}s from start to all objects durable (incl. the last file's 1s roll-age), {:.1}s of them from \
              partitions recovered, the first durable {:.1}s from start{table}; exit {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
-             times; files spooled to disk {}; files shrunk {}; held back for room {}s; log {}",
+             times; files spooled to disk {}; shrinks {}; held back for room {}s; log {}",
             self.seconds,
             self.steady_seconds,
             self.first_durable,
@@ -101,7 +101,7 @@ impl ArchiverRun {
             self.rolls,
             self.paused,
             self.spooled_to_disk.map_or("?".into(), |n| n.to_string()),
-            self.shrunk.map_or("?".into(), |n| n.to_string()),
+            self.shrinks.map_or("?".into(), |n| n.to_string()),
             self.held_back.map_or("?".into(), |s| format!("{s:.1}")),
             self.log.display()
         )
@@ -183,45 +183,11 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let t0 = Instant::now();
-    let prefix = Prefix::new("bench");
-    let table = (target == Target::S3Table)
-        .then(|| SqlCatalog::sqlite(&spool.path().join("catalog.db"), "default", store.clone()).expect("the catalog"));
-    // Followed in the archiver's log (an object is logged once it is durable), not by listing the store,
-    // which would take the store's CPU from the run; one listing at the end checks it.
-    let mut uploads = UploadLog::open(&log_path);
-    let (mut peak, mut polls) = (0, 0u32);
-    let (mut archived_at, mut first_durable, mut table_lag) = (None, None, None);
-    loop {
-        if polls.is_multiple_of(5) {
-            peak = peak.max(peak_rss_kib(child.id()));
-        }
-        polls += 1;
-        uploads.read_new();
-        if first_durable.is_none() && uploads.any {
-            first_durable = Some(launched.elapsed().as_secs_f64());
-        }
-        if archived_at.is_none() && bench.last.iter().all(|(p, o)| uploads.ends.get(p).is_some_and(|e| e >= o)) {
-            archived_at = Some(t0.elapsed().as_secs_f64());
-            let ends = archived_ends(store.as_ref(), &prefix, &bench.topic).await.unwrap();
-            let listed = bench.last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o));
-            assert!(listed, "the log says every record is archived, the listing does not: see {}", log_path.display());
-        }
-        if let Some(archived) = archived_at {
-            match &table {
-                Some(catalog) if !in_table(catalog, bench).await => {}
-                Some(_) => {
-                    table_lag = Some(t0.elapsed().as_secs_f64() - archived);
-                    break;
-                }
-                None => break,
-            }
-        }
-        assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish: see {}", log_path.display());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let steady_seconds = archived_at.expect("archived");
+    let catalog = spool.path().join("catalog.db");
+    let watched = watch(bench, target, (store, &catalog), child.id(), &log_path, (launched, t0)).await;
+    let steady_seconds = watched.archived;
     let seconds = steady_seconds + (t0 - launched).as_secs_f64();
-    peak = peak.max(peak_rss_kib(child.id()));
+    let peak = watched.peak_rss_kib.max(peak_rss_kib(child.id()));
     let cpu = cpu_seconds(&child.id().to_string());
     let threads = thread_cpu(child.id());
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
@@ -233,7 +199,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
     }
     let paused = log.matches("pausing fetch").count();
     let spooled_to_disk = exit_figure(&log, "files spooled to disk ");
-    let shrunk = exit_figure(&log, "files shrunk ");
+    let shrinks = exit_figure(&log, "shrinks ");
     let held_back = exit_figure(&log, "held back for room ");
     ArchiverRun {
         seconds,
@@ -243,13 +209,72 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         rolls,
         paused,
         spooled_to_disk,
-        shrunk,
+        shrinks,
         held_back,
         peak_rss_kib: peak,
-        table_lag,
-        first_durable: first_durable.expect("an object uploaded"),
+        table_lag: watched.table_lag,
+        first_durable: watched.first_durable,
         status,
         log: log_path,
+    }
+}
+
+/// What watching a run told.
+struct Watched {
+    /// From its partitions recovered until every record was durable.
+    archived: f64,
+    /// From its start until its first object was durable.
+    first_durable: f64,
+    /// With a table: from every record durable until the table held them all.
+    table_lag: Option<f64>,
+    peak_rss_kib: u64,
+}
+
+/// Watches the archiver process `pid` until every record is durable (and in the table, with one),
+/// following its log: an object is logged once it is durable. Listing the store instead would take the
+/// store's CPU from the run; one listing at the end checks it. `(launched, t0)`: when the process
+/// started and when its partitions were recovered.
+async fn watch(
+    bench: &Bench,
+    target: Target,
+    (store, catalog): (Arc<dyn ObjectStore>, &std::path::Path),
+    pid: u32,
+    log_path: &std::path::Path,
+    (launched, t0): (Instant, Instant),
+) -> Watched {
+    let table = (target == Target::S3Table)
+        .then(|| SqlCatalog::sqlite(catalog, "default", store.clone()).expect("the catalog"));
+    let mut uploads = UploadLog::open(log_path);
+    let (mut peak_rss_kib, mut polls) = (0, 0u32);
+    let (mut archived, mut first_durable) = (None, None);
+    loop {
+        if polls.is_multiple_of(5) {
+            peak_rss_kib = peak_rss_kib.max(measure::peak_rss_kib(pid));
+        }
+        polls += 1;
+        uploads.read_new();
+        if first_durable.is_none() && uploads.any {
+            first_durable = Some(launched.elapsed().as_secs_f64());
+        }
+        if archived.is_none() && bench.last.iter().all(|(p, o)| uploads.ends.get(p).is_some_and(|e| e >= o)) {
+            archived = Some(t0.elapsed().as_secs_f64());
+            let ends = archived_ends(store.as_ref(), &Prefix::new("bench"), &bench.topic).await.unwrap();
+            let listed = bench.last.iter().all(|(p, o)| ends.get(p).is_some_and(|e| e >= o));
+            assert!(listed, "the log says every record is archived, the listing does not: see {}", log_path.display());
+        }
+        if let Some(archived) = archived {
+            let table_lag = match &table {
+                Some(catalog) if !in_table(catalog, bench).await => None,
+                Some(_) => Some(Some(t0.elapsed().as_secs_f64() - archived)),
+                None => Some(None),
+            };
+            if let Some(table_lag) = table_lag {
+                let first_durable = first_durable.expect("an object durable");
+                return Watched { archived, first_durable, table_lag, peak_rss_kib };
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish: see {}", log_path.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -273,8 +298,8 @@ fn exit_figure<T: std::str::FromStr>(log: &str, label: &str) -> Option<T> {
 /// The archiver's log, followed as it grows: the highest offset of each partition's durable objects.
 struct UploadLog {
     file: std::fs::File,
-    /// The last line, while it is incomplete.
-    partial: String,
+    /// Read, from the start of the last line, which may be incomplete.
+    partial: Vec<u8>,
     ends: BTreeMap<i32, i64>,
     /// Whether any object was durable yet.
     any: bool,
@@ -283,14 +308,15 @@ struct UploadLog {
 impl UploadLog {
     fn open(path: &std::path::Path) -> Self {
         let file = std::fs::File::open(path).unwrap();
-        Self { file, partial: String::new(), ends: BTreeMap::new(), any: false }
+        Self { file, partial: Vec::new(), ends: BTreeMap::new(), any: false }
     }
 
     fn read_new(&mut self) {
         use std::io::Read;
-        self.file.read_to_string(&mut self.partial).unwrap();
-        let Some(complete) = self.partial.rfind('\n') else { return };
-        for line in self.partial[..complete].lines().filter(|l| l.contains("object uploaded")) {
+        self.file.read_to_end(&mut self.partial).unwrap();
+        let Some(complete) = self.partial.iter().rposition(|b| *b == b'\n') else { return };
+        let lines = String::from_utf8_lossy(&self.partial[..complete]);
+        for line in lines.lines().filter(|l| l.contains("object uploaded")) {
             let (partition, end) = uploaded_range_end(line).expect("an uploaded object's key in its log line");
             let at = self.ends.entry(partition).or_insert(end);
             *at = (*at).max(end);

@@ -215,7 +215,10 @@ async fn produce(
     let started = Instant::now();
     let by = std::env::var("KSA_BENCH_PRODUCER").unwrap_or_default();
     let (produced, last, payload_bytes) = if by == "python" {
-        assert!(matches!(values, Values::Compressible | Values::Random), "produce.py writes compressible or random");
+        assert!(
+            matches!(values, Values::Compressible | Values::Random | Values::Mixed),
+            "produce.py writes compressible, random or mixed values"
+        );
         let written = producer::python_producer(&brokers, &topic, records, value_size, values.name());
         (BTreeMap::new(), written.last, written.payload_bytes)
     } else {

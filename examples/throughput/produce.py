@@ -2,7 +2,8 @@
 batching (no settings beyond the brokers), keys, 0-3 small binary headers (a trace ID, a schema name,
 a route), a few null keys and null values.
 
-Usage: produce.py BROKERS TOPIC RECORDS VALUE_BYTES compressible|random
+Usage: produce.py BROKERS TOPIC RECORDS VALUE_BYTES compressible|random|mixed
+(mixed: compressible values of a twentieth to twice VALUE_BYTES, and one record in 991 a random 512 KiB value.)
 Prints one JSON line: the last offset of each partition, the key and value bytes written, the seconds taken.
 """
 
@@ -19,6 +20,10 @@ def value(i, size, kind):
         return None
     if kind == "random":
         return os.urandom(size)
+    if kind == "mixed":
+        if i % 991 == 0:
+            return os.urandom(512 << 10)
+        size = size // 20 + (i * 7919) % (2 * size - size // 20 + 1)
     text = b'{"order":%d,"amount":%d,"note":"' % (i, (i * 17) % 1000)
     return text + b"x" * max(0, size - len(text) - 2) + b'"}'
 

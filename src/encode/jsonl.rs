@@ -158,6 +158,11 @@ impl JsonlEncoder {
         Ok(())
     }
 
+    /// What the pending lines hold, which `shrink` compresses into the spool.
+    pub fn shrinkable(&self) -> u64 {
+        self.buffered_memory()
+    }
+
     /// Compresses the pending lines into the spool now (a block of their own); whether there were any.
     pub fn shrink(&mut self) -> Result<bool, EncodeError> {
         let pending = !self.block.is_empty();

@@ -194,12 +194,22 @@ impl FileEncoder {
     /// Writes what the file holds in its buffers into its spool now, encoded and compressed (a Parquet row
     /// group, a JSON lines block): under memory pressure a file then keeps its records at about their
     /// compressed size rather than being rolled early into a small file. Returns whether anything was
-    /// written; a Parquet file that has its most row groups (`MAX_SHRUNK_ROW_GROUPS`), or whose
-    /// inferred schema its first batch has yet to decide, writes nothing.
+    /// written (see `shrinkable`).
     pub fn shrink(&mut self) -> Result<bool, EncodeError> {
         match self {
             FileEncoder::Parquet(e) => e.shrink(),
             FileEncoder::Jsonl(e) => e.shrink(),
+        }
+    }
+
+    /// The memory `shrink` would free (about; the compressed bytes go to the spool), or 0 when it would
+    /// write nothing: no records buffered, a Parquet file that has its most row groups from shrinking
+    /// (`MAX_SHRUNK_ROW_GROUPS`), or one with typed values or keys whose first batch (4,096 records or
+    /// 4 MiB) is still to decide its columns.
+    pub fn shrinkable(&self) -> u64 {
+        match self {
+            FileEncoder::Parquet(e) => e.shrinkable(),
+            FileEncoder::Jsonl(e) => e.shrinkable(),
         }
     }
 

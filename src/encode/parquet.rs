@@ -46,9 +46,12 @@ const BUILDER_GROWTH: u64 = 2;
 const MEASURE_DECODED_EVERY: usize = 64;
 /// Row groups are flushed to the spool at this estimated size, bounding the writer's memory.
 const ROW_GROUP_BYTES: usize = 16 << 20;
-/// The most row groups a file is given by shrinking (`shrink`): each is a few hundred bytes of footer
-/// per column, kept in memory until the file is sealed. A file that has them is rolled, not shrunk.
+/// The most row groups a file is given by shrinking (`shrink`); a file that has them is not shrunk again.
 pub(super) const MAX_SHRUNK_ROW_GROUPS: usize = 64;
+/// What a written row group keeps in memory per column until its file is sealed (its footer entry, column
+/// and offset index), as the budget counts it: a raw file's footer parsed back took ~490 bytes a column
+/// chunk (8 columns, 3,913 bytes a row group), the indexes come on top.
+pub(super) const ROW_GROUP_METADATA_PER_COLUMN: u64 = 1024;
 
 /// The footer key counting a typed file's misfits (records kept raw).
 pub const VALUE_MISFITS_KEY: &str = "kafka.value_misfits";
@@ -300,6 +303,8 @@ pub struct ParquetEncoder {
     /// change only then), so the per-record size checks stay O(1).
     writer_in_progress: u64,
     writer_memory: u64,
+    /// What the row groups written so far keep in memory (`ROW_GROUP_METADATA_PER_COLUMN`).
+    row_group_metadata: u64,
 }
 
 impl ParquetEncoder {
@@ -328,7 +333,15 @@ impl ParquetEncoder {
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
         let builders = Builders::new(values, keys);
-        Ok(Self { writer: None, waiting: Some(spool), props, builders, writer_in_progress: 0, writer_memory: 0 })
+        Ok(Self {
+            writer: None,
+            waiting: Some(spool),
+            props,
+            builders,
+            writer_in_progress: 0,
+            writer_memory: 0,
+            row_group_metadata: 0,
+        })
     }
 
     /// Leaves `columns` uncompressed (see [`IncompressibleColumns`]); called before the first record.
@@ -367,10 +380,18 @@ impl ParquetEncoder {
                 }
             };
             writer.write(&batch)?;
-            self.writer_in_progress = writer.in_progress_size() as u64;
-            self.writer_memory = writer.memory_size() as u64;
+            self.measure_writer();
         }
         Ok(())
+    }
+
+    /// Measures the writer after it took a batch or wrote a row group (its sizes change only then).
+    fn measure_writer(&mut self) {
+        let Some(writer) = &self.writer else { return };
+        self.writer_in_progress = writer.in_progress_size() as u64;
+        self.writer_memory = writer.memory_size() as u64;
+        let columns: usize = writer.flushed_row_groups().iter().map(|g| g.columns().len()).sum();
+        self.row_group_metadata = columns as u64 * ROW_GROUP_METADATA_PER_COLUMN;
     }
 
     /// Re-writes the rows written so far under `schema`, whose value or key column widened (a newer
@@ -405,30 +426,44 @@ impl ParquetEncoder {
         Ok(())
     }
 
+    /// See [`super::FileEncoder::shrinkable`].
+    pub fn shrinkable(&self) -> u64 {
+        let row_groups = self.writer.as_ref().map_or(0, |w| w.flushed_row_groups().len());
+        let schema_known = self.writer.is_some() || self.builders.schema.is_some();
+        let buffered = self.builders.rows > 0 || self.writer.as_ref().is_some_and(|w| w.in_progress_rows() > 0);
+        match row_groups < MAX_SHRUNK_ROW_GROUPS && schema_known && buffered {
+            true => self.buffered_memory() - self.row_group_metadata,
+            false => 0,
+        }
+    }
+
     /// See [`super::FileEncoder::shrink`].
     pub fn shrink(&mut self) -> Result<bool, EncodeError> {
-        let row_groups = self.writer.as_ref().map_or(0, |w| w.flushed_row_groups().len());
-        if row_groups >= MAX_SHRUNK_ROW_GROUPS || (self.writer.is_none() && self.builders.schema.is_none()) {
+        if self.shrinkable() == 0 {
             return Ok(false);
         }
         self.write_buffered()?;
-        let Some(writer) = self.writer.as_mut().filter(|w| w.in_progress_rows() > 0) else { return Ok(false) };
-        writer.flush()?;
-        self.writer_in_progress = writer.in_progress_size() as u64;
-        self.writer_memory = writer.memory_size() as u64;
+        if let Some(writer) = &mut self.writer {
+            writer.flush()?;
+        }
+        self.measure_writer();
         Ok(true)
     }
 
+    /// The bytes written, in progress and buffered, and the written row groups' metadata (to come in the
+    /// footer, and kept in memory until then).
     pub fn encoded_size(&self) -> u64 {
-        self.writer.as_ref().map_or(0, |w| w.inner().len()) + self.writer_in_progress + self.builders.bytes
+        let written = self.writer.as_ref().map_or(0, |w| w.inner().len());
+        written + self.writer_in_progress + self.builders.bytes + self.row_group_metadata
     }
 
     /// The writer's memory, and the Arrow builders' at their bound: their buffers grow by doubling, so
     /// they hold up to twice the bytes appended (measured with 1,000 open files of mixed-size records:
     /// 1.9–2.3 × the payload). Counting less let 1,000 partitions overrun the budget by as much. Typed
-    /// values' decoded columns come on top, as allocated: they may take far more than the values' bytes.
+    /// values' decoded columns come on top, as allocated: they may take far more than the values' bytes;
+    /// and the written row groups' metadata.
     pub fn buffered_memory(&self) -> u64 {
-        self.writer_memory + BUILDER_GROWTH * self.builders.bytes + self.builders.decoded
+        self.writer_memory + BUILDER_GROWTH * self.builders.bytes + self.builders.decoded + self.row_group_metadata
     }
 
     /// The sealed file, and what its typed values and keys came to (all of its batches taken).

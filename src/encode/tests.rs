@@ -449,9 +449,11 @@ fn shrinking_a_parquet_file_writes_row_groups_up_to_its_most() {
     let dir = tempfile::tempdir().unwrap();
     let (mut enc, mut records) = parquet_with_samples(dir.path());
     assert!(enc.buffered_memory() > 0);
+    assert!(enc.shrinkable() > 0);
     assert!(enc.shrink().unwrap());
-    assert_eq!(enc.buffered_memory(), 0, "the buffers are written and freed");
-    assert!(!enc.shrink().unwrap(), "nothing left to write");
+    let metadata = 8 * parquet::ROW_GROUP_METADATA_PER_COLUMN;
+    assert_eq!(enc.buffered_memory(), metadata, "the buffers are written and freed, the row group's metadata kept");
+    assert_eq!((enc.shrinkable(), enc.shrink().unwrap()), (0, false), "nothing left to write");
     let sample = records[0].clone();
     for offset in 10..10 + 2 * parquet::MAX_SHRUNK_ROW_GROUPS as i64 {
         let record = Record { offset, ..sample.clone() };
@@ -469,7 +471,8 @@ fn shrinking_a_parquet_file_writes_row_groups_up_to_its_most() {
     assert_eq!(decoded.records, records);
 }
 
-/// An inferred value schema is decided by a file's first batch: shrinking does not cut it short.
+/// An inferred value schema is decided by a file's first batch: shrinking does not cut it short, and
+/// goes on once the batch is written.
 #[test]
 fn shrinking_waits_for_an_inferred_schemas_first_batch() {
     use crate::values::JsonValues;
@@ -477,9 +480,13 @@ fn shrinking_waits_for_an_inferred_schemas_first_batch() {
     let dir = tempfile::tempdir().unwrap();
     let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
     let mut enc = FileEncoder::new(FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), &values, spool).unwrap();
-    let record = Record { value: Some(br#"{"a":1}"#.to_vec()), ..sample_records()[1].clone() };
-    assert!(enc.append(&record, true).unwrap());
-    assert!(!enc.shrink().unwrap());
+    let record = |offset| Record { offset, value: Some(br#"{"a":1}"#.to_vec()), ..sample_records()[1].clone() };
+    assert!(enc.append(&record(0), true).unwrap());
+    assert_eq!((enc.shrinkable(), enc.shrink().unwrap()), (0, false));
+    for offset in 1..=parquet::BATCH_ROWS as i64 {
+        assert!(enc.append(&record(offset), true).unwrap());
+    }
+    assert!(enc.shrink().unwrap(), "the first batch is written: the next rows may be");
 }
 
 /// JSON lines shrink by compressing their pending lines as a block of their own.

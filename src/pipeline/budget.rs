@@ -1,5 +1,6 @@
 //! The one memory and disk budget that every partition's files share: what the open encoders hold,
-//! plus what sealed files hold in memory and in the spool directory until they are uploaded.
+//! plus what the files' spools (open ones, and sealed ones until they are uploaded) hold in memory and in
+//! the spool directory.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use crate::encode::spool::SpoolUsage;
 pub(super) struct Budget {
     max_memory: u64,
     max_spool: u64,
-    /// Sealed files' memory and spool-directory usage (kept by the spool itself).
+    /// The spools' memory and spool-directory usage, open and sealed (kept by the spools themselves).
     spool: Arc<SpoolUsage>,
     /// What the open encoders hold.
     open_files: u64,
@@ -45,8 +46,8 @@ impl Budget {
         self.spool.moved_to_disk()
     }
 
-    /// Records are (`true`) or are not held back for room, as of `now`.
-    pub(super) fn holding_back(&mut self, holding: bool, now: Instant) {
+    /// Notes whether records are (`true`) or are not held back for room, as of `now`.
+    pub(super) fn note_holding_back(&mut self, holding: bool, now: Instant) {
         match (holding, self.holding_since) {
             (true, None) => self.holding_since = Some(now),
             (false, Some(since)) => {
@@ -66,9 +67,20 @@ impl Budget {
         self.memory_used() > self.max_memory || self.spool.disk() > self.max_spool
     }
 
+    /// Whether memory, not the spool directory, is what is over budget.
+    pub(super) fn memory_exceeded(&self) -> bool {
+        self.memory_used() > self.max_memory
+    }
+
+    /// Within a quarter of the memory budget (or over the spool directory's): shrinking the open files
+    /// left too little room, so the largest roll early too.
+    pub(super) fn nearly_full(&self) -> bool {
+        self.memory_used() > self.max_memory - self.max_memory / 4 || self.spool.disk() > self.max_spool
+    }
+
     /// What the open files' encoder buffers may hold together once the largest are shrunk.
     pub(super) fn shrink_target(&self) -> u64 {
-        self.early_roll_target() / 2
+        self.max_memory / 4
     }
 
     /// What the open files may hold together once the largest are rolled early.
@@ -105,14 +117,14 @@ mod tests {
         let t0 = Instant::now();
         let at = |ms| t0 + Duration::from_millis(ms);
         let mut budget = Budget::new(1, 1, Arc::new(SpoolUsage::default()));
-        budget.holding_back(false, at(0));
-        budget.holding_back(true, at(100));
-        budget.holding_back(true, at(150));
+        budget.note_holding_back(false, at(0));
+        budget.note_holding_back(true, at(100));
+        budget.note_holding_back(true, at(150));
         assert_eq!(budget.held_back(at(160)), Duration::from_millis(60), "a spell counts while it lasts");
-        budget.holding_back(false, at(300));
-        budget.holding_back(false, at(400));
-        budget.holding_back(true, at(1000));
-        budget.holding_back(false, at(1050));
+        budget.note_holding_back(false, at(300));
+        budget.note_holding_back(false, at(400));
+        budget.note_holding_back(true, at(1000));
+        budget.note_holding_back(false, at(1050));
         assert_eq!(budget.held_back(at(2000)), Duration::from_millis(250));
     }
 }

@@ -251,7 +251,7 @@ impl Pipeline {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let holding_back = self.holding_back();
-            self.budget.holding_back(holding_back, Instant::now());
+            self.budget.note_holding_back(holding_back, Instant::now());
             let freed = self.budget.freed();
             tokio::select! {
                 biased;

@@ -205,9 +205,9 @@ impl PartitionWriter {
         self.open.is_some()
     }
 
-    /// What the open file's encoder buffers hold, which shrinking it would write compressed into its spool.
+    /// What shrinking the open file would free (see `FileEncoder::shrinkable`), when it would.
     pub(super) fn shrinkable(&self) -> Option<u64> {
-        self.open.as_ref().map(|f| f.buffered).filter(|b| *b > 0)
+        self.open.as_ref().map(|f| f.encoder.shrinkable()).filter(|b| *b > 0)
     }
 
     /// Writes the open file's buffers into its spool now (see `FileEncoder::shrink`); whether it did.

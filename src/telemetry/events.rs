@@ -290,7 +290,7 @@ impl Metrics {
             ),
             Event::ClaimCreated => self.claims_created.inc(),
             Event::Shrunk { files } => {
-                self.files_shrunk.inc_by(files);
+                self.shrinks.inc_by(files);
                 debug!(files, "over budget: open files' buffers written compressed into their spools");
             }
             Event::Parked { tp, at } => {
@@ -378,7 +378,7 @@ impl Metrics {
             Event::Buffered { bytes, files_to_disk, held_back, open_files, assigned, waiting_for_schemas } => {
                 self.buffered_bytes.set(gauge_value(bytes));
                 self.spool_files_to_disk.inc_by(files_to_disk.saturating_sub(self.spool_files_to_disk.get()));
-                self.budget_wait_seconds.inc_by((held_back.as_secs_f64() - self.budget_wait_seconds.get()).max(0.0));
+                self.held_back_seconds.inc_by((held_back.as_secs_f64() - self.held_back_seconds.get()).max(0.0));
                 self.open_files.set(gauge_value(open_files as u64));
                 self.assigned_partitions.set(gauge_value(assigned as u64));
                 self.partitions_waiting_for_schemas.set(gauge_value(waiting_for_schemas as u64));

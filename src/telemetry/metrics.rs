@@ -15,10 +15,10 @@ pub struct Metrics {
     pub upload_retries: IntCounter,
     /// Spools (files being written or waiting for upload) moved from memory to the spool directory.
     pub spool_files_to_disk: IntCounter,
-    /// Open files whose buffers were written compressed into their spools for the budget.
-    pub files_shrunk: IntCounter,
+    /// Times an open file's buffers were written compressed into its spool for the budget.
+    pub shrinks: IntCounter,
     /// Seconds records were held back because the budget had no room.
-    pub budget_wait_seconds: Counter,
+    pub held_back_seconds: Counter,
     pub list_retries: IntCounter,
     pub files_dropped: IntCounter,
     pub retention_gaps: IntCounter,
@@ -198,19 +198,20 @@ impl Default for Metrics {
                  --spool-memory-threshold, or the spools in memory would pass half of --max-buffer-bytes (the \
                  store is behind, or the budget small).",
             ),
-            files_shrunk: counter(
+            shrinks: counter(
                 &r,
-                "files_shrunk_total",
-                "Open files whose buffered records were written compressed into their spools early (a Parquet row \
-                 group, a JSON lines block) because --max-buffer-bytes was full: records then wait at about their \
-                 compressed size, rather than in files rolled early.",
+                "shrinks_total",
+                "Times an open file wrote its buffered records compressed into its spool early (a Parquet row group, \
+                 a JSON lines block) because --max-buffer-bytes was full: its records then wait at about their \
+                 compressed size, rather than in a file rolled early.",
             ),
-            budget_wait_seconds: seconds_counter(
+            held_back_seconds: seconds_counter(
                 &r,
-                "budget_wait_seconds_total",
-                "Seconds the pipeline held records back because the buffered files filled --max-buffer-bytes (or \
-                 the spool directory --max-spool-bytes): fetching slows down meanwhile. Growing by about a second \
-                 per second means uploads or the budget bound the rate, not Kafka or the encoder.",
+                "held_back_seconds_total",
+                "Seconds the pipeline took no records because the files filled --max-buffer-bytes (or the spool \
+                 directory --max-spool-bytes), whether or not records were waiting: fetching slows down meanwhile. \
+                 Growing by about a second per second means uploads or the budget bound the rate, not Kafka or the \
+                 encoder. (While a claimed range is re-written, other partitions are parked instead: not counted.)",
             ),
             list_retries: counter(
                 &r,
@@ -405,7 +406,7 @@ impl Metrics {
     pub fn summary(&self) -> String {
         format!(
             "records received {}, archived {}, duplicates skipped {}; objects uploaded {} ({} bytes), already present {}, \
-             upload retries {}, files dropped {}, files spooled to disk {}, files shrunk {}, held back for room {:.1} s; claims created {}, lost {}, re-written {}; recoveries {} ({} list requests); \
+             upload retries {}, files dropped {}, files spooled to disk {}, shrinks {}, held back for room {:.1} s; claims created {}, lost {}, re-written {}; recoveries {} ({} list requests); \
              retention gaps {}, partitions stopped {}",
             self.records_received.get(),
             self.records_archived.get(),
@@ -416,8 +417,8 @@ impl Metrics {
             self.upload_retries.get(),
             self.files_dropped.get(),
             self.spool_files_to_disk.get(),
-            self.files_shrunk.get(),
-            self.budget_wait_seconds.get(),
+            self.shrinks.get(),
+            self.held_back_seconds.get(),
             self.claims_created.get(),
             self.claims_lost.get(),
             self.claims_rewritten.get(),

@@ -12,11 +12,11 @@ use crate::pipeline::profile::{TopicProfile, TopicProfiles};
 use crate::source::Fetched;
 use crate::store::ObjectStore;
 
-/// Parquet, zstd, rolled at `records`, within a 64 KiB budget.
-fn parquet_harness(records: u64) -> Harness {
+/// Parquet, zstd, rolled at `records`, within a budget of `max_buffer_bytes`.
+fn parquet_harness(records: u64, max_buffer_bytes: u64) -> Harness {
     let zstd =
         TopicProfile { spec: FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), ..plain(policy(records)) };
-    harness_budget(TopicProfiles::uniform(zstd), 64 << 10)
+    harness_budget(TopicProfiles::uniform(zstd), max_buffer_bytes)
 }
 
 impl Harness {
@@ -50,25 +50,26 @@ async fn the_memory_budget_rolls_the_largest_open_file_early() {
     h.task.abort();
 }
 
-/// Three times the budget of compressible records fit in one file of several row groups: the open
-/// files' buffers are written compressed into their spools before any file is rolled early.
+/// Over twice the budget of compressible records (counted at twice their bytes in Arrow's builders) fit in
+/// one file of several row groups: the open files' buffers are written compressed into their spools
+/// before any file is rolled early.
 #[tokio::test]
 async fn a_full_budget_shrinks_open_files_before_it_rolls_them() {
-    let h = parquet_harness(200);
+    let h = parquet_harness(600, 256 << 10);
     h.assign(0, Some(0)).await;
     h.assign(1, Some(0)).await;
-    let sent: Vec<Record> = (0..200).map(|o| rec(o, 1000)).collect();
+    let sent: Vec<Record> = (0..600).map(|o| rec(o, 1000)).collect();
     h.send_records(1, &[rec(0, 1000)]).await;
     h.send_records(0, &sent).await;
     let keys = h.wait_keys(1).await;
     assert_eq!(
         keys,
-        vec![key(0, 0, 199).replace(".jsonl", ".parquet")],
+        vec![key(0, 0, 599).replace(".jsonl", ".parquet")],
         "one file, rolled by its record count, none by the budget"
     );
     let (read, row_groups) = h.parquet_object(&keys[0]).await;
     assert!(row_groups > 1, "shrunk into row groups: {row_groups}");
-    assert!(h.metrics.files_shrunk.get() > 1);
+    assert!(h.metrics.shrinks.get() > 1);
     assert_eq!(read, sent, "every record comes back the same");
     h.task.abort();
 }
@@ -77,7 +78,7 @@ async fn a_full_budget_shrinks_open_files_before_it_rolls_them() {
 /// file still rolls early.
 #[tokio::test]
 async fn records_that_do_not_compress_still_roll_the_largest_file_early() {
-    let h = parquet_harness(1_000_000);
+    let h = parquet_harness(1_000_000, 64 << 10);
     h.assign(0, Some(0)).await;
     h.assign(1, Some(0)).await;
     let mut rng = fastrand::Rng::with_seed(7);
@@ -87,7 +88,23 @@ async fn records_that_do_not_compress_still_roll_the_largest_file_early() {
     h.send_records(0, &sent).await;
     let keys = h.wait_keys(1).await;
     assert!(keys[0].starts_with("topic=t/partition=0/t+0+00000000000000000000+"), "{keys:?}");
+    assert!(h.metrics.shrinks.get() > 0, "shrinking was tried first");
     let (read, _) = h.parquet_object(&keys[0]).await;
     assert_eq!(read, sent[..read.len()], "the records of the file rolled early come back the same");
+    h.task.abort();
+}
+
+/// Each row group's metadata stays in memory until its file is sealed, and counts: a file shrunk again
+/// and again fills the budget with it, and then rolls.
+#[tokio::test]
+async fn the_metadata_of_a_files_row_groups_counts_until_it_rolls() {
+    let h = parquet_harness(1_000_000, 64 << 10);
+    h.assign(0, Some(0)).await;
+    let sent: Vec<Record> = (0..400).map(|o| rec(o, 1000)).collect();
+    h.send_records(0, &sent).await;
+    let keys = h.wait_keys(1).await;
+    let (read, row_groups) = h.parquet_object(&keys[0]).await;
+    assert!(row_groups > 1 && row_groups < 16, "shrunk, then rolled for its metadata: {row_groups} row groups");
+    assert_eq!(read, sent[..read.len()], "every record of the file comes back the same");
     h.task.abort();
 }

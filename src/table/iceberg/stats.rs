@@ -39,8 +39,10 @@ struct Column {
     values: u64,
     /// None once a row group has no null count.
     nulls: Option<u64>,
-    /// None once a row group has no usable bounds.
+    /// The bounds of the row groups holding values (a row group of nulls only has none, and needs none).
     bounds: Option<(Bound, Bound)>,
+    /// A row group holding values had no usable bounds: the file's are unknown.
+    unbounded: bool,
     row_groups: usize,
 }
 
@@ -59,7 +61,7 @@ pub fn column_stats(footer: &ParquetMetaData, schema: &Value) -> ColumnStats {
         stats.sizes.push((id, c.size));
         stats.values.push((id, c.values));
         stats.nulls.extend(c.nulls.map(|n| (id, n)));
-        if let Some((low, high)) = c.bounds {
+        if let Some((low, high)) = c.bounds.filter(|_| !c.unbounded) {
             if let (Some(low), Some(high)) = (serialize(&low, &iceberg, true), serialize(&high, &iceberg, false)) {
                 stats.bounds.push((id, low, high));
             }
@@ -78,14 +80,16 @@ impl Column {
             0 => nulls,
             _ => self.nulls.zip(nulls).map(|(a, b)| a + b),
         };
-        let bounds = stats.and_then(|s| bounds(s, chunk, iceberg));
-        self.bounds = match (self.row_groups, self.bounds.take(), bounds) {
-            (0, _, new) => new,
-            (_, Some((low, high)), Some((l, h))) => {
-                Some((if l < low { l } else { low }, if h > high { h } else { high }))
+        let only_nulls = nulls.is_some_and(|n| i64::try_from(n).is_ok_and(|n| n == chunk.num_values()));
+        if !only_nulls {
+            match (self.bounds.take(), stats.and_then(|s| bounds(s, chunk, iceberg))) {
+                (_, None) => self.unbounded = true,
+                (None, new) => self.bounds = new,
+                (Some((low, high)), Some((l, h))) => {
+                    self.bounds = Some((if l < low { l } else { low }, if h > high { h } else { high }));
+                }
             }
-            _ => None,
-        };
+        }
         self.row_groups += 1;
     }
 }

@@ -12,7 +12,8 @@ use parquet::file::properties::WriterProperties;
 use super::*;
 use crate::table::iceberg::spec::{field_id, table_schema};
 
-/// A Parquet file of two row groups: offsets 0..4 then 4..6, a typed value struct and a list.
+/// A Parquet file of two row groups: offsets 0..4 then 4..6 (whose `value.id` are all null), a typed
+/// value struct and a list.
 fn footer() -> (ParquetMetaData, Value) {
     let value = Fields::from(vec![
         Field::new("id", DataType::Int32, true),
@@ -62,7 +63,7 @@ fn footer() -> (ParquetMetaData, Value) {
             &[1.5, 2.0, f64::NAN, 0.5],
         ))
         .unwrap();
-    writer.write(&batch(4..6, &[Some(12), Some(1)], &[Some("zz"), Some(&"z".repeat(40))], &[3.0, -1.0])).unwrap();
+    writer.write(&batch(4..6, &[None, None], &[Some("zz"), Some(&"z".repeat(40))], &[3.0, -1.0])).unwrap();
     let bytes = bytes::Bytes::from(writer.into_inner().unwrap());
     let footer = ParquetMetaDataReader::new().parse_and_finish(&bytes).unwrap();
     assert_eq!(footer.num_row_groups(), 2);
@@ -84,8 +85,9 @@ fn bounds_span_every_row_group_in_icebergs_binary_form() {
     assert_eq!(of(&stats.bounds, id("offset")), Some((0i64.to_le_bytes().to_vec(), 5i64.to_le_bytes().to_vec())));
     let micros = |ms: i64| (ms * 1000).to_le_bytes().to_vec();
     assert_eq!(of(&stats.bounds, id("timestamp")), Some((micros(1_000), micros(1_005))), "ms as Iceberg's µs");
-    assert_eq!(of(&stats.bounds, id("value.id")), Some(((-3i32).to_le_bytes().to_vec(), 12i32.to_le_bytes().to_vec())));
-    assert_eq!(stats.nulls.iter().find(|(i, _)| *i == id("value.id")), Some(&(id("value.id"), 1)));
+    let ids = Some(((-3i32).to_le_bytes().to_vec(), 9i32.to_le_bytes().to_vec()));
+    assert_eq!(of(&stats.bounds, id("value.id")), ids, "a row group of nulls only leaves the bounds of the others");
+    assert_eq!(stats.nulls.iter().find(|(i, _)| *i == id("value.id")), Some(&(id("value.id"), 3)));
     assert_eq!(stats.values.iter().find(|(i, _)| *i == id("value.id")), Some(&(id("value.id"), 6)));
     assert_eq!(of(&stats.bounds, id("value.name")), None, "its largest value is too long to be a bound");
     assert_eq!(of(&stats.bounds, id("value.count")), None, "unsigned: Parquet's order is not Iceberg's");
