@@ -179,6 +179,11 @@ impl JsonlEncoder {
         self.block.capacity() as u64
     }
 
+    /// What the file holds, as the budget counts it: its spool's bytes and its pending lines.
+    pub fn held(&self) -> u64 {
+        self.spool.len() + self.buffered_memory()
+    }
+
     pub fn value_stats(&self) -> Option<&ValueStats> {
         self.values.as_ref().map(|v| &v.stats)
     }

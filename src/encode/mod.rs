@@ -191,6 +191,14 @@ impl FileEncoder {
         }
     }
 
+    /// What the file holds as the memory budget counts it: its spool's bytes and its encoder's buffers.
+    pub fn held(&self) -> u64 {
+        match self {
+            FileEncoder::Parquet(e) => e.held(),
+            FileEncoder::Jsonl(e) => e.held(),
+        }
+    }
+
     /// Writes what the file holds in its buffers into its spool now, encoded and compressed (a Parquet row
     /// group, a JSON lines block): under memory pressure a file then keeps its records at about their
     /// compressed size rather than being rolled early into a small file. Returns whether anything was
@@ -202,10 +210,11 @@ impl FileEncoder {
         }
     }
 
-    /// The memory `shrink` would free (about; the compressed bytes go to the spool), or 0 when it would
-    /// write nothing: no records buffered, a Parquet file that has its most row groups from shrinking
-    /// (`MAX_SHRUNK_ROW_GROUPS`), or one with typed values or keys whose first batch (4,096 records or
-    /// 4 MiB) is still to decide its columns.
+    /// The memory `shrink` would free (about: the compressed bytes go to the spool; a Parquet row group's
+    /// metadata is taken off), or 0 when it would write nothing or free nothing: no records buffered,
+    /// fewer than the new row group's metadata, a Parquet file that has its most row groups from
+    /// shrinking (`MAX_SHRUNK_ROW_GROUPS`), or one with typed values or keys before its first batch
+    /// (4,096 records or 4 MiB) is written, which makes its columns.
     pub fn shrinkable(&self) -> u64 {
         match self {
             FileEncoder::Parquet(e) => e.shrinkable(),

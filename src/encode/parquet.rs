@@ -30,8 +30,11 @@ use crate::values::{value_columns, ValueColumns, ValueFormat, VALUE_FIELD};
 
 mod given_back;
 mod incompressible;
+mod row_groups;
 
 pub use incompressible::IncompressibleColumns;
+use row_groups::row_group_metadata;
+pub(super) use row_groups::{MAX_SHRUNK_ROW_GROUPS, ROW_GROUP_METADATA_PER_COLUMN};
 
 /// Rows buffered in Arrow builders before they are handed to the Parquet writer (and, inferring a
 /// value schema, the rows it is inferred from).
@@ -46,12 +49,6 @@ const BUILDER_GROWTH: u64 = 2;
 const MEASURE_DECODED_EVERY: usize = 64;
 /// Row groups are flushed to the spool at this estimated size, bounding the writer's memory.
 const ROW_GROUP_BYTES: usize = 16 << 20;
-/// The most row groups a file is given by shrinking (`shrink`); a file that has them is not shrunk again.
-pub(super) const MAX_SHRUNK_ROW_GROUPS: usize = 64;
-/// What a written row group keeps in memory per column until its file is sealed (its footer entry, column
-/// and offset index), as the budget counts it: a raw file's footer parsed back took ~490 bytes a column
-/// chunk (8 columns, 3,913 bytes a row group), the indexes come on top.
-pub(super) const ROW_GROUP_METADATA_PER_COLUMN: u64 = 1024;
 
 /// The footer key counting a typed file's misfits (records kept raw).
 pub const VALUE_MISFITS_KEY: &str = "kafka.value_misfits";
@@ -426,15 +423,20 @@ impl ParquetEncoder {
         Ok(())
     }
 
-    /// See [`super::FileEncoder::shrinkable`].
+    /// See [`super::FileEncoder::shrinkable`]: the buffers, less the metadata of the row group written.
     pub fn shrinkable(&self) -> u64 {
         let row_groups = self.writer.as_ref().map_or(0, |w| w.flushed_row_groups().len());
-        let schema_known = self.writer.is_some() || self.builders.schema.is_some();
         let buffered = self.builders.rows > 0 || self.writer.as_ref().is_some_and(|w| w.in_progress_rows() > 0);
-        match row_groups < MAX_SHRUNK_ROW_GROUPS && schema_known && buffered {
-            true => self.buffered_memory() - self.row_group_metadata,
-            false => 0,
-        }
+        let Some(schema) = self.builders.schema.as_ref().filter(|_| row_groups < MAX_SHRUNK_ROW_GROUPS && buffered)
+        else {
+            return 0;
+        };
+        (self.buffered_memory() - self.row_group_metadata).saturating_sub(row_group_metadata(schema.fields()))
+    }
+
+    /// What the file holds, as the budget counts it: its bytes written and its buffers.
+    pub fn held(&self) -> u64 {
+        self.writer.as_ref().map_or(0, |w| w.inner().len()) + self.buffered_memory()
     }
 
     /// See [`super::FileEncoder::shrink`].

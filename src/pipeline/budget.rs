@@ -127,4 +127,18 @@ mod tests {
         budget.note_holding_back(false, at(1050));
         assert_eq!(budget.held_back(at(2000)), Duration::from_millis(250));
     }
+
+    /// Shrinking stops at a quarter of the budget for the buffers; rolls follow when the budget is still
+    /// within a quarter of full.
+    #[test]
+    fn the_budget_is_nearly_full_within_a_quarter_of_it() {
+        let mut budget = Budget::new(100, 1000, Arc::new(SpoolUsage::default()));
+        assert_eq!(budget.shrink_target(), 25);
+        budget.resize(0, 75);
+        assert!(!budget.nearly_full());
+        budget.resize(75, 76);
+        assert!(budget.nearly_full() && !budget.exceeded());
+        budget.resize(76, 101);
+        assert!(budget.memory_exceeded() && budget.exceeded());
+    }
 }

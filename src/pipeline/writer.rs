@@ -220,9 +220,10 @@ impl PartitionWriter {
         Ok(shrunk)
     }
 
-    /// The open file's encoded size, when it may be rolled early for the budget (not a re-write).
+    /// What the open file holds as the budget counts it (`FileEncoder::held`), when it may be rolled early
+    /// for the budget (not a re-write).
     pub(super) fn early_rollable_size(&self) -> Option<u64> {
-        self.open.as_ref().filter(|_| !self.is_rewriting()).map(|f| f.encoder.encoded_size())
+        self.open.as_ref().filter(|_| !self.is_rewriting()).map(|f| f.encoder.held())
     }
 
     /// Stops taking records from `offset` on (see `parked`); the caller parks only a writer not parked.

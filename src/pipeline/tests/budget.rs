@@ -108,3 +108,22 @@ async fn the_metadata_of_a_files_row_groups_counts_until_it_rolls() {
     assert_eq!(read, sent[..read.len()], "every record of the file comes back the same");
     h.task.abort();
 }
+
+/// A typed file before its first batch cannot shrink, and holds its decoded values besides its bytes
+/// (sparse JSON: `{}` in a schema of 300 optional numbers takes thousands of times its bytes in columns).
+/// The largest rolls early by what the budget counts for it, rather than the budget staying full, with
+/// records held back, until the file's roll age.
+#[tokio::test]
+async fn a_typed_file_that_cannot_shrink_rolls_by_what_it_holds() {
+    let fields: Vec<String> = (0..300).map(|i| format!(r#"{{"name":"f{i}","type":["null","long"]}}"#)).collect();
+    let schema = format!(r#"{{"type":"record","name":"Sparse","fields":[{}]}}"#, fields.join(","));
+    let declared = Some(crate::values::ValueSchema::from_avro(&schema).unwrap());
+    let h = harness_budget(TopicProfiles::uniform(typed(policy(1_000_000), declared)), 64 << 10);
+    h.assign(0, Some(0)).await;
+    let sent: Vec<Record> = (0..100).map(|o| Record { value: Some(b"{}".to_vec()), ..rec(o, 0) }).collect();
+    h.send_records(0, &sent).await;
+    let keys = h.wait_keys(1).await;
+    assert!(keys[0].starts_with("topic=t/partition=0/t+0+00000000000000000000+"), "{keys:?}");
+    assert_eq!(h.metrics.shrinks.get(), 0, "nothing to shrink before the first batch");
+    h.task.abort();
+}

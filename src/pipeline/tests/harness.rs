@@ -164,7 +164,7 @@ pub(super) fn plain(roll: RollPolicy) -> TopicProfile {
 }
 
 /// Parquet with values typed by `declared` (`None`: a schema inferred per file).
-fn typed(roll: RollPolicy, declared: Option<crate::values::ValueSchema>) -> TopicProfile {
+pub(super) fn typed(roll: RollPolicy, declared: Option<crate::values::ValueSchema>) -> TopicProfile {
     let json = crate::values::JsonValues { declared, keep_raw: false };
     let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
     TopicProfile { spec, values: ValueFormat::Json(Arc::new(json)), ..plain(roll) }
