@@ -1,5 +1,5 @@
-//! Making room when the budget is exceeded: shrinking the open files (their buffers written compressed), then rolling the
-//! largest files early.
+//! Making room when the budget is exceeded: shrinking the open files (their buffers written compressed
+//! into their spools), then rolling early the files holding the most.
 
 use super::{Pipeline, PipelineError};
 use crate::archive::partition::TopicPartition;
@@ -11,7 +11,8 @@ impl Pipeline {
     /// compressed into their spools, until the buffers hold at most a quarter of the budget: records then
     /// wait at about their compressed size, in more row groups rather than more files. If that left the
     /// budget within a quarter of full (the spools hold the rest), or the spool directory is over its
-    /// own, the largest open files roll early, until open files hold at most half of it.
+    /// own, the open files holding the most, as the budget counts them, roll early, until the open files
+    /// hold at most half of it.
     pub(super) fn make_room(&mut self) -> Result<(), PipelineError> {
         if self.budget.memory_exceeded() {
             let buffers: Vec<(TopicPartition, u64)> =
