@@ -137,7 +137,32 @@ struct Row {
     peak_rss_kib: Option<u64>,
 }
 
+/// When a contender run in this process started, and the CPU time the process had used by then.
+struct Started {
+    at: Instant,
+    cpu_seconds: f64,
+}
+
+impl Started {
+    fn now() -> Self {
+        let cpu_seconds = cpu_seconds("self");
+        Self { at: Instant::now(), cpu_seconds }
+    }
+}
+
 impl Row {
+    /// The row of `contender`, run in this process since `started` (no start-up of its own, no RSS).
+    fn since(started: &Started, contender: String, values: Values) -> Row {
+        Row {
+            contender,
+            values,
+            seconds: started.at.elapsed().as_secs_f64(),
+            steady_seconds: None,
+            cpu_seconds: cpu_seconds("self") - started.cpu_seconds,
+            peak_rss_kib: None,
+        }
+    }
+
     fn records_per_s(&self, bench: &Bench) -> f64 {
         bench.records as f64 / self.seconds
     }
@@ -261,8 +286,8 @@ async fn create_topic(brokers: &str, topic: &str, partitions: i32) {
 /// A plain rdkafka consumer that discards the bench's records, timed from its creation (and from its
 /// first record) to the last.
 fn plain_consumer(bench: &Bench) -> Row {
-    let cpu_before = cpu_seconds("self");
-    let t0 = Instant::now();
+    let started = Started::now();
+    let t0 = started.at;
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &bench.brokers)
         .set("group.id", format!("bench-plain-{}", std::process::id()))
@@ -284,12 +309,8 @@ fn plain_consumer(bench: &Bench) -> Row {
     }
     let steady = first_at.unwrap().elapsed().as_secs_f64();
     let row = Row {
-        contender: "plain rdkafka consumer, discarding".into(),
-        values: bench.values,
-        seconds: t0.elapsed().as_secs_f64(),
         steady_seconds: Some(steady),
-        cpu_seconds: cpu_seconds("self") - cpu_before,
-        peak_rss_kib: None,
+        ..Row::since(&started, "plain rdkafka consumer, discarding".into(), bench.values)
     };
     println!(
         "plain consumer ({}): {:.0} records/s ({:.1}s from its creation, {steady:.1}s from its first record)",
@@ -311,18 +332,11 @@ async fn s3_put(bench: &Bench) -> Row {
     let body = bytes::Bytes::from((0..PUT_OBJECT_BYTES).map(|_| rng.u8(..)).collect::<Vec<u8>>());
     let total = bench.payload_bytes as usize;
     let in_flight = (bench.partitions as usize).clamp(1, MAX_PUTS_IN_FLIGHT);
-    let cpu_before = cpu_seconds("self");
-    let t0 = Instant::now();
+    let started = Started::now();
     let sizes = (0..total).step_by(PUT_OBJECT_BYTES).map(|from| PUT_OBJECT_BYTES.min(total - from));
     put_objects(&store, sizes, &body, in_flight).await;
-    let row = Row {
-        contender: format!("S3 PUTs of the same bytes, {} MiB objects, {in_flight} at once", PUT_OBJECT_BYTES >> 20),
-        values: bench.values,
-        seconds: t0.elapsed().as_secs_f64(),
-        steady_seconds: None,
-        cpu_seconds: cpu_seconds("self") - cpu_before,
-        peak_rss_kib: None,
-    };
+    let contender = format!("S3 PUTs of the same bytes, {} MiB objects, {in_flight} at once", PUT_OBJECT_BYTES >> 20);
+    let row = Row::since(&started, contender, bench.values);
     println!("{} ({}): {:.1}s", row.contender, bench.values.name(), row.seconds);
     row
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kafka_s3_archiver::archive::record::Record;
 use kafka_s3_archiver::source::convert::kafka_headers;
@@ -12,8 +12,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
-use crate::measure::cpu_seconds;
-use crate::{create_topic, env, Bench, Row};
+use crate::{create_topic, env, Bench, Row, Started};
 
 /// The plain producer's line in the results table.
 pub const PLAIN_PRODUCER: &str = "plain rdkafka producer, same settings as restore";
@@ -28,8 +27,7 @@ pub async fn plain_producer(bench: &Bench, records: &BTreeMap<i32, Vec<Record>>)
         .set("linger.ms", "10")
         .create()
         .unwrap();
-    let cpu_before = cpu_seconds("self");
-    let t0 = Instant::now();
+    let started = Started::now();
     tokio::task::block_in_place(|| {
         // Interleaved over partitions, as records arrive from a topic.
         let longest = records.values().map(Vec::len).max().unwrap_or(0);
@@ -54,14 +52,7 @@ pub async fn plain_producer(bench: &Bench, records: &BTreeMap<i32, Vec<Record>>)
         }
         producer.flush(Duration::from_secs(300)).expect("plain producer flush");
     });
-    let row = Row {
-        contender: PLAIN_PRODUCER.into(),
-        values: bench.values,
-        seconds: t0.elapsed().as_secs_f64(),
-        steady_seconds: None,
-        cpu_seconds: cpu_seconds("self") - cpu_before,
-        peak_rss_kib: None,
-    };
+    let row = Row::since(&started, PLAIN_PRODUCER.into(), bench.values);
     println!("plain producer ({}): {:.1}s", bench.values.name(), row.seconds);
     row
 }

@@ -3,14 +3,11 @@
 //! `--s3-max-requests`): the store's ceiling for that many objects. With many partitions the archiver
 //! makes many small objects, and the 16 MiB PUTs are not that ceiling.
 
-use std::time::Instant;
-
 use kafka_s3_archiver::config::DEFAULT_S3_MAX_REQUESTS;
 use kafka_s3_archiver::store::{S3Options, S3Store};
 
 use crate::archiver::{bucket, Target};
-use crate::measure::cpu_seconds;
-use crate::{env, put_objects, Bench, Row};
+use crate::{env, put_objects, Bench, Row, Started};
 
 /// The row's contender, as the targets' ratios find it.
 pub const REPLAYED_PUTS: &str = "S3 PUTs of as many objects as run to S3 made, of their sizes";
@@ -33,17 +30,9 @@ pub async fn replay_puts(bench: &Bench) -> Row {
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let body = bytes::Bytes::from((0..largest).map(|_| rng.u8(..)).collect::<Vec<u8>>());
     let in_flight = (bench.partitions as usize).clamp(1, DEFAULT_S3_MAX_REQUESTS);
-    let cpu_before = cpu_seconds("self");
-    let t0 = Instant::now();
+    let started = Started::now();
     put_objects(&store, sizes.iter().copied(), &body, in_flight).await;
-    let row = Row {
-        contender: REPLAYED_PUTS.into(),
-        values: bench.values,
-        seconds: t0.elapsed().as_secs_f64(),
-        steady_seconds: None,
-        cpu_seconds: cpu_seconds("self") - cpu_before,
-        peak_rss_kib: None,
-    };
+    let row = Row::since(&started, REPLAYED_PUTS.into(), bench.values);
     println!(
         "{REPLAYED_PUTS} ({}): {} objects, {in_flight} at once, {:.1}s",
         bench.values.name(),

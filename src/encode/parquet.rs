@@ -431,12 +431,17 @@ impl ParquetEncoder {
         else {
             return 0;
         };
-        (self.buffered_memory() - self.row_group_metadata).saturating_sub(row_group_metadata(schema.fields()))
+        self.buffers().saturating_sub(row_group_metadata(schema.fields()))
     }
 
     /// What the file holds, as the budget counts it: its bytes written and its buffers.
     pub fn held(&self) -> u64 {
-        self.writer.as_ref().map_or(0, |w| w.inner().len()) + self.buffered_memory()
+        self.written() + self.buffered_memory()
+    }
+
+    /// The bytes written to the spool so far.
+    fn written(&self) -> u64 {
+        self.writer.as_ref().map_or(0, |w| w.inner().len())
     }
 
     /// See [`super::FileEncoder::shrink`].
@@ -455,8 +460,7 @@ impl ParquetEncoder {
     /// The bytes written, in progress and buffered, and the written row groups' metadata (to come in the
     /// footer, and kept in memory until then).
     pub fn encoded_size(&self) -> u64 {
-        let written = self.writer.as_ref().map_or(0, |w| w.inner().len());
-        written + self.writer_in_progress + self.builders.bytes + self.row_group_metadata
+        self.written() + self.writer_in_progress + self.builders.bytes + self.row_group_metadata
     }
 
     /// The writer's memory, and the Arrow builders' at their bound: their buffers grow by doubling, so
@@ -465,7 +469,12 @@ impl ParquetEncoder {
     /// values' decoded columns come on top, as allocated: they may take far more than the values' bytes;
     /// and the written row groups' metadata.
     pub fn buffered_memory(&self) -> u64 {
-        self.writer_memory + BUILDER_GROWTH * self.builders.bytes + self.builders.decoded + self.row_group_metadata
+        self.buffers() + self.row_group_metadata
+    }
+
+    /// The writer's and the builders' memory (what a shrink writes out).
+    fn buffers(&self) -> u64 {
+        self.writer_memory + BUILDER_GROWTH * self.builders.bytes + self.builders.decoded
     }
 
     /// The sealed file, and what its typed values and keys came to (all of its batches taken).
