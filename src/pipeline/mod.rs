@@ -454,6 +454,7 @@ impl Pipeline {
     /// Starts recovering newly assigned partitions; each one's answer goes to `reply` once it is
     /// recovered (one waiting, on its topic's ID say, never holds up the others).
     fn assign(&mut self, partitions: Vec<AssignedPartition>, reply: std_mpsc::Sender<Vec<(TopicPartition, ResumeAt)>>) {
+        let surveys = self.recoverer().surveys(&partitions);
         for p in partitions {
             self.topics.insert(&p.tp);
             if let Some(mut old) = self.partitions.remove(&p.tp) {
@@ -461,10 +462,10 @@ impl Pipeline {
                 old.close(true);
             }
             self.recovering.start(&p.tp, p.epoch);
-            let (recoverer, reply) = (self.recoverer(), reply.clone());
+            let (recoverer, reply, survey) = (self.recoverer(), reply.clone(), surveys.get(p.tp.topic()).cloned());
             self.recoveries.push(Box::pin(async move {
-                let recovery =
-                    recoverer.recover(&p.tp, p.epoch, p.hint, (p.log_start, p.log_end), p.topic.clone()).await;
+                let log = (p.log_start, p.log_end);
+                let recovery = recoverer.recover(&p.tp, p.epoch, p.hint, log, p.topic.clone(), survey).await;
                 Recovered::Assigned { partition: p, recovery: Box::new(recovery), reply }
             }));
         }
@@ -489,7 +490,7 @@ impl Pipeline {
         self.recovering.start(&tp, epoch);
         let recoverer = self.recoverer();
         self.recoveries.push(Box::pin(async move {
-            let recovery = recoverer.recover(&tp, epoch, Some(hint), (None, None), Some(topic)).await;
+            let recovery = recoverer.recover(&tp, epoch, Some(hint), (None, None), Some(topic), None).await;
             Recovered::Restarted { tp, from_epoch, epoch, recovery: Box::new(recovery) }
         }));
     }

@@ -3,15 +3,17 @@
 //! asked again for as long as the brokers do not tell it), then plan where to resume (`recovery`).
 //! Owned, so the recoveries of an assignment run concurrently off the pipeline.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use futures::future::{BoxFuture, FutureExt, Shared};
+
 use super::PipelineError;
 use crate::archive::object_key::Prefix;
 use crate::archive::partition::TopicPartition;
-use crate::recovery::tail::{find_tail, FoundTail, TailError, TailHints};
+use crate::recovery::tail::{find_tail, survey_topic, FoundTail, TailError, TailHints};
 use crate::recovery::{
     check_incarnation, plan_resume, CommitHint, IncarnationMismatch, ResumePlan, TopicIdLookup, TopicIdentity,
 };
@@ -19,7 +21,7 @@ use crate::retry::Backoff;
 use crate::retry::Patience;
 use crate::source::{AssignedPartition, ResumeAt};
 use crate::store::ObjectStore;
-use crate::telemetry::events::RecoveryFinished;
+use crate::telemetry::events::{RecoveryFinished, TopicSurveyed};
 use crate::telemetry::{Event, Metrics, StopReason};
 
 /// Where a recovered partition goes on, and the identity of the topic it goes on with.
@@ -27,6 +29,15 @@ pub(super) struct Resumed {
     pub(super) plan: ResumePlan,
     pub(super) topic: TopicIdentity,
 }
+
+/// An assignment's look at one topic's folders, shared by the recoveries of its partitions: true when
+/// the archive holds nothing of the topic.
+pub(super) type Survey = Shared<BoxFuture<'static, bool>>;
+
+/// An assignment looks at a topic's folders first when it brings at least this many of its partitions:
+/// one or two LISTs then save two per partition when the topic is new to the archive, and cost one or
+/// two more in all when it is not.
+const SURVEY_FROM_PARTITIONS: usize = 2;
 
 /// What one recovery ended in: `None` when the partition cannot be archived (reported).
 pub(super) type Recovery = Result<Option<Resumed>, PipelineError>;
@@ -82,6 +93,7 @@ impl Recovering {
     }
 }
 
+#[derive(Clone)]
 pub(super) struct Recoverer {
     pub(super) store: Arc<dyn ObjectStore>,
     pub(super) prefix: Prefix,
@@ -92,10 +104,44 @@ pub(super) struct Recoverer {
 }
 
 impl Recoverer {
+    /// One look at its folders for each topic that `partitions` bring several partitions of.
+    pub(super) fn surveys(&self, partitions: &[AssignedPartition]) -> HashMap<String, Survey> {
+        let mut per_topic: BTreeMap<&str, usize> = BTreeMap::new();
+        for p in partitions {
+            *per_topic.entry(p.tp.topic()).or_default() += 1;
+        }
+        let topics = per_topic.into_iter().filter(|(_, n)| *n >= SURVEY_FROM_PARTITIONS);
+        topics
+            .map(|(topic, n)| {
+                let (recoverer, owned) = (self.clone(), topic.to_string());
+                (topic.to_string(), async move { recoverer.survey(&owned, n).await }.boxed().shared())
+            })
+            .collect()
+    }
+
+    /// Whether the archive holds nothing of `topic` (false also when the store refused to say: each
+    /// partition then lists its own folders, and reports what the store says).
+    async fn survey(&self, topic: &str, partitions: usize) -> bool {
+        let started = Instant::now();
+        let watch = Some((&self.metrics.list_retries, &self.metrics.store_up));
+        let survey = survey_topic(self.store.as_ref(), &self.prefix, topic, self.claims, Patience::Forever, watch)
+            .await
+            .map_err(|e| e.to_string());
+        let empty = survey.as_ref().is_ok_and(|s| s.empty);
+        self.metrics.emit(Event::TopicSurveyed(TopicSurveyed {
+            topic,
+            partitions,
+            survey,
+            elapsed: started.elapsed(),
+        }));
+        empty
+    }
+
     /// Recovers one partition's position. `topic` is the topic's identity when the assignment could tell
     /// it; otherwise it is asked for until the brokers tell it (the partition waits meanwhile: an unknown
-    /// ID is never taken for a match). `None`: the partition cannot be archived (reported): its chain
-    /// cannot be followed, or it belongs to another incarnation of the topic.
+    /// ID is never taken for a match). `survey`, when the assignment looked at the topic's folders, says
+    /// whether they are empty (then so are the partition's). `None`: the partition cannot be archived
+    /// (reported): its chain cannot be followed, or it belongs to another incarnation of the topic.
     pub(super) async fn recover(
         &self,
         tp: &TopicPartition,
@@ -103,10 +149,21 @@ impl Recoverer {
         hint: Option<CommitHint>,
         (log_start, log_end): (Option<i64>, Option<i64>),
         topic: Option<TopicIdentity>,
+        survey: Option<Survey>,
     ) -> Recovery {
         let started = Instant::now();
         let _in_progress = InProgress::start(&self.metrics.recoveries_in_progress);
-        let Some(found) = self.find_tail(tp, TailHints { commit: hint, log_end }).await? else { return Ok(None) };
+        let empty = match survey {
+            Some(survey) => survey.await,
+            None => false,
+        };
+        let found = match empty {
+            true => FoundTail::empty(),
+            false => match self.find_tail(tp, TailHints { commit: hint, log_end }).await? {
+                Some(found) => found,
+                None => return Ok(None),
+            },
+        };
         let topic = match topic {
             Some(topic) => topic,
             None => match self.identity_of(tp, epoch).await {

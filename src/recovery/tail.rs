@@ -47,6 +47,20 @@ pub struct FoundTail {
     pub overlaps: Vec<Overlap>,
 }
 
+impl FoundTail {
+    /// A partition the archive holds nothing of.
+    pub fn empty() -> Self {
+        Self {
+            tail: Tail::Empty,
+            last_claim: None,
+            list_requests: 0,
+            keys_seen: 0,
+            ignored_keys: vec![],
+            overlaps: vec![],
+        }
+    }
+}
+
 pub async fn find_tail(
     store: &dyn ObjectStore,
     prefix: &Prefix,
@@ -57,14 +71,7 @@ pub async fn find_tail(
     watch: Watch<'_>,
 ) -> Result<FoundTail, TailError> {
     let attempts = patience.attempts();
-    let mut found = FoundTail {
-        tail: Tail::Empty,
-        last_claim: None,
-        list_requests: 0,
-        keys_seen: 0,
-        ignored_keys: vec![],
-        overlaps: vec![],
-    };
+    let mut found = FoundTail::empty();
     if claims {
         let listed =
             run_plan(store, TailSearch::claims(prefix, tp, hints.commit, hints.log_end), attempts, watch).await?;
@@ -92,6 +99,41 @@ pub async fn find_tail(
     found.overlaps = listed.overlaps;
     found.tail = listed.next_offset.map_or(Tail::Empty, |next| Tail::Complete { next });
     Ok(found)
+}
+
+/// What one look at a topic's folders found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicSurvey {
+    /// The archive holds no key of the topic: no claim, no data object, nothing else in its folders.
+    pub empty: bool,
+    pub list_requests: u32,
+}
+
+/// Looks whether the archive holds anything of `topic`: one key of its claims folder (with claims),
+/// then one of its data folder, so one or two LISTs however many partitions it has. When it holds
+/// nothing, each of its partitions has an empty tail, as a search of the partition's own folders made
+/// after this look would find; a partition given that tail still claims its first file with
+/// `If-None-Match`, as after any recovery.
+pub async fn survey_topic(
+    store: &dyn ObjectStore,
+    prefix: &Prefix,
+    topic: &str,
+    claims: bool,
+    patience: Patience,
+    watch: Watch<'_>,
+) -> Result<TopicSurvey, StoreError> {
+    let claims_folder = claims.then(|| prefix.claims_topic_folder(topic));
+    let mut survey = TopicSurvey { empty: true, list_requests: 0 };
+    for folder in claims_folder.into_iter().chain([prefix.topic_folder(topic)]) {
+        let req = ListRequest { prefix: folder, start_after: None };
+        let page = with_retries(patience.attempts(), "listing the archive", watch, || store.list(&req, 1)).await?;
+        survey.list_requests += 1;
+        if !page.keys.is_empty() {
+            survey.empty = false;
+            break;
+        }
+    }
+    Ok(survey)
 }
 
 async fn run_plan(

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use tracing::{debug, error, info, warn};
 
+pub use self::recovery::{RecoveryFinished, TopicSurveyed};
 pub use self::stop_reason::StopReason;
 use super::metrics::{Archived, Metrics};
 use crate::archive::claim::Claim;
 use crate::archive::partition::{OffsetRange, TopicPartition};
 use crate::encode::roll::RollReason;
 use crate::encode::ValueStats;
-use crate::recovery::ResumePlan;
 use crate::store::PutOutcome;
 
 /// Why an open (or sealed, not yet uploaded) file was dropped: its records are read again by
@@ -42,17 +42,6 @@ impl DropReason {
     }
 }
 
-/// A partition's position was recovered from the archive.
-#[derive(Debug)]
-pub struct RecoveryFinished<'a> {
-    pub tp: &'a TopicPartition,
-    pub plan: &'a ResumePlan,
-    pub list_requests: u32,
-    pub keys_seen: u64,
-    pub hinted: bool,
-    pub elapsed: Duration,
-}
-
 /// An object is durable (created now, or found already there).
 #[derive(Debug)]
 pub struct ObjectUploaded<'a> {
@@ -79,6 +68,8 @@ pub struct ObjectUploaded<'a> {
 pub enum Event<'a> {
     /// A partition's position was recovered from the archive.
     RecoveryFinished(RecoveryFinished<'a>),
+    /// An assignment looked at a topic's folders before its partitions' recoveries.
+    TopicSurveyed(TopicSurveyed<'a>),
     /// A key in a partition's folders that the archiver did not write.
     ForeignKey {
         tp: &'a TopicPartition,
@@ -258,6 +249,7 @@ impl Metrics {
     pub fn emit(&self, event: Event<'_>) {
         match event {
             Event::RecoveryFinished(e) => self.recovery_finished(e),
+            Event::TopicSurveyed(e) => self.topic_surveyed(e),
             Event::ForeignKey { tp, key } => {
                 warn!(%tp, key, "ignoring an object in the archive folder that is not ours")
             }
@@ -452,24 +444,6 @@ impl Metrics {
         }
     }
 
-    fn recovery_finished(&self, e: RecoveryFinished<'_>) {
-        self.recoveries.inc();
-        self.recovery_list_requests.inc_by(u64::from(e.list_requests));
-        self.recovery_objects_seen.inc_by(e.keys_seen);
-        self.recovery_seconds.observe(e.elapsed.as_secs_f64());
-        self.archived_through(e.tp, e.plan.chain_next - 1, None);
-        info!(
-            tp = %e.tp,
-            consume_from = ?e.plan.consume_from,
-            chain_next = e.plan.chain_next,
-            list_requests = e.list_requests,
-            keys_seen = e.keys_seen,
-            hinted = e.hinted,
-            ms = e.elapsed.as_millis() as u64,
-            "recovered position from the archive"
-        );
-    }
-
     fn object_uploaded(&self, e: ObjectUploaded<'_>) {
         match e.outcome {
             PutOutcome::Created => self.objects_uploaded.inc(),
@@ -595,6 +569,7 @@ fn gauge_value(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+mod recovery;
 mod stop_reason;
 #[cfg(test)]
 mod tests;

@@ -115,3 +115,57 @@ async fn a_partition_waiting_for_its_topic_id_holds_up_no_other_and_a_revoke_end
     eventually("no recovery in progress", || h.metrics.recoveries_in_progress.get() == 0).await;
     h.task.abort();
 }
+
+/// The positions an assignment of `partitions` (one assignment, topic IDs told) is answered with, in
+/// partition order.
+async fn assign_all(
+    h: &Harness,
+    partitions: std::ops::Range<i32>,
+) -> Vec<(crate::archive::partition::TopicPartition, ResumeAt)> {
+    let told: Vec<_> = partitions.clone().map(|p| (p, Some(crate::recovery::TopicIdentity::NoIds))).collect();
+    let answers = h.start_assign_with(&told, Some(0));
+    let n = told.len();
+    let mut positions = tokio::task::spawn_blocking(move || {
+        (0..n).flat_map(|_| answers.recv_timeout(Duration::from_secs(10)).expect("answered")).collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    positions.sort_by_key(|(tp, _)| tp.partition());
+    positions
+}
+
+#[tokio::test]
+async fn partitions_of_a_topic_new_to_the_archive_recover_from_one_look_at_its_folders() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    let positions = assign_all(&h, 0..8).await;
+    assert_eq!(positions, (0..8).map(|p| (tp(p), ResumeAt::Earliest)).collect::<Vec<_>>());
+    // Its claims folder and its data folder, one LIST each; not two per partition.
+    assert_eq!(h.metrics.recovery_list_requests.get(), 2);
+    assert_eq!(h.metrics.recoveries.get(), 8);
+    // The partitions archive as any do: each first file claimed and uploaded.
+    h.send(5, 0..3, 10).await;
+    assert_eq!(h.wait_keys(1).await, vec![key(5, 0, 2)]);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn a_topic_the_archive_holds_anything_of_recovers_each_partition_from_its_own_folders() {
+    // A claim and its object in partition 3 only; then a data object of partition 6 written without
+    // claims (an older archiver, or another tool).
+    for (planted, expected) in [(3, ResumeAt::Offset(10)), (6, ResumeAt::Offset(5))] {
+        let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+        match planted {
+            3 => {
+                h.plant_claim(3, 0, 0, 9).await;
+                h.plant_object(3, 0, 9).await;
+            }
+            _ => h.plant_object(6, 0, 4).await,
+        }
+        let positions = assign_all(&h, 0..8).await;
+        let wanted: Vec<_> =
+            (0..8).map(|p| (tp(p), if p == planted { expected.clone() } else { ResumeAt::Earliest })).collect();
+        assert_eq!(positions, wanted, "partition {planted} goes on after what the archive holds");
+        assert!(h.metrics.recovery_list_requests.get() >= 16, "each partition listed its own folders");
+        h.task.abort();
+    }
+}
