@@ -22,6 +22,7 @@ use tracing::{debug, error, info, warn};
 
 use super::consumer::SourceOptions;
 use super::messages::{AssignedPartition, Commit, Control, Fetched, ResumeAt, SourceCommand};
+use super::offsets::log_offsets;
 use super::out_of_range::{OutOfRangeState, Watermarks};
 use super::pending::Pending;
 use super::probe::{probe_range, RangeProbe};
@@ -212,6 +213,7 @@ impl ArchiverContext {
             // A cooperative rebalance that gives this member nothing new.
             return Vec::new();
         }
+        let asked = Instant::now();
         let committed = consumer.committed_offsets(tpl.clone(), METADATA_TIMEOUT).unwrap_or_else(|e| {
             warn!("could not read committed offsets ({e}); recovering from full archive listings");
             TopicPartitionList::new()
@@ -222,6 +224,10 @@ impl ArchiverContext {
             warn!("{e}; recovery asks again for the topics' IDs before these partitions go on");
             BTreeMap::new()
         });
+        let logs = log_offsets(consumer, &tps, METADATA_TIMEOUT).unwrap_or_else(|e| {
+            warn!("could not read the partitions' log offsets ({e}); recovering without them");
+            HashMap::new()
+        });
         let first_epoch = self.epochs.fetch_add(tps.len() as u64, Ordering::SeqCst);
         let partitions: Vec<AssignedPartition> = tps
             .iter()
@@ -230,13 +236,13 @@ impl ArchiverContext {
                 let hint = committed
                     .find_partition(tp.topic(), tp.partition())
                     .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
-                let watermarks = consumer.fetch_watermarks(tp.topic(), tp.partition(), METADATA_TIMEOUT).ok();
-                let (log_start, log_end) = (watermarks.map(|w| w.0), watermarks.map(|w| w.1));
+                let (log_start, log_end) = (logs.get(tp).map(|l| l.log_start), logs.get(tp).map(|l| l.log_end));
                 let topic = topic_ids.get(tp.topic()).cloned();
                 AssignedPartition { tp: tp.clone(), epoch, hint, log_start, log_end, topic }
             })
             .collect();
-        info!(partitions = ?names(&tps), "partitions assigned; recovering positions from the archive");
+        let kafka_ms = asked.elapsed().as_millis() as u64;
+        info!(partitions = ?names(&tps), kafka_ms, "partitions assigned; recovering positions from the archive");
         let (reply_tx, reply_rx) = std_mpsc::channel();
         let mut positions = HashMap::new();
         let mut late = None;

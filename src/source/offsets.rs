@@ -1,14 +1,14 @@
 //! What Kafka says of a topic's partitions — log start and end, and a group's committed offset — for
 //! `verify --brokers` and `status`. A short-lived consumer that joins no group.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use rdkafka::client::{Client, ClientContext};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::topic_partition_list::TopicPartitionList;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, KafkaResult};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use thiserror::Error;
 
 use super::topic_config::topic_lateness;
@@ -93,18 +93,52 @@ pub fn partition_offsets(
             Some(_) => Some(consumer.committed_offsets(tpl, REQUEST_TIMEOUT).map_err(unreachable)?),
             None => None,
         };
-        for p in 0..partitions {
-            let (log_start, log_end) = consumer.fetch_watermarks(topic, p, REQUEST_TIMEOUT).map_err(unreachable)?;
-            let tp = TopicPartition::new(topic.as_str(), p).map_err(|_| unknown(topic))?;
+        let tps = (0..partitions).map(|p| TopicPartition::new(topic.as_str(), p)).collect::<Result<Vec<_>, _>>();
+        let tps = tps.map_err(|_| unknown(topic))?;
+        let logs = log_offsets(&consumer, &tps, REQUEST_TIMEOUT).map_err(unreachable)?;
+        for (p, tp) in (0..partitions).zip(tps) {
+            let Some(&log) = logs.get(&tp) else {
+                return Err(unreachable(KafkaError::OffsetFetch(rdkafka::error::RDKafkaErrorCode::UnknownPartition)));
+            };
             let committed = committed
                 .as_ref()
                 .and_then(|c| c.find_partition(topic, p))
                 .and_then(|e| e.offset().to_raw().filter(|o| *o >= 0).map(|o| (o, e.metadata().to_string())));
-            let log = LogOffsets { log_start, log_end };
             out.insert(tp, PartitionOffsets { log, committed, topic: identities[topic].clone() });
         }
     }
     Ok(out)
+}
+
+/// The log start and end offsets of each of `tps`: two `ListOffsets` requests to each partition
+/// leader (the earliest and the latest offsets, at the consumer's isolation level), as
+/// `fetch_watermarks` asks them for one partition. Partitions the brokers answered with an error for
+/// are left out.
+pub(super) fn log_offsets<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    tps: &[TopicPartition],
+    timeout: Duration,
+) -> KafkaResult<HashMap<TopicPartition, LogOffsets>> {
+    // `Offset::Beginning` and `Offset::End` are the timestamps that ask for the earliest and latest.
+    let ask = |at: Offset| -> KafkaResult<HashMap<TopicPartition, i64>> {
+        let mut tpl = TopicPartitionList::new();
+        for tp in tps {
+            tpl.add_partition_offset(tp.topic(), tp.partition(), at)?;
+        }
+        let answer = consumer.offsets_for_times(tpl, timeout)?;
+        let answered = answer.elements().into_iter().filter(|e| e.error().is_ok());
+        let offsets = answered.filter_map(|e| {
+            let offset = e.offset().to_raw().filter(|o| *o >= 0)?;
+            Some((TopicPartition::new(e.topic(), e.partition()).ok()?, offset))
+        });
+        Ok(offsets.collect())
+    };
+    let (starts, ends) = (ask(Offset::Beginning)?, ask(Offset::End)?);
+    let both = starts.into_iter().filter_map(|(tp, log_start)| {
+        let log_end = *ends.get(&tp)?;
+        Some((tp, LogOffsets { log_start, log_end }))
+    });
+    Ok(both.collect())
 }
 
 /// How often the topics' IDs are asked for before giving up (an answer with an error for a topic is
@@ -145,4 +179,41 @@ pub async fn read_log(
     let offsets = tokio::task::spawn_blocking(move || partition_offsets(&b, &p, Some(&g), &t));
     let (lateness, offsets) = tokio::join!(topic_lateness(brokers, props, topics), offsets);
     Ok((lateness?, offsets??))
+}
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+    use super::*;
+
+    #[test]
+    fn log_offsets_of_many_partitions_are_each_partitions_watermarks() {
+        let cluster = MockCluster::new(2).unwrap();
+        cluster.create_topic("t", 5, 1).unwrap();
+        let producer: BaseProducer =
+            ClientConfig::new().set("bootstrap.servers", cluster.bootstrap_servers()).create().unwrap();
+        for p in 0..4 {
+            for _ in 0..(p * 3 + 1) {
+                producer.send(BaseRecord::<(), [u8]>::to("t").partition(p).payload(b"v")).unwrap();
+            }
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", cluster.bootstrap_servers())
+            .set("isolation.level", "read_committed")
+            .create()
+            .unwrap();
+        let tps: Vec<TopicPartition> = (0..5).map(|p| TopicPartition::new("t", p).unwrap()).collect();
+        let logs = log_offsets(&consumer, &tps, REQUEST_TIMEOUT).unwrap();
+        for tp in &tps {
+            let (log_start, log_end) = consumer.fetch_watermarks("t", tp.partition(), REQUEST_TIMEOUT).unwrap();
+            assert_eq!(logs[tp], LogOffsets { log_start, log_end }, "{tp}");
+        }
+        assert_eq!(logs[&tps[3]], LogOffsets { log_start: 0, log_end: 10 });
+        assert_eq!(logs[&tps[4]], LogOffsets { log_start: 0, log_end: 0 }, "an empty partition");
+        let missing = [TopicPartition::new("t", 9).unwrap()];
+        assert!(log_offsets(&consumer, &missing, Duration::from_secs(2)).map_or(true, |l| l.is_empty()));
+    }
 }
