@@ -36,7 +36,7 @@ use self::budget::Budget;
 use self::commit::CommitStage;
 pub use self::dead_letters::DeadLetterSink;
 pub use self::profile::{TopicMatch, TopicProfile, TopicProfiles};
-use self::recoverer::{Recovered, Recoverer, Recovering, Resumed};
+use self::recoverer::{Recovered, Recoverer, Recovering, Resumed, RECOVERIES_AT_ONCE};
 use self::uploader::{Uploader, UploaderEvent};
 use self::writer::{Parked, PartitionWriter};
 use crate::archive::object_key::Prefix;
@@ -102,6 +102,8 @@ pub struct Pipeline {
     recoveries: FuturesUnordered<BoxFuture<'static, Recovered>>,
     /// The partitions being recovered, and for which epoch.
     recovering: Recovering,
+    /// Turns at the store for recoveries (see `RECOVERIES_AT_ONCE`).
+    recovery_turns: Arc<tokio::sync::Semaphore>,
     topics: AssignedTopics,
     /// Asked for a topic's identity when its assignment could not tell it.
     topic_ids: Arc<dyn TopicIdLookup>,
@@ -195,6 +197,7 @@ impl Pipeline {
             dead_letters: None,
             recoveries: FuturesUnordered::new(),
             recovering: Recovering::default(),
+            recovery_turns: Arc::new(tokio::sync::Semaphore::new(RECOVERIES_AT_ONCE)),
             topics: AssignedTopics::default(),
             topic_ids,
             registry: None,
@@ -582,6 +585,7 @@ impl Pipeline {
             metrics: self.metrics.clone(),
             topic_ids: self.topic_ids.clone(),
             recovering: self.recovering.clone(),
+            turns: self.recovery_turns.clone(),
         }
     }
 }

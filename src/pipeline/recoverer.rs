@@ -39,6 +39,16 @@ pub(super) type Survey = Shared<BoxFuture<'static, bool>>;
 /// two more in all when it is not.
 const SURVEY_FROM_PARTITIONS: usize = 2;
 
+/// Recoveries that list the store at once. Each makes its few requests one after another, so a
+/// thousand started together and queued for the store's request slots would all end together, near
+/// the end; in turns, they end one after another, and their partitions start (late ones, once the
+/// assign callback has returned) while the rest recover, their uploads finding free request slots
+/// (64 by default) beside the recoveries' 32.
+pub(super) const RECOVERIES_AT_ONCE: usize = 32;
+
+/// How often a recovery waiting for its turn, or for a failing store, checks that it is still wanted.
+const VOID_CHECK: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// What one recovery ended in: `None` when the partition cannot be archived (reported).
 pub(super) type Recovery = Result<Option<Resumed>, PipelineError>;
 
@@ -101,6 +111,8 @@ pub(super) struct Recoverer {
     pub(super) metrics: Arc<Metrics>,
     pub(super) topic_ids: Arc<dyn TopicIdLookup>,
     pub(super) recovering: Recovering,
+    /// One permit per recovery listing the store (`RECOVERIES_AT_ONCE`).
+    pub(super) turns: Arc<tokio::sync::Semaphore>,
 }
 
 impl Recoverer {
@@ -159,10 +171,20 @@ impl Recoverer {
         };
         let found = match empty {
             true => FoundTail::empty(),
-            false => match self.find_tail(tp, TailHints { commit: hint, log_end }).await? {
-                Some(found) => found,
-                None => return Ok(None),
-            },
+            false => {
+                let search = async {
+                    let _turn = self.turns.acquire().await.expect("the recoveries' semaphore is never closed");
+                    self.find_tail(tp, TailHints { commit: hint, log_end }).await
+                };
+                tokio::select! {
+                    found = search => match found? {
+                        Some(found) => found,
+                        None => return Ok(None),
+                    },
+                    // Revoked or assigned again meanwhile: void, and its turn goes to another.
+                    () = self.until_void(tp, epoch) => return Ok(None),
+                }
+            }
         };
         let topic = match topic {
             Some(topic) => topic,
@@ -200,6 +222,13 @@ impl Recoverer {
             elapsed: started.elapsed(),
         }));
         Ok(Some(Resumed { plan, topic }))
+    }
+
+    /// Returns once the recovery of `tp` for `epoch` is void (revoked, or assigned again).
+    async fn until_void(&self, tp: &TopicPartition, epoch: u64) {
+        while self.recovering.wanted(tp, epoch) {
+            tokio::time::sleep(VOID_CHECK).await;
+        }
     }
 
     /// The partition's tail, retried for as long as it takes (meanwhile /readyz says why, and the

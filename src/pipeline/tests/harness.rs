@@ -39,6 +39,12 @@ pub(super) struct TestStore {
     pub(super) transient_failures: AtomicU32,
     /// While set, every list request fails transiently (an S3 brownout).
     pub(super) lists_fail: std::sync::atomic::AtomicBool,
+    /// List requests under this prefix fail transiently (a partition's folder that S3 throttles).
+    pub(super) failing_prefix: Mutex<Option<String>>,
+    /// How long each list request takes.
+    pub(super) list_delay: Mutex<Duration>,
+    /// List requests under way, and the most there were at once.
+    pub(super) lists: (AtomicU32, AtomicU32),
 }
 
 #[async_trait]
@@ -64,7 +70,16 @@ impl ObjectStore for TestStore {
         if self.lists_fail.load(Ordering::SeqCst) {
             return Err(StoreError::Transient("injected 503 SlowDown".into()));
         }
-        self.inner.list(req, max_keys).await
+        if self.failing_prefix.lock().unwrap().as_ref().is_some_and(|p| req.prefix.starts_with(p.as_str())) {
+            return Err(StoreError::Transient("injected 503 SlowDown".into()));
+        }
+        let under_way = self.lists.0.fetch_add(1, Ordering::SeqCst) + 1;
+        self.lists.1.fetch_max(under_way, Ordering::SeqCst);
+        let delay = *self.list_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
+        let page = self.inner.list(req, max_keys).await;
+        self.lists.0.fetch_sub(1, Ordering::SeqCst);
+        page
     }
 
     async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
@@ -203,6 +218,9 @@ fn harness_full(
         put_delay: Mutex::new(Duration::ZERO),
         transient_failures: AtomicU32::new(0),
         lists_fail: Default::default(),
+        failing_prefix: Mutex::default(),
+        list_delay: Mutex::default(),
+        lists: Default::default(),
     });
     let settings = PipelineOptions {
         prefix: Prefix::default(),

@@ -169,3 +169,38 @@ async fn a_topic_the_archive_holds_anything_of_recovers_each_partition_from_its_
         h.task.abort();
     }
 }
+
+#[tokio::test]
+async fn recoveries_list_the_store_a_few_at_a_time() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.plant_object(0, 0, 4).await; // The archive holds the topic: each partition lists its folders.
+    *h.store.list_delay.lock().unwrap() = Duration::from_millis(20);
+    let n = 3 * crate::pipeline::recoverer::RECOVERIES_AT_ONCE as i32;
+    let started = std::time::Instant::now();
+    let positions = assign_all(&h, 0..n).await;
+    assert_eq!(positions.len(), n as usize);
+    let under_way = h.store.lists.1.load(Ordering::SeqCst);
+    assert!(under_way as usize <= crate::pipeline::recoverer::RECOVERIES_AT_ONCE, "{under_way} list requests at once");
+    // Three turns of two lists each, at least.
+    assert!(started.elapsed() >= Duration::from_millis(6 * 20));
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn a_recovery_revoked_while_the_store_fails_gives_its_turn_to_others() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.plant_object(0, 0, 4).await;
+    // Partition 1's folder cannot be listed; it is assigned and revoked again and again meanwhile.
+    let prefix = crate::archive::object_key::Prefix::default();
+    *h.store.failing_prefix.lock().unwrap() = Some(prefix.claims_folder(&tp(1)));
+    for _ in 0..=crate::pipeline::recoverer::RECOVERIES_AT_ONCE {
+        let _answer = h.start_assign(1, Some(0));
+        h.revoke(1, false).await;
+    }
+    // Another partition still gets a turn, and recovers.
+    let answer = h.start_assign(2, Some(0));
+    let position = tokio::task::spawn_blocking(move || answer.recv_timeout(Duration::from_secs(10))).await.unwrap();
+    assert_eq!(position.expect("partition 2 recovered"), vec![(tp(2), ResumeAt::Earliest)]);
+    eventually("the revoked recoveries ended", || h.metrics.recoveries_in_progress.get() == 0).await;
+    h.task.abort();
+}
