@@ -53,7 +53,7 @@ async fn an_s3_brownout_at_start_and_during_recovery_is_waited_out() {
     a.assert_running();
 
     // The store answers again, but not to recovery's listings: longer than the old give-up (8 tries,
-    // at most 26 s of back-off) and than the assign callback's wait (10 s).
+    // at most 26 s of back-off) and than the assign callback's wait (2 s).
     *outage.lock().unwrap() = Outage::Listings;
     wait_log(&mut a, "recovering positions from the archive").await;
     let started = Instant::now();

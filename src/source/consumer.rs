@@ -34,8 +34,11 @@ const HAND_OVER_WAIT: Duration = Duration::from_millis(100);
 const POLL_BATCH: usize = 256;
 /// Records per channel message to the pipeline (one wake-up of the pipeline per batch, not per record).
 pub const HAND_OVER_BATCH: usize = 256;
-/// The longest an assign callback waits for recovery (see `assign_wait`).
-const ASSIGN_WAIT: Duration = Duration::from_secs(10);
+/// The longest an assign callback waits for recovery (see `assign_wait`): a healthy store answers an
+/// assignment of a hundred partitions well within it. The partitions still recovering then start as
+/// their recoveries end (recoveries take turns at the store, so they end one after another), rather
+/// than all together once the last has.
+const ASSIGN_WAIT: Duration = Duration::from_secs(2);
 /// librdkafka's default `max.poll.interval.ms`.
 const DEFAULT_MAX_POLL_INTERVAL: Duration = Duration::from_secs(300);
 /// Pending (polled, not yet handed over) record bytes above which fetching is paused.
@@ -416,7 +419,7 @@ mod tests {
         let props = |v: &str| vec![("max.poll.interval.ms".to_string(), v.to_string())];
         assert_eq!(assign_wait(&[]), ASSIGN_WAIT);
         assert_eq!(assign_wait(&props("600000")), ASSIGN_WAIT);
-        assert_eq!(assign_wait(&props("20000")), Duration::from_secs(5));
+        assert_eq!(assign_wait(&props("4000")), Duration::from_secs(1));
     }
 
     #[test]

@@ -258,12 +258,7 @@ impl ArchiverContext {
                             .zip(first_epoch..)
                             .filter(|(tp, _)| !positions.contains_key(tp))
                             .collect();
-                        warn!(
-                            partitions = ?epochs.keys().map(ToString::to_string).collect::<Vec<_>>(),
-                            "recovery is taking longer than {:?} (is the archive store failing?): these partitions \
-                             wait, paused, and start where recovery says once it ends",
-                            self.assign_wait
-                        );
+                        self.recovery_outlasted_wait(&epochs);
                         late = Some(LateAnswer { reply: reply_rx, epochs });
                         break;
                     }
@@ -289,6 +284,24 @@ impl ArchiverContext {
             state.assigned.insert(tp.clone(), Assigned { epoch, stopped, next_offset, start, gap_before_next: None });
         }
         stopped
+    }
+
+    /// Says which partitions of an assignment are still recovering when its callback stops waiting.
+    fn recovery_outlasted_wait(&self, waiting: &HashMap<TopicPartition, u64>) {
+        let (wait, count) = (self.assign_wait, waiting.len());
+        let partitions = waiting.keys().map(ToString::to_string).collect::<Vec<_>>();
+        match self.metrics.store_up.get() {
+            0 => warn!(
+                ?partitions,
+                "recovery is taking longer than {wait:?} (the archive store is failing): these partitions wait, \
+                 paused, and start where recovery says once it ends"
+            ),
+            _ => info!(
+                count,
+                "recovery is taking longer than {wait:?} for {count} partitions: they start, each where recovery \
+                 says, as their recoveries end"
+            ),
+        }
     }
 
     /// Probes `range` on a thread of its own (a probe takes up to seconds); tells the pipeline if it is
