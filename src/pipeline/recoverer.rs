@@ -20,7 +20,7 @@ use crate::recovery::{
 use crate::retry::Backoff;
 use crate::retry::Patience;
 use crate::source::{AssignedPartition, ResumeAt};
-use crate::store::ObjectStore;
+use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::events::{RecoveryFinished, TopicSurveyed};
 use crate::telemetry::{Event, Metrics, StopReason};
 
@@ -43,7 +43,8 @@ const SURVEY_FROM_PARTITIONS: usize = 2;
 /// thousand started together and queued for the store's request slots would all end together, near
 /// the end; in turns, they end one after another, and their partitions start (late ones, once the
 /// assign callback has returned) while the rest recover, their uploads finding free request slots
-/// (64 by default) beside the recoveries' 32.
+/// (64 by default) beside the recoveries' 32. A recovery whose requests fail leaves the turns (see
+/// `in_turn`), and one revoked gives its turn up.
 pub(super) const RECOVERIES_AT_ONCE: usize = 32;
 
 /// How often a recovery waiting for its turn, or for a failing store, checks that it is still wanted.
@@ -136,9 +137,8 @@ impl Recoverer {
     async fn survey(&self, topic: &str, partitions: usize) -> bool {
         let started = Instant::now();
         let watch = Some((&self.metrics.list_retries, &self.metrics.store_up));
-        let survey = survey_topic(self.store.as_ref(), &self.prefix, topic, self.claims, Patience::Forever, watch)
-            .await
-            .map_err(|e| e.to_string());
+        let look = |patience| survey_topic(self.store.as_ref(), &self.prefix, topic, self.claims, patience, watch);
+        let survey = self.in_turn(look, StoreError::is_transient).await.map_err(|e| e.to_string());
         let empty = survey.as_ref().is_ok_and(|s| s.empty);
         self.metrics.emit(Event::TopicSurveyed(TopicSurveyed {
             topic,
@@ -165,26 +165,13 @@ impl Recoverer {
     ) -> Recovery {
         let started = Instant::now();
         let _in_progress = InProgress::start(&self.metrics.recoveries_in_progress);
-        let empty = match survey {
-            Some(survey) => survey.await,
-            None => false,
-        };
-        let found = match empty {
-            true => FoundTail::empty(),
-            false => {
-                let search = async {
-                    let _turn = self.turns.acquire().await.expect("the recoveries' semaphore is never closed");
-                    self.find_tail(tp, TailHints { commit: hint, log_end }).await
-                };
-                tokio::select! {
-                    found = search => match found? {
-                        Some(found) => found,
-                        None => return Ok(None),
-                    },
-                    // Revoked or assigned again meanwhile: void, and its turn goes to another.
-                    () = self.until_void(tp, epoch) => return Ok(None),
-                }
-            }
+        let found = tokio::select! {
+            found = self.tail(tp, TailHints { commit: hint, log_end }, survey) => match found? {
+                Some(found) => found,
+                None => return Ok(None),
+            },
+            // Revoked or assigned again meanwhile: void, and its turn at the store goes to another.
+            () = self.until_void(tp, epoch) => return Ok(None),
         };
         let topic = match topic {
             Some(topic) => topic,
@@ -231,20 +218,25 @@ impl Recoverer {
         }
     }
 
-    /// The partition's tail, retried for as long as it takes (meanwhile /readyz says why, and the
-    /// consumer stays in the group); `None` when the chain cannot be followed (reported).
-    async fn find_tail(&self, tp: &TopicPartition, hints: TailHints) -> Result<Option<FoundTail>, PipelineError> {
-        let found = find_tail(
-            self.store.as_ref(),
-            &self.prefix,
-            tp,
-            hints,
-            self.claims,
-            Patience::Forever,
-            Some((&self.metrics.list_retries, &self.metrics.store_up)),
-        )
-        .await;
-        match found {
+    /// The partition's tail: empty when the assignment's look at the topic found nothing, else searched
+    /// for in a turn at the store, and retried for as long as it takes if the store fails (meanwhile
+    /// /readyz says why, and the consumer stays in the group); `None` when the chain cannot be followed
+    /// (reported).
+    async fn tail(
+        &self,
+        tp: &TopicPartition,
+        hints: TailHints,
+        survey: Option<Survey>,
+    ) -> Result<Option<FoundTail>, PipelineError> {
+        if let Some(survey) = survey {
+            if survey.await {
+                return Ok(Some(FoundTail::empty()));
+            }
+        }
+        let watch = Some((&self.metrics.list_retries, &self.metrics.store_up));
+        let search = |patience| find_tail(self.store.as_ref(), &self.prefix, tp, hints, self.claims, patience, watch);
+        let transient = |e: &TailError| matches!(e, TailError::Store(e) if e.is_transient());
+        match self.in_turn(search, transient).await {
             Ok(found) => Ok(Some(found)),
             Err(TailError::Store(e)) => Err(e.into()),
             Err(TailError::BadClaim(e)) => {
@@ -255,6 +247,23 @@ impl Recoverer {
                 self.metrics.emit(Event::PartitionStopped { tp, reason: StopReason::UnreadableClaim, why: &why });
                 Ok(None)
             }
+        }
+    }
+
+    /// Runs `op` (requests to the store, each tried as often as the patience it is given says) once in a
+    /// turn at the store; if the store failed transiently, again outside the turns, for as long as it
+    /// takes: a failing store (or a throttled folder) holds no turn up from the recoveries it answers.
+    async fn in_turn<T, E, Fut>(&self, op: impl Fn(Patience) -> Fut, transient: impl Fn(&E) -> bool) -> Result<T, E>
+    where
+        Fut: std::future::Future<Output = Result<T, E>>,
+    {
+        let first = {
+            let _turn = self.turns.acquire().await.expect("the recoveries' semaphore is never closed");
+            op(Patience::Attempts(1)).await
+        };
+        match first {
+            Err(e) if transient(&e) => op(Patience::Forever).await,
+            other => other,
         }
     }
 

@@ -224,10 +224,7 @@ impl ArchiverContext {
             warn!("{e}; recovery asks again for the topics' IDs before these partitions go on");
             BTreeMap::new()
         });
-        let logs = log_offsets(consumer, &tps, METADATA_TIMEOUT).unwrap_or_else(|e| {
-            warn!("could not read the partitions' log offsets ({e}); recovering without them");
-            HashMap::new()
-        });
+        let logs = log_offsets(consumer, &tps, METADATA_TIMEOUT);
         let first_epoch = self.epochs.fetch_add(tps.len() as u64, Ordering::SeqCst);
         let partitions: Vec<AssignedPartition> = tps
             .iter()

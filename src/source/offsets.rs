@@ -10,6 +10,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use thiserror::Error;
+use tracing::warn;
 
 use super::topic_config::topic_lateness;
 use super::topic_id::topic_ids;
@@ -95,10 +96,15 @@ pub fn partition_offsets(
         };
         let tps = (0..partitions).map(|p| TopicPartition::new(topic.as_str(), p)).collect::<Result<Vec<_>, _>>();
         let tps = tps.map_err(|_| unknown(topic))?;
-        let logs = log_offsets(&consumer, &tps, REQUEST_TIMEOUT).map_err(unreachable)?;
+        let logs = log_offsets(&consumer, &tps, REQUEST_TIMEOUT);
         for (p, tp) in (0..partitions).zip(tps) {
-            let Some(&log) = logs.get(&tp) else {
-                return Err(unreachable(KafkaError::OffsetFetch(rdkafka::error::RDKafkaErrorCode::UnknownPartition)));
+            let log = match logs.get(&tp) {
+                Some(&log) => log,
+                // Asked for again, for the brokers' own error.
+                None => consumer
+                    .fetch_watermarks(topic, p, REQUEST_TIMEOUT)
+                    .map(|(log_start, log_end)| LogOffsets { log_start, log_end })
+                    .map_err(unreachable)?,
             };
             let committed = committed
                 .as_ref()
@@ -112,9 +118,26 @@ pub fn partition_offsets(
 
 /// The log start and end offsets of each of `tps`: two `ListOffsets` requests to each partition
 /// leader (the earliest and the latest offsets, at the consumer's isolation level), as
-/// `fetch_watermarks` asks them for one partition. Partitions the brokers answered with an error for
-/// are left out.
+/// `fetch_watermarks` asks them for one partition. When that fails (librdkafka fails the whole call if
+/// one leader does not answer), each partition is asked for on its own, so only the partitions of a
+/// leader that does not answer go without. Partitions the brokers answered with an error for are left
+/// out.
 pub(super) fn log_offsets<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    tps: &[TopicPartition],
+    timeout: Duration,
+) -> HashMap<TopicPartition, LogOffsets> {
+    all_log_offsets(consumer, tps, timeout).unwrap_or_else(|e| {
+        warn!("reading the log offsets of {} partitions at once failed ({e}); asking for each", tps.len());
+        let each = tps.iter().filter_map(|tp| {
+            let (log_start, log_end) = consumer.fetch_watermarks(tp.topic(), tp.partition(), timeout).ok()?;
+            Some((tp.clone(), LogOffsets { log_start, log_end }))
+        });
+        each.collect()
+    })
+}
+
+fn all_log_offsets<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     tps: &[TopicPartition],
     timeout: Duration,
@@ -206,7 +229,7 @@ mod tests {
             .create()
             .unwrap();
         let tps: Vec<TopicPartition> = (0..5).map(|p| TopicPartition::new("t", p).unwrap()).collect();
-        let logs = log_offsets(&consumer, &tps, REQUEST_TIMEOUT).unwrap();
+        let logs = log_offsets(&consumer, &tps, REQUEST_TIMEOUT);
         for tp in &tps {
             let (log_start, log_end) = consumer.fetch_watermarks("t", tp.partition(), REQUEST_TIMEOUT).unwrap();
             assert_eq!(logs[tp], LogOffsets { log_start, log_end }, "{tp}");
@@ -214,6 +237,11 @@ mod tests {
         assert_eq!(logs[&tps[3]], LogOffsets { log_start: 0, log_end: 10 });
         assert_eq!(logs[&tps[4]], LogOffsets { log_start: 0, log_end: 0 }, "an empty partition");
         let missing = [TopicPartition::new("t", 9).unwrap()];
-        assert!(log_offsets(&consumer, &missing, Duration::from_secs(2)).map_or(true, |l| l.is_empty()));
+        assert!(log_offsets(&consumer, &missing, Duration::from_secs(2)).is_empty());
+        // One partition that does not exist fails the call for all: each is then asked for on its own.
+        let with_missing = [tps[3].clone(), missing[0].clone()];
+        let logs = log_offsets(&consumer, &with_missing, Duration::from_secs(2));
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[&tps[3]], LogOffsets { log_start: 0, log_end: 10 });
     }
 }

@@ -73,12 +73,11 @@ impl ObjectStore for TestStore {
         if self.failing_prefix.lock().unwrap().as_ref().is_some_and(|p| req.prefix.starts_with(p.as_str())) {
             return Err(StoreError::Transient("injected 503 SlowDown".into()));
         }
-        let under_way = self.lists.0.fetch_add(1, Ordering::SeqCst) + 1;
-        self.lists.1.fetch_max(under_way, Ordering::SeqCst);
+        let under_way = UnderWay::start(&self.lists);
         let delay = *self.list_delay.lock().unwrap();
         tokio::time::sleep(delay).await;
         let page = self.inner.list(req, max_keys).await;
-        self.lists.0.fetch_sub(1, Ordering::SeqCst);
+        drop(under_way);
         page
     }
 
@@ -92,6 +91,23 @@ impl ObjectStore for TestStore {
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.inner.delete(key).await
+    }
+}
+
+/// Counts a request under way (and the most at once) until dropped, also when its future is.
+struct UnderWay<'a>(&'a AtomicU32);
+
+impl<'a> UnderWay<'a> {
+    fn start((now, most): &'a (AtomicU32, AtomicU32)) -> Self {
+        let under_way = now.fetch_add(1, Ordering::SeqCst) + 1;
+        most.fetch_max(under_way, Ordering::SeqCst);
+        Self(now)
+    }
+}
+
+impl Drop for UnderWay<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -204,3 +204,36 @@ async fn a_recovery_revoked_while_the_store_fails_gives_its_turn_to_others() {
     eventually("the revoked recoveries ended", || h.metrics.recoveries_in_progress.get() == 0).await;
     h.task.abort();
 }
+
+#[tokio::test]
+async fn partitions_whose_folders_the_store_keeps_failing_hold_no_turn_from_the_others() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.plant_object(0, 0, 4).await;
+    // Partitions 1, 10-19 and 100-131 (43, more than the turns) cannot be listed for now.
+    *h.store.failing_prefix.lock().unwrap() = Some("_claims/topic=t/partition=1".into());
+    let failing: Vec<i32> = [1].into_iter().chain(10..20).chain(100..132).collect();
+    let told = Some(crate::recovery::TopicIdentity::NoIds);
+    let _waiting = h.start_assign_with(&failing.iter().map(|p| (*p, told.clone())).collect::<Vec<_>>(), Some(0));
+    eventually("the failing recoveries started", || h.metrics.recoveries_in_progress.get() == failing.len() as i64)
+        .await;
+    // Partition 2 recovers meanwhile.
+    let answer = h.start_assign(2, Some(0));
+    let position = tokio::task::spawn_blocking(move || answer.recv_timeout(Duration::from_secs(10))).await.unwrap();
+    assert_eq!(position.expect("partition 2 recovered"), vec![(tp(2), ResumeAt::Earliest)]);
+    h.task.abort();
+}
+
+#[tokio::test]
+async fn recoveries_waiting_for_a_look_at_their_topic_end_when_revoked() {
+    let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
+    h.store.lists_fail.store(true, Ordering::SeqCst);
+    let told = Some(crate::recovery::TopicIdentity::NoIds);
+    let _waiting = h.start_assign_with(&[(0, told.clone()), (1, told)], Some(0));
+    eventually("both recoveries started", || h.metrics.recoveries_in_progress.get() == 2).await;
+    h.revoke(0, false).await;
+    h.revoke(1, false).await;
+    // The store still fails, and the look at the topic with it: the void recoveries end all the same.
+    eventually("the revoked recoveries ended", || h.metrics.recoveries_in_progress.get() == 0).await;
+    assert_eq!(h.metrics.recoveries.get(), 0, "neither reported a position");
+    h.task.abort();
+}
