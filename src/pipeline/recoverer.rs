@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
+use tracing::warn;
 
 use super::PipelineError;
 use crate::archive::object_key::Prefix;
@@ -132,8 +133,9 @@ impl Recoverer {
             .collect()
     }
 
-    /// Whether the archive holds nothing of `topic` (false also when the store refused to say: each
-    /// partition then lists its own folders, and reports what the store says).
+    /// Whether the archive holds nothing of `topic`, asked for as long as the store fails transiently (the
+    /// topic's partitions wait meanwhile, as they would for their own listings); false when the store
+    /// refused to say (a permanent error: each partition then lists its own folders, and reports it).
     async fn survey(&self, topic: &str, partitions: usize) -> bool {
         let started = Instant::now();
         let watch = Some((&self.metrics.list_retries, &self.metrics.store_up));
@@ -256,13 +258,19 @@ impl Recoverer {
     async fn in_turn<T, E, Fut>(&self, op: impl Fn(Patience) -> Fut, transient: impl Fn(&E) -> bool) -> Result<T, E>
     where
         Fut: std::future::Future<Output = Result<T, E>>,
+        E: std::fmt::Display,
     {
         let first = {
             let _turn = self.turns.acquire().await.expect("the recoveries' semaphore is never closed");
             op(Patience::Attempts(1)).await
         };
         match first {
-            Err(e) if transient(&e) => op(Patience::Forever).await,
+            Err(e) if transient(&e) => {
+                self.metrics.list_retries.inc();
+                warn!("recovery: a request to the archive store failed ({e}); retrying, outside the turns");
+                tokio::time::sleep(Backoff::default().delay(0, fastrand::f64())).await;
+                op(Patience::Forever).await
+            }
             other => other,
         }
     }

@@ -2,7 +2,7 @@
 //! `verify --brokers` and `status`. A short-lived consumer that joins no group.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::client::{Client, ClientContext};
 use rdkafka::config::ClientConfig;
@@ -100,7 +100,7 @@ pub fn partition_offsets(
         for (p, tp) in (0..partitions).zip(tps) {
             let log = match logs.get(&tp) {
                 Some(&log) => log,
-                // Asked for again, for the brokers' own error.
+                // Asked for again, for the brokers' own error (the first one ends the command).
                 None => consumer
                     .fetch_watermarks(topic, p, REQUEST_TIMEOUT)
                     .map(|(log_start, log_end)| LogOffsets { log_start, log_end })
@@ -129,11 +129,16 @@ pub(super) fn log_offsets<C: ConsumerContext>(
 ) -> HashMap<TopicPartition, LogOffsets> {
     all_log_offsets(consumer, tps, timeout).unwrap_or_else(|e| {
         warn!("reading the log offsets of {} partitions at once failed ({e}); asking for each", tps.len());
-        let each = tps.iter().filter_map(|tp| {
-            let (log_start, log_end) = consumer.fetch_watermarks(tp.topic(), tp.partition(), timeout).ok()?;
-            Some((tp.clone(), LogOffsets { log_start, log_end }))
+        // All of them within one more `timeout`: a leader that does not answer must not hold the caller
+        // (an assign callback, say) a timeout per partition.
+        let deadline = Instant::now() + timeout;
+        let each = tps.iter().map_while(|tp| {
+            let left = deadline.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())?;
+            Some((tp, consumer.fetch_watermarks(tp.topic(), tp.partition(), left).ok()))
         });
-        each.collect()
+        let answered =
+            each.filter_map(|(tp, w)| w.map(|(log_start, log_end)| (tp.clone(), LogOffsets { log_start, log_end })));
+        answered.collect()
     })
 }
 
@@ -236,12 +241,19 @@ mod tests {
         }
         assert_eq!(logs[&tps[3]], LogOffsets { log_start: 0, log_end: 10 });
         assert_eq!(logs[&tps[4]], LogOffsets { log_start: 0, log_end: 0 }, "an empty partition");
+        // The leader of partitions 0 and 1 does not answer: the others' offsets still come, within two
+        // timeouts (the batched call's, then all of the fallback's).
+        cluster.partition_leader("t", 0, Some(2)).unwrap();
+        cluster.partition_leader("t", 1, Some(2)).unwrap();
+        cluster.partition_leader("t", 3, Some(1)).unwrap();
+        cluster.broker_down(2).unwrap();
+        let asked = Instant::now();
+        let logs = log_offsets(&consumer, &tps, Duration::from_secs(2));
+        assert!(asked.elapsed() < Duration::from_secs(6), "{:?}", asked.elapsed());
+        assert_eq!(logs.get(&tps[3]), Some(&LogOffsets { log_start: 0, log_end: 10 }), "{logs:?}");
+        assert!(!logs.contains_key(&tps[0]) && !logs.contains_key(&tps[1]), "{logs:?}");
+        cluster.broker_up(2).unwrap();
         let missing = [TopicPartition::new("t", 9).unwrap()];
         assert!(log_offsets(&consumer, &missing, Duration::from_secs(2)).is_empty());
-        // One partition that does not exist fails the call for all: each is then asked for on its own.
-        let with_missing = [tps[3].clone(), missing[0].clone()];
-        let logs = log_offsets(&consumer, &with_missing, Duration::from_secs(2));
-        assert_eq!(logs.len(), 1);
-        assert_eq!(logs[&tps[3]], LogOffsets { log_start: 0, log_end: 10 });
     }
 }
