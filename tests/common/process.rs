@@ -74,8 +74,17 @@ impl ArchiverProcess {
         let _ = self.child.wait();
     }
 
-    /// SIGTERM, then waits for a graceful exit.
+    /// SIGTERM, then waits for a graceful exit. A process spawned a moment ago is first given the time to
+    /// install its signal handlers (it has logged, or exited): before that, SIGTERM's default action
+    /// would kill it, which is not what this asks.
     pub fn terminate(&mut self) -> ExitStatus {
+        let spawned = Instant::now();
+        while std::fs::metadata(&self.log).map_or(0, |m| m.len()) == 0 && spawned.elapsed() < Duration::from_secs(30) {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("kill");
         assert!(status.success(), "could not signal {}", self.name);
         let started = Instant::now();
