@@ -233,7 +233,8 @@ impl ArchiverContext {
                 let hint = committed
                     .find_partition(tp.topic(), tp.partition())
                     .and_then(|e| e.offset().to_raw().and_then(|o| CommitHint::parse(o, e.metadata())));
-                let (log_start, log_end) = (logs.get(tp).map(|l| l.log_start), logs.get(tp).map(|l| l.log_end));
+                let log = logs.get(tp);
+                let (log_start, log_end) = (log.map(|l| l.log_start), log.map(|l| l.log_end));
                 let topic = topic_ids.get(tp.topic()).cloned();
                 AssignedPartition { tp: tp.clone(), epoch, hint, log_start, log_end, topic }
             })
@@ -286,10 +287,9 @@ impl ArchiverContext {
     /// Says which partitions of an assignment are still recovering when its callback stops waiting.
     fn recovery_outlasted_wait(&self, waiting: &HashMap<TopicPartition, u64>) {
         let (wait, count) = (self.assign_wait, waiting.len());
-        let partitions = waiting.keys().map(ToString::to_string).collect::<Vec<_>>();
         match self.metrics.store_up.get() {
             0 => warn!(
-                ?partitions,
+                partitions = ?waiting.keys().map(ToString::to_string).collect::<Vec<_>>(),
                 "recovery is taking longer than {wait:?} (the archive store is failing): these partitions wait, \
                  paused, and start where recovery says once it ends"
             ),
