@@ -16,23 +16,8 @@ use kafka_s3_archiver::encode::{
 };
 use kafka_s3_archiver::values::{JsonValues, ValueFormat, ValueSchema};
 
-/// The binary's allocator and its setting (src/main.rs: freed pages go back to the OS), so the
-/// encoders are measured as they run in the service.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `arena_eager_commit` option, by its position in `mi_option_t` (as in src/main.rs).
-const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
-
-#[used]
-#[unsafe(link_section = ".init_array")]
-static RETURN_FREED_MEMORY: extern "C" fn() = {
-    extern "C" fn return_freed_memory() {
-        // SAFETY: as in src/main.rs: stores a process-wide allocator option before any allocation.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) }
-    }
-    return_freed_memory
-};
+// The service's allocator (src/allocator.rs), so the encoders are measured as they run in the service.
+kafka_s3_archiver::service_allocator!();
 
 /// Records per encoded file.
 const RECORDS: usize = 20_000;

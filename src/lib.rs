@@ -1,6 +1,7 @@
 //! kafka-s3-archiver: archives Kafka topics to S3-compatible object storage, exactly once, named by
 //! offset range, recovered by listing the archive.
 
+pub mod allocator;
 pub mod archive;
 pub mod clock;
 pub mod commands;

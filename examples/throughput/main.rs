@@ -2,7 +2,8 @@
 //!
 //! For compressible values (JSON-like, as `generate` makes them) and for incompressible ones (random
 //! bytes), produces N records to a topic of 4 partitions (or as many as asked), then measures, in the same run:
-//! 1. a plain rdkafka consumer that discards records (the ceiling the broker allows);
+//! 1. a plain rdkafka consumer that discards records (the ceiling the broker allows), and one that hands
+//!    each record to the archiver's encoder (`encode_alone.rs`: what consuming and encoding cost alone);
 //! 2. plain S3 PUTs of the same number of bytes in 16 MiB objects (the ceiling the store allows);
 //! 3. the archiver binary archiving the topic to a local directory (the pipeline without S3's costs),
 //!    to S3, to S3 with the topic's Iceberg table (a commit a second; how long after the archive the
@@ -29,6 +30,7 @@
 mod archiver;
 #[path = "../../benches/data/avro_order.rs"]
 mod avro_order;
+mod encode_alone;
 mod measure;
 mod peers;
 mod producer;
@@ -55,7 +57,10 @@ use rdkafka::Message;
 use registry::Typed;
 
 use archiver::{archiver, Target};
-use measure::cpu_seconds;
+use measure::{cpu_seconds, memory_state};
+
+// The service's allocator, so that the encoder measured alone runs as it does in `run`.
+kafka_s3_archiver::service_allocator!();
 
 /// Size of the plain S3 PUTs, the archiver's `--roll-bytes` here.
 const PUT_OBJECT_BYTES: usize = 16 << 20;
@@ -183,6 +188,7 @@ async fn main() {
     let value_size: usize = args.next().map_or(1024, |a| a.parse().expect("value bytes"));
     let partitions: i32 = args.next().map_or(4, |a| a.parse().expect("partitions"));
     let budget: Option<String> = args.next();
+    println!("{}", memory_state());
     let mut results = Vec::new();
     let only = std::env::var("KSA_BENCH_VALUES").ok();
     // Mixed sizes only when asked for (KSA_BENCH_VALUES=mixed): the many-partitions memory target; Avro
@@ -197,6 +203,9 @@ async fn main() {
     for values in kinds.into_iter().filter(wanted) {
         let (bench, produced) = produce(values, records, value_size, partitions, budget.clone()).await;
         let mut rows = vec![plain_consumer(&bench), s3_put(&bench).await];
+        if !matches!(values, Values::Registry(..)) {
+            rows.push(encode_alone::consume_and_encode(&bench));
+        }
         if let Values::Registry(typed, _) = values {
             for target in [Target::S3, Target::S3Typed(typed)] {
                 let run = archiver(&bench, target).await;
@@ -294,16 +303,18 @@ fn plain_consumer(bench: &Bench) -> Row {
         .set("auto.offset.reset", "earliest")
         .set("enable.auto.commit", "false")
         .set("session.timeout.ms", "3000")
+        .set("heartbeat.interval.ms", "500")
         .create()
         .unwrap();
     consumer.subscribe(&[&bench.topic]).unwrap();
     let mut seen = 0usize;
     let mut first_at = None;
+    let mut next = BTreeMap::new();
     while seen < bench.records {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
             first_at.get_or_insert_with(Instant::now);
             std::hint::black_box(m.payload());
-            seen += 1;
+            seen += usize::from(first_time(&mut next, m.partition(), m.offset()));
         }
         assert!(t0.elapsed() < Duration::from_secs(600), "plain consumer stalled at {seen}");
     }
@@ -319,6 +330,15 @@ fn plain_consumer(bench: &Bench) -> Row {
         row.seconds,
     );
     row
+}
+
+/// Whether a consumer that has seen the offsets below `next[partition]` sees `offset` for the first time
+/// (a rebalance of a group that commits nothing starts its partitions over); notes it seen.
+fn first_time(next: &mut BTreeMap<i32, i64>, partition: i32, offset: i64) -> bool {
+    let next = next.entry(partition).or_insert(0);
+    let first = offset >= *next;
+    *next = (*next).max(offset + 1);
+    first
 }
 
 /// Plain S3 PUTs of as many random bytes as the bench's keys and values, in objects of the archiver's
@@ -396,6 +416,16 @@ fn print_targets(bench: &Bench, rows: &[Row]) {
         steady(s3) / ceiling,
         s3.cpu_per_gb(bench) / plain.cpu_per_gb(bench),
     );
+    if let Some(floor) = find(encode_alone::CONSUME_AND_ENCODE) {
+        println!(
+            "{values} values: run to S3 uses {:.2} × the CPU per GB of consuming and encoding alone, {:.2} (the plain \
+             consumer's {:.2} + the encoder's {:.2}; target ≤ 1.3)",
+            s3.cpu_per_gb(bench) / floor.cpu_per_gb(bench),
+            floor.cpu_per_gb(bench),
+            plain.cpu_per_gb(bench),
+            floor.cpu_per_gb(bench) - plain.cpu_per_gb(bench),
+        );
+    }
     if let Some(replayed) = find(replay::REPLAYED_PUTS) {
         println!(
             "{values} values: run to S3 archives at {:.2} × min(plain consumer, S3 PUTs of as many objects of the \

@@ -41,3 +41,17 @@ pub fn children_cpu_seconds() -> f64 {
     let ticks: f64 = fields.get(13..15).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
     ticks / 100.0
 }
+
+/// The machine's free memory and page cache, from /proc/meminfo: with little memory free, each page a
+/// contender touches for the first time costs more, so figures of runs on such a host differ (see
+/// docs/performance.md, 2026-12-05).
+pub fn memory_state() -> String {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let gib = |name: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
+            .map_or("?".into(), |kib| format!("{:.1} GiB", kib / (1 << 20) as f64))
+    };
+    format!("memory free {}, page cache {}, of {}", gib("MemFree:"), gib("Cached:"), gib("MemTotal:"))
+}
