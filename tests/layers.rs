@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// The top-level modules, lowest first: each may use only those before it.
 const LAYERS: &[&str] = &[
+    "allocator", // the process's allocator, installed by the binary and the benches
     "archive",   // the format: keys, claims, records, partitions, time buckets (pure)
     "clock",     // the wall clock, read in one place
     "values",    // typed values: schemas, checks, columns (pure)
