@@ -273,7 +273,8 @@ impl ParquetEncoder {
 
     /// The writer's memory, and the Arrow builders' at their bound: their buffers grow by doubling, so
     /// they hold up to twice the bytes appended (measured with 1,000 open files of mixed-size records:
-    /// 1.9–2.3 × the payload). Counting less let 1,000 partitions overrun the budget by as much. Typed
+    /// 1.9–2.3 × the payload), or at the room given to the raw value column, if more. Counting less let
+    /// 1,000 partitions overrun the budget by as much. Typed
     /// values' decoded columns come on top, as allocated: they may take far more than the values' bytes;
     /// and the written row groups' metadata.
     pub fn buffered_memory(&self) -> u64 {
