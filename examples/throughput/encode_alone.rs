@@ -14,11 +14,9 @@ use kafka_s3_archiver::encode::spool::{Spool, SpoolOptions, SpoolUsage};
 use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format, IncompressibleColumns};
 use kafka_s3_archiver::source::convert::to_record;
 use kafka_s3_archiver::values::ValueFormat;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::Message;
 
-use crate::{first_time, Bench, Row, Started, PUT_OBJECT_BYTES};
+use crate::{first_time, subscribed_consumer, Bench, Row, Started, PUT_OBJECT_BYTES};
 
 pub const CONSUME_AND_ENCODE: &str = "plain rdkafka consumer + the archiver's encoder (Parquet, zstd), one thread";
 
@@ -43,16 +41,7 @@ pub fn consume_and_encode(bench: &Bench) -> Row {
         SpoolOptions { memory_threshold: 1 << 34, dir: dir.path().into(), usage: Arc::new(SpoolUsage::default()) };
     let spec = FileSpec::new(Format::Parquet, Compression::Zstd).expect("spec");
     let started = Started::now();
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &bench.brokers)
-        .set("group.id", format!("bench-encode-{}", std::process::id()))
-        .set("auto.offset.reset", "earliest")
-        .set("enable.auto.commit", "false")
-        .set("session.timeout.ms", "3000")
-        .set("heartbeat.interval.ms", "500")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[&bench.topic]).unwrap();
+    let consumer = subscribed_consumer(bench, "encode");
     let mut partitions: BTreeMap<i32, Partition> = BTreeMap::new();
     let (mut seen, mut files, mut bytes) = (0usize, 0usize, 0u64);
     let mut first_at = None;

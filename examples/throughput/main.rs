@@ -292,14 +292,12 @@ async fn create_topic(brokers: &str, topic: &str, partitions: i32) {
         .unwrap();
 }
 
-/// A plain rdkafka consumer that discards the bench's records, timed from its creation (and from its
-/// first record) to the last.
-fn plain_consumer(bench: &Bench) -> Row {
-    let started = Started::now();
-    let t0 = started.at;
+/// A consumer of the bench topic from its start, alone in a group of its own (`bench-<name>-<pid>`) that
+/// commits nothing: a rebalance starts its partitions over (see [`first_time`]).
+fn subscribed_consumer(bench: &Bench, name: &str) -> BaseConsumer {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &bench.brokers)
-        .set("group.id", format!("bench-plain-{}", std::process::id()))
+        .set("group.id", format!("bench-{name}-{}", std::process::id()))
         .set("auto.offset.reset", "earliest")
         .set("enable.auto.commit", "false")
         .set("session.timeout.ms", "3000")
@@ -307,6 +305,15 @@ fn plain_consumer(bench: &Bench) -> Row {
         .create()
         .unwrap();
     consumer.subscribe(&[&bench.topic]).unwrap();
+    consumer
+}
+
+/// A plain rdkafka consumer that discards the bench's records, timed from its creation (and from its
+/// first record) to the last.
+fn plain_consumer(bench: &Bench) -> Row {
+    let started = Started::now();
+    let t0 = started.at;
+    let consumer = subscribed_consumer(bench, "plain");
     let mut seen = 0usize;
     let mut first_at = None;
     let mut next = BTreeMap::new();

@@ -230,8 +230,14 @@ impl ParquetEncoder {
         Ok(())
     }
 
-    /// See [`super::FileEncoder::shrinkable`]: the buffers, less the metadata of the row group written.
+    /// See [`super::FileEncoder::shrinkable`]: the buffers, less the metadata of the row group written;
+    /// or, with no rows to write, the room a batch left the value column.
     pub fn shrinkable(&self) -> u64 {
+        self.writable().max(self.builders.spare_room())
+    }
+
+    /// The buffers a row group would take, less its metadata, or 0 (see `shrinkable`).
+    fn writable(&self) -> u64 {
         let row_groups = self.writer.as_ref().map_or(0, |w| w.flushed_row_groups().len());
         let buffered = self.builders.rows > 0 || self.writer.as_ref().is_some_and(|w| w.in_progress_rows() > 0);
         let Some(schema) = self.builders.schema.as_ref().filter(|_| row_groups < MAX_SHRUNK_ROW_GROUPS && buffered)
@@ -253,8 +259,10 @@ impl ParquetEncoder {
 
     /// See [`super::FileEncoder::shrink`].
     pub fn shrink(&mut self) -> Result<bool, EncodeError> {
-        if self.shrinkable() == 0 {
-            return Ok(false);
+        if self.writable() == 0 {
+            let spare = self.builders.spare_room() > 0;
+            self.builders.give_back_room();
+            return Ok(spare);
         }
         self.write_buffered()?;
         self.builders.give_back_room();
@@ -273,8 +281,8 @@ impl ParquetEncoder {
 
     /// The writer's memory, and the Arrow builders' at their bound: their buffers grow by doubling, so
     /// they hold up to twice the bytes appended (measured with 1,000 open files of mixed-size records:
-    /// 1.9–2.3 × the payload), or at the room given to the raw value column, if more. Counting less let
-    /// 1,000 partitions overrun the budget by as much. Typed
+    /// 1.9–2.3 × the payload), the raw value column at its room if more (`Builders::counted`). Counting
+    /// less let 1,000 partitions overrun the budget by as much. Typed
     /// values' decoded columns come on top, as allocated: they may take far more than the values' bytes;
     /// and the written row groups' metadata.
     pub fn buffered_memory(&self) -> u64 {
@@ -283,7 +291,7 @@ impl ParquetEncoder {
 
     /// The writer's and the builders' memory (what a shrink writes out).
     fn buffers(&self) -> u64 {
-        self.writer_memory + (BUILDER_GROWTH * self.builders.bytes).max(self.builders.room()) + self.builders.decoded
+        self.writer_memory + self.builders.counted() + self.builders.decoded
     }
 
     /// The sealed file, and what its typed values and keys came to (all of its batches taken).

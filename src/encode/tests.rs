@@ -512,3 +512,32 @@ fn shrinking_json_lines_compresses_the_pending_block() {
     let sealed = enc.finish(&meta).unwrap().spool;
     assert_eq!(decode(spec.kind(), sealed.read_all().unwrap()).unwrap().records, records);
 }
+
+/// A batch leaves the raw value column room for the next, at most a batch and an eighth, which the
+/// budget counts and a shrink gives back, also when the batch filled its row group and left no rows to
+/// write.
+#[test]
+fn parquet_counts_the_room_a_batch_leaves_and_a_shrink_gives_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
+    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
+    let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+    // Incompressible, so that the row group is full once the batch is written.
+    let mut state = 7u64;
+    let value: Vec<u8> = (0..17 << 20).map(|_| (xorshift(&mut state) >> 56) as u8).collect();
+    let large = Record { value: Some(value), ..sample_records()[0].clone() };
+    assert!(enc.append(&large, true).unwrap(), "a batch, and a row group, of one record");
+    let room = (4 << 20) * 9 / 8;
+    assert_eq!(enc.shrinkable(), room, "no rows to write: the room is what a shrink frees");
+    let counted = enc.buffered_memory();
+    assert!(enc.shrink().unwrap());
+    assert_eq!(counted - enc.buffered_memory(), room);
+    assert_eq!((enc.shrinkable(), enc.shrink().unwrap()), (0, false));
+}
+
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}

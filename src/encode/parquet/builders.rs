@@ -11,10 +11,17 @@ use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema, SchemaRef};
 
 use super::{
-    header_fields, header_item, EncodeError, KEY_COLUMN, KEY_ERROR, KEY_RAW, MEASURE_DECODED_EVERY, SCHEMA,
-    VALUE_COLUMN,
+    header_fields, header_item, EncodeError, BATCH_BYTES, BUILDER_GROWTH, KEY_COLUMN, KEY_ERROR, KEY_RAW,
+    MEASURE_DECODED_EVERY, SCHEMA, VALUE_COLUMN,
 };
 use crate::archive::record::Record;
+
+/// The room a raw value column is given beyond its last batch's bytes: a share of them (an eighth), so a
+/// batch of slightly larger values does not double it.
+const ROOM_TO_SPARE: usize = 8;
+/// The most room a raw value column is given: a batch's bytes and an eighth (one large record ends a
+/// batch far past it, and the next batch is not sized by it).
+const MAX_ROOM: usize = BATCH_BYTES as usize + BATCH_BYTES as usize / ROOM_TO_SPARE;
 use crate::encode::header_name_text;
 use crate::values::columns::ValueStats;
 use crate::values::{value_columns, ValueColumns, ValueFormat, VALUE_FIELD};
@@ -198,13 +205,14 @@ impl Builders {
         Ok(RecordBatch::try_new(schema, columns)?)
     }
 
-    /// Gives the raw value column, between batches, the room its last batch took, at once: growing it
-    /// by doubling copied the bytes at every step and touched twice the pages. Called once the last
-    /// batch is written and its buffers freed, so the allocator hands the same pages back.
+    /// Gives the raw value column, between batches, the room its last batch took and an eighth, at once
+    /// (at most [`MAX_ROOM`]): growing it by doubling copied the bytes at every step and touched twice
+    /// the pages. Called once the last batch is written and its buffers freed, so the allocator hands
+    /// the same pages back.
     pub(super) fn make_room(&mut self) {
         if let (ValueColumn::Raw(b), 0) = (&mut self.value, self.rows) {
             let (rows, bytes) = self.last_values;
-            *b = BinaryBuilder::with_capacity(rows, bytes);
+            *b = BinaryBuilder::with_capacity(rows, (bytes + bytes / ROOM_TO_SPARE).min(MAX_ROOM));
         }
     }
 
@@ -215,14 +223,31 @@ impl Builders {
         }
     }
 
-    /// What the builders hold allocated, at least: the room for the raw value column's bytes, given
-    /// before they come (the budget counts the builders at twice the bytes appended, or this if more;
-    /// the offsets' room, 4 bytes a row, is left out).
-    pub(super) fn room(&self) -> u64 {
+    /// The room for the raw value column's bytes (the offsets', 4 bytes a row, left out).
+    fn room(&self) -> u64 {
         match &self.value {
             ValueColumn::Raw(b) => b.values_capacity() as u64,
             ValueColumn::Typed(_) => 0,
         }
+    }
+
+    /// The room given to a raw value column holding no rows yet: what a shrink gives back.
+    pub(super) fn spare_room(&self) -> u64 {
+        if self.rows == 0 {
+            self.room()
+        } else {
+            0
+        }
+    }
+
+    /// What the builders hold, as the budget counts them: twice the bytes appended (buffers grow by
+    /// doubling), the raw value column's at its room if that is more.
+    pub(super) fn counted(&self) -> u64 {
+        let values = match &self.value {
+            ValueColumn::Raw(b) => b.values_slice().len() as u64,
+            ValueColumn::Typed(_) => 0,
+        };
+        BUILDER_GROWTH * self.bytes.saturating_sub(values) + (BUILDER_GROWTH * values).max(self.room())
     }
 
     pub(super) fn value_stats(&self) -> Option<&ValueStats> {
@@ -250,36 +275,45 @@ mod tests {
     use super::*;
     use crate::archive::record::TimestampKind;
 
-    fn record(offset: i64) -> Record {
+    fn record(offset: i64, value_bytes: usize) -> Record {
         Record {
             offset,
             timestamp_ms: Some(offset),
             timestamp_kind: TimestampKind::CreateTime,
-            key: None,
-            value: Some(vec![7; 1000]),
+            key: Some(b"k".to_vec()),
+            value: Some(vec![7; value_bytes]),
             headers: vec![],
         }
     }
 
-    /// After a batch, the raw value column starts the next with the room the last took, which the
-    /// budget then counts; a shrink gives it back.
+    /// After a batch, the raw value column starts the next with the room the last took and an eighth,
+    /// counted from then on; a shrink gives it back; a batch ended by a large record does not size the next.
     #[test]
     fn a_raw_value_column_starts_each_batch_with_the_room_of_the_last() {
         let mut builders = Builders::new(&ValueFormat::Raw, &ValueFormat::Raw);
         for offset in 0..100 {
-            assert!(builders.push(&record(offset), true));
+            assert!(builders.push(&record(offset, 1000), true));
         }
-        let batch = builders.take_batch().unwrap();
-        assert_eq!(batch.num_rows(), 100);
-        drop(batch);
+        drop(builders.take_batch().unwrap());
         assert!(builders.room() < 1000, "taken: {}", builders.room());
         builders.make_room();
-        assert!(builders.room() >= 100 * 1000, "the last batch's 100,000 bytes: {}", builders.room());
-        builders.give_back_room();
-        assert!(builders.room() < 1000, "given back: {}", builders.room());
+        assert!(
+            builders.room() >= 100 * 1000 * 9 / 8,
+            "the last batch's 100,000 bytes and an eighth: {}",
+            builders.room()
+        );
+        assert_eq!(builders.counted(), builders.room(), "counted before any row comes");
+        assert!(builders.push(&record(100, 1000), true));
+        let appended = record(100, 1000).payload_size();
+        assert_eq!(builders.counted(), builders.room() + 2 * (appended - 1000), "the value within its room");
+        drop(builders.take_batch().unwrap());
         builders.make_room();
-        assert!(builders.push(&record(100), true));
+        assert!(builders.spare_room() >= 1000);
         builders.give_back_room();
-        assert!(builders.room() >= 100 * 1000, "a column holding rows keeps its room");
+        assert_eq!((builders.spare_room(), builders.counted()), (0, 0), "given back");
+        assert!(builders.push(&record(101, 20 << 20), true));
+        drop(builders.take_batch().unwrap());
+        builders.make_room();
+        assert_eq!(builders.room(), MAX_ROOM as u64, "a 20 MiB value does not size the next batch");
     }
 }
