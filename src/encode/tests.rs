@@ -496,9 +496,7 @@ fn shrinking_waits_for_an_inferred_schemas_first_batch() {
 #[test]
 fn shrinking_json_lines_compresses_the_pending_block() {
     let dir = tempfile::tempdir().unwrap();
-    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
-    let spec = FileSpec::new(Format::Jsonl, Compression::Zstd).unwrap();
-    let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+    let mut enc = raw_encoder(dir.path(), Format::Jsonl);
     let records = sample_records();
     assert!(enc.append(&records[0], true).unwrap());
     assert!(enc.shrink().unwrap());
@@ -510,7 +508,7 @@ fn shrinking_json_lines_compresses_the_pending_block() {
     let meta =
         FileMeta { tp: TopicPartition::new("t", 1).unwrap(), range: OffsetRange::new(5, 9).unwrap(), records: 3 };
     let sealed = enc.finish(&meta).unwrap().spool;
-    assert_eq!(decode(spec.kind(), sealed.read_all().unwrap()).unwrap().records, records);
+    assert_eq!(decode(FileKind::JsonlZst, sealed.read_all().unwrap()).unwrap().records, records);
 }
 
 /// A batch leaves the raw value column room for the next, at most a batch and an eighth, which the
@@ -519,9 +517,7 @@ fn shrinking_json_lines_compresses_the_pending_block() {
 #[test]
 fn parquet_counts_the_room_a_batch_leaves_and_a_shrink_gives_it_back() {
     let dir = tempfile::tempdir().unwrap();
-    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.path().into(), usage: Arc::default() });
-    let spec = FileSpec::new(Format::Parquet, Compression::Zstd).unwrap();
-    let mut enc = FileEncoder::new(spec, &ValueFormat::Raw, spool).unwrap();
+    let mut enc = raw_encoder(dir.path(), Format::Parquet);
     // Incompressible, so that the row group is full once the batch is written.
     let mut state = 7u64;
     let value: Vec<u8> = (0..17 << 20).map(|_| (xorshift(&mut state) >> 56) as u8).collect();
@@ -540,4 +536,10 @@ fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state >> 7;
     *state ^= *state << 17;
     *state
+}
+
+/// An encoder of raw keys and values, zstd-compressed, whose spool stays in memory.
+fn raw_encoder(dir: &std::path::Path, format: Format) -> FileEncoder {
+    let spool = Spool::new(SpoolOptions { memory_threshold: 1 << 30, dir: dir.into(), usage: Arc::default() });
+    FileEncoder::new(FileSpec::new(format, Compression::Zstd).unwrap(), &ValueFormat::Raw, spool).unwrap()
 }

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
-use tracing::warn;
 
 use super::PipelineError;
 use crate::archive::object_key::Prefix;
@@ -18,8 +17,7 @@ use crate::recovery::tail::{find_tail, survey_topic, FoundTail, TailError, TailH
 use crate::recovery::{
     check_incarnation, plan_resume, CommitHint, IncarnationMismatch, ResumePlan, TopicIdLookup, TopicIdentity,
 };
-use crate::retry::Backoff;
-use crate::retry::Patience;
+use crate::retry::{back_off, Backoff, Patience};
 use crate::source::{AssignedPartition, ResumeAt};
 use crate::store::{ObjectStore, StoreError};
 use crate::telemetry::events::{RecoveryFinished, TopicSurveyed};
@@ -266,9 +264,8 @@ impl Recoverer {
         };
         match first {
             Err(e) if transient(&e) => {
-                self.metrics.list_retries.inc();
-                warn!("recovery: a request to the archive store failed ({e}); retrying, outside the turns");
-                tokio::time::sleep(Backoff::default().delay(0, fastrand::f64())).await;
+                let watch = Some((&self.metrics.list_retries, &self.metrics.store_up));
+                back_off("recovery, leaving its turn at the store", &e, 0, watch).await;
                 op(Patience::Forever).await
             }
             other => other,

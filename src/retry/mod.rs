@@ -42,7 +42,6 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
 {
-    let backoff = Backoff::default();
     let mut attempt: u32 = 0;
     loop {
         let result = op().await;
@@ -51,16 +50,22 @@ where
         }
         match result {
             Err(e) if e.is_transient() && attempt.saturating_add(1) < attempts => {
-                if let Some((retries, _)) = watch {
-                    retries.inc();
-                }
-                warn!("{what}: request failed (attempt {}): {e}; retrying", attempt + 1);
-                tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
+                back_off(what, &e, attempt, watch).await;
                 attempt = attempt.saturating_add(1);
             }
             other => return other,
         }
     }
+}
+
+/// After attempt `attempt` (from 0) of `what` failed transiently with `error`: counts a retry, says so,
+/// and waits the backoff before the next.
+pub async fn back_off(what: &str, error: impl std::fmt::Display, attempt: u32, watch: Watch<'_>) {
+    if let Some((retries, _)) = watch {
+        retries.inc();
+    }
+    warn!("{what}: request failed (attempt {}): {error}; retrying", attempt + 1);
+    tokio::time::sleep(Backoff::default().delay(attempt, fastrand::f64())).await;
 }
 
 /// A store (behind a reference or an `Arc`) whose every request is retried as [`with_retries`] does:
