@@ -11,6 +11,9 @@ use arrow_buffer::{ArrowNativeType, BooleanBufferBuilder, Buffer, NullBufferBuil
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
 
+/// A column is made with the room its last batch took and 1/`ROOM_TO_SPARE` more (see [`Room`]).
+const ROOM_TO_SPARE: usize = 8;
+
 /// A column of one Arrow type, as its values are appended.
 pub enum Column {
     /// A column of nulls only (the placeholder field of a record without fields).
@@ -113,12 +116,12 @@ impl Column {
 
     /// The room this column's rows take (see [`Room`]).
     fn room(&self) -> Room {
-        let rows = self.rows();
+        let rows = Room::spared(self.rows());
         match self {
             Column::Utf8(Strings { bytes: c, .. }) | Column::Binary(c) => {
-                Room { rows, bytes: c.values.len(), children: Vec::new() }
+                Room { rows, bytes: Room::spared(c.values.len()), children: Vec::new() }
             }
-            Column::FixedSize(c) => Room { rows, bytes: c.values.len(), children: Vec::new() },
+            Column::FixedSize(c) => Room { rows, bytes: Room::spared(c.values.len()), children: Vec::new() },
             Column::List(c) | Column::Map(c) => Room { rows, bytes: 0, children: vec![c.items.room()] },
             Column::Struct(c) => c.room(),
             _ => Room::rows(rows),
@@ -243,9 +246,9 @@ impl Column {
 }
 
 /// The room to make in a new column: its rows, its values' bytes (of a Utf8, Binary or fixed-size
-/// column) and each child's room (a list's items, a struct's fields): only what a batch took, never
-/// more than it. Made from the last batch's ([`Struct::room`]), a batch's buffers are allocated once,
-/// not grown and copied value by value.
+/// column) and each child's room (a list's items, a struct's fields): what a batch took and an eighth
+/// (the next batch's values may be a little longer). Made from the last batch's ([`Struct::room`]), a
+/// batch's buffers are allocated once, not grown and copied value by value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Room {
     rows: usize,
@@ -254,6 +257,11 @@ pub struct Room {
 }
 
 impl Room {
+    /// The room to make for `taken` rows, bytes or items: an eighth more.
+    fn spared(taken: usize) -> usize {
+        taken + taken / ROOM_TO_SPARE
+    }
+
     /// Room for `rows` rows, in this column and its struct fields alike (no bytes, no list items).
     pub fn rows(rows: usize) -> Self {
         Self { rows, bytes: 0, children: Vec::new() }
@@ -496,7 +504,7 @@ impl Struct {
 
     /// The room this struct's rows take, to make in the next struct like it.
     pub fn room(&self) -> Room {
-        Room { rows: self.len, bytes: 0, children: self.children.iter().map(Column::room).collect() }
+        Room { rows: Room::spared(self.len), bytes: 0, children: self.children.iter().map(Column::room).collect() }
     }
 
     /// Field `i`'s column.

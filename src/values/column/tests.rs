@@ -101,19 +101,27 @@ fn a_fixed_size_value_of_another_size_is_refused() {
 #[test]
 fn a_struct_made_with_the_room_of_the_last_needs_no_more() {
     let mut last = Struct::new(fields(), &Room::default());
-    (0..5).for_each(|i| append(&mut last, i, true));
+    (0..8).for_each(|i| append(&mut last, i, true));
     let room = last.room();
-    assert_eq!((room.rows, room.children.len()), (5, 6));
-    assert_eq!((room.children[1].rows, room.children[1].bytes), (5, "row 0".len() * 5));
+    // What the batch took and an eighth.
+    assert_eq!((room.rows, room.children.len()), (9, 6));
+    assert_eq!((room.children[1].rows, room.children[1].bytes), (9, "row 0".len() * 9));
     let items = &room.children[2].children[0];
-    assert_eq!((items.rows, items.children[0].bytes), (15, "sku 0.0 ✓".len() * 15));
+    assert_eq!((items.rows, items.children[0].bytes), (27, "sku 0.0 ✓".len() * 27));
+    // The next batch's values are a little longer ("row 10", "sku 10.0 ✓"): its buffers still do not grow.
     let mut next = Struct::new(fields(), &room);
-    let Column::Utf8(Strings { bytes: text, .. }) = next.child(1) else { unreachable!() };
-    assert!(text.values.capacity() >= 25 && text.offsets.capacity() >= 6);
-    let Column::List(list) = next.child(2) else { unreachable!() };
-    let Column::Struct(item) = list.items() else { unreachable!() };
-    let Column::Utf8(Strings { bytes: sku, .. }) = item.child(0) else { unreachable!() };
-    assert!(sku.values.capacity() >= 15 * 11 && sku.offsets.capacity() >= 16);
+    let capacities = |s: &mut Struct| {
+        let Column::Utf8(Strings { bytes: text, .. }) = s.child(1) else { unreachable!() };
+        let text = (text.values.capacity(), text.offsets.capacity());
+        let Column::List(list) = s.child(2) else { unreachable!() };
+        let Column::Struct(item) = list.items() else { unreachable!() };
+        let Column::Utf8(Strings { bytes: sku, .. }) = item.child(0) else { unreachable!() };
+        (text, sku.values.capacity(), sku.offsets.capacity())
+    };
+    let made = capacities(&mut next);
+    assert_eq!(made, ((45, 10), 297, 28));
+    (3..11).for_each(|i| append(&mut next, i, true));
+    assert_eq!(capacities(&mut next), made);
 }
 
 #[test]
