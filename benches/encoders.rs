@@ -11,10 +11,15 @@ use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::archive::record::{Header, Record};
 use kafka_s3_archiver::commands::demo::generate::generated;
 use kafka_s3_archiver::encode::spool::{Spool, SpoolOptions, SpoolUsage};
-use kafka_s3_archiver::encode::{
-    Compression, FileEncoder, FileMeta, FileSpec, Finished, Format, IncompressibleColumns,
-};
-use kafka_s3_archiver::values::{JsonValues, ValueFormat, ValueSchema};
+use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Finished, Format, LearnedColumns};
+use kafka_s3_archiver::registry::{RegisteredSchema, SchemaCache};
+use kafka_s3_archiver::values::wire::{frame, SchemaId};
+use kafka_s3_archiver::values::{JsonValues, SchemaType, ValueFormat, ValueSchema};
+
+#[path = "data/avro_order.rs"]
+mod avro_order;
+
+use avro_order::{order, SCHEMA};
 
 // The service's allocator (src/allocator.rs), so the encoders are measured as they run in the service.
 kafka_s3_archiver::service_allocator!();
@@ -41,17 +46,18 @@ fn records(random: bool) -> Vec<Record> {
 const GENERATED_SCHEMA: &str = r#"{"type":"record","name":"Generated","fields":[
     {"name":"order","type":"long"},{"name":"amount","type":"long"},{"name":"note","type":"string"}]}"#;
 
-/// One file, as a partition writes its next one: Parquet columns its last files found not worth
-/// compressing (`learned`) are left uncompressed, and this file's footer is learned from.
+/// One file, as a partition writes its next one: following what its last files taught about their
+/// columns (`learned`: which to leave uncompressed, which to write without a dictionary), and learned
+/// from in turn.
 fn encode_next(
     spec: FileSpec,
     values: &ValueFormat,
     records: &[Record],
     spool: &SpoolOptions,
-    learned: &mut IncompressibleColumns,
+    learned: &mut LearnedColumns,
 ) -> u64 {
     let mut encoder = FileEncoder::new(spec, values, Spool::new(spool.clone())).expect("encoder");
-    encoder.leave_uncompressed(learned.plain());
+    encoder.follow(learned);
     let finished = finish(encoder, records);
     if let Some(footer) = &finished.footer {
         learned.learn(footer);
@@ -99,7 +105,7 @@ fn encoders(c: &mut Criterion) {
             let name = format!("{format}-{compression}");
             // File after file, as a partition writes them (from the second file on, a column found not
             // worth compressing is written plain, and compressed again every few files).
-            let mut learned = IncompressibleColumns::default();
+            let mut learned = LearnedColumns::default();
             let first = encode_next(spec, &ValueFormat::Raw, &input, &spool, &mut learned);
             let next = encode_next(spec, &ValueFormat::Raw, &input, &spool, &mut learned);
             println!("encode-1KiB-{values}/{name}: a first file of {first} bytes, then {next}");
@@ -144,7 +150,9 @@ fn headers(c: &mut Criterion, spool: &SpoolOptions) {
 }
 
 /// Parquet (zstd) with values raw, typed by a declared schema (keeping every value's bytes too, or
-/// not), and typed by a schema inferred from the file's first batch.
+/// not), typed by a schema inferred from the file's first batch, and Avro orders of the same size in
+/// the Schema Registry's wire format (`--value-format avro`), file after file as a partition writes
+/// them.
 fn typed(c: &mut Criterion, spool: &SpoolOptions) {
     let input = records(false);
     let schema = ValueSchema::from_avro(GENERATED_SCHEMA).expect("schema");
@@ -155,19 +163,37 @@ fn typed(c: &mut Criterion, spool: &SpoolOptions) {
     let mut group = c.benchmark_group("encode-1KiB-values");
     group.throughput(Throughput::Elements(RECORDS as u64));
     group.sample_size(10);
+    let (orders, avro) = avro_orders(&input);
     let runs = [
-        ("raw", ValueFormat::Raw),
-        ("json", json(Some(&schema), false)),
-        ("json-keep-raw", json(Some(&schema), true)),
-        ("json-inferred", json(None, false)),
+        ("raw", ValueFormat::Raw, &input),
+        ("json", json(Some(&schema), false), &input),
+        ("json-keep-raw", json(Some(&schema), true), &input),
+        ("json-inferred", json(None, false), &input),
+        ("avro", avro, &orders),
     ];
-    for (name, values) in runs {
-        println!("encode-1KiB-values/{name}: a file of {} bytes", encode(spec, &values, &input, spool));
-        group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
-            b.iter_batched(|| (), |()| encode(spec, &values, input, spool), BatchSize::PerIteration)
+    for (name, values, input) in runs {
+        let mut learned = LearnedColumns::default();
+        let sizes: Vec<u64> = (0..3).map(|_| encode_next(spec, &values, input, spool, &mut learned)).collect();
+        println!("encode-1KiB-values/{name}: files of {sizes:?} bytes (with every dictionary, with none, as chosen)");
+        group.bench_with_input(BenchmarkId::from_parameter(name), input, |b, input| {
+            b.iter_batched(|| (), |()| encode_next(spec, &values, input, spool, &mut learned), BatchSize::PerIteration)
         });
     }
     group.finish();
+}
+
+/// `records` with Avro orders of about 1 KiB as values (benches/data/avro_order.rs), framed with the
+/// ID of their schema, and the value format that decodes them.
+fn avro_orders(records: &[Record]) -> (Vec<Record>, ValueFormat) {
+    let schemas = SchemaCache::default();
+    let registered = RegisteredSchema { schema_type: "AVRO".into(), schema: SCHEMA.into(), references: Vec::new() };
+    schemas.insert(SchemaId(1), Ok(registered));
+    let orders = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Record { value: Some(frame(SchemaId(1), &order(i))), ..r.clone() })
+        .collect();
+    (orders, ValueFormat::registered(Some(SchemaType::Avro), Arc::new(schemas), false))
 }
 
 criterion_group!(benches, encoders);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use kafka_s3_archiver::archive::partition::{OffsetRange, TopicPartition};
 use kafka_s3_archiver::encode::spool::{Spool, SpoolOptions, SpoolUsage};
-use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format, IncompressibleColumns};
+use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Format, LearnedColumns};
 use kafka_s3_archiver::source::convert::to_record;
 use kafka_s3_archiver::values::ValueFormat;
 use rdkafka::Message;
@@ -27,10 +27,10 @@ struct OpenFile {
     records: u64,
 }
 
-/// One partition's open file, and what its last files learned about which columns to leave uncompressed.
+/// One partition's open file, and what its last files taught about their columns.
 struct Partition {
     open: Option<OpenFile>,
-    learned: IncompressibleColumns,
+    learned: LearnedColumns,
 }
 
 /// Consumes the bench topic from its start, encoding every record, timed as the plain consumer is.
@@ -46,7 +46,7 @@ pub fn consume_and_encode(bench: &Bench) -> Row {
     let (mut seen, mut files, mut bytes) = (0usize, 0usize, 0u64);
     let mut first_at = None;
     let mut next = BTreeMap::new();
-    let finish = |p: i32, file: OpenFile, last: i64, learned: &mut IncompressibleColumns| {
+    let finish = |p: i32, file: OpenFile, last: i64, learned: &mut LearnedColumns| {
         let meta = FileMeta {
             tp: TopicPartition::new(&bench.topic, p).expect("topic"),
             range: OffsetRange::new(file.first, last).expect("range"),
@@ -68,10 +68,10 @@ pub fn consume_and_encode(bench: &Bench) -> Row {
         let record = to_record(&m);
         let partition = partitions
             .entry(m.partition())
-            .or_insert_with(|| Partition { open: None, learned: IncompressibleColumns::default() });
+            .or_insert_with(|| Partition { open: None, learned: LearnedColumns::default() });
         let file = partition.open.get_or_insert_with(|| {
             let mut encoder = FileEncoder::new(spec, &ValueFormat::Raw, Spool::new(spool.clone())).expect("encoder");
-            encoder.leave_uncompressed(partition.learned.plain());
+            encoder.follow(&partition.learned);
             OpenFile { encoder, first: record.offset, records: 0 }
         });
         assert!(file.encoder.append(&record, false).expect("append"));

@@ -10,7 +10,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use ::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
-use ::parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -21,7 +20,7 @@ use crate::encode::spool::{SealedSpool, Spool, SpoolData};
 use crate::values::ValueFormat;
 
 pub use self::jsonl::{write_line as json_line, JsonlEncoder};
-pub use self::parquet::{IncompressibleColumns, ParquetEncoder};
+pub use self::parquet::{LearnedColumns, ParquetEncoder};
 pub use crate::values::columns::ValueStats;
 
 #[derive(Debug, Error)]
@@ -166,11 +165,12 @@ impl FileEncoder {
         })
     }
 
-    /// Leaves `columns` of a Parquet file uncompressed (see [`IncompressibleColumns`]); called before
-    /// the first record. JSON lines files are compressed whole, as their name says.
-    pub fn leave_uncompressed<'a>(&mut self, columns: impl IntoIterator<Item = &'a ColumnPath>) {
+    /// Follows what the partition's last Parquet files taught about their columns (see
+    /// [`LearnedColumns`]); called before the first record. JSON lines files are compressed whole, as
+    /// their name says.
+    pub fn follow(&mut self, learned: &LearnedColumns) {
         if let FileEncoder::Parquet(e) = self {
-            e.leave_uncompressed(columns);
+            e.follow(learned);
         }
     }
 

@@ -26,12 +26,14 @@ use crate::values::columns::{ValueStats, VALUE_ERROR, VALUE_RAW};
 use crate::values::{ValueFormat, VALUE_FIELD};
 
 mod builders;
+mod dictionary;
 mod given_back;
 mod incompressible;
+mod learned;
 mod row_groups;
 
 use builders::Builders;
-pub use incompressible::IncompressibleColumns;
+pub use learned::LearnedColumns;
 use row_groups::row_group_metadata;
 pub(super) use row_groups::{MAX_SHRUNK_ROW_GROUPS, ROW_GROUP_METADATA_PER_COLUMN};
 
@@ -147,12 +149,17 @@ impl ParquetEncoder {
         })
     }
 
-    /// Leaves `columns` uncompressed (see [`IncompressibleColumns`]); called before the first record.
-    pub fn leave_uncompressed<'a>(&mut self, columns: impl IntoIterator<Item = &'a ColumnPath>) {
+    /// Follows what the partition's last files taught ([`LearnedColumns`]): the columns not worth
+    /// compressing are left uncompressed, those a dictionary does not pay for written without one.
+    /// Called before the first record.
+    pub fn follow(&mut self, learned: &LearnedColumns) {
         debug_assert!(self.writer.is_none(), "the file's columns are set before it is written");
         let mut props = self.props.clone().into_builder();
-        for column in columns {
+        for column in learned.incompressible.plain() {
             props = props.set_column_compression(column.clone(), PqCompression::UNCOMPRESSED);
+        }
+        for column in learned.dictionaries.without() {
+            props = props.set_column_dictionary_enabled(column.clone(), false);
         }
         self.props = props.build();
     }

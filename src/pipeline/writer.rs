@@ -18,7 +18,7 @@ use crate::archive::record::Record;
 use crate::archive::time_bucket::Bucket;
 use crate::encode::roll::{Now, OpenFileStats, RollReason};
 use crate::encode::spool::Spool;
-use crate::encode::{EncodeError, FileEncoder, FileMeta, FileSpec, Finished, IncompressibleColumns};
+use crate::encode::{EncodeError, FileEncoder, FileMeta, FileSpec, Finished, LearnedColumns};
 use crate::recovery::{ResumePlan, TopicIdentity};
 use crate::telemetry::{Event, Metrics};
 use crate::values::wire::SchemaId;
@@ -109,8 +109,8 @@ pub(super) struct PartitionWriter {
     /// Takes no records from this offset on, and why; the consumer is moved back here when that passes.
     parked: Option<(i64, Parked)>,
     open: Option<OpenFile>,
-    /// The Parquet columns the partition's files found not worth compressing.
-    incompressible: IncompressibleColumns,
+    /// What the partition's Parquet files taught about their columns (compression, dictionaries).
+    learned: LearnedColumns,
     uploads: mpsc::UnboundedSender<SealedFile>,
     uploader: JoinHandle<()>,
 }
@@ -144,7 +144,7 @@ impl PartitionWriter {
             last_record_at: now,
             range_checked_at: None,
             open: None,
-            incompressible: IncompressibleColumns::default(),
+            learned: LearnedColumns::default(),
             uploads,
             uploader,
         }
@@ -368,7 +368,7 @@ impl PartitionWriter {
         let spool = Spool::new(settings.spool.clone());
         let mut encoder =
             FileEncoder::with_keys(self.file_spec(settings), &self.profile.values, &self.profile.keys, spool)?;
-        encoder.leave_uncompressed(self.incompressible.plain());
+        encoder.follow(&self.learned);
         Ok(encoder)
     }
 
@@ -532,7 +532,7 @@ impl PartitionWriter {
         // The values' and keys' stats are complete only once the last batch is taken (misfits found then).
         let Finished { spool, footer, values, keys } = file.encoder.finish(&meta)?;
         if let Some(footer) = &footer {
-            self.incompressible.learn(footer);
+            self.learned.learn(footer);
         }
         let claim = claim.map(|claim| Claim {
             schema_ids: values.as_ref().map(|v| v.schema_ids.iter().copied().collect()).unwrap_or_default(),

@@ -43,28 +43,30 @@ async fn a_pattern_profile_applies_when_no_name_does() {
 }
 
 #[tokio::test]
-async fn a_partitions_files_leave_its_values_uncompressed_once_they_did_not_compress() {
+async fn a_partitions_files_follow_what_its_last_files_taught() {
+    // Random values do not compress; random keys, all distinct, gain nothing from a dictionary.
     let zstd = TopicProfile { spec: FileSpec::new(Format::Parquet, Compression::Zstd).unwrap(), ..plain(policy(100)) };
     let h = harness_profiles(TopicProfiles::uniform(zstd));
     h.assign(0, Some(0)).await;
     let mut rng = fastrand::Rng::with_seed(5);
-    let sent: Vec<Record> =
-        (0..300).map(|o| Record { value: Some((0..1024).map(|_| rng.u8(..)).collect()), ..rec(o, 0) }).collect();
+    let mut random = |n: usize| Some((0..n).map(|_| rng.u8(..)).collect::<Vec<u8>>());
+    let sent: Vec<Record> = (0..300).map(|o| Record { key: random(1024), value: random(1024), ..rec(o, 0) }).collect();
     let epoch = h.epochs.lock().unwrap()[&0];
     for record in &sent {
         h.records.send(vec![Fetched { tp: tp(0), epoch, record: record.clone(), retention_gap: None }]).await.unwrap();
     }
     let keys = h.wait_keys(3).await;
     let mut read = Vec::new();
-    let mut value_codecs = Vec::new();
+    let (mut value_codecs, mut key_dictionaries) = (Vec::new(), Vec::new());
     for key in &keys {
         let bytes = h.store.inner.get(key).await.unwrap();
         let footer = ParquetMetaDataReader::new().parse_and_finish(&bytes).unwrap();
-        let codec = |name: &str| {
+        let column = |name: &str| {
             let columns = footer.row_group(0).columns();
-            columns.iter().find(|c| c.column_path().string() == name).map(|c| c.compression())
+            columns.iter().find(|c| c.column_path().string() == name).unwrap().clone()
         };
-        value_codecs.push((codec("value").unwrap(), codec("offset").unwrap()));
+        value_codecs.push((column("value").compression(), column("offset").compression()));
+        key_dictionaries.push(column("key").dictionary_page_offset().is_some());
         read.extend(decode(FileKind::Parquet, bytes).unwrap().records);
     }
     let (zstd, plain) = (Codec::ZSTD(ZstdLevel::default()), Codec::UNCOMPRESSED);
@@ -73,6 +75,7 @@ async fn a_partitions_files_leave_its_values_uncompressed_once_they_did_not_comp
         [(zstd, zstd), (plain, zstd), (plain, zstd)],
         "random values compressed in the first file only; offsets in every file"
     );
+    assert_eq!(key_dictionaries, [true, false, false], "distinct keys in a dictionary in the first file only");
     assert_eq!(read, sent, "every record comes back the same");
     h.task.abort();
 }
