@@ -32,6 +32,7 @@ fn the_readme_is_short_and_its_links_resolve() {
         "docs/archive.md",
         "docs/operations.md",
         "docs/performance.md",
+        "docs/performance-history.md",
         "docs/testing.md",
     ] {
         let text = std::fs::read_to_string(root.join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
