@@ -104,7 +104,8 @@ fn encoders(c: &mut Criterion) {
             let spec = FileSpec::new(format, compression).expect("spec");
             let name = format!("{format}-{compression}");
             // File after file, as a partition writes them (from the second file on, a column found not
-            // worth compressing is written plain, and compressed again every few files).
+            // worth compressing is written plain, and compressed again every few files; the second file
+            // also measures the columns of 64 KiB or more without their dictionaries).
             let mut learned = LearnedColumns::default();
             let first = encode_next(spec, &ValueFormat::Raw, &input, &spool, &mut learned);
             let next = encode_next(spec, &ValueFormat::Raw, &input, &spool, &mut learned);
@@ -174,7 +175,7 @@ fn typed(c: &mut Criterion, spool: &SpoolOptions) {
     for (name, values, input) in runs {
         let mut learned = LearnedColumns::default();
         let sizes: Vec<u64> = (0..3).map(|_| encode_next(spec, &values, input, spool, &mut learned)).collect();
-        println!("encode-1KiB-values/{name}: files of {sizes:?} bytes (with every dictionary, with none, as chosen)");
+        println!("encode-1KiB-values/{name}: the first three files of {sizes:?} bytes (the dictionaries measured)");
         group.bench_with_input(BenchmarkId::from_parameter(name), input, |b, input| {
             b.iter_batched(|| (), |()| encode_next(spec, &values, input, spool, &mut learned), BatchSize::PerIteration)
         });

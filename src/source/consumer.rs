@@ -388,7 +388,7 @@ const MIN_FETCH_BYTES: u64 = 2 * 1024 * 1024;
 /// partitions librdkafka holds far more than its queue's size: a plain consumer of 1,000 partitions of
 /// mixed sizes (`examples/librdkafka_memory.rs`) peaked at 185 MiB with a 64 MiB queue and librdkafka's
 /// default responses (50 MiB, or the queue's size if smaller), 119 MiB with 4 MiB ones; at a 16 MiB
-/// queue, 98 and 47 MiB (with 2 MiB ones). The archiver's rate did not clearly move (docs/performance.md).
+/// queue, 98 and 47 MiB (with 2 MiB ones). The archiver's rate did not clearly move (docs/performance-history.md).
 fn fetch_max_bytes(max_buffer_bytes: u64, kafka_props: &[(String, String)]) -> u64 {
     let message_max = kafka_props
         .iter()

@@ -13,6 +13,9 @@ use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
 
 /// A column is made with the room its last batch took and 1/`ROOM_TO_SPARE` more (see [`Room`]).
 const ROOM_TO_SPARE: usize = 8;
+/// At most this room for a column's bytes: a batch is written once its records hold 4 MiB, so a batch
+/// that took more held an unusually large value, which should not size the batches after it.
+pub const MAX_ROOM_BYTES: usize = (4 << 20) + (4 << 20) / ROOM_TO_SPARE;
 
 /// A column of one Arrow type, as its values are appended.
 pub enum Column {
@@ -119,9 +122,9 @@ impl Column {
         let rows = Room::spared(self.rows());
         match self {
             Column::Utf8(Strings { bytes: c, .. }) | Column::Binary(c) => {
-                Room { rows, bytes: Room::spared(c.values.len()), children: Vec::new() }
+                Room { rows, bytes: Room::spared_bytes(c.values.len()), children: Vec::new() }
             }
-            Column::FixedSize(c) => Room { rows, bytes: Room::spared(c.values.len()), children: Vec::new() },
+            Column::FixedSize(c) => Room { rows, bytes: Room::spared_bytes(c.values.len()), children: Vec::new() },
             Column::List(c) | Column::Map(c) => Room { rows, bytes: 0, children: vec![c.items.room()] },
             Column::Struct(c) => c.room(),
             _ => Room::rows(rows),
@@ -260,6 +263,11 @@ impl Room {
     /// The room to make for `taken` rows, bytes or items: an eighth more.
     fn spared(taken: usize) -> usize {
         taken + taken / ROOM_TO_SPARE
+    }
+
+    /// The room to make for `taken` bytes of values: an eighth more, at most [`MAX_ROOM_BYTES`].
+    pub fn spared_bytes(taken: usize) -> usize {
+        Room::spared(taken).min(MAX_ROOM_BYTES)
     }
 
     /// Room for `rows` rows, in this column and its struct fields alike (no bytes, no list items).

@@ -15,16 +15,14 @@ use super::{
     MEASURE_DECODED_EVERY, SCHEMA, VALUE_COLUMN,
 };
 use crate::archive::record::Record;
-
-/// The room a raw value column is given beyond its last batch's bytes: a share of them (an eighth), so a
-/// batch of slightly larger values does not double it.
-const ROOM_TO_SPARE: usize = 8;
-/// The most room a raw value column is given: a batch's bytes and an eighth (one large record ends a
-/// batch far past it, and the next batch is not sized by it).
-const MAX_ROOM: usize = BATCH_BYTES as usize + BATCH_BYTES as usize / ROOM_TO_SPARE;
 use crate::encode::header_name_text;
+use crate::values::column::{Room, MAX_ROOM_BYTES};
 use crate::values::columns::ValueStats;
 use crate::values::{value_columns, ValueColumns, ValueFormat, VALUE_FIELD};
+
+// The room of a raw value column is made as a typed column's is (`Room::spared_bytes`): at most
+// `MAX_ROOM_BYTES`, which must hold a whole batch.
+const _: () = assert!(MAX_ROOM_BYTES >= BATCH_BYTES as usize);
 
 /// How the `key` or `value` column is built.
 pub(super) enum ValueColumn {
@@ -206,13 +204,13 @@ impl Builders {
     }
 
     /// Gives the raw value column, between batches, the room its last batch took and an eighth, at once
-    /// (at most [`MAX_ROOM`]): growing it by doubling copied the bytes at every step and touched twice
+    /// (at most [`MAX_ROOM_BYTES`]): growing it by doubling copied the bytes at every step and touched twice
     /// the pages. Called once the last batch is written and its buffers freed, so the allocator hands
     /// the same pages back.
     pub(super) fn make_room(&mut self) {
         if let (ValueColumn::Raw(b), 0) = (&mut self.value, self.rows) {
             let (rows, bytes) = self.last_values;
-            *b = BinaryBuilder::with_capacity(rows, (bytes + bytes / ROOM_TO_SPARE).min(MAX_ROOM));
+            *b = BinaryBuilder::with_capacity(rows, Room::spared_bytes(bytes));
         }
     }
 
@@ -314,6 +312,6 @@ mod tests {
         assert!(builders.push(&record(101, 20 << 20), true));
         drop(builders.take_batch().unwrap());
         builders.make_room();
-        assert_eq!(builders.room(), MAX_ROOM as u64, "a 20 MiB value does not size the next batch");
+        assert_eq!(builders.room(), MAX_ROOM_BYTES as u64, "a 20 MiB value does not size the next batch");
     }
 }
