@@ -34,21 +34,19 @@ enum Phase {
     WithDictionaries,
     /// The next file makes none of the measured ones: they are measured without.
     Without(HashMap<ColumnPath, Size>),
-    /// The next files (this many) leave out the dictionaries found not worth keeping.
-    Chosen(u32),
+    /// The next `left` files leave out the dictionaries found not worth keeping (`without`).
+    Chosen { left: u32, without: HashSet<ColumnPath> },
 }
 
 /// One partition's columns written without a dictionary, learned from its files' footers.
 #[derive(Debug)]
 pub struct DictionaryColumns {
     phase: Phase,
-    /// The columns a file of [`Phase::Chosen`] writes without a dictionary.
-    without: HashSet<ColumnPath>,
 }
 
 impl Default for DictionaryColumns {
     fn default() -> Self {
-        Self { phase: Phase::WithDictionaries, without: HashSet::new() }
+        Self { phase: Phase::WithDictionaries }
     }
 }
 
@@ -58,14 +56,14 @@ impl DictionaryColumns {
         match &self.phase {
             Phase::WithDictionaries => Box::new(std::iter::empty()),
             Phase::Without(with) => Box::new(with.keys()),
-            Phase::Chosen(_) => Box::new(self.without.iter()),
+            Phase::Chosen { without, .. } => Box::new(without.iter()),
         }
     }
 
     /// Learns from the footer of the file just finished (written leaving out [`Self::without`] as it
     /// is now), and moves on in the cycle.
     pub fn learn(&mut self, footer: &ParquetMetaData) {
-        self.phase = match std::mem::replace(&mut self.phase, Phase::Chosen(0)) {
+        self.phase = match std::mem::replace(&mut self.phase, Phase::WithDictionaries) {
             Phase::WithDictionaries => {
                 let with = bytes_per_value(footer, |dictionary| dictionary);
                 match with.is_empty() {
@@ -74,19 +72,16 @@ impl DictionaryColumns {
                 }
             }
             Phase::Without(with) => {
-                let without = bytes_per_value(footer, |dictionary| !dictionary);
-                self.without = with
+                let measured = bytes_per_value(footer, |dictionary| !dictionary);
+                let without = with
                     .into_iter()
-                    .filter(|(column, with)| without.get(column).is_some_and(|without| !with.pays_against(without)))
+                    .filter(|(column, size)| measured.get(column).is_some_and(|plain| !size.pays_against(plain)))
                     .map(|(column, _)| column)
                     .collect();
-                Phase::Chosen(CHOSEN_FILES)
+                Phase::Chosen { left: CHOSEN_FILES, without }
             }
-            Phase::Chosen(left) if left > 1 => Phase::Chosen(left - 1),
-            Phase::Chosen(_) => {
-                self.without.clear();
-                Phase::WithDictionaries
-            }
+            Phase::Chosen { left, without } if left > 1 => Phase::Chosen { left: left - 1, without },
+            Phase::Chosen { .. } => Phase::WithDictionaries,
         };
     }
 }
