@@ -12,6 +12,8 @@ trap './localstack/stop.sh "$STATE"' EXIT
 ./localstack/start.sh "$STATE"
 # shellcheck disable=SC1091
 source "$STATE/env"
+# The bench reads the services' pid files here (the CPU they take during each run).
+export KSA_SERVICES_STATE="$STATE"
 
 # Builds are slow; reuse a target directory outside the clone when there is one.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/kafka-s3-archiver/target}"

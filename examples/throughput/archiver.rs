@@ -12,7 +12,7 @@ use kafka_s3_archiver::store::{LocalStore, ObjectStore, S3Options, S3Store};
 use kafka_s3_archiver::table::catalog::sql::SqlCatalog;
 use kafka_s3_archiver::table::catalog::{Catalog, TableIdent};
 
-use crate::measure::{self, cpu_seconds, peak_rss_kib, thread_cpu};
+use crate::measure::{self, cpu_seconds, peak_rss_kib, thread_cpu, MachineCpu};
 use crate::registry::Typed;
 use crate::{env, Bench, Row, Values};
 
@@ -50,6 +50,8 @@ pub struct ArchiverRun {
     /// CPU seconds of the whole process, from its start until every record is archived (read before it
     /// is stopped).
     pub cpu_seconds: f64,
+    /// What the machine's cores did over the same time (the broker and the S3 server share them).
+    pub machine: String,
     /// CPU seconds by thread name, busiest first.
     pub threads: Vec<(String, f64)>,
     /// Files uploaded by roll reason (records, bytes, age, budget, flush...).
@@ -91,12 +93,13 @@ impl ArchiverRun {
         let busiest: Vec<String> = self.threads.iter().take(5).map(|(name, s)| format!("{name} {s:.1}s")).collect();
         format!(
             "{:.1}s from start to all objects durable (incl. the last file's 1s roll-age), {:.1}s of them from \
-             partitions recovered, the first durable {:.1}s from start{table}; exit {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
+             partitions recovered, the first durable {:.1}s from start{table}; exit {}; {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
              times; files spooled to disk {}; shrinks {}; held back for room {}s; log {}",
             self.seconds,
             self.steady_seconds,
             self.first_durable,
             self.status,
+            self.machine,
             busiest.join(", "),
             self.rolls,
             self.paused,
@@ -172,6 +175,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {}: {e} (build it first: cargo build)", exe.display()));
     let launched = Instant::now();
+    let machine_at_launch = MachineCpu::now();
     // Consumption starts once the assigned partitions are recovered: the steady rate is timed from there,
     // as the plain consumer's is from its first record; what a user sees, from the start.
     while !std::fs::read_to_string(&log_path).unwrap_or_default().contains("recovered position from the archive") {
@@ -189,6 +193,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
     let seconds = steady_seconds + (t0 - launched).as_secs_f64();
     let peak = watched.peak_rss_kib.max(peak_rss_kib(child.id()));
     let cpu = cpu_seconds(&child.id().to_string());
+    let machine = MachineCpu::now().since(machine_at_launch, cpu);
     let threads = thread_cpu(child.id());
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let status = child.wait().unwrap();
@@ -205,6 +210,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         seconds,
         steady_seconds,
         cpu_seconds: cpu,
+        machine,
         threads,
         rolls,
         paused,

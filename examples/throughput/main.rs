@@ -9,7 +9,8 @@
 //!    to S3, to S3 with the topic's Iceberg table (a commit a second; how long after the archive the
 //!    table held every record too is printed), and to S3 as JSON lines, each from its start until the
 //!    archive holds every record (and from its partitions recovered, the steady rate), with its CPU
-//!    seconds (user + system, from /proc) and its peak RSS (VmHWM); after the run to S3, plain S3 PUTs
+//!    seconds (user + system, from /proc), its peak RSS (VmHWM) and what the machine's cores did
+//!    meanwhile (how busy, and the broker's and the S3 server's CPU seconds); after the run to S3, plain S3 PUTs
 //!    of as many objects as it made, of their sizes, one per partition in flight (`replay.rs`);
 //! 4. the peers (`peers.rs`: Apache Flink's FileSink, Kafka Connect with Apache Iceberg's sink) on the
 //!    same topic and S3, each from its start until every record is durable, checked exactly once;
@@ -57,7 +58,7 @@ use rdkafka::Message;
 use registry::Typed;
 
 use archiver::{archiver, Target};
-use measure::{cpu_seconds, memory_state};
+use measure::{cpu_seconds, memory_state, MachineCpu};
 
 // The service's allocator, so that the encoder measured alone runs as it does in `run`.
 kafka_s3_archiver::service_allocator!();
@@ -313,6 +314,7 @@ fn subscribed_consumer(bench: &Bench, name: &str) -> BaseConsumer {
 fn plain_consumer(bench: &Bench) -> Row {
     let started = Started::now();
     let t0 = started.at;
+    let machine_at_start = MachineCpu::now();
     let consumer = subscribed_consumer(bench, "plain");
     let mut seen = 0usize;
     let mut first_at = None;
@@ -326,15 +328,17 @@ fn plain_consumer(bench: &Bench) -> Row {
         assert!(t0.elapsed() < Duration::from_secs(600), "plain consumer stalled at {seen}");
     }
     let steady = first_at.unwrap().elapsed().as_secs_f64();
+    let machine = MachineCpu::now();
     let row = Row {
         steady_seconds: Some(steady),
         ..Row::since(&started, "plain rdkafka consumer, discarding".into(), bench.values)
     };
     println!(
-        "plain consumer ({}): {:.0} records/s ({:.1}s from its creation, {steady:.1}s from its first record)",
+        "plain consumer ({}): {:.0} records/s ({:.1}s from its creation, {steady:.1}s from its first record); {}",
         bench.values.name(),
         row.records_per_s(bench),
         row.seconds,
+        machine.since(machine_at_start, row.cpu_seconds),
     );
     row
 }
