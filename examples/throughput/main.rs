@@ -364,11 +364,13 @@ async fn s3_put(bench: &Bench) -> Row {
     let total = bench.payload_bytes as usize;
     let in_flight = (bench.partitions as usize).clamp(1, MAX_PUTS_IN_FLIGHT);
     let started = Started::now();
+    let machine_at_start = MachineCpu::now();
     let sizes = (0..total).step_by(PUT_OBJECT_BYTES).map(|from| PUT_OBJECT_BYTES.min(total - from));
     put_objects(&store, sizes, &body, in_flight).await;
     let contender = format!("S3 PUTs of the same bytes, {} MiB objects, {in_flight} at once", PUT_OBJECT_BYTES >> 20);
     let row = Row::since(&started, contender, bench.values);
-    println!("{} ({}): {:.1}s", row.contender, bench.values.name(), row.seconds);
+    let machine = MachineCpu::now().since(machine_at_start, row.cpu_seconds);
+    println!("{} ({}): {:.1}s; {machine}", row.contender, bench.values.name(), row.seconds);
     row
 }
 

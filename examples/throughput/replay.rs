@@ -7,6 +7,7 @@ use kafka_s3_archiver::config::DEFAULT_S3_MAX_REQUESTS;
 use kafka_s3_archiver::store::{S3Options, S3Store};
 
 use crate::archiver::{bucket, Target};
+use crate::measure::MachineCpu;
 use crate::{env, put_objects, Bench, Row, Started};
 
 /// The row's contender, as the targets' ratios find it.
@@ -31,13 +32,15 @@ pub async fn replay_puts(bench: &Bench) -> Row {
     let body = bytes::Bytes::from((0..largest).map(|_| rng.u8(..)).collect::<Vec<u8>>());
     let in_flight = (bench.partitions as usize).clamp(1, DEFAULT_S3_MAX_REQUESTS);
     let started = Started::now();
+    let machine_at_start = MachineCpu::now();
     put_objects(&store, sizes.iter().copied(), &body, in_flight).await;
     let row = Row::since(&started, REPLAYED_PUTS.into(), bench.values);
     println!(
-        "{REPLAYED_PUTS} ({}): {} objects, {in_flight} at once, {:.1}s",
+        "{REPLAYED_PUTS} ({}): {} objects, {in_flight} at once, {:.1}s; {}",
         bench.values.name(),
         sizes.len(),
-        row.seconds
+        row.seconds,
+        MachineCpu::now().since(machine_at_start, row.cpu_seconds)
     );
     row
 }
