@@ -1,6 +1,7 @@
 //! The encoders' hot path: records/s per core turning records into a sealed file (Parquet and JSON
 //! lines, each compression), for compressible values (JSON-like, as `generate` makes them) and for
-//! incompressible ones (random bytes), and typed values (`--value-format json`) against raw ones.
+//! incompressible ones (random bytes), and typed values (`--value-format json`, `avro`, `protobuf`)
+//! against raw ones.
 //! Run with `cargo bench --bench encoders` (it prints each file's size first); figures in
 //! docs/performance.md.
 
@@ -18,8 +19,11 @@ use kafka_s3_archiver::values::{JsonValues, SchemaType, ValueFormat, ValueSchema
 
 #[path = "data/avro_order.rs"]
 mod avro_order;
+#[path = "data/proto_order.rs"]
+mod proto_order;
 
 use avro_order::{order, SCHEMA};
+use proto_order::{proto_order, PROTO};
 
 // The service's allocator (src/allocator.rs), so the encoders are measured as they run in the service.
 kafka_s3_archiver::service_allocator!();
@@ -165,12 +169,14 @@ fn typed(c: &mut Criterion, spool: &SpoolOptions) {
     group.throughput(Throughput::Elements(RECORDS as u64));
     group.sample_size(10);
     let (orders, avro) = avro_orders(&input);
+    let (proto_orders, protobuf) = protobuf_orders(&input);
     let runs = [
         ("raw", ValueFormat::Raw, &input),
         ("json", json(Some(&schema), false), &input),
         ("json-keep-raw", json(Some(&schema), true), &input),
         ("json-inferred", json(None, false), &input),
         ("avro", avro, &orders),
+        ("protobuf", protobuf, &proto_orders),
     ];
     for (name, values, input) in runs {
         let mut learned = LearnedColumns::default();
@@ -186,15 +192,32 @@ fn typed(c: &mut Criterion, spool: &SpoolOptions) {
 /// `records` with Avro orders of about 1 KiB as values (benches/data/avro_order.rs), framed with the
 /// ID of their schema, and the value format that decodes them.
 fn avro_orders(records: &[Record]) -> (Vec<Record>, ValueFormat) {
+    registered_orders(records, (SchemaType::Avro, "AVRO", SCHEMA), order)
+}
+
+/// The same orders in Protobuf (benches/data/proto_order.rs), framed as Confluent's serializer does (the
+/// schema ID, then the message index of the schema's first message, a single 0).
+fn protobuf_orders(records: &[Record]) -> (Vec<Record>, ValueFormat) {
+    registered_orders(records, (SchemaType::Protobuf, "PROTOBUF", PROTO), |i| [&[0u8][..], &proto_order(i)].concat())
+}
+
+/// `records` with `value(i)` as values, framed with the ID of `schema`, and the value format that
+/// decodes them.
+fn registered_orders(
+    records: &[Record],
+    (ty, schema_type, schema): (SchemaType, &str, &str),
+    value: impl Fn(usize) -> Vec<u8>,
+) -> (Vec<Record>, ValueFormat) {
     let schemas = SchemaCache::default();
-    let registered = RegisteredSchema { schema_type: "AVRO".into(), schema: SCHEMA.into(), references: Vec::new() };
+    let registered =
+        RegisteredSchema { schema_type: schema_type.into(), schema: schema.into(), references: Vec::new() };
     schemas.insert(SchemaId(1), Ok(registered));
     let orders = records
         .iter()
         .enumerate()
-        .map(|(i, r)| Record { value: Some(frame(SchemaId(1), &order(i))), ..r.clone() })
+        .map(|(i, r)| Record { value: Some(frame(SchemaId(1), &value(i))), ..r.clone() })
         .collect();
-    (orders, ValueFormat::registered(Some(SchemaType::Avro), Arc::new(schemas), false))
+    (orders, ValueFormat::registered(Some(ty), Arc::new(schemas), false))
 }
 
 criterion_group!(benches, encoders);
