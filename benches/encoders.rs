@@ -14,6 +14,7 @@ use kafka_s3_archiver::commands::demo::generate::generated;
 use kafka_s3_archiver::encode::spool::{Spool, SpoolOptions, SpoolUsage};
 use kafka_s3_archiver::encode::{Compression, FileEncoder, FileMeta, FileSpec, Finished, Format, LearnedColumns};
 use kafka_s3_archiver::registry::{RegisteredSchema, SchemaCache};
+use kafka_s3_archiver::values::protobuf::indexes;
 use kafka_s3_archiver::values::wire::{frame, SchemaId};
 use kafka_s3_archiver::values::{JsonValues, SchemaType, ValueFormat, ValueSchema};
 
@@ -155,9 +156,9 @@ fn headers(c: &mut Criterion, spool: &SpoolOptions) {
 }
 
 /// Parquet (zstd) with values raw, typed by a declared schema (keeping every value's bytes too, or
-/// not), typed by a schema inferred from the file's first batch, and Avro orders of the same size in
-/// the Schema Registry's wire format (`--value-format avro`), file after file as a partition writes
-/// them.
+/// not), typed by a schema inferred from the file's first batch, and Avro and Protobuf orders of the
+/// same size in the Schema Registry's wire format (`--value-format avro`, `protobuf`), file after file
+/// as a partition writes them.
 fn typed(c: &mut Criterion, spool: &SpoolOptions) {
     let input = records(false);
     let schema = ValueSchema::from_avro(GENERATED_SCHEMA).expect("schema");
@@ -192,25 +193,26 @@ fn typed(c: &mut Criterion, spool: &SpoolOptions) {
 /// `records` with Avro orders of about 1 KiB as values (benches/data/avro_order.rs), framed with the
 /// ID of their schema, and the value format that decodes them.
 fn avro_orders(records: &[Record]) -> (Vec<Record>, ValueFormat) {
-    registered_orders(records, (SchemaType::Avro, "AVRO", SCHEMA), order)
+    registered_orders(records, SchemaType::Avro, SCHEMA, order)
 }
 
 /// The same orders in Protobuf (benches/data/proto_order.rs), framed as Confluent's serializer does (the
-/// schema ID, then the message index of the schema's first message, a single 0).
+/// schema ID, then the message indexes of the schema's first message).
 fn protobuf_orders(records: &[Record]) -> (Vec<Record>, ValueFormat) {
-    registered_orders(records, (SchemaType::Protobuf, "PROTOBUF", PROTO), |i| [&[0u8][..], &proto_order(i)].concat())
+    let first_message = indexes::header(&[0]);
+    registered_orders(records, SchemaType::Protobuf, PROTO, |i| [&first_message[..], &proto_order(i)].concat())
 }
 
 /// `records` with `value(i)` as values, framed with the ID of `schema`, and the value format that
 /// decodes them.
 fn registered_orders(
     records: &[Record],
-    (ty, schema_type, schema): (SchemaType, &str, &str),
+    ty: SchemaType,
+    schema: &str,
     value: impl Fn(usize) -> Vec<u8>,
 ) -> (Vec<Record>, ValueFormat) {
     let schemas = SchemaCache::default();
-    let registered =
-        RegisteredSchema { schema_type: schema_type.into(), schema: schema.into(), references: Vec::new() };
+    let registered = RegisteredSchema { schema_type: ty.to_string(), schema: schema.into(), references: Vec::new() };
     schemas.insert(SchemaId(1), Ok(registered));
     let orders = records
         .iter()

@@ -160,6 +160,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         std::env::temp_dir().join(format!("bench-{}-{}-{target:?}.log", std::process::id(), bench.values.name()));
     let log = std::fs::File::create(&log_path).unwrap();
     let group = format!("bench-archiver-{}-{target:?}", std::process::id());
+    let machine_at_launch = MachineCpu::now();
     let mut child = Command::new(&exe)
         .args(["run", "--brokers", &bench.brokers, "--group", &group, "--topic", &bench.topic])
         .args(&dest)
@@ -175,7 +176,6 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {}: {e} (build it first: cargo build)", exe.display()));
     let launched = Instant::now();
-    let machine_at_launch = MachineCpu::now();
     // Consumption starts once the assigned partitions are recovered: the steady rate is timed from there,
     // as the plain consumer's is from its first record; what a user sees, from the start.
     while !std::fs::read_to_string(&log_path).unwrap_or_default().contains("recovered position from the archive") {

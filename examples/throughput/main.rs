@@ -312,9 +312,9 @@ fn subscribed_consumer(bench: &Bench, name: &str) -> BaseConsumer {
 /// A plain rdkafka consumer that discards the bench's records, timed from its creation (and from its
 /// first record) to the last.
 fn plain_consumer(bench: &Bench) -> Row {
+    let machine_at_start = MachineCpu::now();
     let started = Started::now();
     let t0 = started.at;
-    let machine_at_start = MachineCpu::now();
     let consumer = subscribed_consumer(bench, "plain");
     let mut seen = 0usize;
     let mut first_at = None;
@@ -328,7 +328,6 @@ fn plain_consumer(bench: &Bench) -> Row {
         assert!(t0.elapsed() < Duration::from_secs(600), "plain consumer stalled at {seen}");
     }
     let steady = first_at.unwrap().elapsed().as_secs_f64();
-    let machine = MachineCpu::now();
     let row = Row {
         steady_seconds: Some(steady),
         ..Row::since(&started, "plain rdkafka consumer, discarding".into(), bench.values)
@@ -338,7 +337,7 @@ fn plain_consumer(bench: &Bench) -> Row {
         bench.values.name(),
         row.records_per_s(bench),
         row.seconds,
-        machine.since(machine_at_start, row.cpu_seconds),
+        MachineCpu::now().since(machine_at_start, row.cpu_seconds),
     );
     row
 }
@@ -363,8 +362,8 @@ async fn s3_put(bench: &Bench) -> Row {
     let body = bytes::Bytes::from((0..PUT_OBJECT_BYTES).map(|_| rng.u8(..)).collect::<Vec<u8>>());
     let total = bench.payload_bytes as usize;
     let in_flight = (bench.partitions as usize).clamp(1, MAX_PUTS_IN_FLIGHT);
-    let started = Started::now();
     let machine_at_start = MachineCpu::now();
+    let started = Started::now();
     let sizes = (0..total).step_by(PUT_OBJECT_BYTES).map(|from| PUT_OBJECT_BYTES.min(total - from));
     put_objects(&store, sizes, &body, in_flight).await;
     let contender = format!("S3 PUTs of the same bytes, {} MiB objects, {in_flight} at once", PUT_OBJECT_BYTES >> 20);

@@ -20,15 +20,15 @@ fn stat_cpu_seconds(fields: &[&str]) -> f64 {
     ticks / 100.0 // USER_HZ
 }
 
-/// CPU seconds used so far by the processes of a process group (a service that start.sh began with
-/// `setsid`: the group's id is the pid in its pid file).
-fn group_cpu_seconds(pgid: &str) -> f64 {
-    let mut seconds = 0.0;
+/// CPU seconds used so far by the processes of each of `groups` (services that start.sh began with
+/// `setsid`: a group's id is the pid in its pid file), in one pass over /proc.
+fn groups_cpu_seconds<const N: usize>(groups: [&str; N]) -> [f64; N] {
+    let mut seconds = [0.0; N];
     for process in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(stat) = std::fs::read_to_string(process.path().join("stat")) else { continue };
         let fields = stat_fields(&stat);
-        if fields.get(2) == Some(&pgid) {
-            seconds += stat_cpu_seconds(&fields);
+        if let Some(i) = fields.get(2).and_then(|pgid| groups.iter().position(|g| g == pgid)) {
+            seconds[i] += stat_cpu_seconds(&fields);
         }
     }
     seconds
@@ -45,8 +45,10 @@ struct ServicesCpu {
 impl ServicesCpu {
     fn now() -> Option<Self> {
         let state = std::path::PathBuf::from(std::env::var_os("KSA_SERVICES_STATE")?);
-        let group = |name: &str| std::fs::read_to_string(state.join(name)).ok().map(|p| group_cpu_seconds(p.trim()));
-        Some(Self { broker: group("kafka.pid")?, s3: group("s3.pid")? })
+        let pid = |name: &str| std::fs::read_to_string(state.join(name)).ok().map(|p| p.trim().to_string());
+        let (broker, s3) = (pid("kafka.pid")?, pid("s3.pid")?);
+        let [broker, s3] = groups_cpu_seconds([&broker, &s3]);
+        Some(Self { broker, s3 })
     }
 }
 
@@ -134,9 +136,8 @@ impl MachineCpu {
             }
             _ => format!("the contender {contender:.1}, others {:.1}", busy - contender),
         };
-        format!(
-            "the machine's cores busy {:.0} % ({busy:.1} CPU s: {services})",
-            100.0 * busy / (self.all - earlier.all)
-        )
+        let all = self.all - earlier.all;
+        let share = if all > 0.0 { format!("{:.0} %", 100.0 * busy / all) } else { "n/a".into() };
+        format!("the machine's cores busy {share} ({busy:.1} CPU s: {services})")
     }
 }

@@ -31,8 +31,8 @@ pub async fn replay_puts(bench: &Bench) -> Row {
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let body = bytes::Bytes::from((0..largest).map(|_| rng.u8(..)).collect::<Vec<u8>>());
     let in_flight = (bench.partitions as usize).clamp(1, DEFAULT_S3_MAX_REQUESTS);
-    let started = Started::now();
     let machine_at_start = MachineCpu::now();
+    let started = Started::now();
     put_objects(&store, sizes.iter().copied(), &body, in_flight).await;
     let row = Row::since(&started, REPLAYED_PUTS.into(), bench.values);
     println!(
