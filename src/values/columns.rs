@@ -110,6 +110,11 @@ impl Rows {
         self.rows[i].keep = false;
     }
 
+    /// Whether row `i` keeps its bytes though it fits (so far).
+    pub(crate) fn keeps(&self, i: usize) -> bool {
+        self.rows[i].keep
+    }
+
     /// Keeps every row's bytes (the columns will not give them back).
     pub(crate) fn keep_all(&mut self) {
         self.rows.iter_mut().for_each(|row| row.keep = true);

@@ -5,7 +5,8 @@
 //! taken so far widened into it (`widen`); any other message starts the next file (a re-written file,
 //! which cannot roll, keeps it raw). A value that is not framed, names a schema the registry does not
 //! have, or does not decode is a misfit. A value of the file's own schema and message whose columns
-//! encode back to its very bytes (`reencode`, compared byte for byte when the batch is taken) keeps none:
+//! encode back to its very bytes (`reencode`: told as it is decoded, `Scratch::canonical`, or else
+//! encoded and compared byte for byte when the batch is taken) keeps none:
 //! the file's footer holds the schema it is encoded back by. Every other value keeps its bytes in
 //! `value_raw` (another version, unknown fields, another field order or packing than serializers write).
 
@@ -67,7 +68,12 @@ pub struct ProtobufColumns {
 
 /// What a value is to this file.
 enum Judged {
-    Fits(SchemaId),
+    /// Decoded into the batch's `value` column; `given_back`: its bytes are what the row encodes back
+    /// to (`canonical`), so they are not kept.
+    Fits {
+        id: SchemaId,
+        given_back: bool,
+    },
     Misfit(String),
     /// Written with a message the file's does not hold (the reason).
     OtherSchema(String),
@@ -133,7 +139,10 @@ impl ProtobufColumns {
             value
         });
         match append_message(&schema.message, bytes, value, &mut self.scratch) {
-            Ok(()) => Judged::Fits(id),
+            Ok(()) => {
+                let canonical = self.scratch.canonical() && !self.values.keep_raw;
+                Judged::Fits { id, given_back: canonical && schema.gives_back(payload, bytes) }
+            }
             Err(why) => Judged::Misfit(format!("value: does not decode by schema {id}: {why}")),
         }
     }
@@ -162,14 +171,17 @@ impl ProtobufColumns {
         let fitting = (0..self.batch.len()).map(|i| self.batch.fitting(i));
         let Ok(value) = decode_values(message, fitting, self.batch.len(), &mut self.scratch) else { return false };
         self.value = Some(value);
+        // Their bytes were told canonical under the file's message: the newer one's columns are compared.
+        self.batch.keep_all();
         let widenings = schema.widenings + 1;
         *schema = FileSchema { seen, ..FileSchema::new(message.clone(), at, descriptors.clone(), widenings) };
         true
     }
 
     /// Marks the rows of the batch that need not keep their bytes: values of the file's schema and
-    /// message that its columns (`value`, the batch's) encode back to byte for byte. Should the columns
-    /// not be the message's (they are), every value keeps its bytes, which is always safe.
+    /// message that its columns (`value`, the batch's) encode back to byte for byte, each encoded and
+    /// compared unless its bytes were told canonical when it was pushed. Should the columns not be the
+    /// message's (they are), every value keeps its bytes, which is always safe.
     fn give_back(&mut self, value: &ArrayRef) {
         let Some(schema) = self.schema.as_ref().filter(|s| !s.message.fields.is_empty() && !self.values.keep_raw)
         else {
@@ -181,7 +193,8 @@ impl ProtobufColumns {
         // Made for each batch: an open file holds no buffer the size of its largest value.
         let mut encoded = Vec::new();
         for i in 0..self.batch.len() {
-            let Some(payload) = self.batch.fitting(i).filter(|p| p.starts_with(&schema.prefix)) else { continue };
+            let compared = self.batch.keeps(i).then(|| self.batch.fitting(i)).flatten();
+            let Some(payload) = compared.filter(|p| p.starts_with(&schema.prefix)) else { continue };
             encoded.clear();
             encoded.extend_from_slice(&schema.prefix);
             if encoder.encode(i, &mut encoded).is_ok() && encoded == payload {
@@ -208,16 +221,19 @@ impl ValueColumns for ProtobufColumns {
             self.batch.push(None, None, false);
             return true;
         };
-        let misfit = match self.judge(value) {
-            Judged::Fits(id) => {
+        let (misfit, keep) = match self.judge(value) {
+            Judged::Fits { id, given_back } => {
                 self.stats.schema_ids.insert(id.0);
-                None
+                (None, !given_back)
             }
             Judged::OtherSchema(_) if may_roll => return false,
-            Judged::OtherSchema(why) => Some(format!(
-                "value: written with a message this file's does not hold ({why}; a re-written file is one file)"
-            )),
-            Judged::Misfit(why) => Some(why),
+            Judged::OtherSchema(why) => (
+                Some(format!(
+                    "value: written with a message this file's does not hold ({why}; a re-written file is one file)"
+                )),
+                true,
+            ),
+            Judged::Misfit(why) => (Some(why), true),
         };
         if let Some(why) = &misfit {
             self.stats.misfit(offset, why);
@@ -225,7 +241,7 @@ impl ValueColumns for ProtobufColumns {
                 value.push_null();
             }
         }
-        self.batch.push(Some(value), misfit, true);
+        self.batch.push(Some(value), misfit, keep);
         true
     }
 
@@ -321,6 +337,15 @@ impl FileSchema {
     fn new(message: ProtoMessage, at: MessageRef, descriptors: Arc<str>, widenings: u32) -> Self {
         let prefix = frame(at.0, &indexes::header(&at.1));
         Self { message, at, descriptors, prefix, widenings, seen: HashMap::new() }
+    }
+
+    /// Whether `payload`, whose protobuf bytes `bytes` decoded under the file's message as its row
+    /// encodes back to (`Scratch::canonical`), is given back exactly by that row: written with the
+    /// file's schema and message, header and all (a message without fields gives nothing back).
+    fn gives_back(&self, payload: &[u8], bytes: &[u8]) -> bool {
+        !self.message.fields.is_empty()
+            && payload.starts_with(&self.prefix)
+            && payload.len() == self.prefix.len() + bytes.len()
     }
 }
 

@@ -6,13 +6,21 @@
 //! packed or not; fields the message lacks are skipped (groups included). A message whose fields come
 //! in their declared order, as encoders write them, is read in one pass (`in_order`); any other is
 //! read by where each field is found first (`append_any_order`).
+//! As it reads, it tells whether the bytes are exactly what `reencode` writes of the row they become
+//! ([`Scratch::canonical`]): fields by number, a field without presence left out where it holds its
+//! default, packed runs whole, map entries with key and value, the shortest varints, a negative int32
+//! or enum in ten bytes, a Timestamp to the microsecond. Such a value need not keep its bytes, and
+//! its row need not be encoded back to be compared with them.
 
 use super::arrow::{append_absent, append_default};
+use super::reencode::well_known_body;
 use super::{Kind, Proto, ProtoField, ProtoMessage};
 use crate::values::column::{Column, Struct};
 use in_order::in_order;
+use reader::Reader;
 
 mod in_order;
+mod reader;
 
 /// Why a value does not decode: where, and what was wrong.
 pub type DecodeError = String;
@@ -26,113 +34,6 @@ pub(super) const LEN: u8 = 2;
 const START_GROUP: u8 = 3;
 const END_GROUP: u8 = 4;
 const FIXED32: u8 = 5;
-
-/// The bytes of one message, read front to back.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
-    }
-
-    fn at_end(&self) -> bool {
-        self.pos >= self.buf.len()
-    }
-
-    #[inline]
-    fn varint(&mut self) -> Result<u64, DecodeError> {
-        // Most varints (tags, lengths, small numbers) are one byte.
-        if let Some(&byte) = self.buf.get(self.pos) {
-            if byte < 0x80 {
-                self.pos += 1;
-                return Ok(u64::from(byte));
-            }
-        }
-        self.varint_rest()
-    }
-
-    fn varint_rest(&mut self) -> Result<u64, DecodeError> {
-        let mut value = 0u64;
-        for shift in (0..70).step_by(7) {
-            let byte = *self.buf.get(self.pos).ok_or("ends inside a number")?;
-            self.pos += 1;
-            if shift == 63 && byte > 1 {
-                return Err("a number beyond 64 bits".into());
-            }
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err("a number beyond 64 bits".into())
-    }
-
-    #[inline]
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
-        let end = end.ok_or_else(|| format!("ends after {} bytes, {n} more needed", self.buf.len()))?;
-        let out = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(out)
-    }
-
-    #[inline]
-    fn fixed<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
-        Ok(self.take(N)?.try_into().expect("N bytes"))
-    }
-
-    #[inline]
-    fn len_delimited(&mut self) -> Result<&'a [u8], DecodeError> {
-        let n = self.varint()?;
-        self.take(usize::try_from(n).map_err(|_| format!("a length of {n}"))?)
-    }
-
-    /// A field's number and wire type.
-    #[inline]
-    fn tag(&mut self) -> Result<(u32, u8), DecodeError> {
-        let tag = self.varint()?;
-        let number = u32::try_from(tag >> 3).ok().filter(|n| (1..=536_870_911).contains(n));
-        let number = number.ok_or_else(|| format!("a field number of {}", tag >> 3))?;
-        Ok((number, (tag & 7) as u8))
-    }
-
-    /// A field's value of wire type `wire`: its bytes (a length-delimited one's without its length).
-    #[inline(always)]
-    fn value(&mut self, number: u32, wire: u8, depth: usize) -> Result<&'a [u8], DecodeError> {
-        let start = self.pos;
-        match wire {
-            LEN => return self.len_delimited(),
-            VARINT => drop(self.varint()?),
-            FIXED64 => drop(self.take(8)?),
-            FIXED32 => drop(self.take(4)?),
-            _ => self.skip(number, wire, depth)?,
-        }
-        Ok(&self.buf[start..self.pos])
-    }
-
-    /// Reads past a field's value of wire type `wire` (a group up to its end).
-    fn skip(&mut self, number: u32, wire: u8, depth: usize) -> Result<(), DecodeError> {
-        match wire {
-            VARINT => drop(self.varint()?),
-            FIXED64 => drop(self.take(8)?),
-            LEN => drop(self.len_delimited()?),
-            FIXED32 => drop(self.take(4)?),
-            START_GROUP if depth < MAX_DEPTH => loop {
-                match self.tag()? {
-                    (n, END_GROUP) if n == number => break,
-                    (_, END_GROUP) => return Err(format!("a group {number} ended by another's end")),
-                    (n, w) => self.skip(n, w, depth + 1)?,
-                }
-            },
-            START_GROUP => return Err(format!("groups nested deeper than {MAX_DEPTH}")),
-            w => return Err(format!("field {number}: wire type {w}")),
-        }
-        Ok(())
-    }
-}
 
 /// The wire type a value of `ty` is written with.
 pub(super) fn wire_type(ty: &Proto) -> u8 {
@@ -214,14 +115,24 @@ struct Occurrence {
 }
 
 /// Reusable lists: occurrences, one per nesting depth, and a map's keys (where each is in its message);
-/// whether strings are appended unchecked (`append_message` checks them once the message is read); and
-/// whether messages are read only by where each field is (within a message that was not in order).
+/// whether strings are appended unchecked (`append_message` checks them once the message is read);
+/// whether messages are read only by where each field is (within a message that was not in order); and
+/// whether the message's bytes so far are as `reencode` writes them.
 #[derive(Default)]
 pub struct Scratch {
     found: Vec<Vec<Occurrence>>,
     keys: Vec<(usize, usize)>,
     unchecked: bool,
     any_order: bool,
+    canonical: bool,
+}
+
+impl Scratch {
+    /// Whether the last message appended is exactly what `reencode` writes of its row (then its row
+    /// gives its bytes back); false whenever that is not sure.
+    pub fn canonical(&self) -> bool {
+        self.canonical
+    }
 }
 
 /// Appends a message to `s` (a struct of its fields) as its next row, reading and checking it in one
@@ -237,6 +148,7 @@ pub fn append_message(
     // Strings are checked together once the message is read: one check of a run of bytes per column
     // costs less than one per string.
     scratch.unchecked = true;
+    scratch.canonical = true;
     let mut appended = append_at(message, bytes, s, scratch, 0);
     if appended.is_ok() && s.validate().is_err() {
         // A string that is not UTF-8: read again, each string checked as it comes, to say which.
@@ -257,6 +169,8 @@ fn append_at(
     if depth > MAX_DEPTH {
         return Err(format!("messages nested deeper than {MAX_DEPTH}"));
     }
+    // Encoders write fields by number: declared in another order, they are read in another.
+    scratch.canonical &= message.numbered_in_order;
     if scratch.any_order {
         return append_any_order(message, bytes, s, scratch, depth);
     }
@@ -264,6 +178,7 @@ fn append_at(
     if in_order(message, bytes, s, scratch, depth)? {
         return Ok(());
     }
+    scratch.canonical = false;
     // Read again by where each field is, the messages within it too: were they tried in order again, a
     // chain of messages each out of order after its first field would be read 2^depth times.
     s.truncate(rows);
@@ -304,6 +219,7 @@ fn append_items(
         packed.skip(0, item_wire, depth)?;
         append_value(ty, item_wire, &packed.buf[start..packed.pos], items, scratch, depth)?;
     }
+    scratch.canonical &= packed.shortest;
     Ok(())
 }
 
@@ -429,8 +345,12 @@ fn append_entry(
     }
     let (mut k, mut v) = (None, None);
     let mut e = Reader::new(&bytes[o.start..o.end]);
+    // Encoders write an entry's key, then its value, both whatever they hold, and nothing else.
+    let mut fields = 0;
     while !e.at_end() {
         let (number, wire) = e.tag()?;
+        fields += 1;
+        scratch.canonical &= number == fields;
         let span = e.value(number, wire, depth)?;
         let at = (wire, o.start + e.pos - span.len(), o.start + e.pos);
         let (earlier, ty, child) = match number {
@@ -455,6 +375,7 @@ fn append_entry(
         }
         (None, _) => append_default(ty, entry.child(1)),
     }
+    scratch.canonical &= fields == 2 && e.shortest;
     entry.close(true);
     Ok(k.map_or((o.start, o.start), |(_, start, end)| (start, end)))
 }
@@ -472,7 +393,7 @@ fn append_value(
 ) -> Result<(), DecodeError> {
     match (ty, wire, column) {
         (Proto::Int64, VARINT, Column::Int64(c)) => c.push(Reader::new(value).varint()? as i64),
-        (Proto::Int32, VARINT, Column::Int32(c)) => c.push(Reader::new(value).varint()? as i32),
+        (Proto::Int32, VARINT, Column::Int32(c)) => c.push(int32(Reader::new(value).varint()?, scratch)),
         (Proto::Double, FIXED64, Column::Float64(c)) => c.push(f64::from_le_bytes(Reader::new(value).fixed()?)),
         (Proto::String, LEN, Column::Utf8(c)) if scratch.unchecked => c.push_unchecked(value),
         (Proto::Message(message), LEN, Column::Struct(s)) => append_at(message, value, s, scratch, depth + 1)?,
@@ -496,29 +417,40 @@ fn append_other(
     }
     let mut r = Reader::new(value);
     match (ty, column) {
-        (Proto::SInt32, Column::Int32(c)) => c.push(unzigzag(r.varint()?) as i32),
+        (Proto::SInt32, Column::Int32(c)) => c.push(unzigzag(uint32(r.varint()?, scratch)) as i32),
         (Proto::SFixed32, Column::Int32(c)) => c.push(i32::from_le_bytes(r.fixed()?)),
         (Proto::SInt64, Column::Int64(c)) => c.push(unzigzag(r.varint()?)),
         (Proto::SFixed64, Column::Int64(c)) => c.push(i64::from_le_bytes(r.fixed()?)),
-        (Proto::UInt32, Column::UInt32(c)) => c.push(r.varint()? as u32),
+        (Proto::UInt32, Column::UInt32(c)) => c.push(uint32(r.varint()?, scratch) as u32),
         (Proto::Fixed32, Column::UInt32(c)) => c.push(u32::from_le_bytes(r.fixed()?)),
         (Proto::UInt64, Column::UInt64(c)) => c.push(r.varint()?),
         (Proto::Fixed64, Column::UInt64(c)) => c.push(u64::from_le_bytes(r.fixed()?)),
         (Proto::Float, Column::Float32(c)) => c.push(f32::from_le_bytes(r.fixed()?)),
-        (Proto::Bool, Column::Boolean(c)) => c.push(r.varint()? != 0),
+        (Proto::Bool, Column::Boolean(c)) => {
+            let v = r.varint()?;
+            scratch.canonical &= v <= 1;
+            c.push(v != 0)
+        }
         (Proto::Enum(e), Column::Utf8(c)) => {
-            let number = r.varint()? as i32;
+            let number = int32(r.varint()?, scratch);
             let symbol = e.symbol(number).ok_or_else(|| format!("{number} is not a value of enum {}", e.name))?;
             c.push(symbol)
         }
         (Proto::String, Column::Utf8(c)) => c.push(crate::values::utf8(value)?),
         (Proto::Bytes | Proto::Opaque, Column::Binary(c)) => c.push(value),
-        (Proto::Timestamp | Proto::Duration, Column::Int64(c)) => c.push(micros(value)?),
+        (Proto::Timestamp | Proto::Duration, Column::Int64(c)) => {
+            let at = micros(value)?;
+            let (body, n) = well_known_body(ty, at);
+            scratch.canonical &= body[..n] == *value;
+            c.push(at)
+        }
         (Proto::Wrapper(inner), column) => {
             let mut last = None;
             while !r.at_end() {
                 let (number, wire) = r.tag()?;
                 let span = r.value(number, wire, depth)?;
+                // Encoders write the wrapped value once, as a field without presence.
+                scratch.canonical &= number == 1 && last.is_none() && !default_bytes(wire, span);
                 if number == 1 {
                     // The last wins; an earlier one must decode too.
                     if let Some((wire, span)) = last.replace((wire, span)) {
@@ -526,6 +458,7 @@ fn append_other(
                     }
                 }
             }
+            scratch.canonical &= r.shortest;
             match last {
                 Some((wire, v)) => append_value(inner, wire, v, column, scratch, depth)?,
                 None => append_default(inner, column),
@@ -553,6 +486,34 @@ fn decode_overridden(
     decoded
 }
 
+/// An int32's (or enum's) varint as the number it holds; encoders write one below zero in ten bytes,
+/// and none beyond 32 bits (cut to them here).
+#[inline(always)]
+fn int32(v: u64, scratch: &mut Scratch) -> i32 {
+    scratch.canonical &= v == i64::from(v as i32) as u64;
+    v as i32
+}
+
+/// A uint32's (or sint32's) varint, which encoders write in 32 bits.
+fn uint32(v: u64, scratch: &mut Scratch) -> u64 {
+    scratch.canonical &= v <= u64::from(u32::MAX);
+    v
+}
+
+/// Whether a value's bytes (of wire type `wire`, without a length) are its type's default, which a
+/// field without presence leaves out.
+pub(super) fn default_bytes(wire: u8, value: &[u8]) -> bool {
+    match wire {
+        VARINT => value == [0],
+        FIXED64 | FIXED32 => value.iter().all(|b| *b == 0),
+        LEN => value.is_empty(),
+        _ => false,
+    }
+}
+
 fn unzigzag(v: u64) -> i64 {
     (v >> 1) as i64 ^ -((v & 1) as i64)
 }
+
+#[cfg(test)]
+mod tests;

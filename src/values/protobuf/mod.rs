@@ -26,6 +26,8 @@ pub struct ProtoMessage {
     pub oneofs: usize,
     /// `(number, index in fields)`, by number: how a field on the wire finds its column.
     by_number: Arc<[(u32, usize)]>,
+    /// Whether the fields are declared in the order of their numbers (the order encoders write them in).
+    pub numbered_in_order: bool,
 }
 
 impl ProtoMessage {
@@ -33,7 +35,8 @@ impl ProtoMessage {
         let mut by_number: Vec<(u32, usize)> = fields.iter().enumerate().map(|(i, f)| (f.number, i)).collect();
         by_number.sort_unstable();
         let oneofs = fields.iter().filter_map(|f| f.oneof).max().map_or(0, |last| last + 1);
-        Self { name, fields: fields.into(), oneofs, by_number: by_number.into() }
+        let numbered_in_order = fields.windows(2).all(|pair| pair[0].number < pair[1].number);
+        Self { name, fields: fields.into(), oneofs, by_number: by_number.into(), numbered_in_order }
     }
 
     /// The index of the field numbered `number`, if the message has one.
@@ -65,6 +68,13 @@ pub struct ProtoField {
     /// A repeated scalar written packed (one length-delimited run), as proto3 writes them unless told
     /// otherwise; readers take either form.
     pub packed: bool,
+}
+
+impl ProtoField {
+    /// Whether its items are written in one packed run (a repeated scalar's, unless told otherwise).
+    pub fn packs(&self) -> bool {
+        self.packed && self.kind == Kind::Repeated && decode::wire_type(&self.ty) != decode::LEN
+    }
 }
 
 /// How many values a field holds, and what its absence means.

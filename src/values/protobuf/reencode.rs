@@ -5,7 +5,8 @@
 //! its key and its value, both; the shortest varints (a negative int32 or enum in ten bytes). A value
 //! whose bytes are exactly what this writes is given back from its columns; the archive keeps the bytes
 //! of every other (unknown fields, another order, prost's map entries without their defaults, a
-//! Timestamp finer than a microsecond): `columns` compares them byte for byte.
+//! Timestamp finer than a microsecond). The decoder tells the values written so as it reads them
+//! (`Scratch::canonical`); `columns` encodes the rest and compares them byte for byte.
 //!
 //! An [`Encoder`] takes a batch's struct column apart once (each column downcast to its values), then
 //! encodes any of its rows.
@@ -143,7 +144,7 @@ impl<'a> Values<'a> {
             }
             Kind::Repeated => {
                 let list = array.as_list_opt::<i32>().ok_or_else(|| bad(array, &f.ty))?;
-                let packed = (f.packed && wire_type(&f.ty) != decode::LEN).then_some((number << 3) | LEN);
+                let packed = f.packs().then_some((number << 3) | LEN);
                 Values::List { offsets: list.value_offsets(), items: Leaf::new(&f.ty, list.values(), number)?, packed }
             }
             Kind::Map(key) => {
@@ -254,10 +255,11 @@ impl<'a> Leaf<'a> {
             }
             (Proto::Enum(_), _) => varint(i64::from(self.number(i)?) as u64, out),
             (Proto::Message(_), Data::Message(message)) => delimited(out, |out| message.encode(i, out))?,
-            (Proto::Timestamp, Data::I64(v)) => {
-                seconds_and_nanos(v[i].div_euclid(1_000_000), v[i].rem_euclid(1_000_000), out)
+            (Proto::Timestamp | Proto::Duration, Data::I64(v)) => {
+                let (body, n) = well_known_body(self.ty, v[i]);
+                out.push(n as u8);
+                out.extend_from_slice(&body[..n]);
             }
-            (Proto::Duration, Data::I64(v)) => seconds_and_nanos(v[i] / 1_000_000, v[i] % 1_000_000, out),
             (Proto::Wrapper(inner), _) => {
                 let tag = (1 << 3) | u64::from(wire_type(inner));
                 let wrapped = Leaf { ty: inner, tag, nulls: None, data: self.data.borrowed() };
@@ -296,9 +298,14 @@ impl<'a> Data<'a> {
     }
 }
 
-/// A Timestamp's or Duration's message (`seconds` = 1, `nanos` = 2, each left out when zero), with its
-/// length; `micros`: the microseconds below the second.
-fn seconds_and_nanos(seconds: i64, micros: i64, out: &mut Vec<u8>) {
+/// A Timestamp's or Duration's message (`ty`) of `micros` microseconds, without its length: `seconds` = 1
+/// and `nanos` = 2, each left out when zero (a Timestamp's nanoseconds are never below zero, a
+/// Duration's have its seconds' sign); its bytes and how many there are.
+pub(super) fn well_known_body(ty: &Proto, micros: i64) -> ([u8; 24], usize) {
+    let (seconds, micros) = match ty {
+        Proto::Timestamp => (micros.div_euclid(1_000_000), micros.rem_euclid(1_000_000)),
+        _ => (micros / 1_000_000, micros % 1_000_000),
+    };
     let nanos = micros * 1000;
     let mut body = [0u8; 24];
     let mut n = 0;
@@ -320,8 +327,7 @@ fn seconds_and_nanos(seconds: i64, micros: i64, out: &mut Vec<u8>) {
     if nanos != 0 {
         put(2 << 3, i64::from(nanos as i32) as u64);
     }
-    out.push(n as u8);
-    out.extend_from_slice(&body[..n]);
+    (body, n)
 }
 
 /// What `body` writes, preceded by its length: written in place after a one-byte length, which is

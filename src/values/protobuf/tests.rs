@@ -46,6 +46,31 @@ message Order {
 message Node { string name = 1; repeated Node children = 2; }
 "#;
 
+/// Every kind of field, in a message of its own.
+pub(crate) const ALL: &str = r#"
+syntax = "proto3";
+package t;
+import "google/protobuf/duration.proto";
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/wrappers.proto";
+
+message All {
+  enum E { Z = 0; ONE = 1; NEG = -1; }
+  message Sub { string s = 1; repeated sint64 xs = 2; }
+  double d = 1; float f = 2; int32 i32 = 3; int64 i64 = 4; uint32 u32 = 5; uint64 u64 = 6;
+  sint32 s32 = 7; sint64 s64 = 8; fixed32 f32 = 9; fixed64 f64 = 10; sfixed32 sf32 = 11; sfixed64 sf64 = 12;
+  bool b = 13; string s = 14; bytes by = 15; E e = 16; Sub sub = 17;
+  repeated double ds = 18; repeated E es = 19; repeated int32 unpacked = 20 [packed = false];
+  repeated string ss = 21; map<int32, Sub> subs = 22; map<string, E> named = 23;
+  google.protobuf.Duration dur = 24; google.protobuf.Timestamp ts = 25;
+  google.protobuf.Int32Value wi = 26; google.protobuf.BoolValue wb = 27; google.protobuf.BytesValue wby = 28;
+  optional int32 opt = 29;
+  oneof o { Sub osub = 30; int64 oi = 31; }
+  repeated google.protobuf.StringValue wss = 32;
+  string long_text = 33;
+}
+"#;
+
 /// The pool protox compiles `text` into (to encode test values with prost-reflect).
 fn pool(text: &str) -> prost_reflect::DescriptorPool {
     let mut files = protox::file::ChainFileResolver::new();
@@ -88,6 +113,87 @@ pub(crate) fn decode_all(message: &ProtoMessage, values: &[Option<&[u8]>]) -> St
         }
     }
     b.finish().unwrap()
+}
+
+/// `bytes` decoded by `message`, then encoded back from the columns.
+pub(crate) fn reencode(message: &ProtoMessage, bytes: &[u8]) -> Vec<u8> {
+    let rows = decode_all(message, &[Some(bytes)]);
+    let mut out = Vec::new();
+    super::reencode::Encoder::new(message, &rows).unwrap().encode(0, &mut out).unwrap();
+    out
+}
+
+/// Values as serializers write them (fields by number, defaults left out, packed runs, map entries
+/// with key and value), encoded by prost-reflect: every field type, negative numbers in ten bytes, a
+/// Timestamp before 1970, a Duration below zero, wrappers holding their default, a set `optional` and
+/// oneof member holding theirs, a message longer than 127 bytes, a message within itself. What each is,
+/// its message, its bytes.
+pub(crate) fn as_serializers_write() -> Vec<(String, ProtoMessage, Vec<u8>)> {
+    let all = message(ALL, &[0]);
+    let long = "x".repeat(300);
+    let texts = [
+        "".to_string(),
+        r#"d: 1.5 f: -2.25 i32: -7 i64: -9000000000 u32: 4000000000 u64: 18446744073709551615 s32: -3 s64: 5
+           f32: 7 f64: 8 sf32: -9 sf64: -10 b: true s: "h\303\251" by: "\000\377" e: NEG
+           sub { s: "in" xs: [-1, 0, 1, 1000000] } ds: [0, -0.5, 3] es: [Z, NEG, ONE]
+           ss: ["", "a"] subs { key: -1 value { s: "m" } } subs { key: 2 value { } } named { key: "k" value: NEG }
+           dur { seconds: -3 nanos: -500000000 } ts { seconds: -1 nanos: 999999000 }
+           wi { value: 0 } wb { value: true } wby { } opt: 0 oi: 0 wss { value: "" } wss { value: "w" }"#
+            .to_string(),
+        format!(r#"osub {{ s: "{long}" }} long_text: "{long}" ts {{ seconds: 1700000000 }}"#),
+        r#"e: ONE es: [] sub { } dur { nanos: 1000 }"#.to_string(),
+    ];
+    let mut values: Vec<_> =
+        texts.into_iter().map(|text| (text.clone(), all.clone(), encode(ALL, "t.All", &text))).collect();
+    // prost-reflect packs a `[packed = false]` field (its `is_packed` misses the option), which protoc's
+    // serializers do not: those items, one by one, by hand.
+    let unpacked = vec![0xa0, 0x01, 1, 0xa0, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+    values.push(("an unpacked field's items, 1 and -1".into(), all.clone(), unpacked));
+    // A double of -0.0 is not its default: serializers write it.
+    values.push(("a double of -0.0".into(), all, vec![0x09, 0, 0, 0, 0, 0, 0, 0, 0x80]));
+    let full = r#"id: -5 customer: "ada" status: PAID lines { sku: "a" quantity: 2 price: 1.5 } tags { key: "x" value: 7 }
+        placed { seconds: 1700000000 nanos: 123456000 } note { value: "hi" } priority: -3 voucher: "\001\002"
+        codes: [1, -2, 300] big: 18446744073709551615 small: 4000000000 tree { name: "root" children { name: "leaf" } }"#;
+    values.push((
+        "a message within itself is its bytes".into(),
+        message(ORDERS, &[0]),
+        encode(ORDERS, "shop.Order", full),
+    ));
+    values
+}
+
+/// Values of `ALL` that decode but that a serializer would write otherwise: what each is, its bytes.
+pub(crate) fn as_serializers_would_not_write() -> Vec<(&'static str, Vec<u8>)> {
+    let cases: [(&str, &[u8]); 27] = [
+        ("fields out of number order", &[0x18, 1, 0x08 | 1, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f]),
+        ("a field without presence holding its default", &[0x18, 0]),
+        ("an int64 without presence holding its default", &[0x20, 0]),
+        ("an enum without presence holding its default", &[0x80, 0x01, 0]),
+        ("a float without presence holding zero", &[0x15, 0, 0, 0, 0]),
+        ("a string without presence empty", &[0x72, 0]),
+        ("a varint longer than it needs", &[0x18, 0x81, 0x00]),
+        ("a tag longer than it needs", &[0x98, 0x00, 1]),
+        ("a length longer than it needs", &[0x72, 0x81, 0x00, b'a']),
+        ("an int32 below zero in five bytes", &[0x18, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+        ("a uint32 beyond 32 bits", &[0x28, 0x80, 0x80, 0x80, 0x80, 0x10]),
+        ("true as 2", &[0x68, 2]),
+        ("a singular field twice", &[0x18, 1, 0x18, 2]),
+        ("a packed field's items one by one", &[0x91, 0x01, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f]),
+        ("a packed field in two runs", &[0x9a, 0x01, 1, 1, 0x9a, 0x01, 1, 0]),
+        ("a packed field's empty run", &[0x9a, 0x01, 0]),
+        ("a packed item longer than it needs", &[0x9a, 0x01, 2, 0x81, 0x00]),
+        ("an unpacked field's items packed", &[0xa2, 0x01, 2, 1, 2]),
+        ("an unknown field", &[0x18, 1, 0xf8, 0x07, 1]),
+        ("a map entry without its value", &[0xba, 0x01, 3, 0x0a, 1, b'k']),
+        ("a map entry's value before its key", &[0xba, 0x01, 5, 0x10, 1, 0x0a, 1, b'k']),
+        ("a map entry with another field", &[0xba, 0x01, 7, 0x0a, 1, b'k', 0x10, 1, 0x18, 1]),
+        ("a message's fields out of number order", &[0x8a, 0x01, 6, 0x12, 1, 2, 0x0a, 1, b'a']),
+        ("a wrapper holding its default, written", &[0xd2, 0x01, 2, 0x08, 0]),
+        ("a wrapped value longer than it needs", &[0xd2, 0x01, 3, 0x08, 0x81, 0x00]),
+        ("a Timestamp finer than a microsecond", &[0xca, 0x01, 2, 0x10, 1]),
+        ("a Timestamp's fields out of order", &[0xca, 0x01, 5, 0x10, 0xe8, 0x07, 0x08, 1]),
+    ];
+    cases.into_iter().map(|(what, bytes)| (what, bytes.to_vec())).collect()
 }
 
 /// Each row as a JSON line (null fields left out).

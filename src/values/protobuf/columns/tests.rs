@@ -151,6 +151,21 @@ fn a_newer_version_widens_the_file_an_older_one_is_held_and_a_changed_one_rolls(
     assert!(error.as_string::<i32>().value(1).contains("does not hold (M.id: the type changed"));
 }
 
+/// A row whose bytes were told canonical under v1 keeps them once the file widens to v2 within its
+/// batch: v2's columns would give back other bytes (v2's schema ID).
+#[test]
+fn a_row_told_canonical_before_a_widening_in_its_batch_keeps_its_bytes() {
+    let mut c = columns();
+    let (v1, v2) = (value(1, V1, "id: 1"), value(2, V2, r#"id: 2 added: "new""#));
+    assert!(c.push(0, Some(&v1), true));
+    assert!(c.push(1, Some(&v2), true), "v2 holds v1: the file widens");
+    let [_, raw, error] = c.take(&[]).unwrap();
+    assert_eq!(error.null_count(), 2, "both fit");
+    let raw = raw.as_binary::<i32>();
+    assert_eq!(raw.value(0), v1, "v1's row keeps its bytes");
+    assert!(raw.is_null(1), "v2's row is given back by its columns");
+}
+
 /// Columns whose schemas are 1 (`M { int32 a = 1; }`) and 2 (the same, and `double b = 2`).
 fn a_then_a_and_b() -> ProtobufColumns {
     let cache = SchemaCache::default();

@@ -2,8 +2,8 @@
 //! in one pass (no list of where each field is, as a message in any order needs).
 
 use super::super::arrow::append_absent;
-use super::{append_entry, append_items, append_value, duplicate_key, Occurrence, Reader, Scratch};
-use super::{DecodeError, Kind, Proto, ProtoField, ProtoMessage, VARINT};
+use super::{append_entry, append_items, append_value, default_bytes, duplicate_key, int32, Occurrence, Reader};
+use super::{wire_type, DecodeError, Kind, Proto, ProtoField, ProtoMessage, Scratch, LEN, VARINT};
 use crate::values::column::{Column, Struct};
 
 /// Appends a message whose fields come in the order they are declared, each singular one at most
@@ -30,6 +30,8 @@ pub(super) fn in_order(
         let numbered = |j: &usize| message.fields.get(*j).is_some_and(|f| f.number == number);
         let found = open.filter(numbered).or_else(|| Some(next).filter(numbered)).or_else(|| message.index(number));
         let Some(i) = found else {
+            // A field the message lacks, which its row does not give back.
+            scratch.canonical = false;
             r.skip(number, wire, depth)?;
             continue;
         };
@@ -53,16 +55,23 @@ pub(super) fn in_order(
             }
             keys.clear();
             next = i + 1;
+        } else {
+            // A packed field's second run (encoders write one).
+            scratch.canonical &= !f.packs();
         }
         // A singular varint number, the commonest field: read once, where it is, not delimited first.
         if wire == VARINT && matches!(f.kind, Kind::Single | Kind::Optional) {
             match (&f.ty, s.child(i)) {
                 (Proto::Int64, Column::Int64(c)) => {
-                    c.push(r.varint().map_err(|e| format!("{}: {e}", f.name))? as i64);
+                    let v = r.varint().map_err(|e| format!("{}: {e}", f.name))?;
+                    scratch.canonical &= v != 0 || f.kind == Kind::Optional;
+                    c.push(v as i64);
                     continue;
                 }
                 (Proto::Int32, Column::Int32(c)) => {
-                    c.push(r.varint().map_err(|e| format!("{}: {e}", f.name))? as i32);
+                    let v = r.varint().map_err(|e| format!("{}: {e}", f.name))?;
+                    scratch.canonical &= v != 0 || f.kind == Kind::Optional;
+                    c.push(int32(v, scratch));
                     continue;
                 }
                 _ => {}
@@ -70,8 +79,17 @@ pub(super) fn in_order(
         }
         let value = r.value(number, wire, depth).map_err(|e| format!("{}: {e}", f.name))?;
         let appended = match (&f.kind, s.child(i)) {
-            (Kind::Single | Kind::Optional, column) => append_value(&f.ty, wire, value, column, scratch, depth),
+            (Kind::Single | Kind::Optional, column) => {
+                // A field without presence holding its default is left out by encoders.
+                scratch.canonical &= f.kind == Kind::Optional || !default_bytes(wire, value);
+                append_value(&f.ty, wire, value, column, scratch, depth)
+            }
             (Kind::Repeated, Column::List(list)) => {
+                // A packed field's items in one run, not empty; any other's one by one.
+                scratch.canonical &= match f.packs() {
+                    true => wire == LEN && !value.is_empty(),
+                    false => wire == wire_type(&f.ty),
+                };
                 open = Some(i);
                 append_items(&f.ty, wire, value, list.items(), scratch, depth)
             }
@@ -88,6 +106,7 @@ pub(super) fn in_order(
     if let Some(o) = open {
         close_open(&message.fields[o], bytes, s.child(o), &mut keys)?;
     }
+    scratch.canonical &= r.shortest;
     scratch.keys = keys;
     (next..message.fields.len()).for_each(|j| append_absent(&message.fields[j], s.child(j)));
     if message.fields.is_empty() {

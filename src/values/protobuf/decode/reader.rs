@@ -1,0 +1,115 @@
+//! The bytes of one message, read front to back: varints (noting any not in its fewest bytes), tags,
+//! lengths, and values of each wire type.
+
+use super::{DecodeError, END_GROUP, FIXED32, FIXED64, LEN, MAX_DEPTH, START_GROUP, VARINT};
+
+/// The bytes of one message, read front to back.
+pub(super) struct Reader<'a> {
+    pub(super) buf: &'a [u8],
+    pub(super) pos: usize,
+    /// Whether every varint read so far was in its fewest bytes.
+    pub(super) shortest: bool,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(buf: &'a [u8]) -> Self {
+        Self { buf, pos: 0, shortest: true }
+    }
+
+    pub(super) fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    #[inline]
+    pub(super) fn varint(&mut self) -> Result<u64, DecodeError> {
+        // Most varints (tags, lengths, small numbers) are one byte.
+        if let Some(&byte) = self.buf.get(self.pos) {
+            if byte < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(byte));
+            }
+        }
+        self.varint_rest()
+    }
+
+    fn varint_rest(&mut self) -> Result<u64, DecodeError> {
+        let mut value = 0u64;
+        for shift in (0..70).step_by(7) {
+            let byte = *self.buf.get(self.pos).ok_or("ends inside a number")?;
+            self.pos += 1;
+            if shift == 63 && byte > 1 {
+                return Err("a number beyond 64 bits".into());
+            }
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                // A last byte of zero after others: a longer form than the number needs.
+                self.shortest &= byte != 0;
+                return Ok(value);
+            }
+        }
+        Err("a number beyond 64 bits".into())
+    }
+
+    #[inline]
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
+        let end = end.ok_or_else(|| format!("ends after {} bytes, {n} more needed", self.buf.len()))?;
+        let out = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+
+    #[inline]
+    pub(super) fn fixed<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+
+    #[inline]
+    pub(super) fn len_delimited(&mut self) -> Result<&'a [u8], DecodeError> {
+        let n = self.varint()?;
+        self.take(usize::try_from(n).map_err(|_| format!("a length of {n}"))?)
+    }
+
+    /// A field's number and wire type.
+    #[inline]
+    pub(super) fn tag(&mut self) -> Result<(u32, u8), DecodeError> {
+        let tag = self.varint()?;
+        let number = u32::try_from(tag >> 3).ok().filter(|n| (1..=536_870_911).contains(n));
+        let number = number.ok_or_else(|| format!("a field number of {}", tag >> 3))?;
+        Ok((number, (tag & 7) as u8))
+    }
+
+    /// A field's value of wire type `wire`: its bytes (a length-delimited one's without its length).
+    #[inline(always)]
+    pub(super) fn value(&mut self, number: u32, wire: u8, depth: usize) -> Result<&'a [u8], DecodeError> {
+        let start = self.pos;
+        match wire {
+            LEN => return self.len_delimited(),
+            VARINT => drop(self.varint()?),
+            FIXED64 => drop(self.take(8)?),
+            FIXED32 => drop(self.take(4)?),
+            _ => self.skip(number, wire, depth)?,
+        }
+        Ok(&self.buf[start..self.pos])
+    }
+
+    /// Reads past a field's value of wire type `wire` (a group up to its end).
+    pub(super) fn skip(&mut self, number: u32, wire: u8, depth: usize) -> Result<(), DecodeError> {
+        match wire {
+            VARINT => drop(self.varint()?),
+            FIXED64 => drop(self.take(8)?),
+            LEN => drop(self.len_delimited()?),
+            FIXED32 => drop(self.take(4)?),
+            START_GROUP if depth < MAX_DEPTH => loop {
+                match self.tag()? {
+                    (n, END_GROUP) if n == number => break,
+                    (_, END_GROUP) => return Err(format!("a group {number} ended by another's end")),
+                    (n, w) => self.skip(n, w, depth + 1)?,
+                }
+            },
+            START_GROUP => return Err(format!("groups nested deeper than {MAX_DEPTH}")),
+            w => return Err(format!("field {number}: wire type {w}")),
+        }
+        Ok(())
+    }
+}
