@@ -95,6 +95,11 @@ impl ProtobufColumns {
     }
 
     fn judge(&mut self, payload: &[u8]) -> Judged {
+        // A value of the file's own schema and message, the commonest: its header says so.
+        if let Some(schema) = self.schema.as_ref().filter(|s| payload.starts_with(&s.prefix)) {
+            let (id, at) = (schema.at.0, schema.prefix.len());
+            return self.decode(id, payload, &payload[at..]);
+        }
         let (id, body) = match split(payload) {
             Ok(framed) => framed,
             Err(e) => return Judged::Misfit(format!("value: {e}")),
@@ -132,7 +137,13 @@ impl ProtobufColumns {
                 return Judged::OtherSchema(why);
             }
         }
-        let schema = self.schema.as_ref().expect("the file's schema, chosen above");
+        self.decode(id, payload, bytes)
+    }
+
+    /// Decodes `payload`'s protobuf bytes `bytes` (of schema `id`, the message the file's holds) under
+    /// the file's message, into the batch's `value` column.
+    fn decode(&mut self, id: SchemaId, payload: &[u8], bytes: &[u8]) -> Judged {
+        let schema = self.schema.as_ref().expect("the file's schema, chosen before");
         let value = self.value.get_or_insert_with(|| {
             let mut value = Struct::new(struct_fields(&schema.message), &self.room);
             (0..self.batch.len()).for_each(|_| value.push_null());
