@@ -200,9 +200,10 @@ fn duplicate_key(keys: &mut [(usize, usize)], bytes: &[u8]) -> bool {
 }
 
 /// Appends one occurrence of a repeated field of `ty` (a packed run of scalars, or one item) to its
-/// items' column.
+/// items' column; `packs`: the field is written packed (`ProtoField::packs`).
 fn append_items(
     ty: &Proto,
+    packs: bool,
     wire: u8,
     value: &[u8],
     items: &mut Column,
@@ -211,8 +212,12 @@ fn append_items(
 ) -> Result<(), DecodeError> {
     let item_wire = wire_type(ty);
     if wire != LEN || item_wire == LEN {
+        // One item: encoders write a packed field's in a run.
+        scratch.canonical &= !packs;
         return append_value(ty, wire, value, items, scratch, depth);
     }
+    // A run: encoders write an unpacked field's items one by one, and no empty run.
+    scratch.canonical &= packs && !value.is_empty();
     let mut packed = Reader::new(value);
     while !packed.at_end() {
         let start = packed.pos;
@@ -306,7 +311,7 @@ fn append_field(
         (Kind::Repeated, _) => {
             let Column::List(list) = column else { unreachable!("a repeated field's column is a list") };
             for o in found {
-                append_items(&f.ty, o.wire, value(o), list.items(), scratch, depth)?;
+                append_items(&f.ty, f.packs(), o.wire, value(o), list.items(), scratch, depth)?;
             }
             list.close(true);
         }

@@ -3,7 +3,7 @@
 
 use super::super::arrow::append_absent;
 use super::{append_entry, append_items, append_value, default_bytes, duplicate_key, int32, Occurrence, Reader};
-use super::{wire_type, DecodeError, Kind, Proto, ProtoField, ProtoMessage, Scratch, LEN, VARINT};
+use super::{DecodeError, Kind, Proto, ProtoField, ProtoMessage, Scratch, VARINT};
 use crate::values::column::{Column, Struct};
 
 /// Appends a message whose fields come in the order they are declared, each singular one at most
@@ -85,13 +85,8 @@ pub(super) fn in_order(
                 append_value(&f.ty, wire, value, column, scratch, depth)
             }
             (Kind::Repeated, Column::List(list)) => {
-                // A packed field's items in one run, not empty; any other's one by one.
-                scratch.canonical &= match f.packs() {
-                    true => wire == LEN && !value.is_empty(),
-                    false => wire == wire_type(&f.ty),
-                };
                 open = Some(i);
-                append_items(&f.ty, wire, value, list.items(), scratch, depth)
+                append_items(&f.ty, f.packs(), wire, value, list.items(), scratch, depth)
             }
             (Kind::Map(key), Column::Map(map)) => {
                 open = Some(i);
