@@ -191,8 +191,9 @@ impl ProtobufColumns {
 
     /// Marks the rows of the batch that need not keep their bytes: values of the file's schema and
     /// message that its columns (`value`, the batch's) encode back to byte for byte, each encoded and
-    /// compared unless its bytes were told canonical when it was pushed. Should the columns not be the
-    /// message's (they are), every value keeps its bytes, which is always safe.
+    /// compared unless its bytes were told canonical when it was decoded into these very columns (then
+    /// it was marked when pushed). Should the columns not be the message's (they are), every value not
+    /// marked keeps its bytes.
     fn give_back(&mut self, value: &ArrayRef) {
         let Some(schema) = self.schema.as_ref().filter(|s| !s.message.fields.is_empty() && !self.values.keep_raw)
         else {

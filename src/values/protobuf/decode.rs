@@ -170,7 +170,7 @@ fn append_at(
         return Err(format!("messages nested deeper than {MAX_DEPTH}"));
     }
     // Encoders write fields by number: declared in another order, they are read in another.
-    scratch.canonical &= message.numbered_in_order;
+    scratch.canonical &= message.reads_canonical;
     if scratch.any_order {
         return append_any_order(message, bytes, s, scratch, depth);
     }

@@ -26,8 +26,11 @@ pub struct ProtoMessage {
     pub oneofs: usize,
     /// `(number, index in fields)`, by number: how a field on the wire finds its column.
     by_number: Arc<[(u32, usize)]>,
-    /// Whether the fields are declared in the order of their numbers (the order encoders write them in).
-    pub numbered_in_order: bool,
+    /// Whether reading a value tells whether its bytes are what `reencode` writes of its row
+    /// (`decode::Scratch::canonical`): its fields are declared in the order of their numbers (the order
+    /// encoders write them in), and every enum field without presence has a number 0 (what it reads
+    /// as when absent, which encoders leave out; proto3 requires one).
+    pub reads_canonical: bool,
 }
 
 impl ProtoMessage {
@@ -35,8 +38,12 @@ impl ProtoMessage {
         let mut by_number: Vec<(u32, usize)> = fields.iter().enumerate().map(|(i, f)| (f.number, i)).collect();
         by_number.sort_unstable();
         let oneofs = fields.iter().filter_map(|f| f.oneof).max().map_or(0, |last| last + 1);
-        let numbered_in_order = fields.windows(2).all(|pair| pair[0].number < pair[1].number);
-        Self { name, fields: fields.into(), oneofs, by_number: by_number.into(), numbered_in_order }
+        let zero = |f: &ProtoField| match (&f.kind, &f.ty) {
+            (Kind::Single, Proto::Enum(e)) => e.symbol(0).is_some(),
+            _ => true,
+        };
+        let reads_canonical = fields.windows(2).all(|pair| pair[0].number < pair[1].number) && fields.iter().all(zero);
+        Self { name, fields: fields.into(), oneofs, by_number: by_number.into(), reads_canonical }
     }
 
     /// The index of the field numbered `number`, if the message has one.

@@ -158,6 +158,7 @@ fn a_row_told_canonical_before_a_widening_in_its_batch_keeps_its_bytes() {
     let mut c = columns();
     let (v1, v2) = (value(1, V1, "id: 1"), value(2, V2, r#"id: 2 added: "new""#));
     assert!(c.push(0, Some(&v1), true));
+    assert!(!c.batch.keeps(0), "v1's row is told canonical as it is decoded");
     assert!(c.push(1, Some(&v2), true), "v2 holds v1: the file widens");
     let [_, raw, error] = c.take(&[]).unwrap();
     assert_eq!(error.null_count(), 2, "both fit");

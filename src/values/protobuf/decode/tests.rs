@@ -1,7 +1,7 @@
 //! The decoder's verdict on whether a value's bytes are what `reencode` writes of its row
 //! (`Scratch::canonical`): sure when it says so, and saying so of what serializers write.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -10,7 +10,7 @@ use super::{append_message, Scratch};
 use crate::values::column::{Room, Struct};
 use crate::values::protobuf::arrow::struct_fields;
 use crate::values::protobuf::tests::{as_serializers_would_not_write, as_serializers_write, message, reencode, ALL};
-use crate::values::protobuf::ProtoMessage;
+use crate::values::protobuf::{Kind, Proto, ProtoEnum, ProtoField, ProtoMessage};
 
 /// Whether `bytes` decode under `message` as `reencode` writes their row; `None`: they do not decode.
 fn canonical(message: &ProtoMessage, bytes: &[u8]) -> Option<bool> {
@@ -28,7 +28,8 @@ fn values_as_serializers_write_them_are_told_canonical() {
 }
 
 /// Bytes a serializer would write otherwise are not, each read after one that is (the verdict is the
-/// message's own), nor are a message's whose fields are declared out of number order.
+/// message's own), nor are those of a message whose fields are declared out of number order or whose
+/// enum field without presence has no number 0.
 #[test]
 fn bytes_serializers_would_write_otherwise_are_not() {
     let all = message(ALL, &[0]);
@@ -46,6 +47,12 @@ fn bytes_serializers_would_write_otherwise_are_not() {
     let declared = ProtoMessage::new(m.name.clone(), m.fields.iter().rev().cloned().collect());
     assert_eq!(canonical(&declared, &[0x10, 2, 0x08, 1]), Some(false), "fields declared out of number order");
     assert_eq!(canonical(&m, &[0x08, 1, 0x10, 2]), Some(true));
+    // An enum without presence and without a number 0 (proto3 requires one) reads as its lowest number
+    // when absent, which its row would write.
+    let e = Arc::new(ProtoEnum { name: "E".into(), values: vec![(1, "ONE".into())] });
+    let field =
+        ProtoField { name: "e".into(), number: 1, ty: Proto::Enum(e), kind: Kind::Single, oneof: None, packed: false };
+    assert_eq!(canonical(&ProtoMessage::new("M".into(), vec![field]), &[]), Some(false), "an enum without 0");
 }
 
 /// The values of `as_serializers_write`, made once (each is compiled from its schema's text).
