@@ -313,7 +313,7 @@ impl<T: ArrowNativeType> Primitive<T> {
         Self { ty: ty.clone(), values: Vec::with_capacity(rows), nulls: NullBufferBuilder::new(rows) }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, value: T) {
         self.values.push(value);
         self.nulls.append_non_null();

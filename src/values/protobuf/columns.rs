@@ -380,7 +380,7 @@ fn decode_values<'a>(
         match payload {
             Some(payload) => {
                 let bytes = body(payload).map_err(ColumnsError::Decode)?;
-                append_message(message, bytes, &mut value, scratch).map_err(ColumnsError::Decode)?;
+                append_message(message, bytes, &mut value, scratch).map_err(|e| ColumnsError::Decode(e.into()))?;
             }
             None => value.push_null(),
         }

@@ -17,13 +17,59 @@ use super::reencode::well_known_body;
 use super::{Kind, Proto, ProtoField, ProtoMessage};
 use crate::values::column::{Column, Struct};
 use in_order::in_order;
+pub(crate) use in_order::Step;
 use reader::Reader;
 
 mod in_order;
 mod reader;
 
-/// Why a value does not decode: where, and what was wrong.
-pub type DecodeError = String;
+/// Why a value does not decode: where, and what was wrong. One pointer wide, so that the decoder's
+/// results, made and checked for every field, fit in registers (a `String` sent each through memory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[expect(clippy::box_collection, reason = "a thin pointer: a `Box<str>` is two words")]
+pub struct DecodeError(Box<String>);
+
+impl DecodeError {
+    /// The same error, said of field `name`.
+    #[cold]
+    fn within(self, name: &str) -> Self {
+        Self(Box::new(format!("{name}: {}", self.0)))
+    }
+}
+
+impl From<String> for DecodeError {
+    #[cold]
+    fn from(why: String) -> Self {
+        Self(Box::new(why))
+    }
+}
+
+impl From<&str> for DecodeError {
+    #[cold]
+    fn from(why: &str) -> Self {
+        Self(Box::new(why.to_owned()))
+    }
+}
+
+impl From<DecodeError> for String {
+    fn from(e: DecodeError) -> Self {
+        *e.0
+    }
+}
+
+impl std::ops::Deref for DecodeError {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// Messages nested deeper than this are refused (a corrupt or hostile value must not exhaust the stack).
 const MAX_DEPTH: usize = 100;
@@ -93,14 +139,14 @@ fn micros(bytes: &[u8]) -> Result<i64, DecodeError> {
         match r.tag()? {
             (1, VARINT) => seconds = r.varint()? as i64,
             (2, VARINT) => nanos = i64::from(r.varint()? as i32),
-            (n @ (1 | 2), w) => return Err(format!("field {n} of wire type {w}, not a varint")),
+            (n @ (1 | 2), w) => return Err(format!("field {n} of wire type {w}, not a varint").into()),
             (n, w) => r.skip(n, w, 0)?,
         }
     }
     seconds
         .checked_mul(1_000_000)
         .and_then(|m| m.checked_add(nanos / 1000))
-        .ok_or_else(|| format!("{seconds} s is beyond what microseconds in 64 bits hold"))
+        .ok_or_else(|| format!("{seconds} s is beyond what microseconds in 64 bits hold").into())
 }
 
 /// One occurrence of a field in a message's bytes.
@@ -167,7 +213,7 @@ fn append_at(
     depth: usize,
 ) -> Result<(), DecodeError> {
     if depth > MAX_DEPTH {
-        return Err(format!("messages nested deeper than {MAX_DEPTH}"));
+        return Err(format!("messages nested deeper than {MAX_DEPTH}").into());
     }
     // Encoders write fields by number: declared in another order, they are read in another.
     scratch.canonical &= message.reads_canonical;
@@ -190,13 +236,13 @@ fn append_at(
 
 /// Whether two of a map's keys (where each is in `bytes`) are the same.
 fn duplicate_key(keys: &mut [(usize, usize)], bytes: &[u8]) -> bool {
-    match keys.len() {
-        0 | 1 => false,
-        _ => {
-            keys.sort_unstable_by(|a, b| bytes[a.0..a.1].cmp(&bytes[b.0..b.1]));
-            keys.windows(2).any(|pair| bytes[pair[0].0..pair[0].1] == bytes[pair[1].0..pair[1].1])
-        }
+    let key = |k: &(usize, usize)| &bytes[k.0..k.1];
+    // Keys often come in order (as a sorted map writes them): then none is the same as another.
+    if keys.len() < 2 || keys.windows(2).all(|pair| key(&pair[0]) < key(&pair[1])) {
+        return false;
     }
+    keys.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+    keys.windows(2).any(|pair| key(&pair[0]) == key(&pair[1]))
 }
 
 /// Appends one occurrence of a repeated field of `ty` (a packed run of scalars, or one item) to its
@@ -252,7 +298,7 @@ fn append_any_order(
         let n = rest.iter().take_while(|o| o.index == i).count();
         let (mine, next) = rest.split_at(n);
         rest = next;
-        append_field(f, bytes, mine, s.child(i), scratch, depth).map_err(|e| format!("{}: {e}", f.name))?;
+        append_field(f, bytes, mine, s.child(i), scratch, depth).map_err(|e| e.within(&f.name))?;
     }
     if message.fields.is_empty() {
         s.child(0).push_null();
@@ -277,14 +323,14 @@ fn scan(message: &ProtoMessage, bytes: &[u8], depth: usize, found: &mut Vec<Occu
         };
         let f = &message.fields[index];
         if is_message(f) && !once.first(index) {
-            return Err(format!("{}: a message field given twice (merging them is not supported)", f.name));
+            return Err(format!("{}: a message field given twice (merging them is not supported)", f.name).into());
         }
         if let Some(oneof) = f.oneof {
             if *members[oneof].get_or_insert(index) != index {
-                return Err(format!("{}: a second member of its oneof is set", f.name));
+                return Err(format!("{}: a second member of its oneof is set", f.name).into());
             }
         }
-        let value = r.value(number, wire, depth).map_err(|e| format!("{}: {e}", f.name))?;
+        let value = r.value(number, wire, depth).map_err(|e| e.within(&f.name))?;
         found.push(Occurrence { index, wire, start: r.pos - value.len(), end: r.pos });
     }
     Ok(())
@@ -321,7 +367,7 @@ fn append_field(
             keys.clear();
             for o in found {
                 let Column::Struct(entry) = map.items() else { unreachable!("a map's entries are structs") };
-                keys.push(append_entry(key, &f.ty, bytes, o, entry, scratch, depth)?);
+                append_entry((key, &f.ty), bytes, o, entry, &mut keys, scratch, depth)?;
             }
             let duplicate = duplicate_key(&mut keys, bytes);
             scratch.keys = keys;
@@ -335,38 +381,55 @@ fn append_field(
 }
 
 /// Appends one map entry (occurrence `o` of a map field, its keys of `key` and values of `ty`) to
-/// `entry`; where its key's bytes are in `bytes` (none: the entry has no key, the default).
+/// `entry`, and where its key's bytes are in `bytes` to `keys` (none: the entry has no key, the
+/// default).
 fn append_entry(
-    key: &Proto,
-    ty: &Proto,
+    (key, ty): (&Proto, &Proto),
     bytes: &[u8],
     o: &Occurrence,
     entry: &mut Struct,
+    keys: &mut Vec<(usize, usize)>,
     scratch: &mut Scratch,
     depth: usize,
-) -> Result<(usize, usize), DecodeError> {
+) -> Result<(), DecodeError> {
     if o.wire != LEN {
-        return Err(format!("a map entry of wire type {}", o.wire));
+        return Err(format!("a map entry of wire type {}", o.wire).into());
     }
-    let (mut k, mut v) = (None, None);
     let mut e = Reader::new(&bytes[o.start..o.end]);
+    let at = |e: &Reader, span: &[u8], wire| (wire, o.start + e.pos - span.len(), o.start + e.pos);
     // Encoders write an entry's key, then its value, both whatever they hold, and nothing else.
-    let mut fields = 0;
-    while !e.at_end() {
-        let (number, wire) = e.tag()?;
-        fields += 1;
-        scratch.canonical &= number == fields;
-        let span = e.value(number, wire, depth)?;
-        let at = (wire, o.start + e.pos - span.len(), o.start + e.pos);
-        let (earlier, ty, child) = match number {
-            1 => (k.replace(at), key, 0),
-            2 => (v.replace(at), ty, 1),
-            _ => continue,
-        };
-        // The last wins; an earlier one must decode too.
-        if let Some((wire, start, end)) = earlier {
-            decode_overridden(ty, wire, &bytes[start..end], entry.child(child), scratch, depth)?;
+    let (key_wire, value_wire) = (wire_type(key), wire_type(ty));
+    let (mut k, mut v) = (None, None);
+    if e.varint() == Ok(8 | u64::from(key_wire)) {
+        if let Ok(span) = e.value(1, key_wire, depth) {
+            k = Some(at(&e, span, key_wire));
+            if e.varint() == Ok(16 | u64::from(value_wire)) {
+                if let Ok(span) = e.value(2, value_wire, depth) {
+                    v = Some(at(&e, span, value_wire));
+                }
+            }
         }
+    }
+    if v.is_none() || !e.at_end() {
+        // Read again, field by field.
+        (k, v, e) = (None, None, Reader::new(&bytes[o.start..o.end]));
+        let mut fields = 0;
+        while !e.at_end() {
+            let (number, wire) = e.tag()?;
+            fields += 1;
+            scratch.canonical &= number == fields;
+            let span = e.value(number, wire, depth)?;
+            let (earlier, ty, child) = match number {
+                1 => (k.replace(at(&e, span, wire)), key, 0),
+                2 => (v.replace(at(&e, span, wire)), ty, 1),
+                _ => continue,
+            };
+            // The last wins; an earlier one must decode too.
+            if let Some((wire, start, end)) = earlier {
+                decode_overridden(ty, wire, &bytes[start..end], entry.child(child), scratch, depth)?;
+            }
+        }
+        scratch.canonical &= fields == 2;
     }
     match k {
         Some((wire, start, end)) => append_value(key, wire, &bytes[start..end], entry.child(0), scratch, depth)?,
@@ -380,9 +443,10 @@ fn append_entry(
         }
         (None, _) => append_default(ty, entry.child(1)),
     }
-    scratch.canonical &= fields == 2 && e.shortest;
+    scratch.canonical &= e.shortest;
     entry.close(true);
-    Ok(k.map_or((o.start, o.start), |(_, start, end)| (start, end)))
+    keys.push(k.map_or((o.start, o.start), |(_, start, end)| (start, end)));
+    Ok(())
 }
 
 /// Appends one value of `ty` written with wire type `wire`, whose bytes (a length-delimited one's
@@ -418,7 +482,7 @@ fn append_other(
     depth: usize,
 ) -> Result<(), DecodeError> {
     if wire != wire_type(ty) {
-        return Err(format!("wire type {wire}, which the schema's type does not have"));
+        return Err(format!("wire type {wire}, which the schema's type does not have").into());
     }
     let mut r = Reader::new(value);
     match (ty, column) {

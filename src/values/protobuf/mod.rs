@@ -31,6 +31,9 @@ pub struct ProtoMessage {
     /// encoders write them in), and every enum field without presence has a number 0 (what it reads
     /// as when absent, which encoders leave out; proto3 requires one).
     pub reads_canonical: bool,
+    /// Each field's tag as encoders write it and how a value with that tag is read
+    /// (`decode::Step`), in the order of `fields`.
+    pub(crate) steps: Arc<[decode::Step]>,
 }
 
 impl ProtoMessage {
@@ -43,7 +46,8 @@ impl ProtoMessage {
             _ => true,
         };
         let reads_canonical = fields.windows(2).all(|pair| pair[0].number < pair[1].number) && fields.iter().all(zero);
-        Self { name, fields: fields.into(), oneofs, by_number: by_number.into(), reads_canonical }
+        let steps = fields.iter().map(decode::Step::new).collect();
+        Self { name, fields: fields.into(), oneofs, by_number: by_number.into(), reads_canonical, steps }
     }
 
     /// The index of the field numbered `number`, if the message has one.

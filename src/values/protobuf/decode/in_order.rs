@@ -1,10 +1,49 @@
 //! The common case of a message's bytes: its fields in the order they are declared, read and appended
-//! in one pass (no list of where each field is, as a message in any order needs).
+//! in one pass (no list of where each field is, as a message in any order needs). A field written with
+//! the tag encoders give it (its [`Step`]) is read by what it is, at once; any other the general way.
 
 use super::super::arrow::append_absent;
-use super::{append_entry, append_items, append_value, default_bytes, duplicate_key, int32, Occurrence, Reader};
-use super::{DecodeError, Kind, Proto, ProtoField, ProtoMessage, Scratch, VARINT};
+use super::reader::split_tag;
+use super::{append_at, append_entry, append_items, append_value, default_bytes, duplicate_key, int32, Occurrence};
+use super::{wire_type, DecodeError, Kind, Proto, ProtoField, ProtoMessage, Reader, Scratch, LEN};
 use crate::values::column::{Column, Struct};
+
+/// How a field is read when its tag is the one encoders write it with: its number and the wire type of
+/// its type (a packed field's: a run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    tag: u64,
+    op: Op,
+}
+
+/// What is done with a field's value, its tag as expected: the commonest types read at once (a
+/// singular number, double, string or message; a repeated message's item), any other the general way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Int64,
+    Int32,
+    Double,
+    String,
+    Message,
+    Items,
+    Other,
+}
+
+impl Step {
+    pub fn new(f: &ProtoField) -> Self {
+        let wire = if f.packs() || matches!(f.kind, Kind::Map(_)) { LEN } else { wire_type(&f.ty) };
+        let op = match (&f.kind, &f.ty) {
+            (Kind::Single | Kind::Optional, Proto::Int64) => Op::Int64,
+            (Kind::Single | Kind::Optional, Proto::Int32) => Op::Int32,
+            (Kind::Single | Kind::Optional, Proto::Double) => Op::Double,
+            (Kind::Single | Kind::Optional, Proto::String) => Op::String,
+            (Kind::Single | Kind::Optional, Proto::Message(_)) => Op::Message,
+            (Kind::Repeated, Proto::Message(_)) => Op::Items,
+            _ => Op::Other,
+        };
+        Self { tag: (u64::from(f.number) << 3) | u64::from(wire), op }
+    }
+}
 
 /// Appends a message whose fields come in the order they are declared, each singular one at most
 /// once and the items of each repeated one back to back (as protobuf's encoders write them), in one
@@ -21,19 +60,26 @@ pub(super) fn in_order(
     if message.oneofs > 64 {
         return Ok(false);
     }
+    let steps = &message.steps;
     let (mut r, mut next, mut open, mut oneofs) = (Reader::new(bytes), 0, None, 0u64);
     // The open map field's keys (held here: the messages within it use the scratch's too).
     let mut keys = std::mem::take(&mut scratch.keys);
     while !r.at_end() {
-        let (number, wire) = r.tag()?;
+        let tag = r.varint()?;
         // Most often the open field again or the next one declared; any other is looked up.
-        let numbered = |j: &usize| message.fields.get(*j).is_some_and(|f| f.number == number);
-        let found = open.filter(numbered).or_else(|| Some(next).filter(numbered)).or_else(|| message.index(number));
-        let Some(i) = found else {
-            // A field the message lacks, which its row does not give back.
-            scratch.canonical = false;
-            r.skip(number, wire, depth)?;
-            continue;
+        let expected = |j: &usize| steps.get(*j).is_some_and(|step| step.tag == tag);
+        let i = match open.filter(expected).or_else(|| Some(next).filter(expected)) {
+            Some(i) => i,
+            None => {
+                let (number, wire) = split_tag(tag)?;
+                let Some(i) = message.index(number) else {
+                    // A field the message lacks, which its row does not give back.
+                    scratch.canonical = false;
+                    r.skip(number, wire, depth)?;
+                    continue;
+                };
+                i
+            }
         };
         let f = &message.fields[i];
         if open != Some(i) {
@@ -59,25 +105,16 @@ pub(super) fn in_order(
             // A packed field's second run (encoders write one).
             scratch.canonical &= !f.packs();
         }
-        // A singular varint number, the commonest field: read once, where it is, not delimited first.
-        if wire == VARINT && matches!(f.kind, Kind::Single | Kind::Optional) {
-            match (&f.ty, s.child(i)) {
-                (Proto::Int64, Column::Int64(c)) => {
-                    let v = r.varint().map_err(|e| format!("{}: {e}", f.name))?;
-                    scratch.canonical &= v != 0 || f.kind == Kind::Optional;
-                    c.push(v as i64);
-                    continue;
-                }
-                (Proto::Int32, Column::Int32(c)) => {
-                    let v = r.varint().map_err(|e| format!("{}: {e}", f.name))?;
-                    scratch.canonical &= v != 0 || f.kind == Kind::Optional;
-                    c.push(int32(v, scratch));
-                    continue;
-                }
-                _ => {}
+        let step = steps[i];
+        if step.tag == tag && step.op != Op::Other {
+            if step.op == Op::Items {
+                open = Some(i);
             }
+            append_step(step.op, f, &mut r, s.child(i), scratch, depth).map_err(|e| e.within(&f.name))?;
+            continue;
         }
-        let value = r.value(number, wire, depth).map_err(|e| format!("{}: {e}", f.name))?;
+        let wire = (tag & 7) as u8;
+        let value = r.value(f.number, wire, depth).map_err(|e| e.within(&f.name))?;
         let appended = match (&f.kind, s.child(i)) {
             (Kind::Single | Kind::Optional, column) => {
                 // A field without presence holding its default is left out by encoders.
@@ -92,11 +129,11 @@ pub(super) fn in_order(
                 open = Some(i);
                 let Column::Struct(entry) = map.items() else { unreachable!("a map's entries are structs") };
                 let o = Occurrence { index: i, wire, start: r.pos - value.len(), end: r.pos };
-                append_entry(key, &f.ty, bytes, &o, entry, scratch, depth).map(|key| keys.push(key))
+                append_entry((key, &f.ty), bytes, &o, entry, &mut keys, scratch, depth)
             }
             (kind, _) => unreachable!("the column made for a {kind:?} field is of its Arrow type"),
         };
-        appended.map_err(|e| format!("{}: {e}", f.name))?;
+        appended.map_err(|e| e.within(&f.name))?;
     }
     if let Some(o) = open {
         close_open(&message.fields[o], bytes, s.child(o), &mut keys)?;
@@ -111,6 +148,59 @@ pub(super) fn in_order(
     Ok(true)
 }
 
+/// Reads and appends the value of field `f`, written with the tag its step expects, by what `op` says
+/// (not `Op::Other`); a field without presence holding its default is left out by encoders.
+#[inline(always)]
+fn append_step(
+    op: Op,
+    f: &ProtoField,
+    r: &mut Reader,
+    column: &mut Column,
+    scratch: &mut Scratch,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    let presence = f.kind == Kind::Optional;
+    match (op, column) {
+        (Op::Int64, Column::Int64(c)) => {
+            let v = r.varint()?;
+            scratch.canonical &= presence || v != 0;
+            c.push(v as i64);
+        }
+        (Op::Int32, Column::Int32(c)) => {
+            let v = r.varint()?;
+            scratch.canonical &= presence || v != 0;
+            c.push(int32(v, scratch));
+        }
+        (Op::Double, Column::Float64(c)) => {
+            let v = r.fixed::<8>()?;
+            scratch.canonical &= presence || v != [0; 8];
+            c.push(f64::from_le_bytes(v));
+        }
+        (Op::String, Column::Utf8(c)) => {
+            let v = r.len_delimited()?;
+            scratch.canonical &= presence || !v.is_empty();
+            match scratch.unchecked {
+                true => c.push_unchecked(v),
+                false => c.push(crate::values::utf8(v)?),
+            }
+        }
+        (Op::Message, Column::Struct(s)) => {
+            let Proto::Message(message) = &f.ty else { unreachable!("a message field's type is a message") };
+            let v = r.len_delimited()?;
+            scratch.canonical &= presence || !v.is_empty();
+            append_at(message, v, s, scratch, depth + 1)?;
+        }
+        (Op::Items, Column::List(list)) => {
+            let (Proto::Message(message), Column::Struct(s)) = (&f.ty, list.items()) else {
+                unreachable!("a repeated message's items are structs")
+            };
+            append_at(message, r.len_delimited()?, s, scratch, depth + 1)?;
+        }
+        (op, _) => unreachable!("the column made for a field read by {op:?} is of its Arrow type"),
+    }
+    Ok(())
+}
+
 /// Ends the row of a repeated or map field `f` whose items were appended (a map's `keys`, where each is
 /// in `bytes`, must differ).
 fn close_open(
@@ -122,7 +212,7 @@ fn close_open(
     match column {
         Column::Map(map) => {
             if duplicate_key(keys, bytes) {
-                return Err(format!("{}: a map key given twice", f.name));
+                return Err(format!("{}: a map key given twice", f.name).into());
             }
             map.close(true);
         }

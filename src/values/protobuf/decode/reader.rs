@@ -50,7 +50,7 @@ impl<'a> Reader<'a> {
         Err("a number beyond 64 bits".into())
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
         let end = end.ok_or_else(|| format!("ends after {} bytes, {n} more needed", self.buf.len()))?;
@@ -59,7 +59,7 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn fixed<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         Ok(self.take(N)?.try_into().expect("N bytes"))
     }
@@ -73,10 +73,7 @@ impl<'a> Reader<'a> {
     /// A field's number and wire type.
     #[inline]
     pub(super) fn tag(&mut self) -> Result<(u32, u8), DecodeError> {
-        let tag = self.varint()?;
-        let number = u32::try_from(tag >> 3).ok().filter(|n| (1..=536_870_911).contains(n));
-        let number = number.ok_or_else(|| format!("a field number of {}", tag >> 3))?;
-        Ok((number, (tag & 7) as u8))
+        split_tag(self.varint()?)
     }
 
     /// A field's value of wire type `wire`: its bytes (a length-delimited one's without its length).
@@ -103,13 +100,21 @@ impl<'a> Reader<'a> {
             START_GROUP if depth < MAX_DEPTH => loop {
                 match self.tag()? {
                     (n, END_GROUP) if n == number => break,
-                    (_, END_GROUP) => return Err(format!("a group {number} ended by another's end")),
+                    (_, END_GROUP) => return Err(format!("a group {number} ended by another's end").into()),
                     (n, w) => self.skip(n, w, depth + 1)?,
                 }
             },
-            START_GROUP => return Err(format!("groups nested deeper than {MAX_DEPTH}")),
-            w => return Err(format!("field {number}: wire type {w}")),
+            START_GROUP => return Err(format!("groups nested deeper than {MAX_DEPTH}").into()),
+            w => return Err(format!("field {number}: wire type {w}").into()),
         }
         Ok(())
     }
+}
+
+/// A tag's field number and wire type.
+#[inline]
+pub(super) fn split_tag(tag: u64) -> Result<(u32, u8), DecodeError> {
+    let number = u32::try_from(tag >> 3).ok().filter(|n| (1..=536_870_911).contains(n));
+    let number = number.ok_or_else(|| format!("a field number of {}", tag >> 3))?;
+    Ok((number, (tag & 7) as u8))
 }
