@@ -8,7 +8,7 @@
 //! have, or does not decode by its schema is a misfit: a null `value`, its bytes in `value_raw`, the
 //! reason in `value_error`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
@@ -35,7 +35,7 @@ struct FileSchema {
     /// The schema's text, for the file's footer (without it, every value keeps its bytes).
     text: Option<Arc<str>>,
     /// The IDs seen in the file, and how each one's values are read.
-    ids: HashMap<SchemaId, Fit>,
+    ids: BTreeMap<SchemaId, Fit>,
 }
 
 /// How values written with a schema are read by the file's.
@@ -133,27 +133,10 @@ impl AvroColumns {
             Ok(framed) => framed,
             Err(e) => return Judged::Misfit(format!("value: {e}")),
         };
-        let fields = match self.avro.schemas.avro(id) {
-            None => return Judged::Misfit(format!("value: schema {id} was not fetched from the registry")),
-            Some(Err(why)) => return Judged::Misfit(format!("value: schema {id}: {why}")),
-            Some(Ok(fields)) => fields,
-        };
-        if self.placeholder {
-            return Judged::OtherSchema(id, "this file has no schema".into());
-        }
-        let file = match &mut self.schema {
-            Some(file) => file,
-            None => self.schema.insert(first_schema(&self.avro, id, &fields)),
-        };
-        if let Fit::Other(why) = file.ids.entry(id).or_insert_with(|| fit(&fields, &file.fields)) {
-            let why = why.clone();
-            if !Resolution::new(&file.fields, &fields).is_ok_and(|r| r.skips.is_empty()) {
-                return Judged::OtherSchema(id, why);
-            }
-            // A newer version that holds the file's schema whole: it becomes the file's schema.
-            self.avro.successors.note(file.id, id);
-            if !self.widen_to(id, &fields) {
-                return Judged::OtherSchema(id, why);
+        // A value of the file's own schema, the commonest, once one was seen: its schema is not looked up.
+        if !self.schema.as_ref().is_some_and(|file| file.id == id && file.ids.contains_key(&id)) {
+            if let Err(judged) = self.admit(id) {
+                return judged;
             }
         }
         let file = self.schema.as_ref().expect("the file's schema, chosen above");
@@ -173,6 +156,35 @@ impl AvroColumns {
         }
     }
 
+    /// Makes the file hold values of schema `id`: its schema looked up, the file's chosen by the first,
+    /// a newer version that holds the file's whole made the file's; or how this value is judged instead.
+    fn admit(&mut self, id: SchemaId) -> Result<(), Judged> {
+        let fields = match self.avro.schemas.avro(id) {
+            None => return Err(Judged::Misfit(format!("value: schema {id} was not fetched from the registry"))),
+            Some(Err(why)) => return Err(Judged::Misfit(format!("value: schema {id}: {why}"))),
+            Some(Ok(fields)) => fields,
+        };
+        if self.placeholder {
+            return Err(Judged::OtherSchema(id, "this file has no schema".into()));
+        }
+        let file = match &mut self.schema {
+            Some(file) => file,
+            None => self.schema.insert(first_schema(&self.avro, id, &fields)),
+        };
+        if let Fit::Other(why) = file.ids.entry(id).or_insert_with(|| fit(&fields, &file.fields)) {
+            let why = why.clone();
+            if !Resolution::new(&file.fields, &fields).is_ok_and(|r| r.skips.is_empty()) {
+                return Err(Judged::OtherSchema(id, why));
+            }
+            // A newer version that holds the file's schema whole: it becomes the file's schema.
+            self.avro.successors.note(file.id, id);
+            if !self.widen_to(id, &fields) {
+                return Err(Judged::OtherSchema(id, why));
+            }
+        }
+        Ok(())
+    }
+
     /// Makes schema `id` (`fields`, which holds the file's schema whole) the file's schema, if every
     /// schema whose values the file holds fits it too; the rows taken so far are then widened into it
     /// (`rewrite`). Whether it did.
@@ -182,7 +194,7 @@ impl AvroColumns {
         if self.taken.as_ref().is_some_and(|(_, taken)| matches!(fit(taken, fields), Fit::Other(_))) {
             return false;
         }
-        let mut ids = HashMap::with_capacity(file.ids.len());
+        let mut ids = BTreeMap::new();
         for (seen, held) in &file.ids {
             let now = match self.avro.schemas.avro(*seen) {
                 Some(Ok(writer)) => fit(&writer, fields),
@@ -386,7 +398,7 @@ fn first_schema(avro: &AvroValues, id: SchemaId, fields: &AvroRecord) -> FileSch
     });
     let (id, fields) = newest.unwrap_or_else(|| (id, fields.clone()));
     let text = avro.schemas.text(id);
-    FileSchema { id, record: Avro::Record(fields.clone()), fields, text, ids: HashMap::new() }
+    FileSchema { id, record: Avro::Record(fields.clone()), fields, text, ids: BTreeMap::new() }
 }
 
 /// How the file's schema (`reader`) holds values written with `writer`.
