@@ -12,7 +12,7 @@ use arrow_array::types::{Int64Type, TimestampMillisecondType};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::arrow::ProjectionMask;
 use parquet::basic::{Compression as PqCompression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -30,10 +30,12 @@ mod dictionary;
 mod given_back;
 mod incompressible;
 mod learned;
+mod parallel;
 mod row_groups;
 
 use builders::Builders;
 pub use learned::LearnedColumns;
+use parallel::ColumnsWriter;
 use row_groups::row_group_metadata;
 pub(super) use row_groups::{MAX_SHRUNK_ROW_GROUPS, ROW_GROUP_METADATA_PER_COLUMN};
 
@@ -100,7 +102,7 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
 
 pub struct ParquetEncoder {
     /// Created with the first batch (whose schema may be inferred); until then, what it needs.
-    writer: Option<ArrowWriter<Spool>>,
+    writer: Option<ColumnsWriter<Spool>>,
     waiting: Option<Spool>,
     props: WriterProperties,
     builders: Builders,
@@ -187,7 +189,7 @@ impl ParquetEncoder {
                 Some(writer) => writer,
                 None => {
                     let spool = self.waiting.take().expect("a writer or its spool");
-                    self.writer.insert(ArrowWriter::try_new(spool, batch.schema(), Some(self.props.clone()))?)
+                    self.writer.insert(ColumnsWriter::try_new(spool, batch.schema(), self.props.clone())?)
                 }
             };
             writer.write(&batch)?;
@@ -213,7 +215,7 @@ impl ParquetEncoder {
         let fresh = old.inner().sibling();
         let written = old.into_inner()?.seal()?;
         let batches = ParquetRecordBatchReaderBuilder::try_new(written.reader()?)?.build()?;
-        let mut writer = ArrowWriter::try_new(fresh, schema.clone(), Some(self.props.clone()))?;
+        let mut writer = ColumnsWriter::try_new(fresh, schema.clone(), self.props.clone())?;
         let typed = [
             (&self.builders.value, [VALUE_FIELD, VALUE_RAW, VALUE_ERROR]),
             (&self.builders.key, ["key", KEY_RAW, KEY_ERROR]),
