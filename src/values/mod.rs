@@ -4,6 +4,7 @@
 
 pub(crate) mod arrow;
 pub mod avro;
+pub(crate) mod bytes;
 pub mod column;
 pub(crate) mod columns;
 pub(crate) mod infer;

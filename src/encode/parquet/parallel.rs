@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::num::NonZeroUsize;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -27,6 +27,13 @@ pub const ENCODE_THREADS: usize = 4;
 /// second thread gained no records/s and cost 11 % more CPU per GB; where cores are to spare it
 /// encodes a typed batch 1.3-1.4 x as fast.
 const CORES_FOR_CONSUMING: usize = 1;
+
+/// How many threads a file's batches are encoded on, found once (the cores are read from the
+/// process's cgroup: files, which every new file would read again).
+static THREADS: LazyLock<usize> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    cores.saturating_sub(CORES_FOR_CONSUMING).clamp(1, ENCODE_THREADS)
+});
 
 /// The row group being written: a writer per leaf column, and the rows they took.
 struct RowGroup {
@@ -56,8 +63,7 @@ impl<W: Write + Send> ColumnsWriter<W> {
     /// A writer of batches of `schema` to `out`, by `props`, on as many threads as the machine has
     /// cores but one ([`CORES_FOR_CONSUMING`]), up to [`ENCODE_THREADS`].
     pub fn try_new(out: W, schema: SchemaRef, props: WriterProperties) -> Result<Self> {
-        let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-        Self::with_threads(out, schema, props, cores.saturating_sub(CORES_FOR_CONSUMING).clamp(1, ENCODE_THREADS))
+        Self::with_threads(out, schema, props, *THREADS)
     }
 
     /// A writer on `threads` threads (1: the caller's alone).

@@ -10,6 +10,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit as ArrowUnit};
 
 use super::{Avro, AvroField};
 use crate::values::arrow::placeholder_fields;
+use crate::values::bytes;
 use crate::values::column::{Column, List, Strings, Struct};
 use crate::values::{is_uuid, TimeUnit};
 
@@ -105,11 +106,7 @@ impl<'a> Reader<'a> {
 
     #[inline(always)]
     pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
-        let end = end.ok_or_else(|| format!("ends after {} bytes, {n} more needed", self.buf.len()))?;
-        let out = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(out)
+        bytes::take(self.buf, &mut self.pos, n).ok_or_else(|| bytes::missing(self.buf.len(), n))
     }
 
     /// A zig-zag varint.
@@ -121,27 +118,12 @@ impl<'a> Reader<'a> {
         Ok((value >> 1) as i64 ^ -((value & 1) as i64))
     }
 
-    /// A varint's bytes after its first (`first`, which says more follow): at most 10 in all, the tenth
-    /// holding only bit 63.
+    /// A varint's bytes after its first (`first`, which says more follow); one padded with a last
+    /// zero byte is not canonical.
     fn long_rest(&mut self, first: u8) -> Result<u64, DecodeError> {
-        let mut value = u64::from(first & 0x7f);
-        let mut shift = 7;
-        loop {
-            let byte = *self.buf.get(self.pos).ok_or("ends inside a number")?;
-            self.pos += 1;
-            if shift == 63 && byte > 1 {
-                return Err("a number beyond 64 bits".into());
-            }
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                // A last byte of zero is padding: not the shortest form.
-                if byte == 0 {
-                    self.canonical = false;
-                }
-                return Ok(value);
-            }
-            shift += 7;
-        }
+        let (value, shortest) = bytes::varint_rest(self.buf, &mut self.pos, first)?;
+        self.canonical &= shortest;
+        Ok(value)
     }
 
     #[inline(always)]

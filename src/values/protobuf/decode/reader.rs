@@ -1,6 +1,8 @@
 //! The bytes of one message, read front to back: varints (noting any not in its fewest bytes), tags,
 //! lengths, and values of each wire type.
 
+use crate::values::bytes;
+
 use super::{DecodeError, END_GROUP, FIXED32, FIXED64, LEN, MAX_DEPTH, START_GROUP, VARINT};
 
 /// The bytes of one message, read front to back.
@@ -33,30 +35,16 @@ impl<'a> Reader<'a> {
     }
 
     fn varint_rest(&mut self) -> Result<u64, DecodeError> {
-        let mut value = 0u64;
-        for shift in (0..70).step_by(7) {
-            let byte = *self.buf.get(self.pos).ok_or("ends inside a number")?;
-            self.pos += 1;
-            if shift == 63 && byte > 1 {
-                return Err("a number beyond 64 bits".into());
-            }
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                // A last byte of zero after others: a longer form than the number needs.
-                self.shortest &= byte != 0;
-                return Ok(value);
-            }
-        }
-        Err("a number beyond 64 bits".into())
+        let first = *self.buf.get(self.pos).ok_or("ends inside a number")?;
+        self.pos += 1;
+        let (value, shortest) = bytes::varint_rest(self.buf, &mut self.pos, first)?;
+        self.shortest &= shortest;
+        Ok(value)
     }
 
     #[inline(always)]
     pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
-        let end = end.ok_or_else(|| format!("ends after {} bytes, {n} more needed", self.buf.len()))?;
-        let out = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(out)
+        bytes::take(self.buf, &mut self.pos, n).ok_or_else(|| bytes::missing(self.buf.len(), n).into())
     }
 
     #[inline(always)]
