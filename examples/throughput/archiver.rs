@@ -47,6 +47,9 @@ pub struct ArchiverRun {
     pub seconds: f64,
     /// From its partitions recovered (start-up, group join and recovery done) to the same.
     pub steady_seconds: f64,
+    /// From its partitions recovered to its pipeline having taken every record (decoded and encoded, the
+    /// last files not yet rolled: they roll by age within a second): the rate it keeps up with.
+    pub taken_seconds: Option<f64>,
     /// CPU seconds of the whole process, from its start until every record is archived (read before it
     /// is stopped).
     pub cpu_seconds: f64,
@@ -82,6 +85,7 @@ impl ArchiverRun {
             values,
             seconds: self.seconds,
             steady_seconds: Some(self.steady_seconds),
+            taken_seconds: self.taken_seconds,
             cpu_seconds: self.cpu_seconds,
             peak_rss_kib: Some(self.peak_rss_kib),
         }
@@ -93,10 +97,11 @@ impl ArchiverRun {
         let busiest: Vec<String> = self.threads.iter().take(5).map(|(name, s)| format!("{name} {s:.1}s")).collect();
         format!(
             "{:.1}s from start to all objects durable (incl. the last file's 1s roll-age), {:.1}s of them from \
-             partitions recovered, the first durable {:.1}s from start{table}; exit {}; {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
+             partitions recovered, every record taken {} after those, the first durable {:.1}s from start{table}; exit {}; {}; CPU by thread: {}; files by roll reason: {:?}; fetch paused {} \
              times; files spooled to disk {}; shrinks {}; held back for room {}s; log {}",
             self.seconds,
             self.steady_seconds,
+            self.taken_seconds.map_or("?".into(), |s| format!("{s:.1}s")),
             self.first_durable,
             self.status,
             self.machine,
@@ -160,12 +165,14 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
         std::env::temp_dir().join(format!("bench-{}-{}-{target:?}.log", std::process::id(), bench.values.name()));
     let log = std::fs::File::create(&log_path).unwrap();
     let group = format!("bench-archiver-{}-{target:?}", std::process::id());
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let machine_at_launch = MachineCpu::now();
     let mut child = Command::new(&exe)
         .args(["run", "--brokers", &bench.brokers, "--group", &group, "--topic", &bench.topic])
         .args(&dest)
         .args(bench.budget.iter().flat_map(|b| ["--max-buffer-bytes", b]))
         .args(["--roll-bytes", "16MiB", "--roll-age", "1s"])
+        .args(["--metrics-addr", &metrics.to_string()])
         .args(bench.archiver_args.split_whitespace())
         .args(["--kafka", "session.timeout.ms=3000", "--kafka", "heartbeat.interval.ms=500"])
         .arg("--spool-dir")
@@ -188,7 +195,8 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
     }
     let t0 = Instant::now();
     let catalog = spool.path().join("catalog.db");
-    let watched = watch(bench, target, (store, &catalog), child.id(), &log_path, (launched, t0)).await;
+    let run = (child.id(), metrics);
+    let watched = watch(bench, target, (store, &catalog), run, &log_path, (launched, t0)).await;
     let steady_seconds = watched.archived;
     let seconds = steady_seconds + (t0 - launched).as_secs_f64();
     let peak = watched.peak_rss_kib.max(peak_rss_kib(child.id()));
@@ -209,6 +217,7 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
     ArchiverRun {
         seconds,
         steady_seconds,
+        taken_seconds: watched.taken,
         cpu_seconds: cpu,
         machine,
         threads,
@@ -229,6 +238,8 @@ pub async fn archiver(bench: &Bench, target: Target) -> ArchiverRun {
 struct Watched {
     /// From its partitions recovered until every record was durable.
     archived: f64,
+    /// From its partitions recovered until its pipeline had taken every record (its metrics said so).
+    taken: Option<f64>,
     /// From its start until its first object was durable.
     first_durable: f64,
     /// With a table: from every record durable until the table held them all.
@@ -238,13 +249,13 @@ struct Watched {
 
 /// Watches the archiver process `pid` until every record is durable (and in the table, with one),
 /// following its log: an object is logged once it is durable. Listing the store instead would take the
-/// store's CPU from the run; one listing at the end checks it. `(launched, t0)`: when the process
-/// started and when its partitions were recovered.
+/// store's CPU from the run; one listing at the end checks it. Its metrics tell when its pipeline has
+/// taken every record. `(launched, t0)`: when the process started and when its partitions were recovered.
 async fn watch(
     bench: &Bench,
     target: Target,
     (store, catalog): (Arc<dyn ObjectStore>, &std::path::Path),
-    pid: u32,
+    (pid, metrics): (u32, std::net::SocketAddr),
     log_path: &std::path::Path,
     (launched, t0): (Instant, Instant),
 ) -> Watched {
@@ -252,8 +263,11 @@ async fn watch(
         .then(|| SqlCatalog::sqlite(catalog, "default", store.clone()).expect("the catalog"));
     let mut uploads = UploadLog::open(log_path);
     let (mut peak_rss_kib, mut polls) = (0, 0u32);
-    let (mut archived, mut first_durable) = (None, None);
+    let (mut archived, mut first_durable, mut taken) = (None, None, None);
     loop {
+        if taken.is_none() && records_taken(metrics).is_some_and(|n| n >= bench.records as u64) {
+            taken = Some(t0.elapsed().as_secs_f64());
+        }
         if polls.is_multiple_of(5) {
             peak_rss_kib = peak_rss_kib.max(measure::peak_rss_kib(pid));
         }
@@ -276,12 +290,22 @@ async fn watch(
             };
             if let Some(table_lag) = table_lag {
                 let first_durable = first_durable.expect("an object durable");
-                return Watched { archived, first_durable, table_lag, peak_rss_kib };
+                return Watched { archived, taken, first_durable, table_lag, peak_rss_kib };
             }
         }
         assert!(t0.elapsed() < Duration::from_secs(900), "archiver did not finish: see {}", log_path.display());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The records the archiver's pipeline has taken so far, by its metrics at `addr`.
+fn records_taken(addr: std::net::SocketAddr) -> Option<u64> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.lines().find_map(|l| l.strip_prefix("ksa_records_consumed_total ")).and_then(|n| n.trim().parse().ok())
 }
 
 /// Whether the bench topic's table records every partition's position past its last offset.

@@ -139,6 +139,8 @@ struct Row {
     seconds: f64,
     /// From its start-up done (its first record, its partitions recovered) to the last record.
     steady_seconds: Option<f64>,
+    /// The archiver's: from its start-up done to its pipeline having taken the last record.
+    taken_seconds: Option<f64>,
     cpu_seconds: f64,
     peak_rss_kib: Option<u64>,
 }
@@ -164,6 +166,7 @@ impl Row {
             values,
             seconds: started.at.elapsed().as_secs_f64(),
             steady_seconds: None,
+            taken_seconds: None,
             cpu_seconds: cpu_seconds("self") - started.cpu_seconds,
             peak_rss_kib: None,
         }
@@ -447,10 +450,13 @@ fn print_targets(bench: &Bench, rows: &[Row]) {
     }
     if let Values::Registry(typed, _) = bench.values {
         let decoded = row(Target::S3Typed(typed));
+        let taken = |r: &Row| r.taken_seconds.map_or(f64::NAN, |s| bench.records as f64 / s);
         println!(
-            "{0} values: run --value-format {0} archives at {1:.2} × raw's rate (target ≥ 0.8), {2:.1} × its CPU per GB",
+            "{0} values: run --value-format {0} archives at {1:.2} × raw's rate until every record is durable, \
+             {2:.2} × until every record is taken (target ≥ 0.8), {3:.1} × its CPU per GB",
             typed.name(),
             steady(decoded) / steady(s3),
+            taken(decoded) / taken(s3),
             decoded.cpu_per_gb(bench) / s3.cpu_per_gb(bench),
         );
         return;

@@ -48,6 +48,7 @@ fn peer(bench: &Bench, name: &str) -> Row {
         values: bench.values,
         seconds: number("seconds"),
         steady_seconds: None,
+        taken_seconds: None,
         cpu_seconds: number("cpu_seconds"),
         peak_rss_kib: Some(number("peak_rss_kib") as u64),
     };

@@ -55,6 +55,7 @@ async fn restore(bench: &Bench, to_topic: &str, contender: &str) -> Row {
         values: bench.values,
         seconds,
         steady_seconds: None,
+        taken_seconds: None,
         cpu_seconds: children_cpu_seconds() - cpu_before,
         peak_rss_kib: Some(peak),
     }

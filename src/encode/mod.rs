@@ -183,6 +183,16 @@ impl FileEncoder {
         }
     }
 
+    /// Takes back a Parquet file's batch written behind the pipeline once it is written, without waiting
+    /// for it; whether it did (its sizes are then measured again). A file waits for its batch when it
+    /// needs its writer anyway; this counts it as written sooner.
+    pub fn settle_written(&mut self) -> Result<bool, EncodeError> {
+        match self {
+            FileEncoder::Parquet(e) => e.settle_written(),
+            FileEncoder::Jsonl(_) => Ok(false),
+        }
+    }
+
     /// About how large the file is so far, as it will be uploaded.
     pub fn encoded_size(&self) -> u64 {
         match self {

@@ -25,6 +25,7 @@ use crate::encode::spool::{SealedSpool, Spool};
 use crate::values::columns::{ValueStats, VALUE_ERROR, VALUE_RAW};
 use crate::values::{ValueFormat, VALUE_FIELD};
 
+mod behind;
 mod builders;
 mod dictionary;
 mod given_back;
@@ -33,6 +34,7 @@ mod learned;
 mod parallel;
 mod row_groups;
 
+use behind::{Behind, Counted};
 use builders::Builders;
 pub use learned::LearnedColumns;
 use parallel::ColumnsWriter;
@@ -102,14 +104,33 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
 
 pub struct ParquetEncoder {
     /// Created with the first batch (whose schema may be inferred); until then, what it needs.
-    writer: Option<ColumnsWriter<Spool>>,
-    waiting: Option<Spool>,
+    writer: Option<Writer>,
     props: WriterProperties,
     builders: Builders,
-    /// The writer's in-progress row group size and memory, measured when a batch is written (they
-    /// change only then), so the per-record size checks stay O(1).
-    writer_in_progress: u64,
-    writer_memory: u64,
+    /// The writer's sizes, measured when it took a batch or wrote a row group (they change only then),
+    /// so the per-record size checks stay O(1).
+    measured: Measured,
+}
+
+/// The file's Parquet writer, or what it is made of, or the batch it is writing behind.
+enum Writer {
+    /// Before the first batch: its spool.
+    Waiting(Spool),
+    Ready(Box<ColumnsWriter<Spool>>),
+    /// Writing a batch on an encoding thread (see `behind`).
+    Behind(Behind),
+}
+
+/// The writer's sizes when last measured.
+#[derive(Debug, Default)]
+struct Measured {
+    /// Its in-progress row group's estimated size and memory.
+    in_progress: u64,
+    memory: u64,
+    in_progress_rows: usize,
+    /// The bytes written to the spool.
+    written: u64,
+    row_groups: usize,
     /// What the row groups written so far keep in memory (`ROW_GROUP_METADATA_PER_COLUMN`).
     row_group_metadata: u64,
 }
@@ -140,22 +161,17 @@ impl ParquetEncoder {
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
         let builders = Builders::new(values, keys);
-        Ok(Self {
-            writer: None,
-            waiting: Some(spool),
-            props,
-            builders,
-            writer_in_progress: 0,
-            writer_memory: 0,
-            row_group_metadata: 0,
-        })
+        Ok(Self { writer: Some(Writer::Waiting(spool)), props, builders, measured: Measured::default() })
     }
 
     /// Follows what the partition's last files taught ([`LearnedColumns`]): the columns not worth
     /// compressing are left uncompressed, those a dictionary does not pay for written without one.
     /// Called before the first record.
     pub fn follow(&mut self, learned: &LearnedColumns) {
-        debug_assert!(self.writer.is_none(), "the file's columns are set before it is written");
+        debug_assert!(
+            matches!(self.writer, Some(Writer::Waiting(_))),
+            "the file's columns are set before it is written"
+        );
         let mut props = self.props.clone().into_builder();
         for column in learned.incompressible.plain() {
             props = props.set_column_compression(column.clone(), PqCompression::UNCOMPRESSED);
@@ -179,39 +195,80 @@ impl ParquetEncoder {
         Ok(true)
     }
 
+    /// Hands the buffered rows to an encoding thread (see `behind`), once the file's batch before them
+    /// is written (and the file re-written, when the values' schema widened).
     fn write_buffered(&mut self) -> Result<(), EncodeError> {
-        if self.builders.rows > 0 {
-            if let Some(schema) = self.builders.changed_schema() {
-                self.rewrite(schema)?;
+        if self.builders.rows == 0 {
+            return Ok(());
+        }
+        let widened = self.builders.changed_schema();
+        self.settle()?;
+        if let Some(schema) = widened {
+            self.rewrite(schema)?;
+        }
+        let counted = Counted { bytes: self.builders.bytes, memory: self.builders.counted() + self.builders.decoded };
+        let batch = self.builders.take_batch()?;
+        let writer = match self.writer.take() {
+            Some(Writer::Ready(writer)) => writer,
+            Some(Writer::Waiting(spool)) => {
+                Box::new(ColumnsWriter::try_new(spool, batch.schema(), self.props.clone())?)
             }
-            let batch = self.builders.take_batch()?;
-            let writer = match &mut self.writer {
-                Some(writer) => writer,
-                None => {
-                    let spool = self.waiting.take().expect("a writer or its spool");
-                    self.writer.insert(ColumnsWriter::try_new(spool, batch.schema(), self.props.clone())?)
-                }
-            };
-            writer.write(&batch)?;
+            Some(Writer::Behind(_)) | None => unreachable!("settled above"),
+        };
+        self.writer = Some(Writer::Behind(Behind::write(writer, batch, counted)));
+        Ok(())
+    }
+
+    /// Waits for the batch written behind, if one is, and measures the writer.
+    fn settle(&mut self) -> Result<(), EncodeError> {
+        if let Some(Writer::Behind(_)) = self.writer {
+            let Some(Writer::Behind(behind)) = self.writer.take() else { unreachable!("matched above") };
+            self.writer = Some(Writer::Ready(behind.wait()?));
             self.measure_writer();
         }
         Ok(())
     }
 
+    /// Takes the writer back if the batch written behind is written by now, without waiting (the file's
+    /// sizes are then measured again); whether it did.
+    pub fn settle_written(&mut self) -> Result<bool, EncodeError> {
+        let written = match &mut self.writer {
+            Some(Writer::Behind(behind)) => behind.written(),
+            _ => false,
+        };
+        if written {
+            self.settle()?;
+        }
+        Ok(written)
+    }
+
+    /// What the batch written behind counts for, until it is done.
+    fn behind(&self) -> Counted {
+        match &self.writer {
+            Some(Writer::Behind(behind)) => behind.counted,
+            _ => Counted::default(),
+        }
+    }
+
     /// Measures the writer after it took a batch or wrote a row group (its sizes change only then).
     fn measure_writer(&mut self) {
-        let Some(writer) = &self.writer else { return };
-        self.writer_in_progress = writer.in_progress_size() as u64;
-        self.writer_memory = writer.memory_size() as u64;
+        let Some(Writer::Ready(writer)) = &self.writer else { return };
         let columns: usize = writer.flushed_row_groups().iter().map(|g| g.columns().len()).sum();
-        self.row_group_metadata = columns as u64 * ROW_GROUP_METADATA_PER_COLUMN;
+        self.measured = Measured {
+            in_progress: writer.in_progress_size() as u64,
+            memory: writer.memory_size() as u64,
+            in_progress_rows: writer.in_progress_rows(),
+            written: writer.inner().len(),
+            row_groups: writer.flushed_row_groups().len(),
+            row_group_metadata: columns as u64 * ROW_GROUP_METADATA_PER_COLUMN,
+        };
     }
 
     /// Re-writes the rows written so far under `schema`, whose value or key column widened (a newer
     /// version of their schema that holds the old): each batch read back, its values and keys converted
     /// by their columns, into a new spool. Once per such version a file takes.
     fn rewrite(&mut self, schema: SchemaRef) -> Result<(), EncodeError> {
-        let Some(old) = self.writer.take() else { return Ok(()) };
+        let Some(Writer::Ready(old)) = self.writer.take_if(|w| matches!(w, Writer::Ready(_))) else { return Ok(()) };
         let fresh = old.inner().sibling();
         let written = old.into_inner()?.seal()?;
         let batches = ParquetRecordBatchReaderBuilder::try_new(written.reader()?)?.build()?;
@@ -235,7 +292,7 @@ impl ParquetEncoder {
             }
             writer.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
         }
-        self.writer = Some(writer);
+        self.writer = Some(Writer::Ready(Box::new(writer)));
         Ok(())
     }
 
@@ -247,10 +304,10 @@ impl ParquetEncoder {
 
     /// The buffers a row group would take, less its metadata, or 0 (see `shrinkable`).
     fn writable(&self) -> u64 {
-        let row_groups = self.writer.as_ref().map_or(0, |w| w.flushed_row_groups().len());
-        let buffered = self.builders.rows > 0 || self.writer.as_ref().is_some_and(|w| w.in_progress_rows() > 0);
-        let Some(schema) = self.builders.schema.as_ref().filter(|_| row_groups < MAX_SHRUNK_ROW_GROUPS && buffered)
-        else {
+        let behind = matches!(self.writer, Some(Writer::Behind(_)));
+        let buffered = self.builders.rows > 0 || behind || self.measured.in_progress_rows > 0;
+        let room = self.measured.row_groups < MAX_SHRUNK_ROW_GROUPS;
+        let Some(schema) = self.builders.schema.as_ref().filter(|_| room && buffered) else {
             return 0;
         };
         self.buffers().saturating_sub(row_group_metadata(schema.fields()))
@@ -263,7 +320,7 @@ impl ParquetEncoder {
 
     /// The bytes written to the spool so far.
     fn written(&self) -> u64 {
-        self.writer.as_ref().map_or(0, |w| w.inner().len())
+        self.measured.written
     }
 
     /// See [`super::FileEncoder::shrink`].
@@ -275,17 +332,20 @@ impl ParquetEncoder {
         }
         self.write_buffered()?;
         self.builders.give_back_room();
-        if let Some(writer) = &mut self.writer {
+        self.settle()?;
+        if let Some(Writer::Ready(writer)) = &mut self.writer {
             writer.flush()?;
         }
         self.measure_writer();
         Ok(true)
     }
 
-    /// The bytes written, in progress and buffered, and the written row groups' metadata (to come in the
-    /// footer, and kept in memory until then).
+    /// The bytes written, in progress and buffered (a batch written behind among them, by its records'
+    /// bytes until the file waits for it), and the written row groups' metadata (to come in the footer,
+    /// and kept in memory until then).
     pub fn encoded_size(&self) -> u64 {
-        self.written() + self.writer_in_progress + self.builders.bytes + self.row_group_metadata
+        let m = &self.measured;
+        self.written() + m.in_progress + self.behind().bytes + self.builders.bytes + m.row_group_metadata
     }
 
     /// The writer's memory, and the Arrow builders' at their bound: their buffers grow by doubling, so
@@ -293,20 +353,22 @@ impl ParquetEncoder {
     /// 1.9–2.3 × the payload), the raw value column at its room if more (`Builders::counted`). Counting
     /// less let 1,000 partitions overrun the budget by as much. Typed
     /// values' decoded columns come on top, as allocated: they may take far more than the values' bytes;
-    /// and the written row groups' metadata.
+    /// and the written row groups' metadata. A batch written behind counts as it did in the builders
+    /// until the file waits for it.
     pub fn buffered_memory(&self) -> u64 {
-        self.buffers() + self.row_group_metadata
+        self.buffers() + self.measured.row_group_metadata
     }
 
     /// The writer's and the builders' memory (what a shrink writes out).
     fn buffers(&self) -> u64 {
-        self.writer_memory + self.builders.counted() + self.builders.decoded
+        self.measured.memory + self.behind().memory + self.builders.counted() + self.builders.decoded
     }
 
     /// The sealed file, and what its typed values and keys came to (all of its batches taken).
     pub fn finish(mut self, meta: &FileMeta) -> Result<(SealedSpool, [Option<ValueStats>; 2]), EncodeError> {
         self.write_buffered()?;
-        let Some(mut writer) = self.writer else {
+        self.settle()?;
+        let Some(Writer::Ready(mut writer)) = self.writer.take() else {
             return Err(EncodeError::BadParquet("a file without records has no schema".into()));
         };
         let values = [

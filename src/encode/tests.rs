@@ -524,11 +524,53 @@ fn parquet_counts_the_room_a_batch_leaves_and_a_shrink_gives_it_back() {
     let large = Record { value: Some(value), ..sample_records()[0].clone() };
     assert!(enc.append(&large, true).unwrap(), "a batch, and a row group, of one record");
     let room = (4 << 20) * 9 / 8;
-    assert_eq!(enc.shrinkable(), room, "no rows to write: the room is what a shrink frees");
     let counted = enc.buffered_memory();
+    assert!(counted >= room + (17 << 20), "the room, and the batch until it is written: {counted}");
+    assert_eq!(enc.shrinkable(), counted - 8 * parquet::ROW_GROUP_METADATA_PER_COLUMN, "a shrink waits for the batch");
     assert!(enc.shrink().unwrap());
-    assert_eq!(counted - enc.buffered_memory(), room);
+    let metadata = 8 * parquet::ROW_GROUP_METADATA_PER_COLUMN;
+    assert_eq!(enc.buffered_memory(), metadata, "the batch written, its row group full, the room given back");
     assert_eq!((enc.shrinkable(), enc.shrink().unwrap()), (0, false));
+}
+
+/// A full batch is written behind (on an encoding thread): until the file takes it back, it counts in
+/// the file's size and memory as it did in the builders, then by what the writer holds (here, pages
+/// compressed); taken back without waiting once written. The file's records come out in order.
+#[test]
+fn parquet_counts_a_batch_written_behind_until_it_is_taken_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut enc = raw_encoder(dir.path(), Format::Parquet);
+    // A batch ends at its 4,096th record (under 4 MiB).
+    let record = |offset| Record { offset, value: Some(vec![b'a'; 900]), ..sample_records()[0].clone() };
+    let records: Vec<Record> = (0..2 * parquet::BATCH_ROWS as i64 + 3).map(record).collect();
+    let (first, rest) = records.split_at(parquet::BATCH_ROWS - 1);
+    for r in first {
+        assert!(enc.append(r, true).unwrap());
+    }
+    let (size, memory) = (enc.encoded_size(), enc.buffered_memory());
+    assert!(size > first.len() as u64 * 900, "every record so far in the builders: {size}");
+    assert!(enc.append(&rest[0], true).unwrap(), "the batch's last record: the batch goes behind");
+    let behind = (enc.encoded_size(), enc.buffered_memory());
+    assert!(behind.0 >= size, "its records' bytes count: {} < {size}", behind.0);
+    assert!(behind.1 >= memory, "its memory counts: {} < {memory}", behind.1);
+    let waited = std::time::Instant::now();
+    while !enc.settle_written().unwrap() {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(30), "the batch was never written");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let written = (enc.encoded_size(), enc.buffered_memory());
+    assert!(written.0 < behind.0 / 2 && written.1 < behind.1 / 2, "by the writer now: {written:?} {behind:?}");
+    assert!(!enc.settle_written().unwrap(), "nothing is behind any more");
+    for r in &rest[1..] {
+        assert!(enc.append(r, true).unwrap());
+    }
+    let meta = FileMeta {
+        tp: TopicPartition::new("t", 1).unwrap(),
+        range: OffsetRange::new(0, records.len() as i64 - 1).unwrap(),
+        records: records.len() as u64,
+    };
+    let sealed = enc.finish(&meta).unwrap().spool;
+    assert_eq!(decode(FileKind::Parquet, sealed.read_all().unwrap()).unwrap().records, records);
 }
 
 fn xorshift(state: &mut u64) -> u64 {

@@ -261,13 +261,15 @@ impl Pipeline {
                 Some(ev) = control.recv() => self.handle(ev).await?,
                 Some(ev) = self.from_uploaders.recv() => self.on_uploader_event(ev)?,
                 Some(done) = self.recoveries.next(), if !self.recoveries.is_empty() => self.recovered(done)?,
+                // Before the records, which may always be there: ages and schedules roll files, and
+                // fetched schemas unpark partitions, also while records come faster than they are taken.
+                _ = tick.tick() => self.tick(read_clock())?,
+                Some(id) = self.fetching.next(), if !self.fetching.is_empty() => self.fetched(id),
                 batch = records.recv(), if !holding_back => match batch {
                     Some(batch) => self.take(batch)?,
                     None => break,
                 },
-                Some(id) = self.fetching.next(), if !self.fetching.is_empty() => self.fetched(id),
                 _ = freed.notified(), if holding_back => {}
-                _ = tick.tick() => self.tick(read_clock())?,
             }
         }
         let all: Vec<TopicPartition> = self.partitions.keys().cloned().collect();
@@ -391,9 +393,10 @@ impl Pipeline {
         });
     }
 
-    /// Every 200 ms: unparks what the budget has room for, sets the gauges of what is buffered, and rolls
-    /// files by age and schedule.
+    /// Every 200 ms: counts the batches written behind by now as written, unparks what the budget has room
+    /// for, sets the gauges of what is buffered, and rolls files by age and schedule.
     fn tick(&mut self, now: Now) -> Result<(), PipelineError> {
+        self.settle_written()?;
         if !self.budget.exceeded() {
             self.unpark(Parked::Budget);
         }
@@ -409,6 +412,15 @@ impl Pipeline {
                 let check = SourceCommand::CheckRange { tp: tp.clone(), epoch: writer.epoch, range };
                 let _ = self.link.commands.send(check);
             }
+        }
+        Ok(())
+    }
+
+    /// Counts the open files' batches written behind by now as written (see `FileEncoder::settle_written`).
+    fn settle_written(&mut self) -> Result<(), PipelineError> {
+        for (tp, writer) in &mut self.partitions {
+            let encode = |source| PipelineError::Encode { tp: tp.clone(), source };
+            writer.settle_written(&mut self.budget).map_err(encode)?;
         }
         Ok(())
     }

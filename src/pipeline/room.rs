@@ -12,8 +12,12 @@ impl Pipeline {
     /// wait at about their compressed size, in more row groups rather than more files. If that left the
     /// budget within a quarter of full (the spools hold the rest), or the spool directory is over its
     /// own, the open files holding the most, as the budget counts them, roll early, until the open files
-    /// hold at most half of it.
+    /// hold at most half of it. Batches written behind by now are counted as written first.
     pub(super) fn make_room(&mut self) -> Result<(), PipelineError> {
+        self.settle_written()?;
+        if !self.budget.exceeded() {
+            return Ok(());
+        }
         if self.budget.memory_exceeded() {
             let buffers: Vec<(TopicPartition, u64)> =
                 self.partitions.iter().filter_map(|(tp, w)| w.shrinkable().map(|size| (tp.clone(), size))).collect();

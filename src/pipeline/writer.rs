@@ -210,6 +210,18 @@ impl PartitionWriter {
         self.open.as_ref().map(|f| f.encoder.shrinkable()).filter(|b| *b > 0)
     }
 
+    /// Counts the open file's batch written behind as written, if it is by now (see
+    /// `FileEncoder::settle_written`).
+    pub(super) fn settle_written(&mut self, budget: &mut Budget) -> Result<(), EncodeError> {
+        let Some(file) = self.open.as_mut() else { return Ok(()) };
+        if file.encoder.settle_written()? {
+            let buffered = file.encoder.buffered_memory();
+            budget.resize(file.buffered, buffered);
+            file.buffered = buffered;
+        }
+        Ok(())
+    }
+
     /// Writes the open file's buffers into its spool now (see `FileEncoder::shrink`); whether it did.
     pub(super) fn shrink(&mut self, budget: &mut Budget) -> Result<bool, EncodeError> {
         let Some(file) = self.open.as_mut() else { return Ok(false) };

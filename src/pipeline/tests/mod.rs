@@ -238,6 +238,28 @@ async fn an_idle_partition_rolls_by_age_without_new_records() {
     h.task.abort();
 }
 
+/// Records that come faster than the pipeline takes them (the channel is never empty) do not keep the
+/// age timer from rolling the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_rolls_by_age_while_its_records_keep_coming() {
+    let roll =
+        RollPolicy { max_records: u64::MAX, max_bytes: 1 << 40, max_age: Duration::from_millis(300), schedule: None };
+    let h = harness(roll, 1 << 40, Duration::from_secs(10));
+    h.assign(0, Some(0)).await;
+    let rolled_by_age = || h.metrics.objects_by_roll_reason.with_label_values(&["age"]).get();
+    let epoch = h.epochs.lock().unwrap()[&0];
+    let (started, mut offset) = (std::time::Instant::now(), 0);
+    while rolled_by_age() == 0 && started.elapsed() < Duration::from_secs(3) {
+        let batch = (offset..offset + 1000)
+            .map(|o| Fetched { tp: tp(0), epoch, record: rec(o, 100), retention_gap: None })
+            .collect();
+        h.records.send(batch).await.unwrap();
+        offset += 1000;
+    }
+    assert!(rolled_by_age() > 0, "no file rolled by age in 3 s of records ({offset} sent)");
+    h.task.abort();
+}
+
 #[tokio::test]
 async fn a_revoked_partition_leaves_no_metric_series_behind() {
     let h = harness(policy(3), 1 << 30, Duration::from_secs(10));
