@@ -23,14 +23,20 @@ pub struct Registry {
 }
 
 /// A schema ID `record`'s value or key names, when its partition's values or keys name schemas and it
-/// was not fetched yet.
-pub(super) fn missing(writer: &PartitionWriter, record: &Record, cache: &SchemaCache) -> Option<SchemaId> {
-    let named = |named: bool, payload: Option<&[u8]>| {
+/// was not fetched yet. The cache is not asked again for the ID the partition's last value (or key)
+/// named, once fetched: it forgets none.
+pub(super) fn missing(writer: &mut PartitionWriter, record: &Record, cache: &SchemaCache) -> Option<SchemaId> {
+    let [values, keys] = [writer.values_name_schemas(), writer.keys_name_schemas()];
+    let mut named = |at: usize, named: bool, payload: Option<&[u8]>| {
         let (id, _) = split(payload.filter(|_| named)?).ok()?;
-        (!cache.has(id)).then_some(id)
+        let known = &mut writer.fetched_ids[at];
+        if *known == Some(id) || cache.has(id) {
+            *known = Some(id);
+            return None;
+        }
+        Some(id)
     };
-    named(writer.values_name_schemas(), record.value.as_deref())
-        .or_else(|| named(writer.keys_name_schemas(), record.key.as_deref()))
+    named(0, values, record.value.as_deref()).or_else(|| named(1, keys, record.key.as_deref()))
 }
 
 /// Fetches `id` into the cache, retrying failures that may pass until they do; then says which.

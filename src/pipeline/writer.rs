@@ -108,6 +108,8 @@ pub(super) struct PartitionWriter {
     range_checked_at: Option<Instant>,
     /// Takes no records from this offset on, and why; the consumer is moved back here when that passes.
     parked: Option<(i64, Parked)>,
+    /// The schema IDs its last value and key named, once fetched (see `schemas::missing`).
+    pub(super) fetched_ids: [Option<SchemaId>; 2],
     open: Option<OpenFile>,
     /// What the partition's Parquet files taught about their columns (compression, dictionaries).
     learned: LearnedColumns,
@@ -141,6 +143,7 @@ impl PartitionWriter {
             retention_gap_pending: plan.retention_gap.filter(|_| plan.rewrite.is_none()).map(|gap| gap.start()),
             no_records_pending: None,
             parked: None,
+            fetched_ids: [None; 2],
             last_record_at: now,
             range_checked_at: None,
             open: None,
