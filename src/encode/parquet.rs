@@ -110,6 +110,17 @@ pub struct ParquetEncoder {
     /// The writer's sizes, measured when it took a batch or wrote a row group (they change only then),
     /// so the per-record size checks stay O(1).
     measured: Measured,
+    /// The records' bytes of the batches the writer has taken (a batch behind, once waited for).
+    taken_bytes: u64,
+}
+
+/// Where a batch is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// On an encoding thread, the pipeline going on.
+    Behind,
+    /// Here, now.
+    Wait,
 }
 
 /// The file's Parquet writer, or what it is made of, or the batch it is writing behind.
@@ -161,7 +172,8 @@ impl ParquetEncoder {
             .set_created_by(format!("kafka-s3-archiver {}", env!("CARGO_PKG_VERSION")))
             .build();
         let builders = Builders::new(values, keys);
-        Ok(Self { writer: Some(Writer::Waiting(spool)), props, builders, measured: Measured::default() })
+        let writer = Some(Writer::Waiting(spool));
+        Ok(Self { writer, props, builders, measured: Measured::default(), taken_bytes: 0 })
     }
 
     /// Follows what the partition's last files taught ([`LearnedColumns`]): the columns not worth
@@ -189,15 +201,16 @@ impl ParquetEncoder {
             return Ok(false);
         }
         if self.builders.rows >= BATCH_ROWS || self.builders.bytes >= BATCH_BYTES {
-            self.write_buffered()?;
+            self.write_buffered(Then::Behind)?;
             self.builders.make_room();
         }
         Ok(true)
     }
 
-    /// Hands the buffered rows to an encoding thread (see `behind`), once the file's batch before them
-    /// is written (and the file re-written, when the values' schema widened).
-    fn write_buffered(&mut self) -> Result<(), EncodeError> {
+    /// Writes the buffered rows, once the file's batch before them is written (and the file re-written,
+    /// when the values' schema widened): on an encoding thread (see `behind`), or here when the file
+    /// waits for them anyway (a shrink, the seal: not queued behind other files' batches).
+    fn write_buffered(&mut self, then: Then) -> Result<(), EncodeError> {
         if self.builders.rows == 0 {
             return Ok(());
         }
@@ -205,25 +218,48 @@ impl ParquetEncoder {
         self.settle()?;
         if let Some(schema) = widened {
             self.rewrite(schema)?;
+            self.measure_writer();
         }
-        let counted = Counted { bytes: self.builders.bytes, memory: self.builders.counted() + self.builders.decoded };
+        let raw = self.builders.bytes;
+        let counted =
+            Counted { raw, bytes: self.at_ratio(raw), memory: self.builders.counted() + self.builders.decoded };
         let batch = self.builders.take_batch()?;
-        let writer = match self.writer.take() {
+        let mut writer = match self.writer.take() {
             Some(Writer::Ready(writer)) => writer,
             Some(Writer::Waiting(spool)) => {
                 Box::new(ColumnsWriter::try_new(spool, batch.schema(), self.props.clone())?)
             }
             Some(Writer::Behind(_)) | None => unreachable!("settled above"),
         };
-        self.writer = Some(Writer::Behind(Behind::write(writer, batch, counted)));
+        match then {
+            Then::Behind => self.writer = Some(Writer::Behind(Behind::write(writer, batch, counted))),
+            Then::Wait => {
+                writer.write(&batch)?;
+                self.writer = Some(Writer::Ready(writer));
+                self.taken_bytes += raw;
+                self.measure_writer();
+            }
+        }
         Ok(())
+    }
+
+    /// `raw` records' bytes at what the file's records so far came to as the writer counts them (their
+    /// bytes as they are, before its first batch).
+    fn at_ratio(&self, raw: u64) -> u64 {
+        let encoded = self.measured.written + self.measured.in_progress;
+        match self.taken_bytes {
+            0 => raw,
+            taken => (u128::from(raw) * u128::from(encoded) / u128::from(taken)) as u64,
+        }
     }
 
     /// Waits for the batch written behind, if one is, and measures the writer.
     fn settle(&mut self) -> Result<(), EncodeError> {
         if let Some(Writer::Behind(_)) = self.writer {
             let Some(Writer::Behind(behind)) = self.writer.take() else { unreachable!("matched above") };
+            let raw = behind.counted.raw;
             self.writer = Some(Writer::Ready(behind.wait()?));
+            self.taken_bytes += raw;
             self.measure_writer();
         }
         Ok(())
@@ -330,7 +366,7 @@ impl ParquetEncoder {
             self.builders.give_back_room();
             return Ok(spare);
         }
-        self.write_buffered()?;
+        self.write_buffered(Then::Wait)?;
         self.builders.give_back_room();
         self.settle()?;
         if let Some(Writer::Ready(writer)) = &mut self.writer {
@@ -340,9 +376,9 @@ impl ParquetEncoder {
         Ok(true)
     }
 
-    /// The bytes written, in progress and buffered (a batch written behind among them, by its records'
-    /// bytes until the file waits for it), and the written row groups' metadata (to come in the footer,
-    /// and kept in memory until then).
+    /// The bytes written, in progress and buffered (a batch written behind among them, estimated at the
+    /// file's ratio so far until the file takes it back), and the written row groups' metadata (to come
+    /// in the footer, and kept in memory until then).
     pub fn encoded_size(&self) -> u64 {
         let m = &self.measured;
         self.written() + m.in_progress + self.behind().bytes + self.builders.bytes + m.row_group_metadata
@@ -366,7 +402,7 @@ impl ParquetEncoder {
 
     /// The sealed file, and what its typed values and keys came to (all of its batches taken).
     pub fn finish(mut self, meta: &FileMeta) -> Result<(SealedSpool, [Option<ValueStats>; 2]), EncodeError> {
-        self.write_buffered()?;
+        self.write_buffered(Then::Wait)?;
         self.settle()?;
         let Some(Writer::Ready(mut writer)) = self.writer.take() else {
             return Err(EncodeError::BadParquet("a file without records has no schema".into()));

@@ -397,6 +397,11 @@ impl Pipeline {
     /// for, sets the gauges of what is buffered, and rolls files by age and schedule.
     fn tick(&mut self, now: Now) -> Result<(), PipelineError> {
         self.settle_written()?;
+        if self.budget.exceeded() {
+            // A batch written behind may have filled a spool since the last record was taken (which
+            // made room as it was taken).
+            self.make_room()?;
+        }
         if !self.budget.exceeded() {
             self.unpark(Parked::Budget);
         }

@@ -6,6 +6,7 @@
 
 use std::num::NonZeroUsize;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -43,12 +44,14 @@ static THREADS: LazyLock<Sender<Job>> = LazyLock::new(|| {
     jobs
 });
 
-/// What a batch written behind counts for until it is done: as it did in the builders.
+/// What a batch written behind counts for until it is done.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Counted {
-    /// Its records' bytes (as `encoded_size` counts records not yet written).
+    /// Its records' bytes.
+    pub raw: u64,
+    /// What it is estimated to add to the file: its records' bytes at the file's ratio so far.
     pub bytes: u64,
-    /// The memory its columns hold.
+    /// The memory its columns hold (as the builders counted them).
     pub memory: u64,
 }
 
@@ -57,6 +60,9 @@ type Done = std::thread::Result<(Box<ColumnsWriter<Spool>>, Result<(), ParquetEr
 /// A batch being written by an encoding thread, and the writer it is written with.
 pub(super) struct Behind {
     done: Receiver<Done>,
+    /// Set when the file is dropped (its partition revoked, say) before its batch is written: an
+    /// encoding thread then drops the batch rather than write it.
+    dropped: Arc<AtomicBool>,
     /// What the thread answered, when it was found done before the file waited for it.
     answer: Option<Done>,
     pub counted: Counted,
@@ -66,7 +72,12 @@ impl Behind {
     /// Writes `batch` with `writer` on an encoding thread.
     pub fn write(mut writer: Box<ColumnsWriter<Spool>>, batch: RecordBatch, counted: Counted) -> Self {
         let (tell, done) = sync_channel(1);
+        let dropped = Arc::new(AtomicBool::new(false));
+        let dropped_file = dropped.clone();
         let job = move || {
+            if dropped_file.load(Ordering::Relaxed) {
+                return;
+            }
             // A panic is raised again where the writer is waited for, not in the encoding thread.
             let result = catch_unwind(AssertUnwindSafe(|| {
                 let written = writer.write(&batch);
@@ -76,7 +87,7 @@ impl Behind {
             let _ = tell.send(result);
         };
         THREADS.send(Box::new(job)).expect("the encoding threads run for as long as the process");
-        Self { done, answer: None, counted }
+        Self { done, dropped, answer: None, counted }
     }
 
     /// Whether the batch is written by now (then `wait` returns at once).
@@ -89,12 +100,19 @@ impl Behind {
 
     /// Waits for the batch to be written; the writer back, or the error that failed it (the file is
     /// then lost: the error stops the pipeline).
-    pub fn wait(self) -> Result<Box<ColumnsWriter<Spool>>, ParquetError> {
-        let answer = self.answer.map_or_else(|| self.done.recv(), Ok);
+    pub fn wait(mut self) -> Result<Box<ColumnsWriter<Spool>>, ParquetError> {
+        let answer = self.answer.take().map_or_else(|| self.done.recv(), Ok);
         match answer.expect("an encoding thread answers every job") {
             Ok((writer, Ok(()))) => Ok(writer),
             Ok((_, Err(e))) => Err(e),
             Err(panic) => resume_unwind(panic),
         }
+    }
+}
+
+impl Drop for Behind {
+    fn drop(&mut self) {
+        // Once waited for, the job is done and this changes nothing.
+        self.dropped.store(true, Ordering::Relaxed);
     }
 }

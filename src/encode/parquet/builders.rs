@@ -205,8 +205,8 @@ impl Builders {
 
     /// Gives the raw value column, between batches, the room its last batch took and an eighth, at once
     /// (at most [`MAX_ROOM_BYTES`]): growing it by doubling copied the bytes at every step and touched twice
-    /// the pages. Called once the last batch is written and its buffers freed, so the allocator hands
-    /// the same pages back.
+    /// the pages. Called once the last batch is taken; it may still be written behind (see `behind`), so
+    /// the allocator hands its pages back for the batch after next.
     pub(super) fn make_room(&mut self) {
         if let (ValueColumn::Raw(b), 0) = (&mut self.value, self.rows) {
             let (rows, bytes) = self.last_values;
