@@ -243,14 +243,9 @@ impl ParquetEncoder {
         Ok(())
     }
 
-    /// `raw` records' bytes at what the file's records so far came to as the writer counts them (their
-    /// bytes as they are, before its first batch).
+    /// `raw` records' bytes at what the file's records so far came to as the writer counts them.
     fn at_ratio(&self, raw: u64) -> u64 {
-        let encoded = self.measured.written + self.measured.in_progress;
-        match self.taken_bytes {
-            0 => raw,
-            taken => (u128::from(raw) * u128::from(encoded) / u128::from(taken)) as u64,
-        }
+        at_ratio(raw, self.measured.written + self.measured.in_progress, self.taken_bytes)
     }
 
     /// Waits for the batch written behind, if one is, and measures the writer.
@@ -435,6 +430,16 @@ impl ParquetEncoder {
         let stats = [self.builders.value_stats().cloned(), self.builders.key_stats().cloned()];
         Ok((writer.into_inner()?.seal()?, stats))
     }
+}
+
+/// `raw` records' bytes at the ratio `taken` records' bytes came to, `encoded`; at most `raw` (a file's
+/// first rows written alone carry its columns' fixed costs), and `raw` before any were taken.
+pub(super) fn at_ratio(raw: u64, encoded: u64, taken: u64) -> u64 {
+    if taken == 0 {
+        return raw;
+    }
+    let estimated = u128::from(raw) * u128::from(encoded) / u128::from(taken);
+    u64::try_from(estimated).map_or(raw, |estimated| estimated.min(raw))
 }
 
 pub(super) fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, EncodeError> {

@@ -594,6 +594,17 @@ fn parquet_counts_a_batch_written_behind_until_it_is_taken_back() {
     assert_eq!(decode(FileKind::Parquet, sealed.read_all().unwrap()).unwrap().records, records);
 }
 
+/// A batch behind counts at the ratio the file's records came to so far, at most at its records' bytes
+/// (a file whose first rows were written alone, shrunk for the budget, carries its columns' fixed costs
+/// on them: counting its next batch at that ratio would roll it early by size).
+#[test]
+fn a_batch_behind_counts_at_the_files_ratio_at_most_at_its_bytes() {
+    assert_eq!(parquet::at_ratio(4000, 1000, 4000), 1000, "compressed four to one");
+    assert_eq!(parquet::at_ratio(4000, 20_000, 5000), 4000, "fixed costs on a few rows: the bytes at most");
+    assert_eq!(parquet::at_ratio(4000, 0, 0), 4000, "nothing taken yet: the bytes");
+    assert_eq!(parquet::at_ratio(u64::MAX, u64::MAX, 1), u64::MAX, "no overflow");
+}
+
 fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 13;
     *state ^= *state >> 7;

@@ -61,7 +61,7 @@ type Done = std::thread::Result<(Box<ColumnsWriter<Spool>>, Result<(), ParquetEr
 pub(super) struct Behind {
     done: Receiver<Done>,
     /// Set when the file is dropped (its partition revoked, say) before its batch is written: an
-    /// encoding thread then drops the batch rather than write it.
+    /// encoding thread that has not started the batch then drops it rather than write it.
     dropped: Arc<AtomicBool>,
     /// What the thread answered, when it was found done before the file waited for it.
     answer: Option<Done>,
