@@ -220,9 +220,7 @@ impl ParquetEncoder {
             self.rewrite(schema)?;
             self.measure_writer();
         }
-        let raw = self.builders.bytes;
-        let counted =
-            Counted { raw, bytes: self.at_ratio(raw), memory: self.builders.counted() + self.builders.decoded };
+        let (raw, memory) = (self.builders.bytes, self.builders.counted() + self.builders.decoded);
         let batch = self.builders.take_batch()?;
         let mut writer = match self.writer.take() {
             Some(Writer::Ready(writer)) => writer,
@@ -232,7 +230,10 @@ impl ParquetEncoder {
             Some(Writer::Behind(_)) | None => unreachable!("settled above"),
         };
         match then {
-            Then::Behind => self.writer = Some(Writer::Behind(Behind::write(writer, batch, counted))),
+            Then::Behind => {
+                let counted = Counted { raw, bytes: self.at_ratio(raw), memory };
+                self.writer = Some(Writer::Behind(Behind::write(writer, batch, counted)));
+            }
             Then::Wait => {
                 writer.write(&batch)?;
                 self.writer = Some(Writer::Ready(writer));

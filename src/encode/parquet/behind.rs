@@ -4,7 +4,6 @@
 //! has one batch behind at most, so its batches are written in order. Encoding a batch's columns took
 //! most of a typed file's time on the pipeline's one thread, decoding the values the rest.
 
-use std::num::NonZeroUsize;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
@@ -13,7 +12,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use arrow_array::RecordBatch;
 use parquet::errors::ParquetError;
 
-use super::parallel::ColumnsWriter;
+use super::parallel::{cores, ColumnsWriter};
 use crate::encode::spool::Spool;
 
 /// The cores left to the pipeline's own thread (which takes and decodes the records) and the
@@ -26,10 +25,9 @@ type Job = Box<dyn FnOnce() + Send>;
 
 /// The encoding threads, started on first use; they take the next job when free.
 static THREADS: LazyLock<Sender<Job>> = LazyLock::new(|| {
-    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
     let (jobs, queue) = channel::<Job>();
     let queue = Arc::new(Mutex::new(queue));
-    for i in 0..cores.saturating_sub(CORES_FOR_TAKING).clamp(1, MOST_THREADS) {
+    for i in 0..cores().saturating_sub(CORES_FOR_TAKING).clamp(1, MOST_THREADS) {
         let queue = queue.clone();
         let work = move || loop {
             // The lock is held only to take the next job.

@@ -28,12 +28,18 @@ pub const ENCODE_THREADS: usize = 4;
 /// encodes a typed batch 1.3-1.4 x as fast.
 const CORES_FOR_CONSUMING: usize = 1;
 
-/// How many threads a file's batches are encoded on, found once (the cores are read from the
-/// process's cgroup: files, which every new file would read again).
-static THREADS: LazyLock<usize> = LazyLock::new(|| {
-    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    cores.saturating_sub(CORES_FOR_CONSUMING).clamp(1, ENCODE_THREADS)
-});
+/// The machine's cores, found once (they are read from the process's cgroup files, which every new
+/// file would read again).
+static CORES: LazyLock<usize> = LazyLock::new(|| std::thread::available_parallelism().map_or(1, NonZeroUsize::get));
+
+/// The machine's cores (see [`CORES`]).
+pub(super) fn cores() -> usize {
+    *CORES
+}
+
+/// How many threads a batch's columns are encoded on.
+static THREADS: LazyLock<usize> =
+    LazyLock::new(|| cores().saturating_sub(CORES_FOR_CONSUMING).clamp(1, ENCODE_THREADS));
 
 /// The row group being written: a writer per leaf column, and the rows they took.
 struct RowGroup {
